@@ -1,0 +1,29 @@
+# Two entry points on a fresh machine: `make demo` (environment, install, solve a
+# shipped instance end to end) and `make test` (the test suite, as CI runs it).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/placement solve instances/rubin-lpx-deepseek.yaml --json out/rubin-lpx-deepseek.plan.json || test $$? -eq 0
+	$(BIN)/placement check instances/rubin-lpx-deepseek.yaml out/rubin-lpx-deepseek.plan.json
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -x -q -p no:cacheprovider --doctest-modules placement topology costmodels solvers tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/costmodel_throughput.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

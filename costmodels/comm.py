@@ -1,0 +1,283 @@
+"""Communication costs: TP all-reduce, EP all-to-all, stage hand-offs, KV transfer,
+attention–FFN activation ping-pong (DESIGN §3).
+
+Bandwidths are per chip per direction (``ChipSpec.scale_up_bandwidth_bytes_per_s``,
+``scale_out_bandwidth_bytes_per_s``). A collective over ``n`` chips uses the
+scale-up fabric when ``n`` fits in one scale-up domain and the scale-out NICs
+otherwise (:func:`link_for_span`). Communication is not overlapped with compute
+inside a step (a conservative, common roofline choice); the attention–FFN
+ping-pong is the one place where overlap is modelled (:func:`af_tpot_s`).
+
+Examples
+--------
+>>> from tests.costmodel_fixtures import h100
+>>> round(tp_allreduce_s(h100(), 2 * 2**20, 8) * 1e6, 1)  # Vidur measures ~34 µs
+33.4
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costmodels.models import BYTES_PER_VALUE, ModelSpec
+from topology.chips import ChipSpec
+
+__all__ = [
+    "ACTIVATION_BYTES_PER_VALUE",
+    "SCALE_OUT_LATENCY_S",
+    "link_for_span",
+    "tp_allreduce_s",
+    "ep_alltoall_s",
+    "pp_hop_s",
+    "step_comm_s",
+    "kv_transfer_bytes",
+    "kv_transfer_s",
+    "af_activation_bytes_per_token",
+    "af_transfer_s",
+    "af_tpot_s",
+    "af_comm_hidden",
+]
+
+#: Activations travel in BF16 even when weights are FP8/FP4 (vLLM/TRT-LLM
+#: all-reduce and combine in BF16; DeepEP's FP8 dispatch would halve one leg).
+ACTIVATION_BYTES_PER_VALUE = BYTES_PER_VALUE["bf16"]
+#: One-way latency of one RDMA message across a leaf switch (InfiniBand/RoCE
+#: NICs quote 1–3 µs per hop; a few hops plus software ≈ 5 µs). ChipSpec has no
+#: scale-out latency field, so this is the one assumed value.
+SCALE_OUT_LATENCY_S = 5e-6
+#: Ring all-reduce = reduce-scatter + all-gather: each moves (n−1)/n of the
+#: buffer in n−1 latency-bound steps.
+_RING_PHASES = 2.0
+#: An all-to-all exchange happens twice per MoE layer: dispatch and combine.
+_ALLTOALL_PHASES = 2.0
+#: Activations cross between the attention and FFN pools twice per layer (there and back).
+_AF_CROSSINGS_PER_LAYER = 2.0
+
+
+def _out(x):
+    x = np.asarray(x)
+    if x.ndim:
+        return x
+    return bool(x) if x.dtype == bool else float(x)
+
+
+def link_for_span(chip: ChipSpec, span_chips):
+    """(bandwidth per chip per direction, latency) for a group of ``span_chips`` chips.
+
+    Scale-up fabric when the group fits in one scale-up domain, scale-out NICs
+    (with :data:`SCALE_OUT_LATENCY_S`) otherwise.
+    """
+    inside = np.asarray(span_chips, dtype=float) <= chip.scale_up_domain_chips
+    bw = np.where(inside, chip.scale_up_bandwidth_bytes_per_s, chip.scale_out_bandwidth_bytes_per_s)
+    lat = np.where(inside, chip.scale_up_latency_s, SCALE_OUT_LATENCY_S)
+    return bw, lat
+
+
+def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
+    """Ring all-reduce of ``bytes_per_rank`` over ``tp`` ranks::
+
+        t = 2·(tp − 1)/tp · bytes / BW + 2·(tp − 1)·latency     (0 for tp = 1)
+
+    BW and latency of the scale-up fabric (:func:`link_for_span`). NVSwitch
+    in-network reduction (NVLS) would do better at large sizes; the ring is the
+    portable bound.
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100
+    >>> tp_allreduce_s(h100(), 1e6, 1)
+    0.0
+    """
+    n = np.asarray(tp, dtype=float)
+    bw, lat = link_for_span(chip, n)
+    steps = n - 1.0
+    t = _RING_PHASES * (steps / n) * np.asarray(bytes_per_rank, dtype=float) / bw + _RING_PHASES * steps * lat
+    return _out(np.where(n > 1, t, 0.0))
+
+
+def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep):
+    """Expert-parallel dispatch + combine of ``tokens`` tokens over ``ep`` ranks.
+
+    Each token's d-vector goes to its k experts (and comes back); tokens start
+    spread evenly over the ranks and a fraction (ep − 1)/ep of the copies leave
+    their rank. Per rank and direction::
+
+        bytes = (tokens/ep)·k·d·b·(ep − 1)/ep
+        t = 2·(bytes / BW + latency)                            (0 for ep = 1)
+
+    so the group moves DESIGN's B·k·d·b bytes each way (less the local share).
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100
+    >>> round(ep_alltoall_s(h100(), 256, 8, 7168, 2, 8) * 1e6, 1)
+    17.9
+    """
+    n = np.asarray(ep, dtype=float)
+    bw, lat = link_for_span(chip, n)
+    out_bytes = np.asarray(tokens, dtype=float) / n * k * d * bytes_per_value * (n - 1.0) / n
+    t = _ALLTOALL_PHASES * (out_bytes / bw + lat)
+    return _out(np.where(n > 1, t, 0.0))
+
+
+def pp_hop_s(chip: ChipSpec, bytes_per_micro_batch, tp, pp):
+    """Hand-off of one micro-batch's activations between two pipeline stages.
+
+    The ``tp`` ranks of a stage each send 1/tp of the activations in parallel;
+    scale-up when the whole replica (tp·pp chips) fits in one domain, else
+    scale-out: ``t = bytes/(tp·BW) + latency``.
+    """
+    t_a = np.asarray(tp, dtype=float)
+    bw, lat = link_for_span(chip, t_a * np.asarray(pp, dtype=float))
+    return _out(np.asarray(bytes_per_micro_batch, dtype=float) / (t_a * bw) + lat)
+
+
+def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro_batch, tp, ep, pp,
+                activation_bytes_per_value: float = ACTIVATION_BYTES_PER_VALUE):
+    """Communication time of one forward round of one micro-batch through all L layers.
+
+    With x = t·d·b_a the activation bytes of a micro-batch of t tokens and
+    AR(x) = :func:`tp_allreduce_s`, A2A = :func:`ep_alltoall_s`:
+
+    * ``full``: dense layers 2·AR(x); MoE layers AR(x) + (A2A if ep > 1 else
+      AR(x)); plus (pp − 1) stage hand-offs (:func:`pp_hop_s`).
+    * ``attention``: AR(x) per layer (after the output projection).
+    * ``ffn``: AR(x) per dense layer, and per MoE layer when ep = 1; with
+      ep = tp tokens arrive at their experts directly (the dispatch is the
+      attention–FFN traffic, :func:`af_activation_bytes_per_token`).
+    """
+    t = np.asarray(tokens_per_micro_batch, dtype=float)
+    tp_a, ep_a, pp_a = (np.asarray(v, dtype=float) for v in (tp, ep, pp))
+    x = t * model.hidden_size * activation_bytes_per_value
+    ar = np.asarray(tp_allreduce_s(chip, x, tp_a))
+    dense, moe = model.n_dense_layers, model.n_moe_layers
+    if part == "attention":
+        return _out(model.layers * ar)
+    sharded = ep_a > 1
+    if part == "ffn":
+        return _out(dense * ar + moe * np.where(sharded, 0.0, ar))
+    k = model.moe.active_experts if model.moe is not None else 0
+    a2a = np.asarray(ep_alltoall_s(chip, t, k, model.hidden_size, activation_bytes_per_value, ep_a)) if moe else 0.0
+    total = dense * 2.0 * ar + moe * (ar + np.where(sharded, a2a, ar))
+    hops = (pp_a - 1.0) * np.asarray(pp_hop_s(chip, x, tp_a, pp_a))
+    return _out(total + hops)
+
+
+def kv_transfer_bytes(model: ModelSpec, prompt, cached=0, kv_precision: str = "bf16",
+                      prefix_cached_on_decode: bool = False):
+    """KV bytes a request moves from its prefill pool to its decode pool (PD).
+
+    ``(c0 + p)·κ`` — the whole cache the decode side needs — or, when the decode
+    side already holds the prefix, only the new tokens' ``p·κ``. Sliding-window
+    layers hold at most w tokens: their share is min(c0 + p, w), resp. min(p, w).
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import llama_70b
+    >>> kv_transfer_bytes(llama_70b(), 1000, 3000, "bf16")
+    1310720000.0
+    >>> kv_transfer_bytes(llama_70b(), 1000, 3000, "bf16", True)
+    327680000.0
+    """
+    a = model.attention
+    p = np.asarray(prompt, dtype=float)
+    c = p if prefix_cached_on_decode else p + np.asarray(cached, dtype=float)
+    swa = a.sliding_window_layers
+    tokens = (model.layers - swa) * c + (swa * np.minimum(c, a.sliding_window_tokens) if swa else 0.0)
+    return _out(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
+
+
+def kv_transfer_s(bytes_, bandwidth_bytes_per_s, latency_s=0.0):
+    """Time to move ``bytes_`` over a path: bytes / bandwidth + latency.
+
+    Examples
+    --------
+    >>> round(kv_transfer_s(1e9, 50e9, 5e-6), 6)
+    0.020005
+    """
+    return _out(np.asarray(bytes_, dtype=float) / np.asarray(bandwidth_bytes_per_s, dtype=float)
+                + np.asarray(latency_s, dtype=float))
+
+
+def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
+                                  ffn_expert_parallel: bool = False) -> float:
+    """Bytes one decode token sends between attention and FFN pools, both ways, all layers.
+
+    ≈ 2·L·d·b_a: the hidden state goes to the FFN pool and comes back once per
+    layer. With an expert-parallel FFN pool (``ffn_expert_parallel``) the MoE
+    layers dispatch a copy to each of the token's k experts and combine k
+    results back (× k on those layers); shared experts are co-located and free.
+    ``precision`` is the activation precision (default BF16).
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import llama_70b
+    >>> af_activation_bytes_per_token(llama_70b())
+    2621440.0
+    """
+    b = BYTES_PER_VALUE[precision]
+    k = model.moe.active_experts if (ffn_expert_parallel and model.moe is not None) else 1
+    per_layer = _AF_CROSSINGS_PER_LAYER * model.hidden_size * b
+    return float(per_layer * (model.n_dense_layers + model.n_moe_layers * k))
+
+
+def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s, precision: str = "bf16", *,
+                  ffn_expert_parallel: bool = False):
+    """Round-trip activation time of one micro-batch of ``tokens`` tokens, all layers.
+
+    ``tokens·af_activation_bytes_per_token / BW + 2·L·latency``: the ``comm_s``
+    argument of :func:`af_tpot_s`.
+    """
+    per_token = af_activation_bytes_per_token(model, precision, ffn_expert_parallel=ffn_expert_parallel)
+    t = np.asarray(tokens, dtype=float) * per_token / np.asarray(bandwidth_bytes_per_s, dtype=float)
+    return _out(t + _AF_CROSSINGS_PER_LAYER * model.layers * np.asarray(latency_s, dtype=float))
+
+
+def af_tpot_s(attn_s, ffn_s, comm_s, micro_batches):
+    """TPOT of attention–FFN disaggregation with ping-pong micro-batches (MegaScale-Infer).
+
+    Parameters
+    ----------
+    attn_s, ffn_s
+        Time of ONE micro-batch through all L layers on the attention pool,
+        resp. the FFN pool (``decode_attention_step(batch=B/m).time_s`` …).
+    comm_s
+        Round-trip activation time of one micro-batch over all layers (both
+        crossings, :func:`af_transfer_s`); each direction carries half.
+    micro_batches
+        m micro-batches circulate between the pools.
+
+    Notes
+    -----
+    Per layer the m micro-batches form a closed loop over four servers:
+    attention (A/L per micro-batch), link out (C/2L), FFN (F/L), link back
+    (C/2L). The round of all m micro-batches through all L layers takes::
+
+        TPOT = max(m · max(A, F, C/2),  A + F + C)
+
+    Communication is *hidden* — TPOT = m·max(A, F) — only when both
+    MegaScale-Infer conditions hold: (1) each crossing is shorter than the
+    slower side's compute, C/2 ≤ max(A, F); (2) enough micro-batches are in
+    flight to cover one round trip, m·max(A, F) ≥ A + F + C. Otherwise the
+    link either sets the pace (m·C/2) or its latency adds in full (A + F + C;
+    with m = 1 nothing overlaps).
+
+    Examples
+    --------
+    >>> af_tpot_s(1.0, 1.0, 0.2, 3)   # hidden: 3·1 ≥ 2.2
+    3.0
+    >>> af_tpot_s(1.0, 1.0, 0.2, 1)   # m = 1: strictly sequential
+    2.2
+    """
+    a, f, c = (np.asarray(v, dtype=float) for v in (attn_s, ffn_s, comm_s))
+    m = np.asarray(micro_batches, dtype=float)
+    one_way = c / _AF_CROSSINGS_PER_LAYER
+    return _out(np.maximum(m * np.maximum(np.maximum(a, f), one_way), a + f + c))
+
+
+def af_comm_hidden(attn_s, ffn_s, comm_s, micro_batches):
+    """Whether the ping-pong hides communication (both conditions of :func:`af_tpot_s`)."""
+    a, f, c = (np.asarray(v, dtype=float) for v in (attn_s, ffn_s, comm_s))
+    slow = np.maximum(a, f)
+    m = np.asarray(micro_batches, dtype=float)
+    return _out((c / _AF_CROSSINGS_PER_LAYER <= slow) & (m * slow >= a + f + c))

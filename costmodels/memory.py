@@ -1,0 +1,161 @@
+"""Memory fit of a stage replica on its chips (DESIGN §3).
+
+Per chip of a replica of g = tp·pp chips::
+
+    memory = W_stage / g + B · kv_bytes(c) · dup(tp) / g + workspace
+
+* ``W_stage``: the stage's stored weights — all weights for prefill, decode and
+  draft; attention projections + embeddings for ``decode-attention``; FFN
+  (dense + every expert + routers) for ``decode-ffn``. Expert parallelism moves
+  experts between ranks but not their total, so ``ep`` does not change it.
+* KV: B sequences at ``context`` tokens (pass the largest context a sequence
+  reaches). Prefill holds its batch's KV transiently — pass
+  ``context = cached + prompt``. The FFN pool holds none. Under tp > kv_heads
+  GQA heads are copied; MLA's latent is copied on every tp rank.
+* ``workspace = workspace_fraction · capacity``: activations, CUDA graphs,
+  allocator fragmentation.
+
+The capacity is the chip's working tier ``chip.memory[0]`` — SRAM on SRAM-only
+chips, where the weights must live too: a 500 MB LPU needs ≈ 300 chips per
+replica for a 70B BF16 model.
+
+Examples
+--------
+>>> from tests.costmodel_fixtures import lpu_500mb, llama_70b
+>>> min_chips_for_weights(lpu_500mb(), llama_70b(), precision="bf16")
+314
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costmodels.models import ModelSpec
+from costmodels.roofline import kv_bytes_per_sequence, kv_duplication, stage_part, stored_weight_bytes
+from topology.chips import ChipSpec
+
+__all__ = [
+    "DEFAULT_WORKSPACE_FRACTION",
+    "memory_per_chip_bytes",
+    "fits",
+    "min_chips_for_weights",
+    "max_batch_that_fits",
+]
+
+#: Share of the working tier kept free for activations, graphs and fragmentation
+#: (vLLM's default gpu_memory_utilization = 0.9 reserves the same 10 %).
+DEFAULT_WORKSPACE_FRACTION = 0.10
+
+
+def _out(x):
+    x = np.asarray(x)
+    if x.ndim:
+        return x
+    return bool(x) if x.dtype == bool else float(x)
+
+
+def _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_precision):
+    if stage_part(stage) == "ffn":
+        return 0.0 * np.asarray(context, dtype=float)
+    g = np.asarray(tp, dtype=float) * np.asarray(pp, dtype=float)
+    kv = np.asarray(kv_bytes_per_sequence(model, kv_precision, context))
+    return kv * np.asarray(kv_duplication(model, tp)) / g
+
+
+def memory_per_chip_bytes(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    stage: str,
+    batch,
+    context,
+    tp=1,
+    ep=1,
+    pp=1,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
+):
+    """Bytes each chip of a ``stage`` replica holds: W/g + B·kv(c)·dup/g + workspace.
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> m = memory_per_chip_bytes(h100(), llama_70b(), stage="decode", batch=32, context=8192, tp=8)
+    >>> round(m / 1e9, 1)
+    36.4
+    """
+    kv_prec = precision if kv_precision is None else kv_precision
+    g = np.asarray(tp, dtype=float) * np.asarray(pp, dtype=float)
+    weights = stored_weight_bytes(model, stage_part(stage), precision) / g
+    kv = np.asarray(batch, dtype=float) * _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec)
+    _ = ep  # experts move between ranks under EP, their per-chip total does not change
+    return _out(weights + kv + workspace_fraction * chip.memory_bytes)
+
+
+def fits(chip: ChipSpec, memory_or_model, **stage_kwargs):
+    """Whether a replica fits the chip's working tier (SRAM on SRAM-only chips).
+
+    ``fits(chip, memory_per_chip_bytes)`` compares bytes with the capacity;
+    ``fits(chip, model, stage=…, batch=…, context=…, tp=…, pp=…)`` computes the
+    bytes with :func:`memory_per_chip_bytes` first.
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import lpu_500mb, llama_70b
+    >>> fits(lpu_500mb(), llama_70b(), stage="decode", batch=1, context=1024, tp=8, pp=8)
+    False
+    >>> fits(lpu_500mb(), llama_70b(), stage="decode", batch=1, context=1024, tp=8, pp=64)
+    True
+    """
+    if isinstance(memory_or_model, ModelSpec):
+        memory_or_model = memory_per_chip_bytes(chip, memory_or_model, **stage_kwargs)
+    return _out(np.asarray(memory_or_model, dtype=float) <= chip.memory_bytes)
+
+
+def min_chips_for_weights(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    stage: str = "decode",
+    precision: str = "bf16",
+    workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
+) -> int:
+    """Fewest chips whose working tiers hold the stage's weights: ⌈W / ((1 − ws)·capacity)⌉."""
+    usable = (1.0 - workspace_fraction) * chip.memory_bytes
+    return int(np.ceil(stored_weight_bytes(model, stage_part(stage), precision) / usable))
+
+
+def max_batch_that_fits(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    stage: str,
+    context,
+    tp=1,
+    ep=1,
+    pp=1,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
+):
+    """Largest whole batch whose KV fits beside the weights and workspace (0 if none).
+
+    ``⌊(capacity − W/g − workspace) / (kv(c)·dup/g)⌋``; unbounded (``inf``) for
+    the FFN pool, which holds no KV.
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> max_batch_that_fits(h100(), llama_70b(), stage="decode", context=131072, tp=8)
+    10.0
+    """
+    kv_prec = precision if kv_precision is None else kv_precision
+    fixed = memory_per_chip_bytes(chip, model, stage=stage, batch=0, context=context, tp=tp, ep=ep, pp=pp,
+                                  precision=precision, kv_precision=kv_prec, workspace_fraction=workspace_fraction)
+    per_seq = _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec)
+    room = chip.memory_bytes - np.asarray(fixed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = np.where(per_seq > 0, np.floor(np.maximum(room, 0.0) / np.where(per_seq > 0, per_seq, 1.0)),
+                     np.where(room >= 0, np.inf, 0.0))
+    return _out(b)

@@ -1,0 +1,590 @@
+"""Roofline step models of the inference stages (DESIGN §3).
+
+One forward step of a replica is priced from three quantities: the FLOPs it
+executes, the bytes it reads from the working memory tier, and the collectives
+it waits for. With ``g`` busy chips, peak F (at the weight precision) and
+working-tier bandwidth BW, achievable fractions η_c, η_m and a fixed per-step
+overhead τ::
+
+    t = max(FLOPs / (g·F·η_c), bytes / (g·BW·η_m)) + t_comm + τ
+
+Layout convention
+-----------------
+``tp``
+    Tensor parallelism inside a scale-up domain: every matrix is sliced over
+    ``tp`` ranks, which all-reduce the activations twice per layer (after
+    attention and after the FFN).
+``ep``
+    Expert parallelism, ``1`` or ``tp``: with ``ep == tp`` the routed experts of
+    MoE layers are distributed *whole* over the same ``tp`` ranks instead of
+    being sliced, and the FFN all-reduce of MoE layers becomes an all-to-all
+    dispatch + combine. Attention stays tensor-parallel. Per-chip weight memory
+    and expected weight traffic are the same either way (experts / g per chip);
+    load imbalance between expert ranks is not modelled. On dense models ``ep``
+    has no effect.
+``pp``
+    Pipeline stages; a replica has ``g = tp·pp`` chips, each stage holds
+    ``L/pp`` layers and ``1/pp`` of the weights.
+
+How ``pp`` enters the step time (our choice, documented here once):
+``batch`` is always the number of sequences *per replica*. The replica splits
+them into ``n_mb = min(pp, batch)`` micro-batches of ``b = batch / n_mb``
+sequences (fractional sizes are a continuous relaxation). A token passes all
+``pp`` stages in turn, so one decode round (TPOT) is ``pp`` stage steps, each
+stage re-reading its weights once per micro-batch::
+
+    TPOT = pp · t_stage(b) = max(FLOPs_round / (n_mb·tp·F·η_c),
+                                 bytes_round / (n_mb·tp·BW·η_m)) + t_comm + τ
+
+with ``FLOPs_round`` the FLOPs of all ``batch`` tokens through all L layers
+and ``bytes_round = n_mb·W_touched(b) + KV``. With a full pipeline
+(``batch ≥ pp``) the denominators are ``g·F`` and ``g·BW`` as in DESIGN §3:
+pipelining does not shorten TPOT, it spreads the memory; weight traffic
+per token grows with the number of micro-batches. τ is paid once per round
+(scheduling, sampling, launch: the stages run concurrently), and ``t_comm`` is
+the collectives of one micro-batch through all L layers plus ``pp − 1`` stage
+hand-offs. ``tokens/s = batch / time_s`` holds for every layout.
+
+Examples
+--------
+>>> from tests.costmodel_fixtures import h100, llama_70b
+>>> st = decode_step(h100(), llama_70b(), batch=1, context=1024)
+>>> bool(st.memory_bound), round(st.time_s * 1e3, 1)
+(True, 54.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from costmodels.comm import step_comm_s
+from costmodels.models import BYTES_PER_VALUE, ModelSpec
+from topology.chips import ChipSpec
+
+__all__ = [
+    "StepCost",
+    "Part",
+    "STAGES",
+    "stage_part",
+    "FLOPS_PER_MAC",
+    "decode_step",
+    "decode_attention_step",
+    "decode_ffn_step",
+    "prefill_step",
+    "aggregated_step",
+    "forward_cost",
+    "experts_touched_per_layer",
+    "weight_bytes_touched",
+    "stored_weight_bytes",
+    "matmul_params_per_token",
+    "attention_flops_per_pair",
+    "decode_attention_pairs",
+    "prefill_attention_pairs",
+    "attention_core_flops",
+    "kv_bytes_per_sequence",
+    "kv_duplication",
+]
+
+#: Multiply-add = 2 FLOPs: a token through an N-parameter matmul costs 2·N FLOPs.
+FLOPS_PER_MAC = 2.0
+
+Part = Literal["full", "attention", "ffn"]
+#: Stage names used by the CLI, memory fit and candidates.
+STAGES: tuple[str, ...] = ("prefill", "decode", "decode-attention", "decode-ffn", "draft")
+_STAGE_PART: dict[str, Part] = {
+    "prefill": "full",
+    "decode": "full",
+    "draft": "full",
+    "aggregated": "full",
+    "decode-attention": "attention",
+    "decode-ffn": "ffn",
+}
+
+ArrayLike = float | int | np.ndarray
+
+
+def stage_part(stage: str) -> Part:
+    """Which part of the model a stage runs: ``full``, ``attention`` or ``ffn``."""
+    try:
+        return _STAGE_PART[stage]
+    except KeyError:
+        raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(_STAGE_PART)}") from None
+
+
+def _out(x: np.ndarray):
+    """Python float (bool) for 0-d results, the array otherwise."""
+    x = np.asarray(x)
+    if x.ndim:
+        return x
+    return bool(x) if x.dtype == bool else float(x)
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Cost of one forward step of a replica (arrays broadcast over the inputs).
+
+    ``time_s = max(compute_s, memory_s) + comm_s + overhead_s``. ``flops`` and
+    ``bytes`` are replica totals for the step (all tokens, all layers; bytes
+    include KV duplication across tensor-parallel ranks); ``kv_bytes`` is the KV
+    part of ``bytes``. ``intensity_flop_per_byte = flops / bytes`` is what the
+    chip's ridge point is compared with.
+    """
+
+    time_s: ArrayLike
+    compute_s: ArrayLike
+    memory_s: ArrayLike
+    comm_s: ArrayLike
+    overhead_s: ArrayLike
+    flops: ArrayLike
+    bytes: ArrayLike
+    kv_bytes: ArrayLike
+    intensity_flop_per_byte: ArrayLike
+    memory_bound: ArrayLike
+
+
+# ---- model arithmetic ---------------------------------------------------------
+
+
+def _lm_head_params(model: ModelSpec) -> float:
+    # The LM head is a matmul; the input embedding is a lookup (no FLOPs, ~no bytes).
+    return float(model.vocab_size * model.hidden_size)
+
+
+def matmul_params_per_token(model: ModelSpec, part: Part = "full") -> float:
+    """Parameters one token multiplies by in ``part``.
+
+    The attention side owns the projections and the LM head (it holds the
+    sequence state and samples); the FFN side owns dense FFNs, routers and the
+    k routed + shared experts. ``full`` = ``model.matmul_params_active``.
+    """
+    attn = model.attention_params + _lm_head_params(model)
+    if part == "attention":
+        return attn
+    if part == "ffn":
+        return model.active_ffn_params
+    return attn + model.active_ffn_params
+
+
+def stored_weight_bytes(model: ModelSpec, part: Part, precision: str) -> float:
+    """Weight bytes a part stores: attention (+ embeddings), FFN, or all."""
+    b = BYTES_PER_VALUE[precision]
+    if part == "attention":
+        return (model.attention_params + model.embedding_params) * b
+    if part == "ffn":
+        return model.ffn_params * b
+    return model.total_params * b
+
+
+def experts_touched_per_layer(model: ModelSpec, tokens: ArrayLike, *, include_shared: bool = True):
+    """Experts whose weights a step of ``tokens`` tokens reads in one MoE layer.
+
+    With uniform routing of k of E experts per token, an expert is missed by all
+    t tokens with probability (1 − k/E)^t::
+
+        touched = E·(1 − (1 − k/E)^t)  (+ shared experts, always read)
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import deepseek_v3
+    >>> experts_touched_per_layer(deepseek_v3(), 1)
+    9.0
+    >>> round(experts_touched_per_layer(deepseek_v3(), 4096, include_shared=False))
+    256
+    """
+    if model.moe is None:
+        return _out(np.zeros_like(np.asarray(tokens, dtype=float)))
+    e = model.moe
+    t = np.asarray(tokens, dtype=float)
+    routed = e.experts * (1.0 - np.power(1.0 - e.active_experts / e.experts, t))
+    if include_shared:
+        routed = routed + np.where(t > 0, e.shared_experts, 0.0)
+    return _out(routed)
+
+
+def weight_bytes_touched(model: ModelSpec, part: Part, tokens: ArrayLike, precision: str):
+    """Weight bytes one step of ``tokens`` tokens reads (``W_touched``).
+
+    Attention projections and LM head always; dense FFNs always; per MoE layer
+    the router and the touched experts (:func:`experts_touched_per_layer`).
+    """
+    b = BYTES_PER_VALUE[precision]
+    t = np.asarray(tokens, dtype=float)
+    attn = (model.attention_params + _lm_head_params(model)) * b
+    dense = model.n_dense_layers * model.dense_ffn_params_per_layer * b
+    if model.moe is not None and model.n_moe_layers:
+        per_layer = experts_touched_per_layer(model, t) * model.expert_params + model.hidden_size * model.moe.experts
+        ffn = dense + model.n_moe_layers * np.asarray(per_layer) * b
+    else:
+        ffn = dense + 0.0 * t
+    if part == "attention":
+        return _out(attn + 0.0 * t)
+    if part == "ffn":
+        return _out(ffn)
+    return _out(attn + ffn)
+
+
+def attention_flops_per_pair(model: ModelSpec, *, absorbed: bool) -> float:
+    """FLOPs per (query token, cached token) pair per layer: 2·h·(d_qk + d_v).
+
+    GQA/MHA: d_qk = d_v = head_dim, i.e. 4·h·d_head (QKᵀ and AV).
+    MLA absorbed (decode: W_UK/W_UV folded into the query/output, attention in
+    the latent space): d_qk = kv_lora_rank + rope_dim, d_v = kv_lora_rank
+    (DeepSeek-V3: 2·128·1088). MLA non-absorbed (prefill: K/V decompressed per
+    head): d_qk = head_dim + rope_dim, d_v = v_head_dim (2·128·320).
+    """
+    a = model.attention
+    if a.kind == "gqa":
+        return 2.0 * a.heads * (a.head_dim + a.head_dim)
+    if absorbed:
+        return 2.0 * a.heads * ((a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank)
+    return 2.0 * a.heads * ((a.head_dim + a.qk_rope_head_dim) + a.v_head_dim)
+
+
+def _layer_split(model: ModelSpec) -> tuple[int, int, float]:
+    a = model.attention
+    swa = a.sliding_window_layers
+    window = float(a.sliding_window_tokens) if swa else np.inf
+    return model.layers - swa, swa, window
+
+
+def decode_attention_pairs(model: ModelSpec, context: ArrayLike):
+    """Query–key pairs of one decode token summed over layers: L_full·c + L_swa·min(c, w)."""
+    full, swa, w = _layer_split(model)
+    c = np.asarray(context, dtype=float)
+    return _out(full * c + (swa * np.minimum(c, w) if swa else 0.0))
+
+
+def _causal_pairs(x: np.ndarray, w: float) -> np.ndarray:
+    # ∫₀ˣ min(t, w) dt: pairs of a causal prefix of x tokens with window w.
+    return np.where(x <= w, 0.5 * x * x, 0.5 * w * w + w * (x - w))
+
+
+def prefill_attention_pairs(model: ModelSpec, prompt: ArrayLike, cached: ArrayLike = 0):
+    """Query–key pairs of prefilling p tokens after c0 cached ones, summed over layers.
+
+    Full layers: p·c0 + p²/2 (causal); sliding-window layers cap each query at
+    w keys: F(c0 + p) − F(c0) with F(x) = ∫₀ˣ min(t, w) dt.
+    """
+    full, swa, w = _layer_split(model)
+    p = np.asarray(prompt, dtype=float)
+    c0 = np.asarray(cached, dtype=float)
+    out = full * (p * c0 + 0.5 * p * p)
+    if swa:
+        out = out + swa * (_causal_pairs(c0 + p, w) - _causal_pairs(c0, w))
+    return _out(out)
+
+
+def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: ArrayLike, decode: bool):
+    """Attention-core FLOPs (QKᵀ, AV) of one sequence, all layers.
+
+    Decode (one new token at context c): pairs·2·h·(d_qk + d_v), which for GQA is
+    DESIGN's 4·L·h·d_head·c; MLA uses the absorbed dims. Prefill (p new tokens
+    after c0 cached): pairs = p·c0 + p²/2 per layer; MLA takes the cheaper of
+    the non-absorbed form, which must also decompress the cached prefix's K/V
+    (2·c0·r_kv·h·(d_nope + d_v) per layer), and the absorbed form.
+    """
+    if decode:
+        return _out(np.asarray(decode_attention_pairs(model, context)) * attention_flops_per_pair(model, absorbed=True))
+    pairs = np.asarray(prefill_attention_pairs(model, new_tokens, context))
+    flops = pairs * attention_flops_per_pair(model, absorbed=False)
+    a = model.attention
+    if a.kind == "mla":
+        c0 = np.asarray(context, dtype=float)
+        decompress = FLOPS_PER_MAC * c0 * a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim) * model.layers
+        flops = np.minimum(flops + decompress, pairs * attention_flops_per_pair(model, absorbed=True))
+    return _out(flops)
+
+
+def kv_bytes_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLike):
+    """KV bytes one sequence of ``context`` tokens holds (vectorised ``model.kv_bytes``).
+
+    κ_layer·(L_full·c + L_swa·min(c, w)); κ_layer = 2·kv_heads·head_dim·b (GQA)
+    or (kv_lora_rank + rope_dim)·b (MLA).
+    """
+    full, swa, w = _layer_split(model)
+    c = np.asarray(context, dtype=float)
+    tokens = full * c + (swa * np.minimum(c, w) if swa else 0.0)
+    return _out(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
+
+
+def kv_duplication(model: ModelSpec, tp: ArrayLike):
+    """Copies of the KV cache across ``tp`` ranks (vectorised ``model.kv_tp_duplication``).
+
+    GQA: max(1, tp / kv_heads); MLA: tp (the latent is replicated on every rank).
+    """
+    t = np.asarray(tp, dtype=float)
+    if model.attention.kind == "mla":
+        return _out(t)
+    return _out(np.maximum(1.0, t / model.attention.kv_heads))
+
+
+# ---- the step ----------------------------------------------------------------
+
+
+def _check_layout(tp: np.ndarray, ep: np.ndarray, pp: np.ndarray) -> None:
+    if np.any(tp < 1) or np.any(pp < 1) or np.any(ep < 1):
+        raise ValueError("tp, ep and pp must be ≥ 1")
+    if np.any((ep != 1) & (ep != tp)):
+        raise ValueError("ep must be 1 or equal to tp (experts sharded over the tensor-parallel ranks)")
+
+
+def forward_cost(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    part: Part,
+    sequences: ArrayLike,
+    tokens: ArrayLike,
+    attention_flops: ArrayLike,
+    kv_bytes: ArrayLike,
+    tp: ArrayLike = 1,
+    ep: ArrayLike = 1,
+    pp: ArrayLike = 1,
+    precision: str = "bf16",
+) -> StepCost:
+    """Price one replica step from its work; the building block of every stage.
+
+    Parameters
+    ----------
+    sequences, tokens
+        Sequences and new tokens in the step (replica totals).
+    attention_flops
+        Attention-core FLOPs of the step (all sequences, all layers).
+    kv_bytes
+        KV bytes the step reads/writes, one copy (duplication across tp ranks is
+        applied here).
+
+    Notes
+    -----
+    ``n_mb = min(pp, sequences)`` micro-batches of ``tokens / n_mb`` tokens::
+
+        flops   = 2·tokens·N_part + attention_flops
+        bytes   = n_mb·W_touched(tokens / n_mb) + kv_bytes·dup(tp)
+        compute = flops / (n_mb·tp·F·η_c);  memory = bytes / (n_mb·tp·BW·η_m)
+        time    = max(compute, memory) + comm + τ
+    """
+    tp_a, ep_a, pp_a = (np.asarray(x, dtype=float) for x in (tp, ep, pp))
+    _check_layout(tp_a, ep_a, pp_a)
+    seqs = np.asarray(sequences, dtype=float)
+    tok = np.asarray(tokens, dtype=float)
+    n_mb = np.minimum(pp_a, np.maximum(seqs, 1.0))
+    tokens_mb = tok / n_mb
+
+    flops = FLOPS_PER_MAC * tok * matmul_params_per_token(model, part)
+    kv_traffic = 0.0 * tok
+    if part != "ffn":
+        flops = flops + np.asarray(attention_flops, dtype=float)
+        kv_traffic = np.asarray(kv_bytes, dtype=float) * np.asarray(kv_duplication(model, tp_a))
+    weights = n_mb * np.asarray(weight_bytes_touched(model, part, tokens_mb, precision))
+    total_bytes = weights + kv_traffic
+
+    busy = n_mb * tp_a
+    compute_s = flops / (busy * chip.flops(precision) * chip.compute_efficiency)
+    memory_s = total_bytes / (busy * chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)
+    comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a))
+    overhead_s = np.full(np.shape(compute_s), chip.step_overhead_s)
+    time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
+
+    def b(x):
+        return _out(np.broadcast_to(x, shape))
+
+    return StepCost(
+        time_s=b(time_s),
+        compute_s=b(compute_s),
+        memory_s=b(memory_s),
+        comm_s=b(comm_s),
+        overhead_s=b(overhead_s),
+        flops=b(flops),
+        bytes=b(total_bytes),
+        kv_bytes=b(kv_traffic),
+        intensity_flop_per_byte=b(flops / total_bytes),
+        memory_bound=b(memory_s > compute_s),
+    )
+
+
+def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision) -> StepCost:
+    kv_prec = precision if kv_precision is None else kv_precision
+    bt = np.asarray(batch, dtype=float)
+    c = np.asarray(context, dtype=float)
+    return forward_cost(
+        chip, model, part=part, sequences=bt, tokens=bt,
+        attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)),
+        kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)),
+        tp=tp, ep=ep, pp=pp, precision=precision,
+    )
+
+
+def decode_step(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    batch: ArrayLike,
+    context: ArrayLike,
+    tp: ArrayLike = 1,
+    ep: ArrayLike = 1,
+    pp: ArrayLike = 1,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+) -> StepCost:
+    """One decode step: ``batch`` sequences each add one token at ``context`` cached tokens.
+
+    FLOPs = 2·B·N_active + 4·B·L·h·d_head·c (MLA: absorbed dims, see
+    :func:`attention_flops_per_pair`); bytes = W_touched(B) + B·c·κ·dup(tp).
+    ``time_s`` is the TPOT (see the module notes for ``pp``); tokens/s = B / time_s.
+    ``kv_precision`` defaults to ``precision``.
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> st = decode_step(h100(), llama_70b(), batch=[1, 64], context=1024, tp=8)
+    >>> (st.time_s * 1e3).round(2).tolist()
+    [12.54, 14.17]
+    """
+    return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision)
+
+
+def decode_attention_step(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    batch: ArrayLike,
+    context: ArrayLike,
+    tp: ArrayLike = 1,
+    ep: ArrayLike = 1,
+    pp: ArrayLike = 1,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+) -> StepCost:
+    """The attention half of a decode step (attention–FFN disaggregation).
+
+    Attention projections + LM head weights, the attention core and all KV
+    bytes; one all-reduce per layer when tp > 1; no pipeline hand-offs (the
+    activations leave for the FFN pool every layer instead).
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> st = decode_attention_step(h100(), llama_70b(), batch=64, context=131072)
+    >>> round(st.intensity_flop_per_byte, 1)
+    8.5
+    """
+    return _decode(chip, model, "attention", batch, context, tp, ep, pp, precision, kv_precision)
+
+
+def decode_ffn_step(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    batch: ArrayLike,
+    context: ArrayLike = 0,
+    tp: ArrayLike = 1,
+    ep: ArrayLike = 1,
+    pp: ArrayLike = 1,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+) -> StepCost:
+    """The FFN half of a decode step: FFN weights (expert touch), no KV, no context term.
+
+    ``context`` and ``kv_precision`` are accepted for symmetry and ignored. With
+    ``ep == tp`` tokens arrive at their experts' ranks directly (the dispatch is
+    the attention–FFN traffic), so MoE layers need no collective; dense layers
+    and ``ep == 1`` all-reduce once per layer.
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> decode_ffn_step(h100(), llama_70b(), batch=64).intensity_flop_per_byte
+    64.0
+    """
+    return _decode(chip, model, "ffn", batch, 0.0 * np.asarray(batch, dtype=float), tp, ep, pp, precision, kv_precision)
+
+
+def prefill_step(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    prompt: ArrayLike,
+    cached: ArrayLike = 0,
+    batch: ArrayLike = 1,
+    tp: ArrayLike = 1,
+    ep: ArrayLike = 1,
+    pp: ArrayLike = 1,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+) -> StepCost:
+    """Prefill ``batch`` sequences of ``prompt`` new tokens after ``cached`` prefix tokens.
+
+    Per sequence: FLOPs = 2·p·N_active + 4·L·h·d_head·(p·c0 + p²/2);
+    bytes = W_touched(B·p) + (c0 + p)·κ (read the prefix, write the new KV).
+    ``time_s`` is the prefill latency of the batch (the TTFT's service part).
+    Activation traffic is ignored (prefill is compute-bound).
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> st = prefill_step(h100(), llama_70b(), prompt=8192, tp=8)
+    >>> bool(st.memory_bound), round(st.time_s, 3)
+    (False, 0.311)
+    """
+    kv_prec = precision if kv_precision is None else kv_precision
+    bt = np.asarray(batch, dtype=float)
+    p = np.asarray(prompt, dtype=float)
+    c0 = np.asarray(cached, dtype=float)
+    return forward_cost(
+        chip, model, part="full", sequences=bt, tokens=bt * p,
+        attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=p, context=c0, decode=False)),
+        kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c0 + p)),
+        tp=tp, ep=ep, pp=pp, precision=precision,
+    )
+
+
+def aggregated_step(
+    chip: ChipSpec,
+    model: ModelSpec,
+    *,
+    batch: ArrayLike,
+    context: ArrayLike,
+    chunk_tokens: ArrayLike,
+    chunk_context: ArrayLike = 0,
+    tp: ArrayLike = 1,
+    ep: ArrayLike = 1,
+    pp: ArrayLike = 1,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+) -> StepCost:
+    """One chunked-prefill step: B decode tokens plus one prefill chunk (decode first).
+
+    The scheduler puts every running decode sequence in the step first and fills
+    the rest of the token budget with a ``chunk_tokens`` slice of a prompt whose
+    first ``chunk_context`` tokens are already cached (Sarathi/vLLM order).
+    Work adds up: tokens = B + C, attention FLOPs = decode part + prefill part of
+    the chunk, KV bytes = B·c·κ + (c_chunk + C)·κ; weights are read once for
+    all B + C tokens. For a prompt of p tokens after c0 cached, the mean chunk
+    sees ``chunk_context = c0 + (p − C)/2``.
+
+    Examples
+    --------
+    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> st = aggregated_step(h100(), llama_70b(), batch=32, context=2048, chunk_tokens=512, tp=8)
+    >>> round(st.time_s * 1e3, 1)
+    25.3
+    """
+    kv_prec = precision if kv_precision is None else kv_precision
+    bt = np.asarray(batch, dtype=float)
+    c = np.asarray(context, dtype=float)
+    ch = np.asarray(chunk_tokens, dtype=float)
+    cc = np.asarray(chunk_context, dtype=float)
+    attn = bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)) + np.asarray(
+        attention_core_flops(model, new_tokens=ch, context=cc, decode=False)
+    )
+    kv = bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)) + np.where(
+        ch > 0, np.asarray(kv_bytes_per_sequence(model, kv_prec, cc + ch)), 0.0
+    )
+    return forward_cost(
+        chip, model, part="full", sequences=bt + (ch > 0), tokens=bt + ch,
+        attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, pp=pp, precision=precision,
+    )

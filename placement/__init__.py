@@ -1,0 +1,28 @@
+"""Placement optimizer for heterogeneous LLM inference: the front door.
+
+Examples
+--------
+>>> import placement
+>>> inst = placement.load_instance("instances/melange-toy.yaml")  # doctest: +SKIP
+>>> plan = placement.solve(inst, backend="highs")                 # doctest: +SKIP
+>>> plan.model_dump_json()                                        # doctest: +SKIP
+"""
+
+from placement.errors import InfeasibleError, InputError, PlacementError, SolverError, VerificationError
+from placement.loading import load_instance, parse_instance
+from placement.plan import Plan
+from placement.schema import Instance
+from placement.solve import solve
+
+__all__ = [
+    "Instance",
+    "Plan",
+    "load_instance",
+    "parse_instance",
+    "solve",
+    "PlacementError",
+    "InputError",
+    "InfeasibleError",
+    "SolverError",
+    "VerificationError",
+]

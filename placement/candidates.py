@@ -1,0 +1,354 @@
+"""Candidate replica configurations and the solver-neutral problem they feed.
+
+For every class, serving mode, stage and chip type this enumerates replica
+configurations — chips per replica, TP/EP/PP layout, batch, prefill chunk,
+micro-batches, the partner chip of a paired replica and the latency level of
+the link between the pair — evaluates each with :mod:`placement.evaluate`,
+drops those that miss an SLO or do not fit, and drops dominated ones:
+
+    X is dominated by Y when m copies of Y fit in X's chips (part by part, m a
+    whole number) and serve at least as much, with no more pair traffic and
+    no stricter latency limit.
+
+Replica sizes per chip type form a divisibility chain with the domain size
+(powers of two dividing the domain, then whole-domain multiples doubling), so
+the solver's aggregate chip constraint packs exactly (see
+:func:`solvers.milp.check_packable`).
+
+Serving modes become routes (DESIGN §4): ``aggregated`` (one step), ``pd``
+(prefill → decode, KV crosses the network), ``pd-af`` (prefill → paired
+attention/FFN decode) and, with a draft model, ``pd+draft`` (prefill →
+speculative decode, draft co-located or on a remote chip). Roofline columns
+serve one class each — a batch that meets one class's TPOT need not meet it
+when mixed with longer contexts — while measured (Mélange-style) capacities mix
+classes linearly on one replica as the measurements were taken.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import product
+
+import numpy as np
+
+from costmodels import kv_transfer_bytes
+from placement.context import Context, SiteInfo
+from placement.evaluate import PartLayout, PoolConfig, evaluate
+from placement.schema import TrafficClass
+from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
+from topology.graph import path_latency_s
+
+__all__ = ["Candidates", "generate", "build_problem", "replica_sizes", "BATCHES", "CHUNKS"]
+
+BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
+PREFILL_BATCHES = np.array([1.0])
+CHUNKS = (512, 2048, 8192)
+#: Ping-pong depth of attention–FFN replicas (MegaScale-Infer uses 2–3).
+AF_MICRO_BATCHES = 2
+#: Largest replica considered, as a multiple of the smallest one that holds the weights.
+SIZE_HEADROOM = 8
+
+
+@dataclass
+class Candidates:
+    """Columns kept, their configurations, and how many were generated."""
+
+    configs: dict[str, PoolConfig] = field(default_factory=dict)
+    columns: list[Column] = field(default_factory=list)
+    generated: int = 0
+    feasible: int = 0
+
+    @property
+    def kept(self) -> int:
+        return len(self.columns)
+
+
+def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:
+    """Chips per replica: powers of two dividing the domain, then the domain doubling.
+
+    Examples
+    --------
+    >>> replica_sizes(72, 500)
+    [1, 2, 4, 8, 72, 144, 288]
+    >>> replica_sizes(1, 4)
+    [1, 2, 4]
+    """
+    sizes = [1 << i for i in range(0, 20) if (1 << i) <= domain_chips and domain_chips % (1 << i) == 0]
+    if sizes[-1] != domain_chips:
+        sizes.append(domain_chips)
+    s = domain_chips * 2
+    while s <= max_chips:
+        sizes.append(s)
+        s *= 2
+    return sizes
+
+
+def _layouts(ctx: Context, site: SiteInfo, chips: int, stage: str) -> list[tuple[int, int, int]]:
+    """(tp, ep, pp) with tp·pp = chips, tp inside one domain and dividing the heads."""
+    m = ctx.model
+    out = []
+    tp = 1
+    while tp <= min(chips, site.chips_per_domain):
+        pp = chips // tp
+        if chips % tp == 0 and m.attention.heads % tp == 0 and pp <= m.layers:
+            eps = [1]
+            if m.moe is not None and tp > 1 and m.moe.experts % tp == 0 and stage != "decode-attention":
+                eps.append(tp)
+            out.extend((tp, ep, pp) for ep in eps)
+        tp *= 2
+    return out
+
+
+def _min_chips_for_weights(ctx: Context, site: SiteInfo, weight_bytes: float) -> int:
+    return max(1, math.ceil(weight_bytes / site.chip.memory_bytes))
+
+
+def _parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float) -> list[PartLayout]:
+    need = _min_chips_for_weights(ctx, site, weight_bytes)
+    fleet_chips = sum(s.chips for s in ctx.sites.values() if s.resource == site.resource)
+    max_chips = min(fleet_chips, need * SIZE_HEADROOM)
+    out = []
+    for g in replica_sizes(site.chips_per_domain, max(max_chips, site.chips_per_domain)):
+        if g < need:
+            continue
+        for tp, ep, pp in _layouts(ctx, site, g, stage):
+            out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp))
+    return out
+
+
+def _pair_latencies(ctx: Context, res_a: str, res_b: str) -> list[float]:
+    """Distinct one-way path latencies between sites of two resources (finite only)."""
+    lats = set()
+    for a, sa in ctx.sites.items():
+        for b, sb in ctx.sites.items():
+            if sa.resource == res_a and sb.resource == res_b:
+                lat = path_latency_s(ctx.graph, a, b)
+                if math.isfinite(lat):
+                    lats.add(round(lat, 12))
+    return sorted(lats)
+
+
+@dataclass
+class _Pending:
+    name: str
+    cfg: PoolConfig
+    cls: str
+    steps: list[str]
+    capacity: float
+    units: tuple[int, ...]
+    pair_bytes_per_s: float = 0.0
+    pair_max_latency_s: float = float("inf")
+
+
+def _grid(out: Candidates, pend: list[_Pending], ctx: Context, base: PoolConfig, cls: TrafficClass,
+          steps: list[str], batches: np.ndarray, latency: float = 0.0, with_latency: bool = False) -> None:
+    perf = evaluate(ctx, base, cls, batch=batches, pair_latency_s=latency)
+    ok = perf.ok(cls)
+    out.generated += len(batches)
+    out.feasible += int(ok.sum())
+    for i in np.flatnonzero(ok):
+        cfg = base.model_copy(update={"batch": int(batches[i])})
+        units = (cfg.main.chips,) + ((cfg.partner.chips,) if cfg.partner else ())
+        name = _column_name(cfg, latency if with_latency else None)
+        pend.append(_Pending(name, cfg, cls.name, steps, float(perf.capacity_rps[i]), units,
+                             float(perf.pair_bytes_per_s[i]) if cfg.partner else 0.0,
+                             latency if with_latency else float("inf")))
+
+
+def _part_tag(p: PartLayout) -> str:
+    return f"{p.site_resource}-g{p.chips}-tp{p.tp}-ep{p.ep}-pp{p.pp}"
+
+
+def _column_name(cfg: PoolConfig, latency: float | None) -> str:
+    parts = [cfg.traffic_class, cfg.kind, _part_tag(cfg.main)]
+    if cfg.partner:
+        parts.append(_part_tag(cfg.partner))
+    parts.append(f"b{cfg.batch}")
+    if cfg.chunk_tokens:
+        parts.append(f"c{cfg.chunk_tokens}")
+    if latency is not None:
+        parts.append(f"l{latency * 1e6:.3g}us")
+    return "|".join(parts)
+
+
+def _dominated(x: _Pending, y: _Pending) -> bool:
+    """Whether m copies of y (m whole) fit in x's chips and serve at least as much."""
+    if len(x.units) != len(y.units) or x is y:
+        return False
+    ratios = []
+    for ux, uy in zip(x.units, y.units):
+        if ux % uy:
+            return False
+        ratios.append(ux // uy)
+    m = min(ratios)
+    better_or_equal = (m * y.capacity >= x.capacity * (1 - 1e-12)
+                       and m * y.pair_bytes_per_s <= x.pair_bytes_per_s * (1 + 1e-12) + 1e-9
+                       and y.pair_max_latency_s >= x.pair_max_latency_s)
+    if not better_or_equal:
+        return False
+    # Equal columns: keep the one that sorts first so pruning is deterministic.
+    same = (m == 1 and y.units == x.units and abs(y.capacity - x.capacity) <= 1e-12 * x.capacity
+            and y.pair_max_latency_s == x.pair_max_latency_s)
+    return (y.name < x.name) if same else True
+
+
+def _prune(pend: list[_Pending]) -> list[_Pending]:
+    groups: dict[tuple, list[_Pending]] = {}
+    for p in pend:
+        key = (p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None)
+        groups.setdefault(key, []).append(p)
+    kept = []
+    for key in sorted(groups, key=str):
+        g = sorted(groups[key], key=lambda p: p.name)
+        # Best first: a few strong columns prune most of the rest quickly.
+        g.sort(key=lambda p: -p.capacity / sum(p.units))
+        survivors: list[_Pending] = []
+        for x in g:
+            if not any(_dominated(x, y) for y in survivors):
+                survivors = [y for y in survivors if not _dominated(y, x)]
+                survivors.append(x)
+        kept.extend(survivors)
+    return sorted(kept, key=lambda p: p.name)
+
+
+def _steps(ctx: Context, cls: TrafficClass) -> dict[str, list[str]]:
+    """Route name -> its step names, for the modes the instance allows."""
+    k = cls.name
+    modes = ctx.instance.modes
+    routes: dict[str, list[str]] = {}
+    if "aggregated" in modes:
+        routes[f"{k}|aggregated"] = [f"{k}|aggregated|serve"]
+    if not ctx.instance.only_measured:
+        if "pd" in modes:
+            routes[f"{k}|pd"] = [f"{k}|pd|prefill", f"{k}|pd|decode"]
+            if ctx.draft_model is not None:
+                routes[f"{k}|pd+draft"] = [f"{k}|pd+draft|prefill", f"{k}|pd+draft|decode"]
+        if "pd-af" in modes:
+            routes[f"{k}|pd-af"] = [f"{k}|pd-af|prefill", f"{k}|pd-af|decode"]
+    return routes
+
+
+def generate(ctx: Context) -> Candidates:
+    """Enumerate, evaluate and prune every replica configuration of the instance."""
+    out = Candidates()
+    pend: list[_Pending] = []
+    resources = ctx.resources()
+    m, prec = ctx.model, ctx.instance.precision
+    w_all = m.weight_bytes(prec.weights)
+    w_attn = m.attention_params * (w_all / m.total_params) + m.embedding_params * (w_all / m.total_params)
+    w_ffn = m.ffn_params * (w_all / m.total_params)
+    draft = ctx.instance.draft
+    for cls in ctx.instance.workload.classes:
+        routes = _steps(ctx, cls)
+        prefill_steps = [steps[0] for steps in routes.values() if len(steps) == 2]
+        agg = [steps[0] for steps in routes.values() if len(steps) == 1]
+        pd = routes.get(f"{cls.name}|pd", [None, None])[1]
+        spec = routes.get(f"{cls.name}|pd+draft", [None, None])[1]
+        af = routes.get(f"{cls.name}|pd-af", [None, None])[1]
+        if ctx.instance.only_measured:
+            continue
+        for res, site in resources.items():
+            for part in _parts(ctx, site, "prefill", w_all):
+                if prefill_steps:
+                    base = PoolConfig(kind="prefill", traffic_class=cls.name, main=part, batch=1)
+                    _grid(out, pend, ctx, base, cls, prefill_steps, PREFILL_BATCHES)
+                if pd:
+                    base = PoolConfig(kind="decode", traffic_class=cls.name, main=part, batch=1)
+                    _grid(out, pend, ctx, base, cls, [pd], BATCHES)
+                if agg:
+                    for chunk in CHUNKS:
+                        base = PoolConfig(kind="aggregated", traffic_class=cls.name, main=part, batch=1,
+                                          chunk_tokens=chunk)
+                        _grid(out, pend, ctx, base, cls, agg, BATCHES)
+                if spec and draft.placement in ("any", "colocated"):
+                    base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, batch=1)
+                    _grid(out, pend, ctx, base, cls, [spec], BATCHES)
+            if spec and draft.placement in ("any", "remote"):
+                dw = ctx.draft_model.weight_bytes(prec.weights)
+                for res_d, site_d in resources.items():
+                    if res_d == res:
+                        continue
+                    lats = _pair_latencies(ctx, res, res_d)
+                    for part, dpart in product(_parts(ctx, site, "decode", w_all), _parts(ctx, site_d, "decode", dw)):
+                        base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart, batch=1)
+                        for lat in lats:
+                            _grid(out, pend, ctx, base, cls, [spec], BATCHES, lat, with_latency=True)
+            if af:
+                for res_f, site_f in resources.items():
+                    if res_f == res:
+                        continue
+                    lats = _pair_latencies(ctx, res, res_f)
+                    for apart, fpart in product(_parts(ctx, site, "decode-attention", w_attn),
+                                                _parts(ctx, site_f, "decode-ffn", w_ffn)):
+                        base = PoolConfig(kind="decode-af", traffic_class=cls.name, main=apart, partner=fpart,
+                                          batch=1, micro_batches=AF_MICRO_BATCHES)
+                        for lat in lats:
+                            _grid(out, pend, ctx, base, cls, [af], BATCHES, lat, with_latency=True)
+    for p in _prune(pend):
+        out.configs[p.name] = p.cfg
+        out.columns.append(Column(
+            name=p.name,
+            parts=[Part(resource=p.cfg.main.site_resource, units=p.cfg.main.chips)]
+            + ([Part(resource=p.cfg.partner.site_resource, units=p.cfg.partner.chips)] if p.cfg.partner else []),
+            capacity={s: p.capacity for s in p.steps},
+            pair_bytes_per_s=p.pair_bytes_per_s,
+            pair_max_latency_s=p.pair_max_latency_s,
+        ))
+    _measured_columns(ctx, out)
+    return out
+
+
+def _measured_columns(ctx: Context, out: Candidates) -> None:
+    """One column per (chip, chips) measured, serving every class it was measured for."""
+    if "aggregated" not in ctx.instance.modes:
+        return
+    by_chip: dict[tuple[str, int], dict[str, float]] = {}
+    for mc in ctx.instance.measured_capacity:
+        by_chip.setdefault((mc.chip, mc.chips), {})[f"{mc.traffic_class}|aggregated|serve"] = mc.max_rps_per_replica
+    for (chip, chips), caps in sorted(by_chip.items()):
+        res = next(s.resource for _, s in sorted(ctx.sites.items()) if s.chip.name == chip)
+        part = PartLayout(chip=chip, site_resource=res, chips=chips, tp=chips, ep=1, pp=1)
+        name = f"measured|{res}-g{chips}"
+        out.configs[name] = PoolConfig(kind="measured", traffic_class="*", main=part, batch=1)
+        out.columns.append(Column(name=name, parts=[Part(resource=res, units=chips)], capacity=dict(sorted(caps.items()))))
+        out.generated += len(caps)
+        out.feasible += len(caps)
+
+
+def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Problem, Candidates]:
+    """The solver-neutral problem of an instance (and the candidates behind it)."""
+    cands = generate(ctx) if cands is None else cands
+    inst = ctx.instance
+    demands, routes, transfers = [], [], []
+    for cls in inst.workload.classes:
+        demands.append(Demand(name=cls.name, rate=cls.rate_rps))
+        kv = kv_transfer_bytes(ctx.model, cls.prompt_tokens, cls.cached_prefix_tokens, inst.precision.kv,
+                               cls.prefix_cached_on_decode)
+        for rname, steps in _steps(ctx, cls).items():
+            routes.append(Route(name=rname, demand=cls.name, steps=steps))
+            if len(steps) == 2:
+                transfers.append(Transfer(name=f"{rname}|kv", route=rname, source=steps[0], target=steps[1],
+                                          bytes_per_request=float(kv)))
+    sites = [
+        Site(name=n, node=n, resource=s.resource, units_per_domain=s.chips_per_domain, domains=s.group.count,
+             usd_per_hour_per_unit=s.usd_per_hour_per_chip, power_w_per_unit=s.chip.power_w)
+        for n, s in sorted(ctx.sites.items())
+    ]
+    edges = [Edge(source=u, target=v, capacity_bytes_per_s=d["bandwidth_bytes_per_s"], latency_s=d["latency_s"])
+             for u, v, d in sorted(ctx.graph.edges(data=True))]
+    objective = {"cost": "cost", "power": "power", "chips": "units"}[inst.objective]
+    problem = Problem(
+        name=inst.name,
+        demands=demands,
+        routes=routes,
+        transfers=transfers,
+        columns=cands.columns,
+        sites=sites,
+        nodes=sorted(inst.hardware.switches),
+        edges=edges,
+        objective=objective,
+        power_cap_w=inst.limits.power_kw * 1e3 if inst.limits.power_kw else None,
+        budget_usd_per_hour=inst.limits.budget_usd_per_hour,
+    )
+    return problem, cands

@@ -1,0 +1,213 @@
+"""Reading instance files into validated :class:`~placement.schema.Instance` records.
+
+Every problem is reported as an :class:`~placement.errors.InputError` naming the
+file, the field (a dotted path such as ``workload.classes[1].tpot_ms``) and what
+was expected: schema errors from pydantic, then cross-references (chips, models,
+switches, measured tables) that a schema alone cannot see.
+
+Examples
+--------
+>>> from placement.loading import parse_instance
+>>> parse_instance({"name": "x"}, source="x.yaml")
+Traceback (most recent call last):
+...
+placement.errors.InputError: x.yaml: model: required field is missing
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from costmodels.models import ModelSpec, load_model_catalog
+from placement.errors import InputError
+from placement.schema import Instance
+from topology.chips import ChipSpec, load_chip_catalog
+
+__all__ = ["load_instance", "parse_instance", "read_document", "chips_of", "model_of", "draft_model_of"]
+
+#: Instance files larger than this are refused before parsing (absurd sizes).
+MAX_FILE_BYTES = 20_000_000
+
+
+def read_document(path: str | Path) -> Any:
+    """Parse a YAML or JSON file (by suffix; YAML otherwise) with clear errors."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror or e}", file=str(p)) from None
+    if p.is_dir():
+        raise InputError("expected a file, got a directory", file=str(p))
+    if size > MAX_FILE_BYTES:
+        raise InputError(f"file is {size} bytes; expected at most {MAX_FILE_BYTES}", file=str(p))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read file as UTF-8 text: {e}", file=str(p)) from None
+    try:
+        if p.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=str(p)) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise InputError(f"invalid YAML{where}: {problem}", file=str(p)) from None
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read, validate and cross-check an instance file.
+
+    Raises
+    ------
+    InputError
+        Naming the file, the field and what was expected.
+    """
+    return parse_instance(read_document(path), source=str(path))
+
+
+def parse_instance(data: Any, source: str = "<instance>") -> Instance:
+    """Validate an already-parsed document (dict) as an instance."""
+    if not isinstance(data, dict):
+        raise InputError(f"expected a mapping of instance fields at the top level, got {type(data).__name__}", file=source)
+    _reject_non_finite(data, source, "")
+    try:
+        inst = Instance.model_validate(data)
+    except ValidationError as e:
+        raise _input_error(e, source) from None
+    cross_check(inst, source)
+    return inst
+
+
+def _reject_non_finite(node: Any, source: str, path: str) -> None:
+    # YAML reads .nan/.inf as floats; no field of an instance accepts them.
+    if isinstance(node, float) and not math.isfinite(node):
+        raise InputError(f"expected a finite number, got {node}", file=source, field=path or None)
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _reject_non_finite(v, source, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _reject_non_finite(v, source, f"{path}[{i}]")
+
+
+def _field_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "ModelSpec", "function-after[_every_number_has_a_source(), ChipSpec]"):
+            continue  # union branch labels add nothing a user can act on
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+_FRIENDLY = {
+    "missing": "required field is missing",
+    "extra_forbidden": "unknown field (misspelt?); remove it or check the spelling",
+}
+
+
+def _input_error(e: ValidationError, source: str) -> InputError:
+    errors = e.errors(include_url=False)
+    # A str-or-record union reports both branches; the string branch's complaint is the useful one.
+    first = errors[0]
+    for err in errors:
+        if err["type"] in _FRIENDLY or "str" not in err["loc"]:
+            first = err
+            break
+    field = _field_path(tuple(first["loc"]))
+    msg = _FRIENDLY.get(first["type"])
+    if msg is None:
+        got = first.get("input")
+        got_s = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        msg = f"{first['msg'].lower()}; got {got_s}"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return InputError(msg + more, file=source, field=field or None)
+
+
+def chips_of(inst: Instance) -> dict[str, ChipSpec]:
+    """Catalogue chips plus the instance's own (which override same-named ones)."""
+    chips = load_chip_catalog()
+    chips.update({c.name: c for c in inst.hardware.chips})
+    return chips
+
+
+def _resolve_model(ref: str | ModelSpec, source: str, field: str) -> ModelSpec:
+    if isinstance(ref, ModelSpec):
+        return ref
+    models = load_model_catalog()
+    if ref not in models:
+        raise InputError(f"unknown model {ref!r}; expected one of {', '.join(sorted(models))} or a full model record",
+                         file=source, field=field)
+    return models[ref]
+
+
+def model_of(inst: Instance, source: str = "<instance>") -> ModelSpec:
+    return _resolve_model(inst.model, source, "model")
+
+
+def draft_model_of(inst: Instance, source: str = "<instance>") -> ModelSpec | None:
+    return None if inst.draft is None else _resolve_model(inst.draft.model, source, "draft.model")
+
+
+def cross_check(inst: Instance, source: str) -> None:
+    """Checks that need the catalogue or several fields at once."""
+    chips = chips_of(inst)
+    model_of(inst, source)
+    draft_model_of(inst, source)
+    hw = inst.hardware
+    switches = set(hw.switches)
+    if len(switches) != len(hw.switches):
+        raise InputError("duplicate switch name", file=source, field="hardware.switches")
+    clash = switches & {d.name for d in hw.domains}
+    if clash:
+        raise InputError(f"name {sorted(clash)[0]!r} is both a switch and a domain group; names must be unique",
+                         file=source, field="hardware.switches")
+    for i, d in enumerate(hw.domains):
+        f = f"hardware.domains[{i}]"
+        if d.chip not in chips:
+            raise InputError(f"unknown chip {d.chip!r}; expected one of {', '.join(sorted(chips))} "
+                             "or a record under hardware.chips", file=source, field=f"{f}.chip")
+        limit = chips[d.chip].scale_up_domain_chips
+        if d.chips_per_domain is not None and d.chips_per_domain > limit:
+            raise InputError(f"{d.chips_per_domain} chips per domain exceeds the largest {d.chip} scale-up "
+                             f"domain ({limit})", file=source, field=f"{f}.chips_per_domain")
+        if d.switch is not None and d.switch not in switches:
+            raise InputError(f"switch {d.switch!r} is not declared in hardware.switches", file=source,
+                             field=f"{f}.switch")
+    for i, link in enumerate(hw.links):
+        for end in ("source", "target"):
+            name = getattr(link, end)
+            if name not in switches:
+                raise InputError(f"link end {name!r} is not a declared switch (links join switches; "
+                                 "domain groups attach with their 'switch' field)", file=source,
+                                 field=f"hardware.links[{i}].{end}")
+        if link.source == link.target:
+            raise InputError("a link must join two different switches", file=source, field=f"hardware.links[{i}]")
+    classes = {c.name for c in inst.workload.classes}
+    fleet_chips = {d.chip for d in hw.domains}
+    for i, m in enumerate(inst.measured_capacity):
+        f = f"measured_capacity[{i}]"
+        if m.traffic_class not in classes:
+            raise InputError(f"unknown class {m.traffic_class!r}; expected one of {', '.join(sorted(classes))}",
+                             file=source, field=f"{f}.class")
+        if m.chip not in fleet_chips:
+            raise InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
+                             field=f"{f}.chip")
+    for i, m in enumerate(inst.measured_step_time):
+        if m.chip not in fleet_chips:
+            raise InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
+                             field=f"measured_step_time[{i}].chip")
+    if inst.only_measured and not inst.measured_capacity:
+        raise InputError("only_measured is true but measured_capacity is empty", file=source,
+                         field="only_measured")

@@ -1,0 +1,77 @@
+"""Rich tables for plans and comparisons (friendly units at the edge)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from placement.plan import Plan
+
+__all__ = ["print_plan", "print_comparison"]
+
+
+def _fmt(x, spec=".3g", none="-") -> str:
+    return none if x is None else format(x, spec)
+
+
+def print_plan(console: Console, plan: Plan) -> None:
+    s = plan.solver
+    head = f"[bold]{plan.instance}[/bold]: {plan.status}"
+    if plan.cost_usd_per_hour is not None:
+        head += (f" — ${plan.cost_usd_per_hour:,.2f}/h, {plan.chips} chips, {plan.power_w / 1e3:,.1f} kW, "
+                 f"${_fmt(plan.usd_per_million_output_tokens, '.3f')}/M output tokens")
+    console.print(head, highlight=False)
+    if plan.pools:
+        t = Table(title="pools")
+        for col in ("pool", "class", "stage", "chip", "replicas", "chips", "tp/ep/pp", "batch", "util",
+                    "TTFT ms", "TPOT ms", "$/h", "domain groups"):
+            t.add_column(col)
+        for p in plan.pools:
+            t.add_row(p.id + (f"↔{p.paired_with}" if p.paired_with else ""), p.traffic_class, p.stage, p.chip,
+                      str(p.replicas), str(p.chips), f"{p.tp}/{p.ep}/{p.pp}", str(p.batch),
+                      f"{p.utilisation:.0%}" if p.part == 0 else "", _fmt(p.ttft_ms), _fmt(p.tpot_ms),
+                      f"{p.usd_per_hour:,.2f}", ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
+        console.print(t)
+    if plan.classes:
+        t = Table(title="classes")
+        for col in ("class", "req/s", "modes", "TTFT ms (SLO)", "TPOT ms (SLO)"):
+            t.add_column(col)
+        for c in plan.classes:
+            t.add_row(c.name, f"{c.rate_rps:g}", ", ".join(f"{m} {w:.0%}" for m, w in c.modes.items()),
+                      f"{_fmt(c.ttft_ms)} ({c.ttft_slo_ms:g})", f"{_fmt(c.tpot_ms)} ({c.tpot_slo_ms:g})")
+        console.print(t)
+    busy = [lk for lk in plan.links if lk.load_bytes_per_s > 0]
+    if busy:
+        t = Table(title="links carrying traffic")
+        for col in ("link", "load GB/s", "capacity GB/s", "util"):
+            t.add_column(col)
+        for lk in busy:
+            t.add_row(f"{lk.source}→{lk.target}", f"{lk.load_bytes_per_s / 1e9:.3g}",
+                      f"{lk.capacity_bytes_per_s / 1e9:.3g}", f"{lk.utilisation:.0%}")
+        console.print(t)
+    if s is not None:
+        console.print(f"solver {s.backend}: {s.status}, objective {_fmt(s.objective, '.6g')}, bound "
+                      f"{_fmt(s.best_bound, '.6g')}, gap {_fmt(s.gap, '.2e')}, {s.seconds:.2f} s "
+                      f"(build {s.build_seconds:.2f} s), {s.variables} vars ({s.integer_variables} int), "
+                      f"{s.constraints} rows, {s.nonzeros} nz", highlight=False)
+    if plan.candidates is not None:
+        c = plan.candidates
+        console.print(f"candidates: {c.generated} generated, {c.feasible} meet SLOs and fit, {c.kept} kept "
+                      "after dominance pruning", highlight=False)
+    if plan.verified:
+        console.print("[green]verified[/green]: every constraint re-derived from the cost models holds")
+    for v in plan.violations:
+        console.print(f"[red]violation:[/red] {v}", highlight=False)
+
+
+def print_comparison(console: Console, rows) -> None:
+    t = Table(title="heterogeneous vs homogeneous fleets and single modes")
+    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", "vs best"):
+        t.add_column(col)
+    best = min((r.cost_usd_per_hour for r in rows if r.cost_usd_per_hour is not None), default=None)
+    for r in rows:
+        rel = "" if r.cost_usd_per_hour is None or not best else f"{r.cost_usd_per_hour / best:.2f}x"
+        t.add_row(r.label, r.status, _fmt(r.cost_usd_per_hour, ",.2f"), _fmt(r.chips, "d"),
+                  _fmt(None if r.power_w is None else r.power_w / 1e3, ",.1f"),
+                  _fmt(r.usd_per_million_output_tokens, ".3f"), rel)
+    console.print(t)

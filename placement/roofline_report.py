@@ -1,0 +1,321 @@
+"""CLI commands ``roofline`` and ``catalog`` (registered on the app in :mod:`placement.cli`).
+
+``roofline`` prices one stage of one model on one chip with the cost models and
+prints the step time, throughput, arithmetic intensity against the ridge point,
+which bound binds, KV bytes per token and the memory fit; ``--plot`` draws the
+roofline with the stage's points across batch sizes. ``catalog`` lists the
+shipped chips or models. Both are plain functions: the typer app registers them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from costmodels import (
+    STAGES,
+    decode_attention_step,
+    decode_ffn_step,
+    decode_step,
+    fits,
+    memory_per_chip_bytes,
+    prefill_step,
+    tokens_per_s_per_mw,
+    usd_per_million_tokens,
+)
+from costmodels.models import ModelSpec, load_model_catalog
+from placement.errors import InputError
+from topology.chips import PRECISIONS, ChipSpec, load_chip_catalog
+
+__all__ = ["roofline", "roofline_summary", "catalog", "catalog_rows", "PLOT_BATCHES"]
+
+#: Batch sizes drawn on the roofline plot: powers of two from 1 to 4096.
+PLOT_BATCHES = 2.0 ** np.arange(0, 13)
+_MS = 1e3
+_GB = 1e9
+_TERA = 1e12
+_CATALOG_KINDS = ("chips", "models")
+
+
+def _chips() -> dict[str, ChipSpec]:
+    try:
+        return load_chip_catalog()
+    except FileNotFoundError as e:
+        raise InputError(f"chip catalogue not found ({e.filename})") from None
+
+
+def _models() -> dict[str, ModelSpec]:
+    try:
+        return load_model_catalog()
+    except FileNotFoundError as e:
+        raise InputError(f"model catalogue not found ({e.filename})") from None
+
+
+def _pick(kind: str, name: str, table: dict, option: str):
+    if name not in table:
+        raise InputError(f"unknown {kind} {name!r}; expected one of {', '.join(sorted(table))}", field=option)
+    return table[name]
+
+
+def _check_choice(value: str, allowed, option: str, what: str) -> None:
+    if value not in allowed:
+        raise InputError(f"unknown {what} {value!r}; expected one of {', '.join(allowed)}", field=option)
+
+
+def _step(chip, model, stage, batch, context, cached, tp, ep, pp, precision, kv_precision):
+    args = dict(tp=tp, ep=ep, pp=pp, precision=precision, kv_precision=kv_precision)
+    if stage == "prefill":
+        return prefill_step(chip, model, prompt=context, cached=cached, batch=batch, **args)
+    if stage == "decode-attention":
+        return decode_attention_step(chip, model, batch=batch, context=context, **args)
+    if stage == "decode-ffn":
+        return decode_ffn_step(chip, model, batch=batch, context=context, **args)
+    return decode_step(chip, model, batch=batch, context=context, **args)
+
+
+def roofline_summary(
+    chip: str,
+    model: str,
+    *,
+    stage: str = "decode",
+    batch: int = 1,
+    context: int = 4096,
+    cached: int = 0,
+    precision: str = "bf16",
+    kv_precision: str | None = None,
+    tp: int = 1,
+    ep: int = 1,
+    pp: int = 1,
+    chips: dict[str, ChipSpec] | None = None,
+    models: dict[str, ModelSpec] | None = None,
+) -> dict[str, Any]:
+    """Everything ``roofline`` prints, as a JSON-ready dict (base units plus ms/GB).
+
+    ``context`` is the decode context (tokens in the KV cache) or, for
+    ``prefill``, the prompt length (after ``cached`` prefix tokens).
+    """
+    c = _pick("chip", chip, _chips() if chips is None else chips, "--chip")
+    m = _pick("model", model, _models() if models is None else models, "--model")
+    _check_choice(stage, STAGES, "--stage", "stage")
+    _check_choice(precision, PRECISIONS, "--precision", "precision")
+    kv_prec = precision if kv_precision is None else kv_precision
+    _check_choice(kv_prec, PRECISIONS, "--kv-precision", "KV precision")
+    if ep not in (1, tp):
+        raise InputError(f"ep must be 1 or equal to tp ({tp}), got {ep}", field="--ep")
+    if min(batch, tp, pp, ep) < 1 or context < 0 or cached < 0:
+        raise InputError("batch, tp, ep, pp must be ≥ 1 and context, cached ≥ 0", field="--batch")
+
+    st = _step(c, m, stage, batch, context, cached, tp, ep, pp, precision, kv_prec)
+    g = tp * pp
+    tokens = batch * (context if stage == "prefill" else 1)
+    per_user = (context if stage == "prefill" else 1) / st.time_s
+    mem_context = cached + context
+    mem = memory_per_chip_bytes(c, m, stage=stage, batch=batch, context=mem_context, tp=tp, ep=ep, pp=pp,
+                                precision=precision, kv_precision=kv_prec)
+    ridge = c.ridge_flop_per_byte(precision)
+    tps = tokens / st.time_s
+    return {
+        "chip": c.name,
+        "model": m.name,
+        "stage": stage,
+        "batch": batch,
+        "context_tokens": context,
+        "cached_tokens": cached,
+        "precision": precision,
+        "kv_precision": kv_prec,
+        "tp": tp,
+        "ep": ep,
+        "pp": pp,
+        "chips_per_replica": g,
+        "step_time_ms": st.time_s * _MS,
+        "compute_ms": st.compute_s * _MS,
+        "memory_ms": st.memory_s * _MS,
+        "comm_ms": st.comm_s * _MS,
+        "overhead_ms": st.overhead_s * _MS,
+        "tokens_per_s": tps,
+        "tokens_per_s_per_user": per_user,
+        "tokens_per_s_per_chip": tps / g,
+        "flops": st.flops,
+        "bytes": st.bytes,
+        "intensity_flop_per_byte": st.intensity_flop_per_byte,
+        "ridge_flop_per_byte": ridge,
+        "effective_ridge_flop_per_byte": ridge * c.compute_efficiency / c.memory_efficiency,
+        "bound": "memory" if st.memory_bound else "compute",
+        "kv_bytes_per_token": float(m.kv_bytes_per_token(kv_prec, max(context, 1))),
+        "memory_per_chip_gb": mem / _GB,
+        "capacity_per_chip_gb": c.memory_bytes / _GB,
+        "fits": fits(c, mem),
+        "usd_per_million_tokens": usd_per_million_tokens(g * c.usd_per_hour, tps),
+        "tokens_per_s_per_mw": tokens_per_s_per_mw(tps, g * c.power_w),
+    }
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any]) -> None:
+    """Roofline PNG: the chip's roof (peak and achievable), its ridge, the stage's batch sweep."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = summary
+    prec = s["precision"]
+    flops, bw = chip.flops(prec), chip.memory_bandwidth_bytes_per_s
+    sweep = _step(chip, model, s["stage"], PLOT_BATCHES, s["context_tokens"], s["cached_tokens"], s["tp"], s["ep"],
+                  s["pp"], prec, s["kv_precision"])
+    g = s["chips_per_replica"]
+    achieved = np.asarray(sweep.flops) / np.asarray(sweep.time_s) / g
+    intensity = np.asarray(sweep.intensity_flop_per_byte)
+
+    lo = min(0.1, float(intensity.min()) / 2)
+    hi = max(10 * s["ridge_flop_per_byte"], float(intensity.max()) * 2)
+    x = np.geomspace(lo, hi, 200)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.loglog(x, np.minimum(flops, x * bw) / _TERA, "k-", label=f"{chip.display_name} peak ({prec})")
+    eff = np.minimum(flops * chip.compute_efficiency, x * bw * chip.memory_efficiency) / _TERA
+    ax.loglog(x, eff, "k--", lw=0.8, label="achievable (η_c, η_m)")
+    ax.axvline(s["ridge_flop_per_byte"], color="grey", ls=":", label=f"ridge {s['ridge_flop_per_byte']:.0f} FLOP/B")
+    ax.loglog(intensity, achieved / _TERA, "o-", ms=4, label=f"{s['stage']} B=1…{int(PLOT_BATCHES[-1])}")
+    for b, xi, yi in zip(PLOT_BATCHES, intensity, achieved):
+        if b in (1, 16, 256, 4096):
+            ax.annotate(f"B={int(b)}", (xi, yi / _TERA), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    here = s["flops"] / (s["step_time_ms"] / _MS) / g / _TERA
+    ax.loglog([s["intensity_flop_per_byte"]], [here], "r*", ms=12, label=f"this config (B={s['batch']})")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved TFLOP/s per chip")
+    ax.set_title(f"{model.display_name} {s['stage']} on {chip.display_name}, context {s['context_tokens']}, "
+                 f"tp={s['tp']} ep={s['ep']} pp={s['pp']}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, which="both", lw=0.3)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    _write_atomic(path, buf.getvalue())
+
+
+_ROWS = (
+    ("step time", "step_time_ms", "{:.3f} ms"),
+    ("  compute / memory", None, None),
+    ("  comm / overhead", None, None),
+    ("tokens/s (replica)", "tokens_per_s", "{:,.1f}"),
+    ("tokens/s per user", "tokens_per_s_per_user", "{:,.1f}"),
+    ("tokens/s per chip", "tokens_per_s_per_chip", "{:,.1f}"),
+    ("arithmetic intensity", "intensity_flop_per_byte", "{:,.1f} FLOP/B"),
+    ("ridge point (peak / achievable)", None, None),
+    ("bound", "bound", "{}"),
+    ("KV bytes per token", "kv_bytes_per_token", "{:,.0f} B"),
+    ("memory per chip", None, None),
+    ("fits", "fits", "{}"),
+    ("$ per million tokens", "usd_per_million_tokens", "{:.3f}"),
+    ("tokens/s per MW", "tokens_per_s_per_mw", "{:,.0f}"),
+)
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    t = Table(title=f"{s['model']} · {s['stage']} on {s['chip']} · B={s['batch']} context={s['context_tokens']} · "
+                    f"tp={s['tp']} ep={s['ep']} pp={s['pp']} ({s['chips_per_replica']} chips) · {s['precision']}")
+    t.add_column("quantity")
+    t.add_column("value", justify="right")
+    special = {
+        "  compute / memory": f"{s['compute_ms']:.3f} / {s['memory_ms']:.3f} ms",
+        "  comm / overhead": f"{s['comm_ms']:.3f} / {s['overhead_ms']:.3f} ms",
+        "ridge point (peak / achievable)": f"{s['ridge_flop_per_byte']:.1f} / {s['effective_ridge_flop_per_byte']:.1f} FLOP/B",
+        "memory per chip": f"{s['memory_per_chip_gb']:.2f} of {s['capacity_per_chip_gb']:.2f} GB",
+    }
+    for label, key, fmt in _ROWS:
+        t.add_row(label, special[label] if key is None else fmt.format(s[key]))
+    Console().print(t)
+
+
+def roofline(
+    chip: Annotated[str, typer.Option("--chip", help="chip name from the catalogue")],
+    model: Annotated[str, typer.Option("--model", help="model name from the catalogue")],
+    stage: Annotated[str, typer.Option("--stage", help="prefill | decode | decode-attention | decode-ffn | draft")] = "decode",
+    batch: Annotated[int, typer.Option("--batch", min=1, help="sequences per replica")] = 1,
+    context: Annotated[int, typer.Option("--context", min=0, help="decode: tokens in the KV cache; prefill: prompt tokens")] = 4096,
+    cached: Annotated[int, typer.Option("--cached", min=0, help="prefill: cached prefix tokens")] = 0,
+    precision: Annotated[str, typer.Option("--precision", help="weight precision: bf16 | fp8 | fp4")] = "bf16",
+    kv_precision: Annotated[Optional[str], typer.Option("--kv-precision", help="KV precision (default: --precision)")] = None,
+    tp: Annotated[int, typer.Option("--tp", min=1, help="tensor parallel ranks")] = 1,
+    ep: Annotated[int, typer.Option("--ep", min=1, help="expert parallel: 1 or = tp")] = 1,
+    pp: Annotated[int, typer.Option("--pp", min=1, help="pipeline stages")] = 1,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="write a roofline PNG here")] = None,
+) -> None:
+    """Roofline of one stage on one chip: step time, throughput, intensity vs ridge, memory fit."""
+    s = roofline_summary(chip, model, stage=stage, batch=batch, context=context, cached=cached, precision=precision,
+                         kv_precision=kv_precision, tp=tp, ep=ep, pp=pp)
+    if plot is not None:
+        _plot(plot, _chips()[chip], _models()[model], s)
+    if json_out:
+        typer.echo(json.dumps(s, indent=2))
+    else:
+        _print_summary(s)
+        if plot is not None:
+            Console().print(f"wrote {plot}")
+
+
+def catalog_rows(kind: str) -> list[dict[str, Any]]:
+    """The catalogue as JSON-ready rows: records plus derived figures."""
+    _check_choice(kind, _CATALOG_KINDS, "kind", "catalogue")
+    if kind == "chips":
+        return [dict(c.model_dump(mode="json"), ridge_flop_per_byte_bf16=c.ridge_flop_per_byte("bf16"))
+                for c in _chips().values()]
+    return [dict(m.model_dump(mode="json"), total_params=m.total_params, active_params=m.active_params,
+                 kv_bytes_per_token_bf16=m.kv_bytes_per_token("bf16"), sparsity=m.sparsity)
+            for m in _models().values()]
+
+
+def catalog(
+    kind: Annotated[str, typer.Argument(help="chips | models")] = "chips",
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+) -> None:
+    """List the shipped chip or model catalogue."""
+    rows = catalog_rows(kind)
+    if json_out:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if kind == "chips":
+        t = Table(title="chips")
+        for col in ("name", "kind", "BF16 / FP8 / FP4 TFLOP/s", "memory GB", "TB/s", "ridge", "domain",
+                    "scale-up GB/s", "$/h", "W"):
+            t.add_column(col, justify="left" if col in ("name", "kind") else "right")
+        for r in rows:
+            f = r["flops_per_s"]
+            tf = " / ".join(f"{f[p] / _TERA:,.0f}" if p in f else "–" for p in ("bf16", "fp8", "fp4"))
+            mem = r["memory"][0]
+            t.add_row(r["name"], r["kind"], tf, f"{mem['capacity_bytes'] / _GB:,.1f}",
+                      f"{mem['bandwidth_bytes_per_s'] / _TERA:,.2f}", f"{r['ridge_flop_per_byte_bf16']:.0f}",
+                      str(r["scale_up_domain_chips"]), f"{r['scale_up_bandwidth_bytes_per_s'] / _GB:,.0f}",
+                      f"{r['usd_per_hour']:.2f}", f"{r['power_w']:,.0f}")
+    else:
+        t = Table(title="models")
+        for col in ("name", "layers", "hidden", "attention", "params B", "active B", "KV B/token (bf16)", "experts"):
+            t.add_column(col, justify="left" if col in ("name", "attention") else "right")
+        for r in rows:
+            a, moe = r["attention"], r["moe"]
+            att = f"{a['kind']} {a['heads']}h/{a['kv_heads']}kv"
+            ex = f"{moe['active_experts']}/{moe['experts']}+{moe['shared_experts']}" if moe else "dense"
+            t.add_row(r["name"], str(r["layers"]), str(r["hidden_size"]), att, f"{r['total_params'] / 1e9:,.1f}",
+                      f"{r['active_params'] / 1e9:,.1f}", f"{r['kv_bytes_per_token_bf16']:,.0f}", ex)
+    Console().print(t)

@@ -1,0 +1,218 @@
+"""Instance files: the model, the traffic, the fleet and what is allowed.
+
+An instance is YAML or JSON validated by pydantic with ``extra="forbid"``;
+friendly units at the edge (``_ms``, ``_gb_per_s``, ``_us``) are converted to
+base units (s, bytes/s) by the accessors, never stored twice.
+
+Examples
+--------
+>>> from placement.schema import Instance
+>>> inst = Instance.model_validate({
+...     "name": "tiny", "model": "llama-3.1-8b",
+...     "workload": {"classes": [{"name": "chat", "rate_rps": 2, "prompt_tokens": 500,
+...                               "output_tokens": 100, "ttft_ms": 1000, "tpot_ms": 50}]},
+...     "hardware": {"domains": [{"name": "h100", "chip": "h100", "count": 2}]}})
+>>> inst.workload.classes[0].tpot_s
+0.05
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from costmodels.models import ModelSpec
+from topology.chips import ChipSpec
+
+__all__ = [
+    "Instance",
+    "TrafficClass",
+    "Workload",
+    "Draft",
+    "DomainGroup",
+    "Link",
+    "Hardware",
+    "Limits",
+    "MeasuredCapacity",
+    "MeasuredStepTime",
+    "Precision",
+    "MODES",
+]
+
+MODES = ("aggregated", "pd", "pd-af")
+Mode = Literal["aggregated", "pd", "pd-af"]
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=64)]
+PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TrafficClass(_Record):
+    """A stream of similar requests with its latency promises."""
+
+    name: Name
+    rate_rps: PositiveFinite = Field(description="requests/s")
+    prompt_tokens: int = Field(ge=1, le=10_000_000, description="new prompt tokens to prefill")
+    cached_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000, description="prefix already in KV cache")
+    output_tokens: int = Field(ge=1, le=1_000_000)
+    ttft_ms: PositiveFinite
+    tpot_ms: PositiveFinite
+    prefix_cached_on_decode: bool = Field(
+        default=False, description="the decode side already holds the cached prefix (PD ships only new KV)"
+    )
+
+    @property
+    def ttft_s(self) -> float:
+        return self.ttft_ms / 1e3
+
+    @property
+    def tpot_s(self) -> float:
+        return self.tpot_ms / 1e3
+
+    @property
+    def mean_context_tokens(self) -> float:
+        """Average context during decode: prefix + prompt + half the output."""
+        return self.cached_prefix_tokens + self.prompt_tokens + self.output_tokens / 2
+
+
+class Workload(_Record):
+    classes: list[TrafficClass] = Field(min_length=1)
+
+    @field_validator("classes")
+    @classmethod
+    def _unique(cls, v: list[TrafficClass]) -> list[TrafficClass]:
+        _no_duplicates([c.name for c in v], "class")
+        return v
+
+
+class Draft(_Record):
+    """A draft model for speculative decoding with per-position acceptance."""
+
+    model: str | ModelSpec
+    acceptance: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
+        min_length=1, max_length=16, description="α_i: probability draft token i is accepted given i-1 were"
+    )
+    placement: Literal["any", "colocated", "remote"] = "any"
+
+    @property
+    def gamma(self) -> int:
+        return len(self.acceptance)
+
+
+class Precision(_Record):
+    weights: Literal["fp4", "fp8", "bf16"] = "bf16"
+    kv: Literal["fp4", "fp8", "bf16"] = "bf16"
+
+
+class DomainGroup(_Record):
+    """``count`` identical scale-up domains of one chip type hanging off one switch.
+
+    Each domain has an uplink of ``uplink_gb_per_s`` per direction (default:
+    chips × the chip's scale-out bandwidth) to ``switch``.
+    """
+
+    name: Name
+    chip: str
+    chips_per_domain: int | None = Field(default=None, ge=1, le=100_000)
+    count: int = Field(ge=1, le=1_000_000)
+    switch: Name | None = None
+    uplink_gb_per_s: PositiveFinite | None = None
+    uplink_latency_us: NonNegFinite = 2.0
+    usd_per_hour_per_chip: PositiveFinite | None = Field(default=None, description="overrides the chip's price")
+
+
+class Link(_Record):
+    """A full-duplex scale-out link between two switches; bandwidth per direction."""
+
+    source: Name
+    target: Name
+    bandwidth_gb_per_s: PositiveFinite
+    latency_us: NonNegFinite = 1.0
+
+
+class Hardware(_Record):
+    chips: list[ChipSpec] = Field(default_factory=list, description="chip records beyond the catalogue")
+    domains: list[DomainGroup] = Field(min_length=1)
+    switches: list[Name] = Field(default_factory=list)
+    links: list[Link] = Field(default_factory=list)
+
+    @field_validator("domains")
+    @classmethod
+    def _unique(cls, v: list[DomainGroup]) -> list[DomainGroup]:
+        _no_duplicates([d.name for d in v], "domain group")
+        return v
+
+
+class Limits(_Record):
+    power_kw: PositiveFinite | None = None
+    budget_usd_per_hour: PositiveFinite | None = None
+
+
+class MeasuredCapacity(_Record):
+    """Measured max requests/s of one replica of ``chips`` chips for a class at its SLO
+    (Mélange style); replaces the roofline for that chip and class (aggregated mode)."""
+
+    chip: str
+    traffic_class: str = Field(alias="class")
+    max_rps_per_replica: PositiveFinite
+    chips: int = Field(default=1, ge=1)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class MeasuredStepTime(_Record):
+    """Measured decode step time by batch for a chip and layout; replaces the roofline
+    decode step (interpolated piecewise-linearly within the measured batches)."""
+
+    chip: str
+    stage: Literal["decode", "prefill"] = "decode"
+    tp: int = Field(default=1, ge=1)
+    batch: list[Annotated[int, Field(ge=1)]] = Field(min_length=2)
+    step_time_ms: list[PositiveFinite] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _same_length(self) -> "MeasuredStepTime":
+        if len(self.batch) != len(self.step_time_ms):
+            raise ValueError("batch and step_time_ms must have the same length")
+        if sorted(set(self.batch)) != list(self.batch):
+            raise ValueError("batch must be strictly increasing")
+        return self
+
+
+class Instance(_Record):
+    """A placement question: model, traffic, fleet, allowed modes, objective, limits."""
+
+    name: Name
+    description: str = ""
+    model: str | ModelSpec
+    draft: Draft | None = None
+    precision: Precision = Precision()
+    workload: Workload
+    hardware: Hardware
+    modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
+    objective: Literal["cost", "power", "chips"] = "cost"
+    limits: Limits = Limits()
+    measured_capacity: list[MeasuredCapacity] = Field(default_factory=list)
+    measured_step_time: list[MeasuredStepTime] = Field(default_factory=list)
+    only_measured: bool = Field(
+        default=False, description="use measured capacities only (no roofline candidates)"
+    )
+
+    @field_validator("modes")
+    @classmethod
+    def _unique_modes(cls, v: list[str]) -> list[str]:
+        _no_duplicates(v, "mode")
+        return v
+
+
+def _no_duplicates(names: list[str], what: str) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise ValueError(f"duplicate {what} name {n!r}; names must be unique")
+        seen.add(n)
+

@@ -1,0 +1,216 @@
+"""From an instance to a verified plan: candidates → MILP → plan → verifier.
+
+Examples
+--------
+>>> import placement
+>>> inst = placement.load_instance("instances/melange-toy.yaml")  # doctest: +SKIP
+>>> plan = placement.solve(inst)                                  # doctest: +SKIP
+>>> plan.cost_usd_per_hour                                        # doctest: +SKIP
+6.7
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from placement.candidates import Candidates, build_problem
+from placement.context import Context
+from placement.evaluate import evaluate
+from placement.plan import (
+    STAGE_OF_KIND,
+    CandidateStats,
+    ClassPlan,
+    FlowPlan,
+    LinkPlan,
+    PairPlan,
+    Plan,
+    Pool,
+    PoolSite,
+    SolverStats,
+)
+from placement.schema import Instance
+from placement.verify import verify
+from solvers.milp import solve as solve_problem
+from solvers.packing import pack_into_domains
+from solvers.problem import Problem, Site
+from solvers.solution import Solution
+from topology.graph import path_latency_s
+
+__all__ = ["solve", "solve_context", "assemble_plan"]
+
+
+def solve(
+    instance: Instance,
+    *,
+    backend: str = "cbc",
+    objective: str | None = None,
+    time_limit_s: float | None = None,
+    gap: float | None = None,
+    source: str = "<instance>",
+) -> Plan:
+    """Solve an instance and return a verified :class:`~placement.plan.Plan`.
+
+    The plan's ``status`` says what happened (optimal, feasible, infeasible,
+    time_limit, error); a plan that the independent verifier rejects is never
+    returned as a success — its status becomes ``error`` with the violations.
+    """
+    if objective is not None:
+        instance = instance.model_copy(update={"objective": objective})
+    ctx = Context.of(instance, source)
+    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap)
+
+
+def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | None = None,
+                  gap: float | None = None, candidates: Candidates | None = None) -> Plan:
+    problem, cands = build_problem(ctx, candidates)
+    sol = solve_problem(problem, backend=backend, time_limit_s=time_limit_s, gap=gap)
+    plan = assemble_plan(ctx, problem, cands, sol)
+    if plan.status in ("optimal", "feasible", "time_limit") and plan.pools is not None:
+        violations = verify(ctx, plan)
+        plan = plan.model_copy(update={"verified": not violations, "violations": violations})
+        if violations:
+            plan = plan.model_copy(update={"status": "error",
+                                           "message": "the verifier rejected the solver's plan: " + violations[0]})
+    if plan.status == "infeasible":
+        from placement.diagnose import diagnose
+
+        plan = plan.model_copy(update={"diagnosis": diagnose(ctx, problem, cands, backend=backend)})
+    return plan
+
+
+def _solver_stats(sol: Solution) -> SolverStats:
+    return SolverStats(
+        backend=sol.backend, status=sol.status, message=sol.message, seconds=sol.build_seconds + sol.solve_seconds,
+        build_seconds=sol.build_seconds, objective=sol.objective, best_bound=sol.best_bound, gap=sol.gap,
+        variables=sol.variables, integer_variables=sol.integer_variables, constraints=sol.constraints,
+        nonzeros=sol.nonzeros,
+    )
+
+
+def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
+    """Turn a solver solution into pools, classes, links and totals."""
+    inst = ctx.instance
+    base = dict(
+        instance=inst.name,
+        objective=inst.objective,
+        solver=_solver_stats(sol),
+        candidates=CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),
+    )
+    if not sol.ok:
+        status = sol.status if sol.status in ("infeasible", "time_limit", "error") else "error"
+        return Plan(status=status, message=sol.message, **base)
+    columns = {c.name: c for c in problem.columns}
+    sites_of: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
+    for p in sol.replicas:
+        if p.replicas > 0:
+            sites_of[p.column, p.part][p.site] = p.replicas
+    loads: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for ld in sol.loads:
+        loads[ld.column, ld.site][ld.step] = ld.rate
+    pools: list[Pool] = []
+    index = {col: i + 1 for i, col in enumerate(sorted({c for c, _ in sites_of}))}
+    ids = {(col, part): f"pool-{index[col]:02d}" + ("b" if part else "") for col, part in sites_of}
+    for (col, part), where in sorted(sites_of.items()):
+        cfg = cands.configs[col]
+        lay = cfg.main if part == 0 else cfg.partner
+        stage = STAGE_OF_KIND[cfg.kind][part]
+        replicas = sum(where.values())
+        cap = columns[col].capacity
+        psites = [PoolSite(site=s, replicas=n, load_rps=dict(sorted(loads.get((col, s), {}).items())) if part == 0 else {})
+                  for s, n in sorted(where.items())]
+        used = sum(r / cap[st] for ps in psites for st, r in ps.load_rps.items() if st in cap)
+        ttft = tpot = mem = None
+        cls = ctx.classes.get(cfg.traffic_class)
+        if cls is not None and cfg.kind != "measured":
+            perf = evaluate(ctx, cfg, cls, pair_latency_s=_pair_latency(ctx, sol, col))
+            ttft = float(perf.ttft_s) * 1e3 if stage in ("prefill", "aggregated") else None
+            tpot = float(perf.tpot_s) * 1e3 if stage != "prefill" else None
+            mem = float(perf.memory_per_chip_bytes) / 1e9 if part == 0 else None
+        usd = sum(n * lay.chips * ctx.sites[s].usd_per_hour_per_chip for s, n in where.items())
+        power = sum(n * lay.chips * ctx.sites[s].chip.power_w for s, n in where.items())
+        partner = ids.get((col, 1 - part)) if cfg.partner else None
+        pools.append(Pool(
+            id=ids[col, part], column=col, stage=stage, traffic_class=cfg.traffic_class, chip=lay.chip,
+            replicas=replicas, chips=replicas * lay.chips, chips_per_replica=lay.chips, tp=lay.tp, ep=lay.ep,
+            pp=lay.pp, batch=cfg.batch, chunk_tokens=cfg.chunk_tokens, micro_batches=cfg.micro_batches,
+            paired_with=partner, capacity_rps_per_replica=dict(sorted(cap.items())) if part == 0 else {},
+            utilisation=round(used / replicas, 6) if part == 0 and replicas else 0.0,
+            ttft_ms=ttft, tpot_ms=tpot, memory_per_chip_gb=mem, usd_per_hour=usd, power_w=power,
+            sites=psites, config=cfg, part=part,
+        ))
+    _assign_domains(ctx, pools)
+    classes = _class_plans(ctx, sol, pools)
+    edge_load = {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads}
+    links = [LinkPlan(source=e.source, target=e.target, load_bytes_per_s=edge_load.get((e.source, e.target), 0.0),
+                      capacity_bytes_per_s=e.capacity_bytes_per_s,
+                      utilisation=round(edge_load.get((e.source, e.target), 0.0) / e.capacity_bytes_per_s, 6)
+                      if e.capacity_bytes_per_s else 0.0)
+             for e in problem.edges]
+    tokens_per_s = sum(c.rate_rps * c.output_tokens for c in inst.workload.classes)
+    cost = sum(p.usd_per_hour for p in pools)
+    chips_by_type: dict[str, int] = defaultdict(int)
+    for p in pools:
+        chips_by_type[p.chip] += p.chips
+    return Plan(
+        status="optimal" if sol.status == "optimal" else sol.status,
+        cost_usd_per_hour=round(cost, 9),
+        power_w=round(sum(p.power_w for p in pools), 6),
+        chips=sum(p.chips for p in pools),
+        chips_by_type=dict(sorted(chips_by_type.items())),
+        output_tokens_per_s=tokens_per_s,
+        usd_per_million_output_tokens=round(cost / (tokens_per_s * 3600) * 1e6, 9) if tokens_per_s else None,
+        pools=pools,
+        classes=classes,
+        links=links,
+        flows=[FlowPlan(transfer=f.transfer, source=f.source, target=f.target, bytes_per_s=f.bytes_per_s)
+               for f in sol.flows],
+        pairs=[PairPlan(column=p.column, source_site=p.source_site, target_site=p.target_site, replicas=p.replicas,
+                        latency_us=round(path_latency_s(ctx.graph, p.source_site, p.target_site) * 1e6, 6))
+               for p in sol.pairs],
+        message=sol.message,
+        **base,
+    )
+
+
+def _pair_latency(ctx: Context, sol: Solution, column: str) -> float:
+    lats = [path_latency_s(ctx.graph, p.source_site, p.target_site) for p in sol.pairs
+            if p.column == column and p.replicas > 1e-9]
+    return max(lats, default=0.0)
+
+
+def _assign_domains(ctx: Context, pools: list[Pool]) -> None:
+    """Name the domains of each group that host each pool (largest replicas first)."""
+    by_site: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    for p in pools:
+        for s in p.sites:
+            by_site[s.site][p.id] = (p.chips_per_replica, s.replicas)
+    for site_name, sizes in by_site.items():
+        info = ctx.sites[site_name]
+        site = Site(name=site_name, node=site_name, resource=info.resource, units_per_domain=info.chips_per_domain,
+                    domains=info.group.count, usd_per_hour_per_unit=0.0, power_w_per_unit=0.0)
+        try:
+            hosted = pack_into_domains(site, sizes)
+        except ValueError:
+            continue  # the verifier reports it
+        for p in pools:
+            for s in p.sites:
+                if s.site == site_name:
+                    s.domains = sorted(d for d, items in hosted.items() if any(k == p.id for k, _ in items))
+
+
+def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPlan]:
+    out = []
+    for cls in ctx.instance.workload.classes:
+        modes = {}
+        for route, rate in sorted(sol.route_rates.items()):
+            name, mode = route.split("|", 1)
+            if name == cls.name and rate > 1e-12:
+                modes[mode] = round(rate / cls.rate_rps, 9)
+        serving = [p for p in pools if any(st.split("|")[0] == cls.name and r > 1e-12
+                                           for s in p.sites for st, r in s.load_rps.items())]
+        ttfts = [p.ttft_ms for p in serving if p.ttft_ms is not None]
+        tpots = [p.tpot_ms for p in serving if p.tpot_ms is not None]
+        out.append(ClassPlan(name=cls.name, rate_rps=cls.rate_rps, modes=modes,
+                             ttft_ms=max(ttfts, default=None), tpot_ms=max(tpots, default=None),
+                             ttft_slo_ms=cls.ttft_ms, tpot_slo_ms=cls.tpot_ms))
+    return out

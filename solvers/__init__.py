@@ -1,0 +1,52 @@
+"""Solver layer: the solver-neutral problem, the placement MILP, a brute-force reference.
+
+Public entry points::
+
+    from solvers import Problem, solve, relax, lp_bound, export_model, bruteforce
+"""
+
+from solvers.bruteforce import bruteforce
+from solvers.milp import (
+    DEFAULT_GAP,
+    Variables,
+    available_backends,
+    build_model,
+    check_packable,
+    export_model,
+    lp_bound,
+    pack_into_domains,
+    relax,
+    solve,
+)
+from solvers.problem import Column, Demand, Edge, Objective, Part, Problem, Route, Site, Transfer
+from solvers.solution import TIMING_FIELDS, EdgeLoad, Flow, Load, Pair, Placement, Solution
+
+__all__ = [
+    "Column",
+    "Demand",
+    "Edge",
+    "Objective",
+    "Part",
+    "Problem",
+    "Route",
+    "Site",
+    "Transfer",
+    "Solution",
+    "Placement",
+    "Load",
+    "Flow",
+    "Pair",
+    "EdgeLoad",
+    "TIMING_FIELDS",
+    "DEFAULT_GAP",
+    "Variables",
+    "available_backends",
+    "build_model",
+    "check_packable",
+    "pack_into_domains",
+    "solve",
+    "relax",
+    "lp_bound",
+    "export_model",
+    "bruteforce",
+]

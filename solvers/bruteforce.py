@@ -1,0 +1,276 @@
+"""Reference solver for tiny problems: enumerate replica counts, check the rest with an LP.
+
+Written independently of :mod:`solvers.milp` (own path computation with
+networkx, own unscaled LP) so that agreement between the two is evidence.
+
+Every integer vector n with 0 ≤ n_{c,p,s} ≤ D_s·m_s // u_p is enumerated;
+vectors violating units per site, the power cap or the budget are dropped;
+the rest are sorted by objective and the first whose continuous part
+(x, a, z, f) is feasible is optimal. The LP has n as fixed variables and is
+re-solved with new bounds for each vector.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import defaultdict
+
+import networkx as nx
+import pulp
+
+from solvers.problem import Problem
+from solvers.solution import Flow, Load, Pair, Placement, Solution, clean
+
+__all__ = ["bruteforce", "allowed_pairs"]
+
+_GB = 1e9  # flows in the LP are in GB/s
+
+
+def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple[str, str]]]]]:
+    """For each two-part column: (site of part 0, site of part 1, edges used both ways) within its latency limit.
+
+    Paths are networkx Dijkstra paths by ``latency_s``; both directions must
+    exist and be within ``pair_max_latency_s``.
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> s = lambda n, r: Site(name=n, node=n, resource=r, units_per_domain=1, domains=1,
+    ...                       usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)
+    >>> col = Column(name="c", parts=[Part(resource="a", units=1), Part(resource="b", units=1)],
+    ...              capacity={"q": 1.0})
+    >>> p = Problem(demands=[Demand(name="d", rate=1.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[col], sites=[s("x", "a"), s("y", "b")])
+    >>> allowed_pairs(p)
+    {'c': []}
+    """
+    graph = nx.DiGraph()
+    graph.add_nodes_from(s.node for s in problem.sites)
+    for e in problem.edges:
+        if e.source != e.target:
+            graph.add_edge(e.source, e.target, latency=e.latency_s)
+    out = {}
+    for c in problem.columns:
+        if len(c.parts) != 2:
+            continue
+        out[c.name] = []
+        for s0 in problem.sites:
+            if s0.resource != c.parts[0].resource:
+                continue
+            for s1 in problem.sites:
+                if s1.resource != c.parts[1].resource:
+                    continue
+                try:
+                    lat_f, there = nx.single_source_dijkstra(graph, s0.node, s1.node, weight="latency")
+                    lat_b, back = nx.single_source_dijkstra(graph, s1.node, s0.node, weight="latency")
+                except nx.NetworkXNoPath:
+                    continue
+                if max(lat_f, lat_b) <= c.pair_max_latency_s * (1 + 1e-9):
+                    edges = list(zip(there, there[1:])) + list(zip(back, back[1:]))
+                    out[c.name].append((s0.name, s1.name, edges))
+    return out
+
+
+def _weights(problem: Problem):
+    def weight(site):
+        if problem.objective == "cost":
+            return site.usd_per_hour_per_unit
+        if problem.objective == "power":
+            return site.power_w_per_unit
+        return 1.0
+
+    return weight
+
+
+def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_000) -> Solution:
+    """Exact optimum of a tiny problem by enumeration (see the module docstring).
+
+    Parameters
+    ----------
+    problem : Problem
+        A problem with a handful of integer replica variables.
+    backend : str
+        ``"highs"`` or ``"cbc"``, the LP solver of the feasibility checks.
+    max_vectors : int
+        Refuse (``ValueError``) problems with more candidate vectors.
+
+    Returns
+    -------
+    Solution
+        ``optimal`` with objective, replicas, loads, route rates, flows and
+        pairs, or ``infeasible``. Model-size fields describe the LP.
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
+    ...             routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
+    ...                         usd_per_hour_per_unit=1.5, power_w_per_unit=1.0)])
+    >>> bruteforce(p).objective
+    3.0
+    """
+    start = time.perf_counter()
+    weight = _weights(problem)
+    site = {s.name: s for s in problem.sites}
+    pairs = allowed_pairs(problem)
+    paired = {c: ({p[0] for p in ps}, {p[1] for p in ps}) for c, ps in pairs.items()}
+
+    # integer variables and their upper bounds
+    keys, bounds = [], []
+    for c in problem.columns:
+        for p, part in enumerate(c.parts):
+            for s in problem.sites:
+                ub = s.units_per_domain * s.domains // part.units if s.resource == part.resource else 0
+                if c.name in paired and s.name not in paired[c.name][p]:
+                    ub = 0  # no allowed partner site: pair balance forces n = 0
+                if ub > 0:
+                    keys.append((c.name, p, s.name))
+                    bounds.append(ub)
+    units_of = {(c.name, p): part.units for c in problem.columns for p, part in enumerate(c.parts)}
+    if math.prod(b + 1 for b in bounds) > max_vectors:
+        raise ValueError(f"bruteforce: {math.prod(b + 1 for b in bounds)} vectors exceed max_vectors={max_vectors}")
+
+    candidates = []
+    for vec in itertools.product(*(range(b + 1) for b in bounds)):
+        used: dict[str, int] = defaultdict(int)
+        power = cost = objective = 0.0
+        for (c, p, s), count in zip(keys, vec):
+            u = units_of[c, p] * count
+            used[s] += u
+            power += site[s].power_w_per_unit * u
+            cost += site[s].usd_per_hour_per_unit * u
+            objective += weight(site[s]) * u
+        if any(used[s] > site[s].units_per_domain * site[s].domains for s in used):
+            continue
+        if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + 1e-9):
+            continue
+        if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + 1e-9):
+            continue
+        candidates.append((objective, vec, cost, power))
+    candidates.sort()
+
+    lp, n_vars, values = _feasibility_lp(problem, keys, pairs)
+    solver = pulp.HiGHS(msg=False) if backend == "highs" else pulp.PULP_CBC_CMD(msg=False)
+    for objective, vec, cost, power in candidates:
+        for key, count in zip(keys, vec):
+            n_vars[key].lowBound = n_vars[key].upBound = count
+        lp.solve(solver)
+        if lp.status == pulp.LpStatusOptimal:
+            return _solution(problem, keys, vec, objective, cost, power, values, time.perf_counter() - start, backend,
+                             lp)
+    return Solution(
+        status="infeasible", message=f"bruteforce: none of {len(candidates)} vectors feasible", objective=None,
+        best_bound=None, gap=None, backend=f"bruteforce-{backend}", build_seconds=0.0,
+        solve_seconds=time.perf_counter() - start, variables=len(keys), integer_variables=len(keys),
+        constraints=len(lp.constraints()), nonzeros=0, replicas=[], loads=[], route_rates={}, flows=[], pairs=[],
+        edge_loads=[], cost_usd_per_hour=0.0, power_w=0.0, units=0,
+    )
+
+
+def _feasibility_lp(problem: Problem, keys, pairs):
+    """LP in x (req/s), a (req/s), z (pairs), f (GB/s) with n as variables to be fixed."""
+    lp = pulp.LpProblem("bruteforce", pulp.LpMinimize)
+    var = lp.add_variable
+    n = {k: var(f"n_{i}", 0, 0) for i, k in enumerate(keys)}
+
+    def n_of(c, p, s):
+        return n.get((c, p, s))
+
+    def row(terms, sense, rhs, name):
+        expr = defaultdict(float)
+        for v, coef in terms:
+            if v is not None:
+                expr[v] += coef
+        lp.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(dict(expr)), sense, name, rhs))
+
+    x = {r.name: var(f"x_{i}", 0) for i, r in enumerate(problem.routes)}
+    route_steps = {q: r for r in problem.routes for q in r.steps}
+    a = {}
+    for c in problem.columns:
+        for q in c.capacity:
+            if q in route_steps:
+                for s in problem.sites:
+                    if s.resource == c.parts[0].resource:
+                        a[c.name, q, s.name] = var(f"a_{len(a)}", 0)
+    z = {}
+    for c, ps in pairs.items():
+        for s0, s1, _ in ps:
+            z[c, s0, s1] = var(f"z_{len(z)}", 0)
+    edges = [(e.source, e.target) for e in problem.edges]
+    f = {}
+    for t in problem.transfers:
+        if t.bytes_per_request > 0:
+            for e in edges:
+                f[t.name, e] = var(f"f_{len(f)}", 0)
+
+    ri = 0
+    for d in problem.demands:
+        row([(x[r.name], 1.0) for r in problem.routes if r.demand == d.name], pulp.LpConstraintEQ, d.rate, f"d{ri}")
+        ri += 1
+    for q, r in route_steps.items():
+        row([(v, 1.0) for (c, qq, s), v in a.items() if qq == q] + [(x[r.name], -1.0)], pulp.LpConstraintEQ, 0,
+            f"q{ri}")
+        ri += 1
+    col = {c.name: c for c in problem.columns}
+    for c in problem.columns:
+        for s in problem.sites:
+            terms = [(v, 1.0 / col[cc].capacity[q]) for (cc, q, ss), v in a.items() if cc == c.name and ss == s.name]
+            if terms:
+                row(terms + [(n_of(c.name, 0, s.name), -1.0)], pulp.LpConstraintLE, 0, f"cap{ri}")
+                ri += 1
+    for c, ps in pairs.items():
+        for p in (0, 1):
+            for s in problem.sites:
+                if s.resource != col[c].parts[p].resource:
+                    continue
+                terms = [(v, 1.0) for (cc, s0, s1), v in z.items() if cc == c and (s0, s1)[p] == s.name]
+                row(terms + [(n_of(c, p, s.name), -1.0)], pulp.LpConstraintEQ, 0, f"pair{ri}")
+                ri += 1
+    nodes = sorted({s.node for s in problem.sites} | set(problem.nodes) | {v for e in edges for v in e})
+    node_of = {s.name: s.node for s in problem.sites}
+    for t in problem.transfers:
+        if t.bytes_per_request <= 0:
+            continue
+        for node in nodes:
+            terms = [(f[t.name, e], 1.0) for e in edges if e[0] == node]
+            terms += [(f[t.name, e], -1.0) for e in edges if e[1] == node]
+            for (c, q, s), v in a.items():
+                if node_of[s] == node and q == t.source:
+                    terms.append((v, -t.bytes_per_request / _GB))
+                if node_of[s] == node and q == t.target:
+                    terms.append((v, t.bytes_per_request / _GB))
+            row(terms, pulp.LpConstraintEQ, 0, f"flow{ri}")
+            ri += 1
+    for e in problem.edges:
+        key = (e.source, e.target)
+        terms = [(v, 1.0) for (t, ee), v in f.items() if ee == key]
+        for (c, s0, s1, used) in ((c, s0, s1, used) for c, ps in pairs.items() for s0, s1, used in ps):
+            terms += [(z[c, s0, s1], col[c].pair_bytes_per_s / _GB)] * used.count(key)
+        row(terms, pulp.LpConstraintLE, e.capacity_bytes_per_s / _GB, f"edge{ri}")
+        ri += 1
+    lp.setObjective(pulp.LpAffineExpression({v: 1e-6 for v in f.values()}))
+    return lp, n, {"x": x, "a": a, "z": z, "f": f, "col": col}
+
+
+def _solution(problem, keys, vec, objective, cost, power, values, seconds, backend, lp) -> Solution:
+    col = values["col"]
+    units = sum(col[c].parts[p].units * count for (c, p, _), count in zip(keys, vec))
+    replicas = [Placement(column=c, part=p, site=s, replicas=count) for (c, p, s), count in sorted(zip(keys, vec))
+                if count > 0]
+    rate = lambda v: clean(v.varValue or 0.0)  # noqa: E731
+    loads = [Load(column=c, step=q, site=s, rate=rate(v)) for (c, q, s), v in sorted(values["a"].items()) if rate(v)]
+    flows = [Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean((v.varValue or 0.0) * _GB))
+             for (t, e), v in sorted(values["f"].items()) if rate(v)]
+    pairs = [Pair(column=c, source_site=s0, target_site=s1, replicas=rate(v))
+             for (c, s0, s1), v in sorted(values["z"].items()) if rate(v)]
+    return Solution(
+        status="optimal", message="bruteforce", objective=clean(objective), best_bound=clean(objective), gap=0.0,
+        backend=f"bruteforce-{backend}", build_seconds=0.0, solve_seconds=seconds, variables=len(keys),
+        integer_variables=len(keys), constraints=len(lp.constraints()), nonzeros=0, replicas=replicas, loads=loads,
+        route_rates={r: rate(v) for r, v in sorted(values["x"].items()) if rate(v)}, flows=flows, pairs=pairs,
+        edge_loads=[], cost_usd_per_hour=clean(cost), power_w=clean(power), units=units,
+    )

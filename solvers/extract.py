@@ -1,0 +1,172 @@
+"""Turn solved MILP variables into a :class:`~solvers.solution.Solution` (unscaled, rounded, sorted)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import pulp
+
+from solvers.solution import ZERO, EdgeLoad, Flow, Load, Pair, Placement, Solution, clean
+
+if TYPE_CHECKING:
+    from solvers.milp import Variables
+
+__all__ = ["model_stats", "empty_solution", "to_solution"]
+
+
+def model_stats(m: pulp.LpProblem) -> dict[str, int]:
+    """Variables, integer variables, constraints and constraint-matrix nonzeros of ``m``.
+
+    Examples
+    --------
+    >>> m = pulp.LpProblem("t")
+    >>> m.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(), pulp.LpConstraintLE, "c", 0))
+    >>> model_stats(m)
+    {'variables': 0, 'integer_variables': 0, 'constraints': 1, 'nonzeros': 0}
+    """
+    variables = m.variables()
+    rows = list(m._constraints.values())
+    return {
+        "variables": len(variables),
+        "integer_variables": sum(1 for var in variables if var.cat == pulp.LpInteger),
+        "constraints": len(rows),
+        "nonzeros": sum(sum(1 for coef in getattr(row, "expr", row).values() if coef != 0) for row in rows),
+    }
+
+
+def empty_solution(
+    status: str,
+    message: str,
+    *,
+    backend: str,
+    build_seconds: float,
+    solve_seconds: float,
+    stats: dict[str, int],
+    bound: float | None = None,
+) -> Solution:
+    """A solution without a placement (infeasible, error, or time limit without incumbent).
+
+    Examples
+    --------
+    >>> s = empty_solution("error", "no", backend="x", build_seconds=0.0, solve_seconds=0.0,
+    ...                    stats={"variables": 0, "integer_variables": 0, "constraints": 0, "nonzeros": 0})
+    >>> s.status, s.replicas
+    ('error', [])
+    """
+    return Solution(
+        status=status,
+        message=message,
+        objective=None,
+        best_bound=None if bound is None or not math.isfinite(bound) else clean(bound),
+        gap=None,
+        backend=backend,
+        build_seconds=build_seconds,
+        solve_seconds=solve_seconds,
+        replicas=[],
+        loads=[],
+        route_rates={},
+        flows=[],
+        pairs=[],
+        edge_loads=[],
+        cost_usd_per_hour=0.0,
+        power_w=0.0,
+        units=0,
+        **stats,
+    )
+
+
+def _value(var: pulp.LpVariable) -> float:
+    value = var.varValue
+    return 0.0 if value is None or abs(value) < ZERO else float(value)
+
+
+def to_solution(
+    v: "Variables",
+    *,
+    status: str,
+    message: str,
+    backend: str,
+    bound: float | None,
+    build_seconds: float,
+    solve_seconds: float,
+    stats: dict[str, int],
+    relaxed: bool = False,
+) -> Solution:
+    """Read the values of ``v`` into a Solution.
+
+    ``objective`` is the primary objective recomputed from n (rounded to
+    integers unless ``relaxed``). ``bound`` is the solver's bound on the
+    tie-broken objective; it is clipped to the objective (the tie-break adds
+    at most ~1e-7 relative) and the gap is recomputed from the two.
+    """
+    ix = v.index
+    n = {key: (_value(var) if relaxed else float(round(_value(var)))) for key, var in v.n.items()}
+    objective = sum(v.primary[key] * count for key, count in n.items())
+    units = sum(ix.replica_units(key) * count for key, count in n.items())
+    cost = sum(ix.site[key[2]].usd_per_hour_per_unit * ix.replica_units(key) * c for key, c in n.items())
+    power = sum(ix.site[key[2]].power_w_per_unit * ix.replica_units(key) * c for key, c in n.items())
+
+    replicas = [] if relaxed else [
+        Placement(column=c, part=p, site=s, replicas=int(count))
+        for (c, p, s), count in sorted(n.items()) if count > 0
+    ]
+    loads = []
+    for (c, q, s), var in sorted(v.y.items()):
+        rate = clean(_value(var) * ix.column[c].capacity[q])
+        if rate:
+            loads.append(Load(column=c, step=q, site=s, rate=rate))
+    route_rates = {}
+    for r in ix.routes:
+        rate = clean(_value(v.x[r.name]) * ix.rate[r.demand])
+        if rate:
+            route_rates[r.name] = rate
+    edge_load: dict[tuple[str, str], float] = defaultdict(float)
+    flows = []
+    for (t, e), var in sorted(v.f.items()):
+        value = _value(var) * v.flow_scale
+        edge_load[e] += value
+        if clean(value):
+            flows.append(Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean(value)))
+    pairs = []
+    for (c, s0, s1), var in sorted(v.z.items()):
+        count = _value(var)
+        for e, times in ix.pair_edges[c, s0, s1]:
+            edge_load[e] += ix.column[c].pair_bytes_per_s * count * times
+        if clean(count):
+            pairs.append(Pair(column=c, source_site=s0, target_site=s1, replicas=clean(count)))
+    edge_loads = [
+        EdgeLoad(source=e[0], target=e[1], load_bytes_per_s=clean(load), capacity_bytes_per_s=ix.capacity[e])
+        for e, load in sorted(edge_load.items()) if clean(load)
+    ]
+
+    objective = clean(objective)
+    best_bound = gap = None
+    if bound is not None and math.isfinite(bound):
+        best_bound = clean(min(bound, objective))
+    elif status == "optimal":
+        best_bound = objective
+    if best_bound is not None:
+        gap = clean((objective - best_bound) / max(abs(objective), ZERO))
+    fields: dict[str, Any] = dict(
+        status=status,
+        message=message,
+        objective=objective,
+        best_bound=best_bound,
+        gap=gap,
+        backend=backend,
+        build_seconds=build_seconds,
+        solve_seconds=solve_seconds,
+        replicas=replicas,
+        loads=loads,
+        route_rates=route_rates,
+        flows=flows,
+        pairs=pairs,
+        edge_loads=edge_loads,
+        cost_usd_per_hour=clean(cost),
+        power_w=clean(power),
+        units=int(math.ceil(units - 1e-6)) if relaxed else int(round(units)),
+        **stats,
+    )
+    return Solution(**fields)

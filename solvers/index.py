@@ -1,0 +1,298 @@
+"""Index maps precomputed once per problem for the MILP builder.
+
+Everything the constraint functions of :mod:`solvers.milp` iterate over is
+built here, in deterministic (name-sorted) order: which variables exist, the
+lowest-latency paths and the allowed site pairs of two-part columns, and the
+LP-safe names of every entity.
+
+Reductions (all exact, because every objective coefficient is ≥ 0 and n = 0
+satisfies every constraint it appears in):
+
+* demands of rate 0 and their routes, transfers and steps are left out;
+* a column keeps only sites that can host one replica of the part
+  (D_s·m_s ≥ u_p) and, for two-part columns, that appear in an allowed pair;
+* a column that then serves no remaining step gets no variables (n = 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from solvers.problem import Column, Problem, Route, Site, Transfer
+
+__all__ = ["Index", "Names", "lowest_latency_paths", "PS_PER_S"]
+
+#: Latencies are compared in integer picoseconds so equal sums tie exactly.
+PS_PER_S = 1e12
+
+NodePath = tuple[str, ...]
+EdgeKey = tuple[str, str]
+EdgeUse = tuple[tuple[EdgeKey, int], ...]  # edges of a round trip and how often each is crossed
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9.]+")
+_MAX_TOKEN = 30  # 3 tokens + prefix stay under PuLP's 100-character LP name limit
+
+
+class Names:
+    """LP-safe tokens for entity names, unique per kind and deterministic.
+
+    A token keeps letters, digits and dots, joins the rest with single
+    underscores and never starts or ends with one, so ``"__"`` separates the
+    tokens of a variable name unambiguously. Long names are cut and suffixed
+    with a hash; collisions get ``_2``, ``_3``, ... in sorted order of the
+    original names.
+
+    Examples
+    --------
+    >>> names = Names({"site": ["a b", "a-b", "x"]})
+    >>> names.token("site", "a b"), names.token("site", "a-b"), names.token("site", "x")
+    ('a_b', 'a_b_2', 'x')
+    """
+
+    def __init__(self, kinds: dict[str, list[str]]):
+        self._tokens: dict[tuple[str, str], str] = {}
+        for kind, originals in kinds.items():
+            used: set[str] = set()
+            for original in sorted(set(originals)):
+                base = _sanitise(original)
+                token, k = base, 1
+                while token in used:
+                    k += 1
+                    token = f"{base}_{k}"
+                used.add(token)
+                self._tokens[kind, original] = token
+
+    def token(self, kind: str, original: str) -> str:
+        """The token of ``original`` among entities of ``kind``."""
+        return self._tokens[kind, original]
+
+
+def _sanitise(original: str) -> str:
+    token = _UNSAFE.sub("_", original).strip("_") or "x"
+    if len(token) > _MAX_TOKEN - 8:
+        digest = hashlib.sha1(original.encode()).hexdigest()[:7]
+        token = f"{token[: _MAX_TOKEN - 8].rstrip('_')}_{digest}"
+    return token
+
+
+def lowest_latency_paths(graph: nx.DiGraph, source: str) -> dict[str, tuple[int, NodePath]]:
+    """Lowest-latency path from ``source`` to every reachable node.
+
+    Edge attribute ``ps`` is the latency in integer picoseconds. Ties are
+    broken by fewer hops, then by the lexicographically smallest node
+    sequence; this lexicographic label is monotone under extension, so
+    Dijkstra stays exact.
+
+    Returns
+    -------
+    dict
+        node -> (latency in ps, node sequence from ``source`` to node).
+
+    Examples
+    --------
+    >>> g = nx.DiGraph()
+    >>> g.add_edge("a", "b", ps=1); g.add_edge("b", "c", ps=1); g.add_edge("a", "c", ps=2)
+    >>> lowest_latency_paths(g, "a")["c"]
+    (2, ('a', 'c'))
+    """
+    best: dict[str, tuple[int, int, NodePath]] = {}
+    heap: list[tuple[int, int, NodePath]] = [(0, 0, (source,))]
+    while heap:
+        label = heapq.heappop(heap)
+        node = label[2][-1]
+        if node in best:
+            continue
+        best[node] = label
+        lat, hops, path = label
+        for nxt, attrs in graph[node].items() if node in graph else ():
+            if nxt not in best:
+                heapq.heappush(heap, (lat + attrs["ps"], hops + 1, path + (nxt,)))
+    return {node: (lat, path) for node, (lat, _, path) in best.items()}
+
+
+def _path_edges(path: NodePath) -> list[EdgeKey]:
+    return list(zip(path, path[1:]))
+
+
+@dataclass
+class Index:
+    """Deterministic index maps of a :class:`Problem` (see the module docstring)."""
+
+    problem: Problem
+    names: Names
+    rate: dict[str, float]  # demand -> λ_k (requests/s), active demands only
+    routes: list[Route]  # active routes
+    route_of_step: dict[str, Route]
+    site: dict[str, Site]
+    columns: list[Column]  # active columns
+    column: dict[str, Column]
+    load_keys: list[tuple[str, str, str]]  # (column, step, site) of y / a
+    replica_keys: list[tuple[str, int, str]]  # (column, part, site) of n
+    replica_ub: dict[tuple[str, int, str], int]
+    pair_keys: list[tuple[str, str, str]]  # (column, site of part 0, site of part 1) of z
+    pair_edges: dict[tuple[str, str, str], EdgeUse]  # round-trip edges and multiplicities
+    transfers: list[Transfer]  # active, bytes_per_request > 0
+    nodes: list[str]
+    edges: list[EdgeKey]  # capacity > 0, no self-loops
+    capacity: dict[EdgeKey, float]
+    infeasible: list[str] = field(default_factory=list)  # reasons found before solving
+
+    @classmethod
+    def from_problem(cls, problem: Problem) -> "Index":
+        """Validate references and build every map.
+
+        Raises
+        ------
+        ValueError
+            On dangling names, a step in two routes, a transfer between steps
+            of another route, or two edges with the same endpoints.
+        """
+        demand_names = {d.name for d in problem.demands}
+        rate = {d.name: d.rate for d in problem.demands if d.rate > 0}
+        route_of_step: dict[str, Route] = {}
+        routes_of: dict[str, list[Route]] = defaultdict(list)
+        for route in problem.routes:
+            if route.demand not in demand_names:
+                raise ValueError(f"route {route.name!r}: unknown demand {route.demand!r}")
+            routes_of[route.demand].append(route)
+            for step in route.steps:
+                if step in route_of_step:
+                    raise ValueError(f"step {step!r} appears in routes {route_of_step[step].name!r} and {route.name!r}")
+                route_of_step[step] = route
+        infeasible = [f"demand {k!r} has rate {lam} but no route" for k, lam in rate.items() if not routes_of[k]]
+        routes = sorted((r for r in problem.routes if r.demand in rate), key=lambda r: r.name)
+        active_steps = {q: r for r in routes for q in r.steps}
+
+        route_names = {r.name: r for r in problem.routes}
+        transfers = []
+        for t in problem.transfers:
+            r = route_names.get(t.route)
+            if r is None or t.source not in r.steps or t.target not in r.steps:
+                raise ValueError(f"transfer {t.name!r}: steps {t.source!r}, {t.target!r} not both in route {t.route!r}")
+            if t.route in {x.name for x in routes} and t.bytes_per_request > 0 and t.source != t.target:
+                transfers.append(t)
+        transfers.sort(key=lambda t: t.name)
+
+        site = {s.name: s for s in problem.sites}
+        sites_of: dict[str, list[Site]] = defaultdict(list)
+        for s in sorted(problem.sites, key=lambda s: s.name):
+            sites_of[s.resource].append(s)
+
+        nodes = set(problem.nodes) | {s.node for s in problem.sites}
+        capacity: dict[EdgeKey, float] = {}
+        graph = nx.DiGraph()
+        graph.add_nodes_from(sorted(nodes))
+        for e in problem.edges:
+            key = (e.source, e.target)
+            if key in capacity:
+                raise ValueError(f"two edges {e.source!r} -> {e.target!r}: merge them into one")
+            capacity[key] = e.capacity_bytes_per_s
+            nodes.update(key)
+            if e.source != e.target:
+                graph.add_edge(e.source, e.target, ps=round(e.latency_s * PS_PER_S))
+        edges = sorted(k for k, c in capacity.items() if c > 0 and k[0] != k[1])
+
+        paths: dict[str, dict[str, tuple[int, NodePath]]] = {}
+        trips: dict[tuple[str, str], tuple[int, EdgeUse, bool] | None] = {}
+
+        def round_trip(a: str, b: str) -> tuple[int, EdgeUse, bool] | None:
+            """Worst one-way latency, edges used there and back (with multiplicity), any zero capacity."""
+            if (a, b) not in trips:
+                for node in (a, b):
+                    if node not in paths:
+                        paths[node] = lowest_latency_paths(graph, node)
+                there, back = paths[a].get(b), paths[b].get(a)
+                if there is None or back is None:
+                    trips[a, b] = None
+                else:
+                    used = Counter(_path_edges(there[1]) + _path_edges(back[1]))
+                    blocked = any(capacity[e] <= 0 for e in used)
+                    trips[a, b] = (max(there[0], back[0]), tuple(sorted(used.items())), blocked)
+            return trips[a, b]
+
+        columns, load_keys, replica_keys, pair_keys = [], [], [], []
+        replica_ub: dict[tuple[str, int, str], int] = {}
+        pair_edges: dict[tuple[str, str, str], EdgeUse] = {}
+        for c in sorted(problem.columns, key=lambda c: c.name):
+            steps = sorted(q for q in c.capacity if q in active_steps)
+            hosts = [
+                [s for s in sites_of[part.resource] if s.units_per_domain * s.domains >= part.units]
+                for part in c.parts
+            ]
+            pairs: list[tuple[str, str, EdgeUse]] = []
+            if len(c.parts) == 2 and steps:
+                limit = math.inf if math.isinf(c.pair_max_latency_s) else round(c.pair_max_latency_s * PS_PER_S)
+                for s0 in hosts[0]:
+                    for s1 in hosts[1]:
+                        trip = round_trip(s0.node, s1.node)
+                        if trip is None or trip[0] > limit:
+                            continue
+                        if trip[2] and c.pair_bytes_per_s > 0:
+                            continue  # pair traffic cannot cross a zero-capacity edge
+                        pairs.append((s0.name, s1.name, trip[1]))
+                used0 = {p[0] for p in pairs}
+                used1 = {p[1] for p in pairs}
+                hosts = [[s for s in hosts[0] if s.name in used0], [s for s in hosts[1] if s.name in used1]]
+            if not steps or not hosts[0]:
+                continue
+            columns.append(c)
+            load_keys += [(c.name, q, s.name) for q in steps for s in hosts[0]]
+            for p, part in enumerate(c.parts):
+                for s in hosts[p]:
+                    replica_keys.append((c.name, p, s.name))
+                    replica_ub[c.name, p, s.name] = s.units_per_domain * s.domains // part.units
+            for s0, s1, used_edges in pairs:
+                pair_keys.append((c.name, s0, s1))
+                pair_edges[c.name, s0, s1] = used_edges
+
+        names = Names(
+            {
+                "demand": list(demand_names),
+                "route": [r.name for r in problem.routes],
+                "step": list(route_of_step) + [q for c in problem.columns for q in c.capacity],
+                "transfer": [t.name for t in problem.transfers],
+                "column": [c.name for c in problem.columns],
+                "site": list(site),
+                "node": list(nodes),
+            }
+        )
+        return cls(
+            problem=problem,
+            names=names,
+            rate=rate,
+            routes=routes,
+            route_of_step=active_steps,
+            site=site,
+            columns=columns,
+            column={c.name: c for c in columns},
+            load_keys=load_keys,
+            replica_keys=replica_keys,
+            replica_ub=replica_ub,
+            pair_keys=pair_keys,
+            pair_edges=pair_edges,
+            transfers=transfers,
+            nodes=sorted(nodes),
+            edges=edges,
+            capacity=capacity,
+            infeasible=infeasible,
+        )
+
+    def unit_coefficient(self, site: Site) -> float:
+        """Primary objective per unit placed in ``site`` ($/h, W or 1)."""
+        objective = self.problem.objective
+        if objective == "cost":
+            return site.usd_per_hour_per_unit
+        if objective == "power":
+            return site.power_w_per_unit
+        return 1.0
+
+    def replica_units(self, key: tuple[str, int, str]) -> int:
+        """u_p of the replica key ``(column, part, site)``."""
+        return self.column[key[0]].parts[key[1]].units

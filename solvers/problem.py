@@ -1,0 +1,153 @@
+"""The solver-neutral placement problem: columns, demands, sites, a network.
+
+This module knows nothing of LLMs. A *demand* (a traffic class) must be served
+at a rate; it may be split over *routes* (ways to serve it: for an LLM, the
+serving modes), each route a chain of *steps*. A *column* is a replica type:
+it occupies whole units (chips) of one or two resource types (*parts*) and
+serves steps at a given rate per replica. *Sites* are groups of identical,
+identically attached scale-up domains of one resource type; each site is a node
+of the *network*, whose directed edges carry two kinds of traffic:
+
+* *transfers*: bytes per request handed from one step of a route to the next
+  (KV cache from prefill to decode), routed freely as a per-transfer flow;
+* *pair traffic*: bytes/s between the two parts of a two-part column (attention
+  and FFN halves, target and remote draft), routed on the fixed lowest-latency
+  path and allowed only between site pairs whose path latency is within the
+  column's limit.
+
+Notation used in the docstrings of :mod:`solvers.milp`:
+
+=============  =================================================================
+λ_k            rate of demand k (requests/s)
+x_r            rate sent down route r (requests/s), Σ_{r∈k} x_r = λ_k
+n_{c,p,s}      replicas of column c whose part p sits in site s (integer)
+a_{c,q,s}      load of step q on column c at site s (requests/s)
+cap_{c,q}      requests/s one replica of c serves of step q alone
+u_p, D_s, m_s  units per replica of part p, units per domain, domains in site s
+f_{t,e}        flow of transfer t on edge e (bytes/s)
+z_{c,s,s'}     replica pairs of two-part column c between sites s and s'
+=============  =================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "Demand",
+    "Route",
+    "Transfer",
+    "Part",
+    "Column",
+    "Site",
+    "Edge",
+    "Problem",
+    "Objective",
+]
+
+Objective = Literal["cost", "power", "units"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Demand(_Record):
+    """A stream of requests that must be served in full."""
+
+    name: str
+    rate: float = Field(ge=0, description="requests/s")
+
+
+class Route(_Record):
+    """One way to serve a demand: every request sent down it passes each step."""
+
+    name: str
+    demand: str
+    steps: list[str] = Field(min_length=1, description="step names, unique across all routes")
+
+
+class Transfer(_Record):
+    """Bytes each request of ``route`` hands from step ``source`` to step ``target``."""
+
+    name: str
+    route: str
+    source: str
+    target: str
+    bytes_per_request: float = Field(ge=0)
+
+
+class Part(_Record):
+    """What one replica of a column occupies of one resource type."""
+
+    resource: str
+    units: int = Field(ge=1, description="units (chips) per replica")
+
+
+class Column(_Record):
+    """A replica type.
+
+    ``capacity[q]`` is the request rate of step q one replica serves when it
+    serves nothing else; mixing steps shares the replica linearly. Load is
+    attributed to the site of part 0. Two-part columns carry
+    ``pair_bytes_per_s`` each way between their parts per replica, over paths
+    of latency at most ``pair_max_latency_s``.
+    """
+
+    name: str
+    parts: list[Part] = Field(min_length=1, max_length=2)
+    capacity: dict[str, float] = Field(min_length=1, description="step -> requests/s per replica")
+    pair_bytes_per_s: float = Field(default=0.0, ge=0)
+    pair_max_latency_s: float = Field(default=float("inf"), ge=0)
+
+    @model_validator(mode="after")
+    def _positive_capacity(self) -> "Column":
+        if any(v <= 0 for v in self.capacity.values()):
+            raise ValueError(f"column {self.name!r}: capacities must be > 0 (drop the step instead)")
+        return self
+
+
+class Site(_Record):
+    """``domains`` identical scale-up domains of ``units_per_domain`` units of one resource.
+
+    Replicas of up to ``units_per_domain`` units pack inside one domain;
+    larger ones take whole domains. Part sizes must form a divisibility chain
+    with the domain size (each size divides every larger one, see
+    :func:`solvers.milp.check_packable`), which makes the aggregate unit
+    constraint exact.
+    """
+
+    name: str
+    node: str = Field(description="network node the site's domains hang off")
+    resource: str
+    units_per_domain: int = Field(ge=1)
+    domains: int = Field(ge=0)
+    usd_per_hour_per_unit: float = Field(ge=0)
+    power_w_per_unit: float = Field(ge=0)
+
+
+class Edge(_Record):
+    """A directed network edge (add both directions for a full-duplex link)."""
+
+    source: str
+    target: str
+    capacity_bytes_per_s: float = Field(ge=0)
+    latency_s: float = Field(default=0.0, ge=0)
+
+
+class Problem(_Record):
+    """Everything the MILP needs; see the module docstring for the notation."""
+
+    name: str = "placement"
+    demands: list[Demand]
+    routes: list[Route]
+    transfers: list[Transfer] = Field(default_factory=list)
+    columns: list[Column]
+    sites: list[Site]
+    nodes: list[str] = Field(default_factory=list, description="network nodes other than sites (switches)")
+    edges: list[Edge] = Field(default_factory=list)
+    objective: Objective = "cost"
+    power_cap_w: float | None = Field(default=None, gt=0)
+    budget_usd_per_hour: float | None = Field(default=None, gt=0)

@@ -1,0 +1,143 @@
+"""Attention–FFN ping-pong, doctests of the cost-model modules, the roofline/catalog CLI."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+
+import numpy as np
+import pytest
+
+import costmodel_fixtures as fx
+from costmodels import (
+    af_activation_bytes_per_token,
+    af_comm_hidden,
+    af_tpot_s,
+    af_transfer_s,
+    decode_attention_step,
+    decode_ffn_step,
+)
+from placement import roofline_report
+from placement.errors import InputError
+
+
+# ---- attention–FFN ------------------------------------------------------------------
+
+
+def test_af_activation_bytes():
+    m = fx.llama_70b()
+    assert af_activation_bytes_per_token(m) == 2 * 80 * 8192 * 2
+    ds = fx.deepseek_v3()
+    ep = af_activation_bytes_per_token(ds, ffn_expert_parallel=True)
+    assert ep == 2 * 7168 * 2 * (3 + 58 * 8)
+
+
+def test_af_pingpong_hides_comm_only_when_conditions_hold():
+    # Balanced sides, short comm, enough micro-batches: TPOT = m·max(A, F).
+    assert af_tpot_s(1.0, 1.0, 0.4, 3) == 3.0 and af_comm_hidden(1.0, 1.0, 0.4, 3)
+    # Too few micro-batches to cover the round trip: latency adds.
+    assert af_tpot_s(1.0, 1.0, 0.4, 2) == pytest.approx(2.4) and not af_comm_hidden(1.0, 1.0, 0.4, 2)
+    # Each crossing longer than compute: the link sets the pace.
+    assert af_tpot_s(1.0, 1.0, 4.0, 4) == pytest.approx(8.0) and not af_comm_hidden(1.0, 1.0, 4.0, 4)
+    # m = 1: strictly sequential.
+    assert af_tpot_s(1.0, 0.5, 0.2, 1) == pytest.approx(1.7)
+    got = af_tpot_s(np.array([1.0, 1.0]), 1.0, np.array([0.4, 4.0]), 3)
+    assert got.tolist() == pytest.approx([3.0, 6.0])
+
+
+def test_af_on_gpu_plus_lpu():
+    """DeepSeek attention on H100s, FFN on SRAM LPUs: an end-to-end TPOT from the pieces."""
+    m, a_chip, f_chip = fx.deepseek_v3(), fx.h100(), fx.lpu_500mb()
+    mb, b = 2, 256
+    attn = decode_attention_step(a_chip, m, batch=b / mb, context=4096, tp=8, precision="fp8")
+    ffn = decode_ffn_step(f_chip, m, batch=b / mb, tp=64, ep=64, pp=24, precision="fp8")
+    comm = af_transfer_s(m, b / mb, 8 * a_chip.scale_out_bandwidth_bytes_per_s, 5e-6, ffn_expert_parallel=True)
+    tpot = af_tpot_s(attn.time_s, ffn.time_s, comm, mb)
+    assert tpot >= mb * max(attn.time_s, ffn.time_s)
+    assert tpot <= attn.time_s + ffn.time_s + comm + mb * max(attn.time_s, ffn.time_s, comm)
+
+
+# ---- doctests ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["roofline", "comm", "specdec", "memory", "serving", "measured"])
+def test_docstring_examples_run(name):
+    mod = importlib.import_module(f"costmodels.{name}")
+    result = doctest.testmod(mod, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# ---- CLI functions ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def catalogues(monkeypatch):
+    monkeypatch.setattr(roofline_report, "_chips", fx.all_chips)
+    monkeypatch.setattr(roofline_report, "_models", fx.all_models)
+
+
+def test_roofline_summary_decode(catalogues):
+    s = roofline_report.roofline_summary("h100", "llama-3.1-70b", stage="decode", batch=64, context=2048, tp=8)
+    assert s["bound"] == "memory"
+    assert s["ridge_flop_per_byte"] == pytest.approx(295, abs=1)
+    assert s["kv_bytes_per_token"] == 327_680
+    assert s["tokens_per_s"] == pytest.approx(64 / (s["step_time_ms"] / 1e3))
+    assert s["tokens_per_s_per_user"] == pytest.approx(1 / (s["step_time_ms"] / 1e3))
+    assert s["fits"] is True and s["chips_per_replica"] == 8
+    json.dumps(s)  # JSON-ready: Python scalars only
+
+
+def test_roofline_summary_prefill_and_sram(catalogues):
+    s = roofline_report.roofline_summary("h100", "llama-3.1-70b", stage="prefill", batch=1, context=8192, tp=8)
+    assert s["bound"] == "compute"
+    assert s["tokens_per_s"] == pytest.approx(8192 / (s["step_time_ms"] / 1e3))
+    lpu = roofline_report.roofline_summary("lpu-500mb", "llama-3.1-70b", stage="decode", batch=1, context=1024,
+                                           tp=8, pp=8, precision="fp8")
+    assert lpu["fits"] is False
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(chip="tpu-v9", model="llama-3.1-70b"), "--chip"),
+        (dict(chip="h100", model="gpt-9"), "--model"),
+        (dict(chip="h100", model="llama-3.1-70b", stage="sampling"), "--stage"),
+        (dict(chip="h100", model="llama-3.1-70b", precision="int3"), "--precision"),
+        (dict(chip="h100", model="deepseek-v3", tp=8, ep=4), "--ep"),
+    ],
+)
+def test_roofline_rejects_bad_input(catalogues, kwargs, field):
+    chip, model = kwargs.pop("chip"), kwargs.pop("model")
+    with pytest.raises(InputError) as e:
+        roofline_report.roofline_summary(chip, model, **kwargs)
+    assert e.value.field == field
+    if field == "--chip":
+        assert "unknown chip 'tpu-v9'; expected one of" in str(e.value) and "h100" in str(e.value)
+
+
+def test_roofline_command_prints_table_json_and_plot(catalogues, capsys, tmp_path):
+    roofline_report.roofline(chip="h100", model="deepseek-v3", stage="decode-ffn", batch=32, context=4096,
+                             precision="fp8", tp=8, ep=8, json_out=True)
+    data = json.loads(capsys.readouterr().out)
+    assert data["stage"] == "decode-ffn" and data["ep"] == 8
+    png = tmp_path / "roof.png"
+    roofline_report.roofline(chip="h100", model="llama-3.1-70b", stage="decode-attention", batch=8, context=32768,
+                             tp=1, plot=png)
+    out = capsys.readouterr().out
+    assert "arithmetic intensity" in out and "ridge point" in out and "memory per chip" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["roof.png"]  # no temp file left behind
+
+
+def test_catalog_command(catalogues, capsys):
+    roofline_report.catalog("chips", json_out=True)
+    chips = json.loads(capsys.readouterr().out)
+    assert {c["name"] for c in chips} == set(fx.all_chips())
+    roofline_report.catalog("models", json_out=False)
+    out = capsys.readouterr().out
+    assert "deepseek-v3" in out and "mla" in out
+    roofline_report.catalog("chips")
+    assert "lpu-500mb" in capsys.readouterr().out
+    with pytest.raises(InputError):
+        roofline_report.catalog("racks")

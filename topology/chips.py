@@ -1,0 +1,178 @@
+"""Chip records: what one accelerator can do, in base units, with sources.
+
+A chip is data, never a subclass: :class:`ChipSpec` is a pydantic record loaded
+from ``topology/catalog/chips.yaml`` (shipped) or from a user's own catalogue or
+instance file. Every number carries a source in ``sources`` (field name ->
+reference); fields whose value is an estimate are listed in ``estimates``.
+
+Examples
+--------
+>>> from topology.chips import load_chip_catalog
+>>> h100 = load_chip_catalog()["h100"]
+>>> round(h100.ridge_flop_per_byte("bf16"))
+295
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ChipSpec",
+    "MemoryTier",
+    "Precision",
+    "PRECISIONS",
+    "BYTES_PER_VALUE",
+    "load_chip_catalog",
+    "read_chip_file",
+]
+
+Precision = Literal["fp4", "fp8", "bf16"]
+PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
+#: Bytes per stored value for weights / KV at each precision (fp4 packs two per byte).
+BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
+
+CATALOG_PATH = Path(__file__).with_name("catalog") / "chips.yaml"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MemoryTier(_Record):
+    """One level of a chip's memory: capacity and achievable peak bandwidth.
+
+    The first tier of a chip is its working memory: weights and KV cache of the
+    stages placed on it must fit there (SRAM for SRAM-only chips).
+    """
+
+    name: str = Field(description="e.g. HBM3e, SRAM, LPDDR5X, host DDR")
+    capacity_bytes: float = Field(gt=0)
+    bandwidth_bytes_per_s: float = Field(gt=0)
+
+
+class ChipSpec(_Record):
+    """One accelerator type: compute, memory tiers, fabric, power and price.
+
+    Attributes
+    ----------
+    flops_per_s
+        Dense peak FLOP/s per precision (``bf16``, ``fp8``, ``fp4``); a
+        precision the chip lacks is absent.
+    memory
+        Memory tiers, working tier first.
+    scale_up_domain_chips
+        Largest scale-up domain (NVLink, NeuronLink, C2C) this chip is sold in.
+    scale_up_bandwidth_bytes_per_s
+        Per chip, per direction, over the scale-up fabric.
+    scale_out_bandwidth_bytes_per_s
+        Per chip, per direction, over the scale-out NICs.
+    compute_efficiency, memory_efficiency
+        Achievable fractions of peak FLOP/s and of working-tier bandwidth.
+    step_overhead_s
+        Fixed time added to every forward step (launches, scheduling, sync).
+    """
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.\-]*$")
+    display_name: str
+    vendor: str
+    kind: Literal["gpu", "lpu", "wafer", "asic", "lpddr", "cpu"]
+    flops_per_s: dict[Precision, float] = Field(min_length=1)
+    memory: list[MemoryTier] = Field(min_length=1)
+    sram_only: bool = False
+    scale_up_domain_chips: int = Field(ge=1)
+    scale_up_bandwidth_bytes_per_s: float = Field(gt=0)
+    scale_up_latency_s: float = Field(ge=0)
+    scale_out_bandwidth_bytes_per_s: float = Field(gt=0)
+    power_w: float = Field(gt=0)
+    usd_per_hour: float = Field(gt=0)
+    price_basis: str = Field(description="what the hourly price means: rental median, TCO, amortised list price")
+    compute_efficiency: float = Field(gt=0, le=1)
+    memory_efficiency: float = Field(gt=0, le=1)
+    step_overhead_s: float = Field(ge=0)
+    sources: dict[str, str] = Field(description="field name -> public source of its value")
+    estimates: list[str] = Field(default_factory=list, description="fields whose value is an estimate")
+
+    @model_validator(mode="after")
+    def _every_number_has_a_source(self) -> "ChipSpec":
+        missing = [f for f in _SOURCED_FIELDS if f not in self.sources]
+        if missing:
+            raise ValueError(f"chip {self.name!r}: no source given for {', '.join(missing)}")
+        unknown = [f for f in self.estimates if f not in type(self).model_fields]
+        if unknown:
+            raise ValueError(f"chip {self.name!r}: estimates names unknown fields {unknown}")
+        return self
+
+    # ---- derived quantities -------------------------------------------------
+    @property
+    def memory_bytes(self) -> float:
+        """Capacity of the working tier."""
+        return self.memory[0].capacity_bytes
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        """Peak bandwidth of the working tier."""
+        return self.memory[0].bandwidth_bytes_per_s
+
+    def flops(self, precision: str) -> float:
+        """Dense peak FLOP/s at ``precision``, falling back to the next wider one.
+
+        A chip without FP4 units runs FP4 weights at its FP8 (or BF16) rate.
+        """
+        order = PRECISIONS[PRECISIONS.index(precision):]
+        for p in order:
+            if p in self.flops_per_s:
+                return self.flops_per_s[p]
+        # Only narrower precisions are listed: the chip cannot go wider faster.
+        return min(self.flops_per_s.values())
+
+    def ridge_flop_per_byte(self, precision: str = "bf16") -> float:
+        """Roofline ridge point, peak FLOP/s ÷ peak working-memory bytes/s."""
+        return self.flops(precision) / self.memory_bandwidth_bytes_per_s
+
+
+_SOURCED_FIELDS = (
+    "flops_per_s",
+    "memory",
+    "scale_up_domain_chips",
+    "scale_up_bandwidth_bytes_per_s",
+    "scale_out_bandwidth_bytes_per_s",
+    "power_w",
+    "usd_per_hour",
+    "compute_efficiency",
+    "memory_efficiency",
+    "step_overhead_s",
+)
+
+
+def read_chip_file(path: str | Path) -> dict[str, ChipSpec]:
+    """Read a chip catalogue YAML file (``chips: [ {...}, ... ]``) keyed by name.
+
+    Raises
+    ------
+    ValueError
+        On a duplicate chip name; pydantic's ``ValidationError`` on a bad record.
+    """
+    raw = yaml.safe_load(Path(path).read_text())
+    chips: dict[str, ChipSpec] = {}
+    for entry in raw["chips"]:
+        chip = ChipSpec.model_validate(entry)
+        if chip.name in chips:
+            raise ValueError(f"{path}: chip {chip.name!r} defined twice")
+        chips[chip.name] = chip
+    return chips
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> dict[str, ChipSpec]:
+    return read_chip_file(CATALOG_PATH)
+
+
+def load_chip_catalog() -> dict[str, ChipSpec]:
+    """The shipped chip catalogue, keyed by chip name (a fresh dict each call)."""
+    return dict(_shipped())
