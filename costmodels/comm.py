@@ -25,17 +25,17 @@ from topology.chips import ChipSpec
 __all__ = [
     "ACTIVATION_BYTES_PER_VALUE",
     "SCALE_OUT_LATENCY_S",
-    "link_for_span",
-    "tp_allreduce_s",
+    "af_activation_bytes_per_token",
+    "af_comm_hidden",
+    "af_tpot_s",
+    "af_transfer_s",
     "ep_alltoall_s",
-    "pp_hop_s",
-    "step_comm_s",
     "kv_transfer_bytes",
     "kv_transfer_s",
-    "af_activation_bytes_per_token",
-    "af_transfer_s",
-    "af_tpot_s",
-    "af_comm_hidden",
+    "link_for_span",
+    "pp_hop_s",
+    "step_comm_s",
+    "tp_allreduce_s",
 ]
 
 #: Activations travel in BF16 even when weights are FP8/FP4 (vLLM/TRT-LLM

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["MeasuredStepTable", "MeasuredCapacity", "capacities_from_melange"]
+__all__ = ["MeasuredCapacity", "MeasuredStepTable", "capacities_from_melange"]
 
 _MS_PER_S = 1e3
 
@@ -57,7 +57,7 @@ class MeasuredStepTable(_Record):
     source: str = ""
 
     @model_validator(mode="after")
-    def _consistent(self) -> "MeasuredStepTable":
+    def _consistent(self) -> MeasuredStepTable:
         if len(self.batch) != len(self.step_times_s):
             raise ValueError("batch and step_times_s must have the same length")
         if any(b <= 0 for b in self.batch) or any(t <= 0 for t in self.step_times_s):
@@ -67,7 +67,7 @@ class MeasuredStepTable(_Record):
         return self
 
     @classmethod
-    def from_milliseconds(cls, *, step_time_ms: list[float], **fields: Any) -> "MeasuredStepTable":
+    def from_milliseconds(cls, *, step_time_ms: list[float], **fields: Any) -> MeasuredStepTable:
         """Build from step times in ms (the friendly unit at the edges)."""
         return cls(step_times_s=[t / _MS_PER_S for t in step_time_ms], **fields)
 

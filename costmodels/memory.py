@@ -31,15 +31,20 @@ from __future__ import annotations
 import numpy as np
 
 from costmodels.models import ModelSpec
-from costmodels.roofline import kv_bytes_per_sequence, kv_duplication, stage_part, stored_weight_bytes
+from costmodels.roofline import (
+    kv_bytes_per_sequence,
+    kv_duplication,
+    stage_part,
+    stored_weight_bytes,
+)
 from topology.chips import ChipSpec
 
 __all__ = [
     "DEFAULT_WORKSPACE_FRACTION",
-    "memory_per_chip_bytes",
     "fits",
-    "min_chips_for_weights",
     "max_batch_that_fits",
+    "memory_per_chip_bytes",
+    "min_chips_for_weights",
 ]
 
 #: Share of the working tier kept free for activations, graphs and fragmentation

@@ -38,9 +38,12 @@ stage re-reading its weights once per micro-batch::
 
 with ``FLOPs_round`` the FLOPs of all ``batch`` tokens through all L layers
 and ``bytes_round = n_mb·W_touched(b) + KV``. With a full pipeline
-(``batch ≥ pp``) the denominators are ``g·F`` and ``g·BW`` as in DESIGN §3:
-pipelining does not shorten TPOT, it spreads the memory; weight traffic
-per token grows with the number of micro-batches. τ is paid once per round
+(``batch ≥ pp``) the denominators are ``g·F`` and ``g·BW`` as in DESIGN §3.
+Consequences: compute and KV time shrink with the pp× more chips, but the
+weight-read time does not (each stage re-reads its weights for every
+micro-batch) — a weight-bound decode gets no faster from PP, it only spreads
+the memory (seed 003: "PP does not improve latency"). With ``batch < pp`` the
+micro-batches hold one sequence and ``pp − batch`` stages idle. τ is paid once per round
 (scheduling, sampling, launch: the stages run concurrently), and ``t_comm`` is
 the collectives of one micro-batch through all L layers plus ``pp − 1`` stage
 hand-offs. ``tokens/s = batch / time_s`` holds for every layout.
@@ -65,27 +68,27 @@ from costmodels.models import BYTES_PER_VALUE, ModelSpec
 from topology.chips import ChipSpec
 
 __all__ = [
-    "StepCost",
-    "Part",
-    "STAGES",
-    "stage_part",
     "FLOPS_PER_MAC",
-    "decode_step",
-    "decode_attention_step",
-    "decode_ffn_step",
-    "prefill_step",
+    "STAGES",
+    "Part",
+    "StepCost",
     "aggregated_step",
-    "forward_cost",
-    "experts_touched_per_layer",
-    "weight_bytes_touched",
-    "stored_weight_bytes",
-    "matmul_params_per_token",
+    "attention_core_flops",
     "attention_flops_per_pair",
     "decode_attention_pairs",
-    "prefill_attention_pairs",
-    "attention_core_flops",
+    "decode_attention_step",
+    "decode_ffn_step",
+    "decode_step",
+    "experts_touched_per_layer",
+    "forward_cost",
     "kv_bytes_per_sequence",
     "kv_duplication",
+    "matmul_params_per_token",
+    "prefill_attention_pairs",
+    "prefill_step",
+    "stage_part",
+    "stored_weight_bytes",
+    "weight_bytes_touched",
 ]
 
 #: Multiply-add = 2 FLOPs: a token through an N-parameter matmul costs 2·N FLOPs.

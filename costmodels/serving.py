@@ -21,16 +21,16 @@ from topology.chips import ChipSpec
 
 __all__ = [
     "SECONDS_PER_HOUR",
-    "md1_wait_s",
-    "md1_max_utilisation",
-    "usd_per_hour",
-    "power_w",
-    "usd_per_million_tokens",
-    "tokens_per_s_per_mw",
-    "optimal_decode_batch",
-    "optimal_batch_closed_form",
     "AggregatedServing",
     "aggregated_serving",
+    "md1_max_utilisation",
+    "md1_wait_s",
+    "optimal_batch_closed_form",
+    "optimal_decode_batch",
+    "power_w",
+    "tokens_per_s_per_mw",
+    "usd_per_hour",
+    "usd_per_million_tokens",
 ]
 
 SECONDS_PER_HOUR = 3600.0

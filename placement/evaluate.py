@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels import (
     af_activation_bytes_per_token,
     af_tpot_s,
+    af_transfer_s,
     aggregated_step,
     decode_attention_step,
     decode_ffn_step,
@@ -44,6 +45,7 @@ from costmodels import (
     md1_max_utilisation,
     memory_per_chip_bytes,
     prefill_step,
+    verify_step,
 )
 from placement.context import Context
 from placement.schema import TrafficClass
@@ -184,8 +186,10 @@ def _decode(ctx, cfg, cls, b, _lat) -> Perf:
 def _aggregated(ctx, cfg, cls, b, _lat) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     chunk = float(cfg.chunk_tokens)
+    # A chunk attends to the cached prefix and, on average, half of the prompt before it.
+    chunk_context = cls.cached_prefix_tokens + max(cls.prompt_tokens - chunk, 0) / 2
     st = aggregated_step(chip, m, batch=b, context=_decode_context(cls), chunk_tokens=chunk,
-                         **_args(ctx, cfg.main), **_prec(ctx))
+                         chunk_context=chunk_context, **_args(ctx, cfg.main), **_prec(ctx))
     t = np.asarray(st.time_s, dtype=float)
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     prefill_cap = _md1_capacity(t * cls.prompt_tokens / chunk, steps_per_prompt * t, cls.ttft_s, 1.0)
@@ -197,14 +201,6 @@ def _aggregated(ctx, cfg, cls, b, _lat) -> Perf:
     return Perf(cap, ttft, t, np.asarray(fits(chip, mem)), _zeros(b.shape), np.asarray(mem))
 
 
-def _verify_time_s(chip, m, b, cls, gamma, part, prec) -> np.ndarray:
-    """Target pass over B·(γ+1) tokens: compute of all of them, memory of B sequences."""
-    wide = decode_step(chip, m, batch=b * (gamma + 1), context=_decode_context(cls), **part, **prec)
-    narrow = decode_step(chip, m, batch=b, context=_decode_context(cls), **part, **prec)
-    return (np.maximum(np.asarray(wide.compute_s), np.asarray(narrow.memory_s))
-            + np.asarray(wide.comm_s) + np.asarray(narrow.overhead_s))
-
-
 def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
     draft = ctx.instance.draft
     if draft is None or ctx.draft_model is None:
@@ -212,7 +208,8 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
     chip, m, dm = ctx.chips[cfg.main.chip], ctx.model, ctx.draft_model
     prec = _prec(ctx)
     gamma = draft.gamma
-    t_verify = _verify_time_s(chip, m, b, cls, gamma, _args(ctx, cfg.main), prec)
+    t_verify = np.asarray(verify_step(chip, m, batch=b, context=_decode_context(cls), gamma=gamma,
+                                      **_args(ctx, cfg.main), **prec).time_s, dtype=float)
     dpart = cfg.partner or cfg.main
     dchip = ctx.chips[dpart.chip]
     t_draft = np.asarray(decode_step(dchip, dm, batch=b, context=_decode_context(cls), **_args(ctx, dpart),
@@ -243,11 +240,11 @@ def _decode_af(ctx, cfg, cls, b, lat) -> Perf:
     per_mb = b / mb
     attn = decode_attention_step(a_chip, m, batch=per_mb, context=_decode_context(cls), **_args(ctx, cfg.main), **prec)
     ffn = decode_ffn_step(f_chip, m, batch=per_mb, **_args(ctx, cfg.partner), **prec)
-    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights)
+    ep_ffn = cfg.partner.ep > 1
+    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
     nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
               cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
-    # Per micro-batch: its activations cross each way once per layer, each crossing pays the link latency.
-    comm = per_mb * bytes_per_token / nic + 2.0 * m.layers * lat
+    comm = af_transfer_s(m, per_mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
     tpot = np.asarray(af_tpot_s(np.asarray(attn.time_s), np.asarray(ffn.time_s), comm, mb), dtype=float)
     cap = b / (cls.output_tokens * tpot)
     amem = np.asarray(memory_per_chip_bytes(a_chip, m, stage="decode-attention", batch=b, context=_max_context(cls),

@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -36,7 +36,7 @@ from costmodels.models import ModelSpec, load_model_catalog
 from placement.errors import InputError
 from topology.chips import PRECISIONS, ChipSpec, load_chip_catalog
 
-__all__ = ["roofline", "roofline_summary", "catalog", "catalog_rows", "PLOT_BATCHES"]
+__all__ = ["PLOT_BATCHES", "catalog", "catalog_rows", "roofline", "roofline_summary"]
 
 #: Batch sizes drawn on the roofline plot: powers of two from 1 to 4096.
 PLOT_BATCHES = 2.0 ** np.arange(0, 13)
@@ -72,7 +72,7 @@ def _check_choice(value: str, allowed, option: str, what: str) -> None:
 
 
 def _step(chip, model, stage, batch, context, cached, tp, ep, pp, precision, kv_precision):
-    args = dict(tp=tp, ep=ep, pp=pp, precision=precision, kv_precision=kv_precision)
+    args = {"tp": tp, "ep": ep, "pp": pp, "precision": precision, "kv_precision": kv_precision}
     if stage == "prefill":
         return prefill_step(chip, model, prompt=context, cached=cached, batch=batch, **args)
     if stage == "decode-attention":
@@ -255,12 +255,12 @@ def roofline(
     context: Annotated[int, typer.Option("--context", min=0, help="decode: tokens in the KV cache; prefill: prompt tokens")] = 4096,
     cached: Annotated[int, typer.Option("--cached", min=0, help="prefill: cached prefix tokens")] = 0,
     precision: Annotated[str, typer.Option("--precision", help="weight precision: bf16 | fp8 | fp4")] = "bf16",
-    kv_precision: Annotated[Optional[str], typer.Option("--kv-precision", help="KV precision (default: --precision)")] = None,
+    kv_precision: Annotated[str | None, typer.Option("--kv-precision", help="KV precision (default: --precision)")] = None,
     tp: Annotated[int, typer.Option("--tp", min=1, help="tensor parallel ranks")] = 1,
     ep: Annotated[int, typer.Option("--ep", min=1, help="expert parallel: 1 or = tp")] = 1,
     pp: Annotated[int, typer.Option("--pp", min=1, help="pipeline stages")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="write a roofline PNG here")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline PNG here")] = None,
 ) -> None:
     """Roofline of one stage on one chip: step time, throughput, intensity vs ridge, memory fit."""
     s = roofline_summary(chip, model, stage=stage, batch=batch, context=context, cached=cached, precision=precision,

@@ -15,17 +15,17 @@ from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
 __all__ = [
-    "make_chip",
-    "h100",
-    "bertha",
-    "lpu_500mb",
-    "gb200",
-    "llama_70b",
-    "llama_8b",
-    "deepseek_v3",
-    "swa_model",
     "all_chips",
     "all_models",
+    "bertha",
+    "deepseek_v3",
+    "gb200",
+    "h100",
+    "llama_8b",
+    "llama_70b",
+    "lpu_500mb",
+    "make_chip",
+    "swa_model",
 ]
 
 _SOURCED = (
@@ -51,94 +51,94 @@ def make_chip(**fields: Any) -> ChipSpec:
 
 def h100(**overrides: Any) -> ChipSpec:
     """H100 SXM: 989.4 / 1978.9 TFLOP/s, 80 GB at 3.35 TB/s, NVLink 450 GB/s each way."""
-    spec = dict(
-        name="h100",
-        display_name="NVIDIA H100 SXM",
-        vendor="NVIDIA",
-        kind="gpu",
-        flops_per_s={"bf16": 989.4e12, "fp8": 1978.9e12},
-        memory=[{"name": "HBM3", "capacity_bytes": 80e9, "bandwidth_bytes_per_s": 3.35e12}],
-        scale_up_domain_chips=8,
-        scale_up_bandwidth_bytes_per_s=450e9,
-        scale_up_latency_s=1.8e-6,
-        scale_out_bandwidth_bytes_per_s=50e9,
-        power_w=700.0,
-        usd_per_hour=2.95,
-        compute_efficiency=0.7,
-        memory_efficiency=0.8,
-        step_overhead_s=2e-3,
-    )
+    spec = {
+        "name": "h100",
+        "display_name": "NVIDIA H100 SXM",
+        "vendor": "NVIDIA",
+        "kind": "gpu",
+        "flops_per_s": {"bf16": 989.4e12, "fp8": 1978.9e12},
+        "memory": [{"name": "HBM3", "capacity_bytes": 80e9, "bandwidth_bytes_per_s": 3.35e12}],
+        "scale_up_domain_chips": 8,
+        "scale_up_bandwidth_bytes_per_s": 450e9,
+        "scale_up_latency_s": 1.8e-6,
+        "scale_out_bandwidth_bytes_per_s": 50e9,
+        "power_w": 700.0,
+        "usd_per_hour": 2.95,
+        "compute_efficiency": 0.7,
+        "memory_efficiency": 0.8,
+        "step_overhead_s": 2e-3,
+    }
     spec.update(overrides)
     return make_chip(**spec)
 
 
 def bertha(**overrides: Any) -> ChipSpec:
     """HyperAccel Bertha: 192 GB LPDDR5X at 546 GB/s, η_m = 0.9 (seed 000)."""
-    spec = dict(
-        name="bertha",
-        display_name="HyperAccel Bertha",
-        vendor="HyperAccel",
-        kind="lpddr",
-        flops_per_s={"bf16": 100e12, "fp8": 200e12},
-        memory=[{"name": "LPDDR5X", "capacity_bytes": 192e9, "bandwidth_bytes_per_s": 546e9}],
-        scale_up_domain_chips=8,
-        scale_up_bandwidth_bytes_per_s=64e9,
-        scale_up_latency_s=5e-6,
-        scale_out_bandwidth_bytes_per_s=25e9,
-        power_w=250.0,
-        usd_per_hour=0.5,
-        compute_efficiency=0.9,
-        memory_efficiency=0.9,
-        step_overhead_s=1e-3,
-        estimates=["flops_per_s", "power_w", "usd_per_hour", "scale_up_bandwidth_bytes_per_s"],
-    )
+    spec = {
+        "name": "bertha",
+        "display_name": "HyperAccel Bertha",
+        "vendor": "HyperAccel",
+        "kind": "lpddr",
+        "flops_per_s": {"bf16": 100e12, "fp8": 200e12},
+        "memory": [{"name": "LPDDR5X", "capacity_bytes": 192e9, "bandwidth_bytes_per_s": 546e9}],
+        "scale_up_domain_chips": 8,
+        "scale_up_bandwidth_bytes_per_s": 64e9,
+        "scale_up_latency_s": 5e-6,
+        "scale_out_bandwidth_bytes_per_s": 25e9,
+        "power_w": 250.0,
+        "usd_per_hour": 0.5,
+        "compute_efficiency": 0.9,
+        "memory_efficiency": 0.9,
+        "step_overhead_s": 1e-3,
+        "estimates": ["flops_per_s", "power_w", "usd_per_hour", "scale_up_bandwidth_bytes_per_s"],
+    }
     spec.update(overrides)
     return make_chip(**spec)
 
 
 def lpu_500mb(**overrides: Any) -> ChipSpec:
     """An SRAM-only LPU like Groq 3 LP30: 500 MB SRAM at 150 TB/s, FP8 1.23 PFLOP/s."""
-    spec = dict(
-        name="lpu-500mb",
-        display_name="SRAM-only LPU (500 MB)",
-        vendor="test",
-        kind="lpu",
-        flops_per_s={"fp8": 1230e12},
-        memory=[{"name": "SRAM", "capacity_bytes": 500e6, "bandwidth_bytes_per_s": 150e12}],
-        sram_only=True,
-        scale_up_domain_chips=256,
-        scale_up_bandwidth_bytes_per_s=1250e9,
-        scale_up_latency_s=1e-6,
-        scale_out_bandwidth_bytes_per_s=50e9,
-        power_w=400.0,
-        usd_per_hour=1.0,
-        compute_efficiency=0.8,
-        memory_efficiency=0.9,
-        step_overhead_s=50e-6,
-    )
+    spec = {
+        "name": "lpu-500mb",
+        "display_name": "SRAM-only LPU (500 MB)",
+        "vendor": "test",
+        "kind": "lpu",
+        "flops_per_s": {"fp8": 1230e12},
+        "memory": [{"name": "SRAM", "capacity_bytes": 500e6, "bandwidth_bytes_per_s": 150e12}],
+        "sram_only": True,
+        "scale_up_domain_chips": 256,
+        "scale_up_bandwidth_bytes_per_s": 1250e9,
+        "scale_up_latency_s": 1e-6,
+        "scale_out_bandwidth_bytes_per_s": 50e9,
+        "power_w": 400.0,
+        "usd_per_hour": 1.0,
+        "compute_efficiency": 0.8,
+        "memory_efficiency": 0.9,
+        "step_overhead_s": 50e-6,
+    }
     spec.update(overrides)
     return make_chip(**spec)
 
 
 def gb200(**overrides: Any) -> ChipSpec:
     """B200 in a GB200 NVL72: 2.5 / 5 / 10 PFLOP/s, 186 GB at 8 TB/s, 72-GPU NVLink domain."""
-    spec = dict(
-        name="gb200",
-        display_name="NVIDIA GB200 (per GPU)",
-        vendor="NVIDIA",
-        kind="gpu",
-        flops_per_s={"bf16": 2500e12, "fp8": 5000e12, "fp4": 10000e12},
-        memory=[{"name": "HBM3e", "capacity_bytes": 186e9, "bandwidth_bytes_per_s": 8e12}],
-        scale_up_domain_chips=72,
-        scale_up_bandwidth_bytes_per_s=900e9,
-        scale_up_latency_s=2e-6,
-        scale_out_bandwidth_bytes_per_s=50e9,
-        power_w=1200.0,
-        usd_per_hour=4.54,
-        compute_efficiency=0.7,
-        memory_efficiency=0.8,
-        step_overhead_s=2e-3,
-    )
+    spec = {
+        "name": "gb200",
+        "display_name": "NVIDIA GB200 (per GPU)",
+        "vendor": "NVIDIA",
+        "kind": "gpu",
+        "flops_per_s": {"bf16": 2500e12, "fp8": 5000e12, "fp4": 10000e12},
+        "memory": [{"name": "HBM3e", "capacity_bytes": 186e9, "bandwidth_bytes_per_s": 8e12}],
+        "scale_up_domain_chips": 72,
+        "scale_up_bandwidth_bytes_per_s": 900e9,
+        "scale_up_latency_s": 2e-6,
+        "scale_out_bandwidth_bytes_per_s": 50e9,
+        "power_w": 1200.0,
+        "usd_per_hour": 4.54,
+        "compute_efficiency": 0.7,
+        "memory_efficiency": 0.8,
+        "step_overhead_s": 2e-3,
+    }
     spec.update(overrides)
     return make_chip(**spec)
 

@@ -6,10 +6,10 @@ import doctest
 import importlib
 import json
 
+import costmodel_fixtures as fx
 import numpy as np
 import pytest
 
-import costmodel_fixtures as fx
 from costmodels import (
     af_activation_bytes_per_token,
     af_comm_hidden,
@@ -20,7 +20,6 @@ from costmodels import (
 )
 from placement import roofline_report
 from placement.errors import InputError
-
 
 # ---- attention–FFN ------------------------------------------------------------------
 
@@ -73,6 +72,7 @@ def test_docstring_examples_run(name):
 
 @pytest.fixture
 def catalogues(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps narrow tables
     monkeypatch.setattr(roofline_report, "_chips", fx.all_chips)
     monkeypatch.setattr(roofline_report, "_models", fx.all_models)
 
@@ -100,11 +100,11 @@ def test_roofline_summary_prefill_and_sram(catalogues):
 @pytest.mark.parametrize(
     "kwargs, field",
     [
-        (dict(chip="tpu-v9", model="llama-3.1-70b"), "--chip"),
-        (dict(chip="h100", model="gpt-9"), "--model"),
-        (dict(chip="h100", model="llama-3.1-70b", stage="sampling"), "--stage"),
-        (dict(chip="h100", model="llama-3.1-70b", precision="int3"), "--precision"),
-        (dict(chip="h100", model="deepseek-v3", tp=8, ep=4), "--ep"),
+        ({"chip": "tpu-v9", "model": "llama-3.1-70b"}, "--chip"),
+        ({"chip": "h100", "model": "gpt-9"}, "--model"),
+        ({"chip": "h100", "model": "llama-3.1-70b", "stage": "sampling"}, "--stage"),
+        ({"chip": "h100", "model": "llama-3.1-70b", "precision": "int3"}, "--precision"),
+        ({"chip": "h100", "model": "deepseek-v3", "tp": 8, "ep": 4}, "--ep"),
     ],
 )
 def test_roofline_rejects_bad_input(catalogues, kwargs, field):
@@ -141,3 +141,49 @@ def test_catalog_command(catalogues, capsys):
     assert "lpu-500mb" in capsys.readouterr().out
     with pytest.raises(InputError):
         roofline_report.catalog("racks")
+
+
+# ---- the shipped catalogues ---------------------------------------------------------------
+
+
+def _shipped():
+    try:
+        from costmodels.models import load_model_catalog
+        from topology.chips import load_chip_catalog
+
+        return load_chip_catalog(), load_model_catalog()
+    except FileNotFoundError:
+        pytest.skip("shipped catalogues not written yet")
+
+
+def test_every_shipped_chip_and_model_prices_every_stage():
+    """Smoke test: finite, positive step times and a memory figure for every pair, vectorised over batch."""
+    from costmodels import decode_step, memory_per_chip_bytes, prefill_step
+
+    chips, models = _shipped()
+    batch = np.array([1.0, 16.0, 256.0])
+    for chip in chips.values():
+        for m in models.values():
+            for precision in ("bf16", "fp8"):
+                for st in (
+                    decode_step(chip, m, batch=batch, context=8192, tp=8, ep=8, precision=precision),
+                    decode_attention_step(chip, m, batch=batch, context=8192, tp=2, precision=precision),
+                    decode_ffn_step(chip, m, batch=batch, tp=4, ep=4, pp=2, precision=precision),
+                    prefill_step(chip, m, prompt=2048, cached=1024, batch=batch, pp=2, precision=precision),
+                ):
+                    assert np.all(np.isfinite(st.time_s)) and np.all(st.time_s > 0), (chip.name, m.name)
+                    assert np.all(st.time_s >= np.maximum(st.compute_s, st.memory_s)), (chip.name, m.name)
+                mem = memory_per_chip_bytes(chip, m, stage="decode", batch=batch, context=8192, tp=8, pp=2)
+                assert np.all(np.diff(mem) > 0)
+
+
+def test_shipped_h100_seed_figures():
+    chips, models = _shipped()
+    h100, llama = chips["h100"], models["llama-3.1-70b"]
+    assert h100.ridge_flop_per_byte("bf16") == pytest.approx(295, abs=1)
+    s = roofline_report.roofline_summary("h100", "llama-3.1-70b", batch=32, context=1024, tp=8)
+    assert s["kv_bytes_per_token"] == 327_680 and s["bound"] == "memory"
+    from costmodels import optimal_batch_closed_form, optimal_decode_batch
+
+    assert optimal_decode_batch(h100, llama, context=32) == pytest.approx(
+        optimal_batch_closed_form(h100, llama), rel=0.1)

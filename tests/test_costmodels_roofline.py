@@ -6,8 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
+from costmodel_fixtures import bertha, deepseek_v3, gb200, h100, llama_8b, llama_70b, swa_model
 
-from costmodel_fixtures import bertha, deepseek_v3, gb200, h100, llama_70b, llama_8b, swa_model
 from costmodels import (
     aggregated_step,
     attention_flops_per_pair,
@@ -81,7 +81,7 @@ def test_bertha_memory_bound_step_is_bytes_over_546_gbs_times_0_9_plus_overhead(
 
 def test_attention_and_ffn_halves_add_up_to_the_fused_step():
     chip, m = h100(), deepseek_v3()
-    kw = dict(batch=32, context=8192)
+    kw = {"batch": 32, "context": 8192}
     d = decode_step(chip, m, **kw)
     a = decode_attention_step(chip, m, **kw)
     f = decode_ffn_step(chip, m, **kw)
@@ -162,18 +162,27 @@ def test_tensor_parallel_splits_memory_time_and_adds_comm():
     assert eight.time_s < one.time_s
 
 
-def test_pipeline_parallel_keeps_tpot_and_spreads_weights():
-    """A full pipeline: TPOT as on tp chips alone (weight-bound), per-chip bytes / pp."""
+def test_pipeline_parallel_round_arithmetic():
+    """pp=2 with a full pipeline: 2 micro-batches, each stage re-reads its weights per micro-batch."""
     chip, m = h100(), llama_70b()
     base = decode_step(chip, m, batch=64, context=1024, tp=4)
     piped = decode_step(chip, m, batch=64, context=1024, tp=4, pp=2)
-    assert piped.compute_s == pytest.approx(base.compute_s)
-    # Weights are read once per micro-batch: pp=2 moves 2·W + KV in 2·tp chips.
-    assert piped.memory_s == pytest.approx(base.memory_s, rel=1e-9)
-    assert piped.comm_s > base.comm_s  # one stage hand-off, smaller all-reduces
-    # Fewer sequences than stages: one-token micro-batches, the token still crosses every stage.
+    # Twice the chips for the same FLOPs: compute time halves (throughput doubles).
+    assert piped.compute_s == pytest.approx(base.compute_s / 2)
+    assert piped.flops == pytest.approx(base.flops)
+    # Bytes per round: 2 micro-batches × W_touched + KV, over 8 chips.
+    w = weight_bytes_touched(m, "full", 32, "bf16")
+    assert piped.bytes == pytest.approx(2 * w + base.kv_bytes)
+    assert piped.memory_s == pytest.approx(piped.bytes / (8 * 3.35e12 * chip.memory_efficiency))
+    assert piped.comm_s > 0 and piped.overhead_s == base.overhead_s
+    # Weight-bound (tiny context): pipelining does not shorten the TPOT.
+    wb = decode_step(chip, m, batch=8, context=1, tp=4)
+    wp = decode_step(chip, m, batch=8, context=1, tp=4, pp=2)
+    assert wp.memory_s == pytest.approx(wb.memory_s, rel=1e-3)
+    # Fewer sequences than stages: one-token micro-batch, the token still crosses every stage.
     lone = decode_step(chip, m, batch=1, context=1024, tp=4, pp=4)
     assert lone.memory_s == pytest.approx(decode_step(chip, m, batch=1, context=1024, tp=4).memory_s)
+    assert lone.compute_s == pytest.approx(decode_step(chip, m, batch=1, context=1024, tp=4).compute_s)
 
 
 def test_expert_parallel_uses_alltoall_and_rejects_bad_layout():

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pydantic
 import pytest
+from costmodel_fixtures import deepseek_v3, h100, llama_8b, llama_70b, lpu_500mb
 
-from costmodel_fixtures import deepseek_v3, h100, llama_70b, llama_8b, lpu_500mb
 from costmodels import (
     MeasuredCapacity,
     MeasuredStepTable,
@@ -114,7 +114,7 @@ def test_verify_step_costs_less_than_gamma_plus_one_decode_steps():
 def test_llama70b_on_sram_lpu_needs_hundreds_of_chips():
     chip, m = lpu_500mb(), llama_70b()
     assert min_chips_for_weights(chip, m, precision="bf16") >= 280
-    kw = dict(stage="decode", batch=1, context=1024, precision="bf16")
+    kw = {"stage": "decode", "batch": 1, "context": 1024, "precision": "bf16"}
     assert not fits(chip, m, tp=8, pp=8, **kw)  # 64 chips
     assert fits(chip, m, tp=8, pp=64, **kw)  # 512 chips
     assert fits(chip, memory_per_chip_bytes(chip, m, tp=8, pp=64, **kw))

@@ -1,0 +1,103 @@
+"""Run many independent jobs (sweep points, benchmark cases) in parallel, deterministically.
+
+``run_map(fn, items)`` calls ``fn(item)`` for every item and returns one
+:class:`Outcome` per item **in input order**, whichever executor ran them and
+in whatever order they finished. A job that raises is reported as failed with
+its error text — never dropped, never re-raised.
+
+Executors: ``"local"`` (a process pool, the default; ``workers=1`` runs in this
+process), ``"ray"`` (an existing Ray cluster at ``address``, or a local one;
+Ray is an optional extra). ``fn`` must be a picklable top-level function.
+
+Examples
+--------
+>>> from placement.executor import run_map
+>>> [o.value for o in run_map(abs, [-1, 2, -3], workers=1)]
+[1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+from placement.errors import InputError
+
+__all__ = ["Outcome", "run_map", "EXECUTORS"]
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one job gave: its value, or the error that stopped it."""
+
+    index: int
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _call(fn: Callable, index: int, item: Any) -> Outcome:
+    try:
+        return Outcome(index, fn(item))
+    except Exception as e:  # noqa: BLE001 - a failed point is reported, not raised
+        return Outcome(index, error=f"{type(e).__name__}: {e}")
+
+
+def run_map(
+    fn: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Outcome]:
+    """Apply ``fn`` to every item; outcomes in input order.
+
+    Parameters
+    ----------
+    executor
+        ``"local"`` or ``"ray"``.
+    workers
+        Processes for ``"local"`` (default: CPU count; 1 runs inline).
+    address
+        Ray cluster address (``"auto"``, ``"ray://host:10001"``); None starts a local Ray.
+    progress
+        Called as ``progress(done, total)`` after each job finishes.
+    """
+    if executor not in EXECUTORS:
+        raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
+    n = len(items)
+    if executor == "ray":
+        from placement.ray_executor import run_map_ray
+
+        return run_map_ray(fn, items, address=address, workers=workers, progress=progress)
+    workers = workers or os.cpu_count() or 1
+    if workers < 1:
+        raise InputError(f"expected workers >= 1, got {workers}", field="--workers")
+    results: list[Outcome | None] = [None] * n
+    if workers == 1 or n <= 1:
+        for i, item in enumerate(items):
+            results[i] = _call(fn, i, item)
+            if progress:
+                progress(i + 1, n)
+        return results  # type: ignore[return-value]
+    with ProcessPoolExecutor(max_workers=min(workers, n)) as pool:
+        futures = {pool.submit(_call, fn, i, item): i for i, item in enumerate(items)}
+        for done, fut in enumerate(as_completed(futures), start=1):
+            i = futures[fut]
+            try:
+                results[i] = fut.result()
+            except Exception as e:  # noqa: BLE001 - a crashed worker is a failed point
+                results[i] = Outcome(i, error=f"{type(e).__name__}: {e}")
+            if progress:
+                progress(done, n)
+    return results  # type: ignore[return-value]
