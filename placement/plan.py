@@ -28,6 +28,9 @@ __all__ = [
     "STAGE_OF_KIND",
 ]
 
+#: Wall-clock fields: the only part of a plan that differs between identical runs.
+TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
+
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
 Stage = Literal["prefill", "decode", "decode-attention", "decode-ffn", "draft", "aggregated"]
 
@@ -80,13 +83,12 @@ class Pool(_Record):
     memory_per_chip_gb: float | None = None
     usd_per_hour: float
     power_w: float
+    domains: list[str] = Field(description="domain groups hosting the pool (the sites' names)")
     sites: list[PoolSite]
     config: PoolConfig
     part: int = 0
 
-    @property
-    def domains(self) -> list[str]:
-        return [s.site for s in self.sites]
+
 
 
 class ClassPlan(_Record):
@@ -166,3 +168,7 @@ class Plan(_Record):
     violations: list[str] = Field(default_factory=list)
     diagnosis: list[str] = Field(default_factory=list)
     message: str = ""
+
+    def canonical_json(self) -> str:
+        """The plan as JSON without wall-clock timings: byte-identical across runs."""
+        return self.model_dump_json(exclude={"solver": set(TIMING_FIELDS)})

@@ -136,7 +136,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
             paired_with=partner, capacity_rps_per_replica=dict(sorted(cap.items())) if part == 0 else {},
             utilisation=round(used / replicas, 6) if part == 0 and replicas else 0.0,
             ttft_ms=ttft, tpot_ms=tpot, memory_per_chip_gb=mem, usd_per_hour=usd, power_w=power,
-            sites=psites, config=cfg, part=part,
+            domains=[ps.site for ps in psites], sites=psites, config=cfg, part=part,
         ))
     _assign_domains(ctx, pools)
     classes = _class_plans(ctx, sol, pools)

@@ -127,6 +127,8 @@ def verify(ctx: Context, plan: Plan) -> list[str]:
                 v.append(f"pool {pool.id}: {pool.chip} replicas placed in {s.site}, a group of {info.chip.name}")
                 chip_ok = False
             per_site[s.site][pool.id] = (pool.chips_per_replica, s.replicas)
+        if pool.domains != [s.site for s in pool.sites]:
+            v.append(f"pool {pool.id}: domains {pool.domains} do not match its sites")
         if chip_ok and sum(s.replicas for s in pool.sites) != pool.replicas:
             v.append(f"pool {pool.id}: sites hold {sum(s.replicas for s in pool.sites)} replicas, pool says "
                      f"{pool.replicas}")

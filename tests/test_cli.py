@@ -1,0 +1,77 @@
+"""The CLI: exit codes, JSON output, check, compare — as a user runs it."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from typer.testing import CliRunner
+
+from placement.cli import app
+
+runner = CliRunner()
+TOY = "instances/melange-toy.yaml"
+
+
+def test_solve_writes_json_and_check_accepts_it(tmp_path):
+    out = tmp_path / "plan.json"
+    r = runner.invoke(app, ["solve", TOY, "--json", str(out), "--solver", "highs"])
+    assert r.exit_code == 0, r.output
+    assert "verified" in r.output
+    plan = json.loads(out.read_text())
+    assert plan["status"] == "optimal" and plan["solver"]["backend"] == "highs"
+    r = runner.invoke(app, ["check", TOY, str(out)])
+    assert r.exit_code == 0, r.output
+
+
+def test_check_rejects_a_tampered_plan(tmp_path):
+    out = tmp_path / "plan.json"
+    assert runner.invoke(app, ["solve", TOY, "--json", str(out), "-q"]).exit_code == 0
+    plan = json.loads(out.read_text())
+    for pool in plan["pools"]:
+        for s in pool["sites"]:
+            s["load_rps"] = {k: 3 * v for k, v in s["load_rps"].items()}
+    out.write_text(json.dumps(plan))
+    r = runner.invoke(app, ["check", TOY, str(out)])
+    assert r.exit_code == 5, r.output
+    assert "violation" in r.output
+
+
+def test_unknown_backend_is_a_solver_failure_not_a_traceback():
+    r = runner.invoke(app, ["solve", TOY, "--solver", "no-such-solver", "-q"])
+    assert r.exit_code == 4, r.output
+    assert "Traceback" not in r.output
+
+
+def test_demand_beyond_the_fleet_is_infeasible_with_a_diagnosis(tmp_path):
+    doc = yaml.safe_load(open(TOY))
+    doc["workload"]["classes"][0]["rate_rps"] = 100_000
+    p = tmp_path / "big.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    r = runner.invoke(app, ["solve", str(p), "-q"])
+    assert r.exit_code == 3, r.output
+    assert "infeasible" in r.output
+
+
+def test_bad_option_names_the_option():
+    r = runner.invoke(app, ["solve", TOY, "--objective", "speed"])
+    assert r.exit_code == 2
+    assert "--objective" in r.output
+
+
+def test_missing_file_is_an_input_error():
+    r = runner.invoke(app, ["validate", "no/such/file.yaml"])
+    assert r.exit_code == 2
+    assert "no/such/file.yaml" in r.output
+
+
+def test_compare_lists_each_homogeneous_fleet(tmp_path):
+    out = tmp_path / "cmp.json"
+    r = runner.invoke(app, ["compare", TOY, "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(out.read_text())
+    labels = [row["label"] for row in rows]
+    assert labels == ["heterogeneous, all modes", "only a100-80gb", "only a10g"]
+    costs = {row["label"]: row["cost_usd_per_hour"] for row in rows}
+    # Heterogeneous is never worse than either homogeneous fleet.
+    assert costs["heterogeneous, all modes"] <= min(c for c in costs.values() if c is not None) + 1e-9
