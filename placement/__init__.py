@@ -8,21 +8,27 @@ Examples
 >>> plan.model_dump_json()                                        # doctest: +SKIP
 """
 
-from placement.errors import InfeasibleError, InputError, PlacementError, SolverError, VerificationError
+from placement.errors import (
+    InfeasibleError,
+    InputError,
+    PlacementError,
+    SolverError,
+    VerificationError,
+)
 from placement.loading import load_instance, parse_instance
 from placement.plan import Plan
 from placement.schema import Instance
 from placement.solve import solve
 
 __all__ = [
+    "InfeasibleError",
+    "InputError",
     "Instance",
+    "PlacementError",
     "Plan",
+    "SolverError",
+    "VerificationError",
     "load_instance",
     "parse_instance",
     "solve",
-    "PlacementError",
-    "InputError",
-    "InfeasibleError",
-    "SolverError",
-    "VerificationError",
 ]

@@ -39,7 +39,7 @@ from placement.schema import TrafficClass
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
 from topology.graph import path_latency_s
 
-__all__ = ["Candidates", "generate", "build_problem", "replica_sizes", "BATCHES", "CHUNKS"]
+__all__ = ["BATCHES", "CHUNKS", "Candidates", "build_problem", "generate", "replica_sizes"]
 
 BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
 PREFILL_BATCHES = np.array([1.0])
@@ -74,7 +74,7 @@ def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:
     >>> replica_sizes(1, 4)
     [1, 2, 4]
     """
-    sizes = [1 << i for i in range(0, 20) if (1 << i) <= domain_chips and domain_chips % (1 << i) == 0]
+    sizes = [1 << i for i in range(20) if (1 << i) <= domain_chips and domain_chips % (1 << i) == 0]
     if sizes[-1] != domain_chips:
         sizes.append(domain_chips)
     s = domain_chips * 2
@@ -114,6 +114,22 @@ def _parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float) -> lis
             continue
         for tp, ep, pp in _layouts(ctx, site, g, stage):
             out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp))
+    return out
+
+
+def _attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[PartLayout]:
+    """Attention halves: dp groups of tp chips filling a chain size (no pipeline)."""
+    need = _min_chips_for_weights(ctx, site, weight_bytes)
+    fleet_chips = sum(s.chips for s in ctx.sites.values() if s.resource == site.resource)
+    out = []
+    for g in replica_sizes(site.chips_per_domain, max(min(fleet_chips, site.chips_per_domain * 4),
+                                                      site.chips_per_domain)):
+        tp = 1
+        while tp <= min(g, site.chips_per_domain):
+            if g % tp == 0 and tp >= need and ctx.model.attention.heads % tp == 0:
+                out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=1,
+                                      pp=1, dp=g // tp))
+            tp *= 2
     return out
 
 
@@ -157,7 +173,8 @@ def _grid(out: Candidates, pend: list[_Pending], ctx: Context, base: PoolConfig,
 
 
 def _part_tag(p: PartLayout) -> str:
-    return f"{p.site_resource}-g{p.chips}-tp{p.tp}-ep{p.ep}-pp{p.pp}"
+    dp = f"-dp{p.dp}" if p.dp > 1 else ""
+    return f"{p.site_resource}-g{p.chips}{dp}-tp{p.tp}-ep{p.ep}-pp{p.pp}"
 
 
 def _column_name(cfg: PoolConfig, latency: float | None) -> str:
@@ -270,7 +287,10 @@ def generate(ctx: Context) -> Candidates:
                     if res_d == res:
                         continue
                     lats = _pair_latencies(ctx, res, res_d)
-                    for part, dpart in product(_parts(ctx, site, "decode", w_all), _parts(ctx, site_d, "decode", dw)):
+                    drafts = _parts(ctx, site_d, "decode", dw)
+                    # A draft model is small: replicas beyond twice the smallest that holds it add nothing.
+                    drafts = [d for d in drafts if d.chips <= 2 * drafts[0].chips] if drafts else []
+                    for part, dpart in product(_parts(ctx, site, "decode", w_all), drafts):
                         base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart, batch=1)
                         for lat in lats:
                             _grid(out, pend, ctx, base, cls, [spec], BATCHES, lat, with_latency=True)
@@ -279,7 +299,7 @@ def generate(ctx: Context) -> Candidates:
                     if res_f == res:
                         continue
                     lats = _pair_latencies(ctx, res, res_f)
-                    for apart, fpart in product(_parts(ctx, site, "decode-attention", w_attn),
+                    for apart, fpart in product(_attention_parts(ctx, site, w_attn),
                                                 _parts(ctx, site_f, "decode-ffn", w_ffn)):
                         base = PoolConfig(kind="decode-af", traffic_class=cls.name, main=apart, partner=fpart,
                                           batch=1, micro_batches=AF_MICRO_BATCHES)

@@ -11,12 +11,20 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from placement.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError, PlacementError
+from placement.errors import (
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    EXIT_SOLVER,
+    EXIT_VERIFY,
+    InputError,
+    PlacementError,
+)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Placement optimizer for heterogeneous LLM inference.")
@@ -37,13 +45,13 @@ def guarded(fn):
         except typer.Exit:
             raise
         except PlacementError as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+            err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(e.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted")
             raise typer.Exit(130) from None
         except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
-            err.print(f"[red]internal error:[/red] {type(e).__name__}: {e}", highlight=False, soft_wrap=True)
+            err.print(f"[red]internal error:[/red] {type(e).__name__}: {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper
@@ -88,10 +96,10 @@ def validate(instance: InstanceArg) -> None:
 def solve(
     instance: InstanceArg,
     solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
-    objective: Annotated[Optional[str], typer.Option(help="cost | power | chips (default: the instance's)")] = None,
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit", help="seconds")] = None,
-    gap: Annotated[Optional[float], typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="write the plan as JSON here")] = None,
+    objective: Annotated[str | None, typer.Option(help="cost | power | chips (default: the instance's)")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds")] = None,
+    gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the plan as JSON here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
@@ -114,9 +122,9 @@ def solve(
         print_plan(out, plan)
     code = _plan_exit(plan)
     if code:
-        err.print(f"[red]{plan.status}[/red]: {plan.message or ''}", highlight=False, soft_wrap=True)
+        err.print(f"[red]{plan.status}[/red]: {escape(plan.message or '')}", highlight=False, soft_wrap=True)
         for d in plan.diagnosis:
-            err.print(f"  - {d}", highlight=False, soft_wrap=True)
+            err.print(f"  - {escape(d)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -148,7 +156,7 @@ def check(instance: InstanceArg,
     violations = verify(Context.of(inst, str(instance)), plan)
     if violations:
         for v in violations:
-            err.print(f"[red]violation:[/red] {v}", highlight=False, soft_wrap=True)
+            err.print(f"[red]violation:[/red] {escape(v)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_VERIFY)
     out.print(f"[green]ok[/green] {plan_path}: {len(plan.pools)} pools, every constraint holds")
 
@@ -158,8 +166,8 @@ def check(instance: InstanceArg,
 def compare(
     instance: InstanceArg,
     solver: Annotated[str, typer.Option("--solver")] = "cbc",
-    time_limit: Annotated[Optional[float], typer.Option("--time-limit")] = None,
-    json_path: Annotated[Optional[Path], typer.Option("--json")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json")] = None,
 ) -> None:
     """Heterogeneous fleet vs each homogeneous fleet and each single mode."""
     from placement.compare import compare as run
@@ -182,6 +190,12 @@ def _register_optional() -> None:
         return
     app.command("roofline")(guarded(roofline))
     app.command("catalog")(guarded(catalog))
+    from placement.marginal import marginal_cli
+    from placement.sweep import pareto_cli, sweep_cli
+
+    app.command("pareto")(guarded(pareto_cli))
+    app.command("sweep")(guarded(sweep_cli))
+    app.command("marginal")(guarded(marginal_cli))
 
 
 _register_optional()

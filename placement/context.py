@@ -66,7 +66,7 @@ class Context:
     classes: dict[str, TrafficClass] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, inst: Instance, source: str = "<instance>") -> "Context":
+    def of(cls, inst: Instance, source: str = "<instance>") -> Context:
         chips = chips_of(inst)
         sites: dict[str, SiteInfo] = {}
         for d in inst.hardware.domains:

@@ -1,57 +1,381 @@
 """Why an instance has no plan: the shortfalls, in words a capacity planner can act on.
 
-Two passes. First, per class: if no candidate configuration meets its SLOs in
-any allowed mode, say so and name the closest miss (the chip and configuration
-with the lowest TPOT / TTFT the cost models found). Second, an elastic version
-of the MILP in which each class may leave demand unserved at a large penalty
-(see :func:`solvers.milp.solve` with ``elastic=True``): the unserved rate per
-class is the shortfall, reported as a share of its demand, together with the
-binding fleet limits.
+Two passes, each saying only what the previous one left unexplained:
+
+1. **Physical floors.** A class none of whose allowed serving modes has a
+   single candidate configuration cannot be served by any fleet of these chip
+   types. The cost models are re-run over every configuration the candidate
+   generator would try, with the class's SLOs lifted, to find the lowest TTFT
+   and TPOT any of them reaches (the floor)::
+
+       no chip meets TPOT 0.5 ms for class chat (best: h100 at 3.05 ms)
+
+   or, when no replica the fleet can form holds the model, says so.
+2. **Elastic MILP** (:mod:`solvers.elastic`) over the remaining classes: the
+   same model as the solver's with relative slack on every site's chips, every
+   edge's bandwidth, the power cap and the budget (penalised), and on each
+   class's demand (penalised far more). What had to give is reported::
+
+       class chat needs 113 % more aggregated capacity than the fleet has (+18 h100 chips)
+       domain group h100s needs 34 h100 chips, has 16
+       link pod-a→pod-b needs 2.1 TB/s, has 1.6 TB/s
+       power cap: the plan needs 120 kW, the cap is 100 kW
+       budget: the plan needs $140/h, the budget is $100/h
+
+   A class's extra chips are those of the short domain groups, shared out in
+   proportion to the chips its pools hold there; "% more capacity" is that
+   extra over the chips it keeps.
+
+The sentences are deterministic (same instance, same words) and the function
+never raises: a failing pass becomes a sentence saying so.
 """
 
 from __future__ import annotations
 
-from placement.candidates import Candidates
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+
+from placement.candidates import (
+    AF_MICRO_BATCHES,
+    BATCHES,
+    CHUNKS,
+    PREFILL_BATCHES,
+    Candidates,
+    _pair_latencies,
+    _parts,
+)
 from placement.context import Context
+from placement.evaluate import PoolConfig, evaluate
+from placement.schema import TrafficClass
 from solvers.problem import Problem
 
-__all__ = ["diagnose"]
+__all__ = ["Floor", "diagnose", "format_bandwidth", "slo_floor"]
+
+#: SLO used to find the floors: long enough that no configuration misses it (ms).
+_LIFTED_MS = 1e9
+#: Stage names as a planner says them.
+_STAGE_WORDS = {
+    "prefill": "prefill",
+    "decode": "decode",
+    "aggregated": "aggregated-serving",
+    "decode-attention": "decode-attention",
+    "decode-ffn": "decode-FFN",
+    "draft": "draft",
+}
+_STAGE_OF_KIND = {
+    "prefill": ("prefill", None),
+    "decode": ("decode", None),
+    "aggregated": ("aggregated", None),
+    "measured": ("aggregated", None),
+    "decode-spec": ("decode", "draft"),
+    "decode-af": ("decode-attention", "decode-ffn"),
+}
 
 
-def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = "cbc") -> list[str]:
-    """Sentences naming what is short; never empty for an infeasible instance."""
+def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = "cbc",
+             time_limit_s: float | None = None) -> list[str]:
+    """Sentences naming what is short; never empty for an infeasible instance, never raises."""
     out: list[str] = []
-    served_steps = {s for c in problem.columns for s in c.capacity}
-    for route in problem.routes:
-        missing = [s for s in route.steps if s not in served_steps]
-        if missing:
-            cls, mode = route.name.split("|", 1)
-            stages = ", ".join(s.split("|")[-1] for s in missing)
-            out.append(f"class {cls}: no chip in the fleet meets its SLOs for mode {mode} ({stages})")
-    servable = {r.demand for r in problem.routes if all(s in served_steps for s in r.steps)}
-    for d in problem.demands:
-        if d.name not in servable:
-            c = ctx.classes[d.name]
-            out.append(f"class {d.name}: no serving mode can meet TTFT {c.ttft_ms} ms and TPOT {c.tpot_ms} ms "
-                       "on any chip of the fleet")
+    try:
+        unservable = _unservable_classes(problem)
+    except Exception as e:  # noqa: BLE001 - a diagnosis must not crash the caller
+        return [f"diagnosis failed: {type(e).__name__}: {e}"]
+    for name in unservable:
+        try:
+            out.extend(_floor_sentences(ctx, problem, name))
+        except Exception as e:  # noqa: BLE001
+            out.append(f"class {name}: no configuration meets its SLOs (floor search failed: {type(e).__name__}: {e})")
+    rest = [d.name for d in problem.demands if d.rate > 0 and d.name not in unservable]
+    if rest:
+        try:
+            out.extend(_elastic_sentences(ctx, problem, cands, set(unservable), backend, time_limit_s))
+        except Exception as e:  # noqa: BLE001
+            out.append(f"elastic diagnosis failed: {type(e).__name__}: {e}")
     if not out:
-        out.extend(_shortfalls(problem, backend))
-    if not out:
-        out.append("the MILP is infeasible but no single class, chip or link shortfall was isolated")
+        out.append("the MILP is infeasible but no single class, chip, link or limit shortfall was isolated")
     return out
 
 
-def _shortfalls(problem: Problem, backend: str) -> list[str]:
-    from solvers.milp import elastic_shortfall
+# ---- pass 1: physical floors ----------------------------------------------------------------
 
-    try:
-        short = elastic_shortfall(problem, backend=backend)
-    except Exception as e:  # noqa: BLE001 - a diagnosis must not crash the CLI
-        return [f"elastic diagnosis failed: {e}"]
+
+def _unservable_classes(problem: Problem) -> list[str]:
+    """Demands (rate > 0) none of whose routes has a column for every step."""
+    served = {s for c in problem.columns for s in c.capacity}
+    ok = {r.demand for r in problem.routes if all(s in served for s in r.steps)}
+    return [d.name for d in problem.demands if d.rate > 0 and d.name not in ok]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The lowest TTFT and TPOT (seconds) any fitting configuration reaches, and where.
+
+    ``None`` when no configuration of that kind fits in memory on this fleet.
+    """
+
+    ttft_s: float | None
+    ttft_where: str
+    tpot_s: float | None
+    tpot_where: str
+    configurations: int
+
+
+def _kinds(ctx: Context) -> set[str]:
+    modes = set(ctx.instance.modes)
+    kinds = set()
+    if "aggregated" in modes:
+        kinds.add("aggregated")
+    if not ctx.instance.only_measured:
+        if modes & {"pd", "pd-af"}:
+            kinds.add("prefill")
+        if "pd" in modes:
+            kinds.add("decode")
+            if ctx.draft_model is not None:
+                kinds.add("decode-spec")
+        if "pd-af" in modes:
+            kinds.add("decode-af")
+    else:
+        kinds.discard("aggregated")  # measured capacities already include the SLO
+    return kinds
+
+
+def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
+    """Lowest TTFT / TPOT over every configuration the candidate generator would try.
+
+    The class's SLOs are lifted so nothing is filtered by them; configurations
+    must still fit in memory and serve something. Mirrors
+    :func:`placement.candidates.generate` (same layouts, batches, chunks,
+    partners and pair latencies) for the modes the instance allows.
+    """
+    lifted = cls.model_copy(update={"ttft_ms": _LIFTED_MS, "tpot_ms": _LIFTED_MS})
+    kinds = _kinds(ctx)
+    m, prec = ctx.model, ctx.instance.precision
+    w_all = m.weight_bytes(prec.weights)
+    w_attn = (m.attention_params + m.embedding_params) * (w_all / m.total_params)
+    w_ffn = m.ffn_params * (w_all / m.total_params)
+    best = {"ttft": (math.inf, ""), "tpot": (math.inf, "")}
+    count = 0
+
+    def consider(base: PoolConfig, batches: np.ndarray, where: str, lat: float = 0.0) -> None:
+        nonlocal count
+        perf = evaluate(ctx, base, lifted, batch=batches, pair_latency_s=lat)
+        ok = np.asarray(perf.fits, dtype=bool) & (np.asarray(perf.capacity_rps) > 0)
+        ok = np.broadcast_to(ok, np.shape(batches))
+        count += int(ok.sum())
+        for key, arr in (("ttft", perf.ttft_s), ("tpot", perf.tpot_s)):
+            vals = np.broadcast_to(np.asarray(arr, dtype=float), np.shape(batches))[ok]
+            vals = vals[vals > 0]
+            if vals.size and float(vals.min()) < best[key][0]:
+                best[key] = (float(vals.min()), where)
+
+    resources = ctx.resources()
+    draft = ctx.instance.draft
+    for res, site in resources.items():
+        chip = site.chip.name
+        for part in _parts(ctx, site, "prefill", w_all):
+            if "prefill" in kinds:
+                consider(PoolConfig(kind="prefill", traffic_class=cls.name, main=part, batch=1), PREFILL_BATCHES, chip)
+            if "decode" in kinds:
+                consider(PoolConfig(kind="decode", traffic_class=cls.name, main=part, batch=1), BATCHES, chip)
+            if "aggregated" in kinds:
+                for chunk in CHUNKS:
+                    consider(PoolConfig(kind="aggregated", traffic_class=cls.name, main=part, batch=1,
+                                        chunk_tokens=chunk), BATCHES, chip)
+            if "decode-spec" in kinds and draft.placement in ("any", "colocated"):
+                consider(PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, batch=1), BATCHES, chip)
+        if "decode-spec" in kinds and draft.placement in ("any", "remote"):
+            dw = ctx.draft_model.weight_bytes(prec.weights)
+            for res_d, site_d in resources.items():
+                if res_d == res:
+                    continue
+                lats = _pair_latencies(ctx, res, res_d)
+                for part, dpart in product(_parts(ctx, site, "decode", w_all), _parts(ctx, site_d, "decode", dw)):
+                    base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart, batch=1)
+                    for lat in lats[:1]:  # the lowest latency gives the lowest TPOT
+                        consider(base, BATCHES, f"{chip} with a draft on {site_d.chip.name}", lat)
+        if "decode-af" in kinds:
+            for res_f, site_f in resources.items():
+                if res_f == res:
+                    continue
+                lats = _pair_latencies(ctx, res, res_f)
+                for apart, fpart in product(_parts(ctx, site, "decode-attention", w_attn),
+                                            _parts(ctx, site_f, "decode-ffn", w_ffn)):
+                    base = PoolConfig(kind="decode-af", traffic_class=cls.name, main=apart, partner=fpart,
+                                      batch=1, micro_batches=AF_MICRO_BATCHES)
+                    for lat in lats[:1]:
+                        consider(base, BATCHES, f"{chip} attention + {site_f.chip.name} FFN", lat)
+    ttft, ttft_where = best["ttft"]
+    tpot, tpot_where = best["tpot"]
+    return Floor(ttft_s=None if math.isinf(ttft) else ttft, ttft_where=ttft_where,
+                 tpot_s=None if math.isinf(tpot) else tpot, tpot_where=tpot_where, configurations=count)
+
+
+def _num(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, never in exponent notation for everyday sizes.
+
+    Examples
+    --------
+    >>> _num(400), _num(3.0504), _num(0.05), _num(12345.6), _num(34.0, 6)
+    ('400', '3.05', '0.05', '12,346', '34')
+    """
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    if abs(x) >= 10 ** digits:
+        return f"{x:,.0f}"
+    if abs(x) < 1e-4:
+        return f"{x:.{digits}g}"
+    text = f"{x:.{max(digits - 1 - math.floor(math.log10(abs(x))), 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
+    cls = ctx.classes[name]
+    inst = ctx.instance
+    if not any(r.demand == name for r in problem.routes):
+        if inst.only_measured and "aggregated" not in inst.modes:
+            return [f"class {name}: no serving mode is left: only_measured allows measured (aggregated) serving "
+                    f"but modes are {', '.join(inst.modes)}"]
+        return [f"class {name}: none of the modes {', '.join(inst.modes)} can serve it"]
+    if inst.only_measured or not _kinds(ctx):
+        return [f"class {name}: no measured capacity for it on any chip of the fleet "
+                "(measured_capacity lists none and only_measured is true)"]
+    floor = slo_floor(ctx, cls)
     out = []
+    if floor.tpot_s is None and floor.ttft_s is None:
+        sizes = ", ".join(f"{s.chip.name} ×{s.chips}" for _, s in sorted(ctx.sites.items()))
+        weights = ctx.model.weight_bytes(inst.precision.weights)
+        return [f"class {name}: no replica the fleet can form holds {ctx.model.name} in memory "
+                f"({_num(weights / 1e9)} GB of {inst.precision.weights} weights plus KV cache; fleet: {sizes})"]
+    if floor.tpot_s is not None and floor.tpot_s > cls.tpot_s * (1 + 1e-9):
+        out.append(f"no chip meets TPOT {_num(cls.tpot_ms)} ms for class {name} "
+                   f"(best: {floor.tpot_where} at {_num(floor.tpot_s * 1e3)} ms)")
+    if floor.ttft_s is not None and floor.ttft_s > cls.ttft_s * (1 + 1e-9):
+        out.append(f"no chip meets TTFT {_num(cls.ttft_ms)} ms for class {name} "
+                   f"(best: {floor.ttft_where} at {_num(floor.ttft_s * 1e3)} ms)")
+    if floor.tpot_s is None:
+        out.append(f"class {name}: no decoding configuration fits {ctx.model.name} in memory on this fleet")
+    if floor.ttft_s is None:
+        out.append(f"class {name}: no prefill configuration fits {ctx.model.name} in memory on this fleet")
+    if not out:
+        best = []
+        if floor.ttft_s is not None:
+            best.append(f"TTFT {_num(floor.ttft_s * 1e3)} ms on {floor.ttft_where}")
+        if floor.tpot_s is not None:
+            best.append(f"TPOT {_num(floor.tpot_s * 1e3)} ms on {floor.tpot_where}")
+        out.append(f"class {name}: no single configuration meets TTFT {_num(cls.ttft_ms)} ms and TPOT "
+                   f"{_num(cls.tpot_ms)} ms together with queueing (best separately: {'; '.join(best)})")
+    return out
+
+
+# ---- pass 2: elastic MILP -----------------------------------------------------------------------
+
+
+def format_bandwidth(x: float, unit_of: float | None = None) -> str:
+    """Bytes/s in GB/s or TB/s (the unit chosen by ``unit_of``, default ``x``).
+
+    Examples
+    --------
+    >>> format_bandwidth(2.1e12), format_bandwidth(1.6e12), format_bandwidth(4e11)
+    ('2.1 TB/s', '1.6 TB/s', '400 GB/s')
+    """
+    ref = abs(unit_of if unit_of is not None else x)
+    for scale, unit in ((1e15, "PB/s"), (1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s")):
+        if ref >= scale:
+            return f"{_num(x / scale)} {unit}"
+    return f"{_num(x)} B/s"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0f}" if x >= 10 else _num(x, 2)
+
+
+def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: set[str], backend: str,
+                       time_limit_s: float | None) -> list[str]:
+    from solvers.elastic import DEFAULT_TIME_LIMIT_S, elastic_shortfall
+
+    if skip:  # already explained: leave them out so they do not distort the rest
+        problem = problem.model_copy(update={"demands": [d.model_copy(update={"rate": 0.0}) if d.name in skip
+                                                         else d for d in problem.demands]})
+    short = elastic_shortfall(problem, backend=backend,
+                              time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
+    if not short.solved:
+        return [f"elastic diagnosis found no answer ({short.status}: {short.message})"]
+    out: list[str] = []
+    out.extend(_class_capacity_sentences(ctx, problem, cands, short))
+    for site, (need, has) in short.sites.items():
+        info = ctx.sites.get(site)
+        if info is None:
+            out.append(f"domain group {site} needs {_num(need, 6)} units, has {_num(has, 6)}")
+            continue
+        per = info.chips_per_domain
+        out.append(f"domain group {site} needs {_num(need, 6)} {info.chip.name} chips "
+                   f"({math.ceil(need / per - 1e-9)} domains of {per}), has {_num(has, 6)} ({info.group.count} domains)")
+    for (u, v), (need, has) in short.edges.items():
+        kind = "link" if u not in ctx.sites and v not in ctx.sites else "uplink"
+        out.append(f"{kind} {u}→{v} needs {format_bandwidth(need, has)}, has {format_bandwidth(has)}")
+    if short.power_w is not None:
+        need, cap = short.power_w
+        out.append(f"power cap: the plan needs {_num(need / 1e3)} kW, the cap is {_num(cap / 1e3)} kW")
+    if short.budget_usd_per_hour is not None:
+        need, cap = short.budget_usd_per_hour
+        out.append(f"budget: the plan needs ${_num(need)}/h, the budget is ${_num(cap)}/h")
     rates = {d.name: d.rate for d in problem.demands}
-    for name, missing in sorted(short.items()):
-        if missing > 1e-9:
-            out.append(f"class {name}: the fleet can serve only {rates[name] - missing:.4g} of {rates[name]:.4g} "
-                       f"req/s ({missing / rates[name]:.0%} short) under its chips, links and limits")
+    for name, missing in short.unserved_rps.items():
+        out.append(f"class {name}: {_num(missing)} of {_num(rates[name])} req/s cannot be served by adding chips, "
+                   "bandwidth, power or budget (no replica of it fits a domain group, or its pairs exceed "
+                   "their latency limit)")
+    if short.status == "time_limit":
+        out.append("(the elastic diagnosis hit its time limit: the shortfalls above may be overstated)")
+    return out
+
+
+def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates, short) -> list[str]:
+    """Share each short group's extra chips among the (class, stage) pools placed there."""
+    if not short.sites:
+        return []
+    sol = short.solution
+    columns = {c.name: c for c in problem.columns}
+    # Replica-equivalents per (column, site) and step: load / capacity.
+    ye: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    ye_col: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for ld in sol.loads:
+        cap = columns[ld.column].capacity[ld.step]
+        ye[ld.column, ld.site][ld.step] = ld.rate / cap
+        ye_col[ld.column][ld.step] += ld.rate / cap
+    chips: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))  # (class, stage) -> site
+    used: dict[str, float] = defaultdict(float)
+    for p in sol.replicas:
+        units = p.replicas * columns[p.column].parts[p.part].units
+        used[p.site] += units
+        loads = ye[p.column, p.site] if p.part == 0 else ye_col[p.column]
+        total = sum(loads.values())
+        if total <= 0:
+            continue
+        cfg = cands.configs.get(p.column)
+        kind = cfg.kind if cfg is not None else "aggregated"
+        stage = _STAGE_OF_KIND.get(kind, ("aggregated", None))[p.part] or "decode"
+        for step, y in loads.items():
+            chips[step.split("|", 1)[0], stage][p.site] += units * y / total
+    out = []
+    for (name, stage), where in sorted(chips.items()):
+        total = sum(where.values())
+        extra_by_chip: dict[str, float] = defaultdict(float)
+        for site, (need, has) in short.sites.items():
+            if where.get(site, 0.0) > 0 and need > 0:
+                extra_by_chip[ctx.sites[site].chip.name] += (need - has) * where[site] / need
+        extra = sum(extra_by_chip.values())
+        if extra < 0.05 or extra < 1e-3 * total:
+            continue
+        chips_txt = ", ".join(f"+{_num(x)} {chip} chips" for chip, x in sorted(extra_by_chip.items()))
+        words = _STAGE_WORDS.get(stage, stage)
+        kept = total - extra
+        if kept <= 1e-9 * total:
+            out.append(f"class {name} has no {words} capacity left in the fleet ({chips_txt})")
+        else:
+            out.append(f"class {name} needs {_pct(100 * extra / kept)} % more {words} capacity than the fleet "
+                       f"has ({chips_txt})")
     return out

@@ -14,16 +14,16 @@ Every failure the CLI can meet maps to one exit code, documented in the README:
 from __future__ import annotations
 
 __all__ = [
-    "PlacementError",
-    "InputError",
-    "InfeasibleError",
-    "SolverError",
-    "VerificationError",
-    "EXIT_OK",
-    "EXIT_INPUT",
     "EXIT_INFEASIBLE",
+    "EXIT_INPUT",
+    "EXIT_OK",
     "EXIT_SOLVER",
     "EXIT_VERIFY",
+    "InfeasibleError",
+    "InputError",
+    "PlacementError",
+    "SolverError",
+    "VerificationError",
 ]
 
 EXIT_OK = 0

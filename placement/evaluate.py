@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels import (
     af_activation_bytes_per_token,
@@ -50,7 +50,7 @@ from costmodels import (
 from placement.context import Context
 from placement.schema import TrafficClass
 
-__all__ = ["PartLayout", "PoolConfig", "Perf", "evaluate", "MAX_UTILISATION"]
+__all__ = ["MAX_UTILISATION", "PartLayout", "Perf", "PoolConfig", "evaluate"]
 
 #: Ceiling on a prefill server's utilisation whatever the M/D/1 bound allows:
 #: arrivals are burstier than Poisson in practice and the bound → 1 as SLO → ∞.
@@ -64,7 +64,13 @@ class _Record(BaseModel):
 
 
 class PartLayout(_Record):
-    """Chips of one type forming one replica (or one half of a paired replica)."""
+    """Chips of one type forming one replica (or one half of a paired replica).
+
+    ``chips = dp·tp·pp``: ``dp`` independent data-parallel groups of ``tp·pp``
+    chips each. Only the attention half of an attention–FFN replica uses
+    ``dp > 1`` — several attention groups feed one FFN group, as in
+    MegaScale-Infer's M:N ratio and DeepSeek's data-parallel attention.
+    """
 
     chip: str
     site_resource: str = Field(description="chip@domain size, the solver's resource type")
@@ -72,6 +78,13 @@ class PartLayout(_Record):
     tp: int = Field(ge=1)
     ep: int = Field(ge=1)
     pp: int = Field(ge=1)
+    dp: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _chips_add_up(self) -> PartLayout:
+        if self.chips != self.dp * self.tp * self.pp:
+            raise ValueError(f"chips ({self.chips}) must equal dp·tp·pp ({self.dp}·{self.tp}·{self.pp})")
+        return self
 
 
 class PoolConfig(_Record):
@@ -233,26 +246,27 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
 
 
 def _decode_af(ctx, cfg, cls, b, lat) -> Perf:
+    """``dp`` attention groups of batch B each feed one FFN group that sees dp·B tokens."""
     a_chip, m = ctx.chips[cfg.main.chip], ctx.model
     f_chip = ctx.chips[cfg.partner.chip]
     prec = _prec(ctx)
-    mb = cfg.micro_batches
-    per_mb = b / mb
-    attn = decode_attention_step(a_chip, m, batch=per_mb, context=_decode_context(cls), **_args(ctx, cfg.main), **prec)
-    ffn = decode_ffn_step(f_chip, m, batch=per_mb, **_args(ctx, cfg.partner), **prec)
+    mb, dp = cfg.micro_batches, cfg.main.dp
+    attn_layout = {"tp": cfg.main.tp, "ep": cfg.main.ep, "pp": cfg.main.pp}
+    attn = decode_attention_step(a_chip, m, batch=b / mb, context=_decode_context(cls), **attn_layout, **prec)
+    ffn = decode_ffn_step(f_chip, m, batch=dp * b / mb, **_args(ctx, cfg.partner), **prec)
     ep_ffn = cfg.partner.ep > 1
     bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
     nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
               cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
-    comm = af_transfer_s(m, per_mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
+    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
     tpot = np.asarray(af_tpot_s(np.asarray(attn.time_s), np.asarray(ffn.time_s), comm, mb), dtype=float)
-    cap = b / (cls.output_tokens * tpot)
+    cap = dp * b / (cls.output_tokens * tpot)
     amem = np.asarray(memory_per_chip_bytes(a_chip, m, stage="decode-attention", batch=b, context=_max_context(cls),
-                                            **_args(ctx, cfg.main), **prec), dtype=float)
-    fmem = np.asarray(memory_per_chip_bytes(f_chip, m, stage="decode-ffn", batch=b, context=_max_context(cls),
+                                            **attn_layout, **prec), dtype=float)
+    fmem = np.asarray(memory_per_chip_bytes(f_chip, m, stage="decode-ffn", batch=dp * b, context=_max_context(cls),
                                             **_args(ctx, cfg.partner), **prec), dtype=float)
     ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
-    pair = b * bytes_per_token / tpot
+    pair = dp * b * bytes_per_token / tpot
     return Perf(cap, _zeros(b.shape), tpot, ok, pair, amem)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from placement.errors import InputError
 
-__all__ = ["Outcome", "run_map", "EXECUTORS"]
+__all__ = ["EXECUTORS", "Outcome", "run_map"]
 
 EXECUTORS = ("local", "ray")
 

@@ -11,11 +11,12 @@ Examples
 >>> parse_instance({"name": "x"}, source="x.yaml")
 Traceback (most recent call last):
 ...
-placement.errors.InputError: x.yaml: model: required field is missing
+placement.errors.InputError: x.yaml: model: required field is missing (and 2 more problem(s))
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from pathlib import Path
@@ -29,10 +30,50 @@ from placement.errors import InputError
 from placement.schema import Instance
 from topology.chips import ChipSpec, load_chip_catalog
 
-__all__ = ["load_instance", "parse_instance", "read_document", "chips_of", "model_of", "draft_model_of"]
+__all__ = ["chips_of", "draft_model_of", "load_instance", "model_of", "parse_instance", "read_document"]
 
 #: Instance files larger than this are refused before parsing (absurd sizes).
 MAX_FILE_BYTES = 20_000_000
+#: Values (scalars, lists, mappings) a document may expand to: YAML aliases can make a small
+#: file expand exponentially ("billion laughs"); a real instance has a few thousand.
+MAX_VALUES = 1_000_000
+#: Deepest nesting accepted (an instance nests about 6 levels).
+MAX_DEPTH = 64
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key repeated in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # "<<: *base" may legitimately be overridden
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:
+                    continue  # unhashable keys: the base class reports them
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}; each key may appear once in a mapping",
+                        key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateJSONKey(ValueError):
+    pass
+
+
+def _unique_json_object(pairs: list) -> dict:
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateJSONKey(f"duplicate key {k!r}; each key may appear once in an object")
+        out[k] = v
+    return out
 
 
 def read_document(path: str | Path) -> Any:
@@ -52,8 +93,13 @@ def read_document(path: str | Path) -> Any:
         raise InputError(f"cannot read file as UTF-8 text: {e}", file=str(p)) from None
     try:
         if p.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+            return json.loads(text, object_pairs_hook=_unique_json_object)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except RecursionError:
+        raise InputError(f"nesting is too deep to be an instance (expected at most {MAX_DEPTH} levels)",
+                         file=str(p)) from None
+    except _DuplicateJSONKey as e:
+        raise InputError(f"invalid JSON: {e}", file=str(p)) from None
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=str(p)) from None
     except yaml.YAMLError as e:
@@ -76,9 +122,12 @@ def load_instance(path: str | Path) -> Instance:
 
 def parse_instance(data: Any, source: str = "<instance>") -> Instance:
     """Validate an already-parsed document (dict) as an instance."""
+    if data is None:
+        raise InputError("the document is empty; expected a mapping of instance fields "
+                         "(name, model, workload, hardware)", file=source)
     if not isinstance(data, dict):
         raise InputError(f"expected a mapping of instance fields at the top level, got {type(data).__name__}", file=source)
-    _reject_non_finite(data, source, "")
+    _reject_non_finite(data, source, "", [0])
     try:
         inst = Instance.model_validate(data)
     except ValidationError as e:
@@ -87,16 +136,24 @@ def parse_instance(data: Any, source: str = "<instance>") -> Instance:
     return inst
 
 
-def _reject_non_finite(node: Any, source: str, path: str) -> None:
-    # YAML reads .nan/.inf as floats; no field of an instance accepts them.
+def _reject_non_finite(node: Any, source: str, path: str, count: list[int], depth: int = 0) -> None:
+    # YAML reads .nan/.inf as floats; no field of an instance accepts them. The walk also bounds
+    # the document's expanded size and depth (YAML aliases, absurd nesting) before pydantic sees it.
+    count[0] += 1
+    if count[0] > MAX_VALUES:
+        raise InputError(f"the document expands to more than {MAX_VALUES:,} values (YAML aliases?); "
+                         "expected an instance of plausible size", file=source)
+    if depth > MAX_DEPTH:
+        raise InputError(f"nesting is too deep to be an instance (expected at most {MAX_DEPTH} levels)",
+                         file=source, field=path or None)
     if isinstance(node, float) and not math.isfinite(node):
         raise InputError(f"expected a finite number, got {node}", file=source, field=path or None)
     if isinstance(node, dict):
         for k, v in node.items():
-            _reject_non_finite(v, source, f"{path}.{k}" if path else str(k))
+            _reject_non_finite(v, source, f"{path}.{k}" if path else str(k), count, depth + 1)
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            _reject_non_finite(v, source, f"{path}[{i}]")
+            _reject_non_finite(v, source, f"{path}[{i}]", count, depth + 1)
 
 
 def _field_path(loc: tuple) -> str:
@@ -125,12 +182,27 @@ def _input_error(e: ValidationError, source: str) -> InputError:
         if err["type"] in _FRIENDLY or "str" not in err["loc"]:
             first = err
             break
+    # A misspelt key shows up as an unknown field plus a missing one: the unknown one is the cause.
+    for err in errors:
+        if err["type"] == "extra_forbidden":
+            first = err
+            break
     field = _field_path(tuple(first["loc"]))
     msg = _FRIENDLY.get(first["type"])
+    if first["type"] == "extra_forbidden":
+        parent = tuple(first["loc"][:-1])
+        missing = [str(err["loc"][-1]) for err in errors
+                   if err["type"] == "missing" and tuple(err["loc"][:-1]) == parent]
+        guess = difflib.get_close_matches(str(first["loc"][-1]), missing, n=1, cutoff=0.5)
+        if guess:
+            msg = f"unknown field (misspelt?); did you mean {guess[0]!r}, which is missing?"
     if msg is None:
         got = first.get("input")
         got_s = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
-        msg = f"{first['msg'].lower()}; got {got_s}"
+        text = first["msg"][:1].lower() + first["msg"][1:]  # lower-case the sentence, not a quoted pattern
+        text = text.removeprefix("value error, ")
+        # A validator's own sentence, or a length bound, already says what it got.
+        msg = text if first["type"] in ("value_error", "too_short", "too_long") else f"{text}; got {got_s}"
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     return InputError(msg + more, file=source, field=field or None)
 

@@ -16,16 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from placement.evaluate import PoolConfig
 
 __all__ = [
+    "STAGE_OF_KIND",
+    "CandidateStats",
+    "ClassPlan",
+    "FlowPlan",
+    "LinkPlan",
+    "PairPlan",
     "Plan",
     "Pool",
     "PoolSite",
-    "ClassPlan",
-    "LinkPlan",
-    "PairPlan",
-    "FlowPlan",
     "SolverStats",
-    "CandidateStats",
-    "STAGE_OF_KIND",
 ]
 
 #: Wall-clock fields: the only part of a plan that differs between identical runs.

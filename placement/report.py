@@ -7,7 +7,7 @@ from rich.table import Table
 
 from placement.plan import Plan
 
-__all__ = ["print_plan", "print_comparison"]
+__all__ = ["print_comparison", "print_plan"]
 
 
 def _fmt(x, spec=".3g", none="-") -> str:

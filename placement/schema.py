@@ -4,6 +4,30 @@ An instance is YAML or JSON validated by pydantic with ``extra="forbid"``;
 friendly units at the edge (``_ms``, ``_gb_per_s``, ``_us``) are converted to
 base units (s, bytes/s) by the accessors, never stored twice.
 
+Magnitude bounds. Besides positivity, a few fields are bounded to catch
+numbers given in the wrong unit (``tpot_ms: 0.00005`` meant as seconds,
+bytes/s under ``_gb_per_s``) and absurd sizes that would only make the solver
+hang or lose precision:
+
+==========================================  ==============================
+field                                       accepted
+==========================================  ==============================
+``rate_rps``                                ≤ 1e7 requests/s per class
+``ttft_ms``                                 0.01 ms … 1e8 ms (~28 h)
+``tpot_ms``                                 0.01 ms … 1e6 ms
+``bandwidth_gb_per_s``, ``uplink_gb_per_s``  ≤ 1e7 GB/s (10 PB/s)
+``latency_us``, ``uplink_latency_us``         ≤ 1e6 µs (1 s)
+``usd_per_hour_per_chip``                   ≤ 1e5 $/h
+``limits.power_kw``                         ≤ 1e7 kW (10 GW)
+``limits.budget_usd_per_hour``              ≤ 1e9 $/h
+classes, domain groups                      ≤ 1,000 each
+switches, links                             ≤ 10,000 each
+==========================================  ==============================
+
+An SLO inside these bounds but below what any chip can reach (e.g. TPOT
+0.05 ms) is not an input error: the instance is infeasible and the diagnosis
+names the best TPOT/TTFT the fleet reaches.
+
 Examples
 --------
 >>> from placement.schema import Instance
@@ -26,18 +50,18 @@ from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
 __all__ = [
-    "Instance",
-    "TrafficClass",
-    "Workload",
-    "Draft",
+    "MODES",
     "DomainGroup",
-    "Link",
+    "Draft",
     "Hardware",
+    "Instance",
     "Limits",
+    "Link",
     "MeasuredCapacity",
     "MeasuredStepTime",
     "Precision",
-    "MODES",
+    "TrafficClass",
+    "Workload",
 ]
 
 MODES = ("aggregated", "pd", "pd-af")
@@ -55,12 +79,12 @@ class TrafficClass(_Record):
     """A stream of similar requests with its latency promises."""
 
     name: Name
-    rate_rps: PositiveFinite = Field(description="requests/s")
+    rate_rps: PositiveFinite = Field(le=1e7, description="requests/s")
     prompt_tokens: int = Field(ge=1, le=10_000_000, description="new prompt tokens to prefill")
     cached_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000, description="prefix already in KV cache")
     output_tokens: int = Field(ge=1, le=1_000_000)
-    ttft_ms: PositiveFinite
-    tpot_ms: PositiveFinite
+    ttft_ms: PositiveFinite = Field(ge=0.01, le=1e8, description="time to first token, milliseconds")
+    tpot_ms: PositiveFinite = Field(ge=0.01, le=1e6, description="time per output token, milliseconds")
     prefix_cached_on_decode: bool = Field(
         default=False, description="the decode side already holds the cached prefix (PD ships only new KV)"
     )
@@ -80,7 +104,7 @@ class TrafficClass(_Record):
 
 
 class Workload(_Record):
-    classes: list[TrafficClass] = Field(min_length=1)
+    classes: list[TrafficClass] = Field(min_length=1, max_length=1000)
 
     @field_validator("classes")
     @classmethod
@@ -120,9 +144,9 @@ class DomainGroup(_Record):
     chips_per_domain: int | None = Field(default=None, ge=1, le=100_000)
     count: int = Field(ge=1, le=1_000_000)
     switch: Name | None = None
-    uplink_gb_per_s: PositiveFinite | None = None
-    uplink_latency_us: NonNegFinite = 2.0
-    usd_per_hour_per_chip: PositiveFinite | None = Field(default=None, description="overrides the chip's price")
+    uplink_gb_per_s: PositiveFinite | None = Field(default=None, le=1e7)
+    uplink_latency_us: NonNegFinite = Field(default=2.0, le=1e6)
+    usd_per_hour_per_chip: PositiveFinite | None = Field(default=None, le=1e5, description="overrides the chip's price")
 
 
 class Link(_Record):
@@ -130,15 +154,15 @@ class Link(_Record):
 
     source: Name
     target: Name
-    bandwidth_gb_per_s: PositiveFinite
-    latency_us: NonNegFinite = 1.0
+    bandwidth_gb_per_s: PositiveFinite = Field(le=1e7)
+    latency_us: NonNegFinite = Field(default=1.0, le=1e6)
 
 
 class Hardware(_Record):
     chips: list[ChipSpec] = Field(default_factory=list, description="chip records beyond the catalogue")
-    domains: list[DomainGroup] = Field(min_length=1)
-    switches: list[Name] = Field(default_factory=list)
-    links: list[Link] = Field(default_factory=list)
+    domains: list[DomainGroup] = Field(min_length=1, max_length=1000)
+    switches: list[Name] = Field(default_factory=list, max_length=10_000)
+    links: list[Link] = Field(default_factory=list, max_length=10_000)
 
     @field_validator("domains")
     @classmethod
@@ -148,8 +172,8 @@ class Hardware(_Record):
 
 
 class Limits(_Record):
-    power_kw: PositiveFinite | None = None
-    budget_usd_per_hour: PositiveFinite | None = None
+    power_kw: PositiveFinite | None = Field(default=None, le=1e7)
+    budget_usd_per_hour: PositiveFinite | None = Field(default=None, le=1e9)
 
 
 class MeasuredCapacity(_Record):
@@ -175,7 +199,7 @@ class MeasuredStepTime(_Record):
     step_time_ms: list[PositiveFinite] = Field(min_length=2)
 
     @model_validator(mode="after")
-    def _same_length(self) -> "MeasuredStepTime":
+    def _same_length(self) -> MeasuredStepTime:
         if len(self.batch) != len(self.step_time_ms):
             raise ValueError("batch and step_time_ms must have the same length")
         if sorted(set(self.batch)) != list(self.batch):

@@ -36,7 +36,7 @@ from solvers.problem import Problem, Site
 from solvers.solution import Solution
 from topology.graph import path_latency_s
 
-__all__ = ["solve", "solve_context", "assemble_plan"]
+__all__ = ["assemble_plan", "solve", "solve_context"]
 
 
 def solve(

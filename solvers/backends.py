@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import pulp
 
 __all__ = ["Outcome", "available_backends", "run"]
@@ -61,6 +62,83 @@ def _unavailable(backend: str, why: str) -> Outcome:
     return Outcome("error", message, False, None, 0.0, backend)
 
 
+class _BatchHiGHS(pulp.HiGHS):
+    """:class:`pulp.HiGHS` that talks to highspy in batches.
+
+    PuLP's own ``actualSolve`` calls ``addCol``/``addRow`` once per variable
+    and constraint and rescans every constraint in ``lp.variables()`` three
+    times; on large models that costs more than the solve. This override
+    fills the same ``Highs`` object (``lp.solverModel``) through ``addVars``,
+    ``changeColsCost``, ``changeColsIntegrality`` and one ``addRows`` call,
+    and reads back only primal values and the PuLP status. Bounds, gap and
+    the detailed status are read from ``lp.solverModel`` by the caller.
+    """
+
+    def actualSolve(self, lp, **kwargs):
+        import highspy
+
+        self.createAndConfigureSolver(lp)
+        variables = lp.variables()
+        self._pass_model(lp, variables, highspy)
+        self.callSolver(lp)
+        h = lp.solverModel
+        status = h.getModelStatus()
+        ms = highspy.HighsModelStatus
+        has_values = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
+        if has_values:
+            for var, value in zip(variables, h.getSolution().col_value):
+                var.varValue = value
+        if status == ms.kOptimal:
+            lp.assignStatus(pulp.LpStatusOptimal, pulp.LpSolutionOptimal)
+        elif status in (ms.kInfeasible, ms.kUnboundedOrInfeasible):
+            lp.assignStatus(pulp.LpStatusInfeasible, pulp.LpSolutionInfeasible)
+        elif status == ms.kUnbounded:
+            lp.assignStatus(pulp.LpStatusUnbounded, pulp.LpSolutionUnbounded)
+        elif has_values:
+            lp.assignStatus(pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible)
+        else:
+            lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
+        return lp.status
+
+    def _pass_model(self, lp, variables, highspy):
+        inf = highspy.kHighsInf
+        h = lp.solverModel
+        position = {id(v): i for i, v in enumerate(variables)}
+        lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables], dtype=np.float64)
+        upper = np.array([inf if v.upBound is None else v.upBound for v in variables], dtype=np.float64)
+        h.addVars(len(variables), lower, upper)
+        sign = -1.0 if lp.sense == pulp.LpMaximize else 1.0
+        objective = lp.objective or {}
+        cols = np.array([position[id(v)] for v in objective], dtype=np.int32)
+        if len(cols):
+            h.changeColsCost(len(cols), cols, np.array([sign * c for c in objective.values()], dtype=np.float64))
+        if self.mip:
+            ints = np.array([i for i, v in enumerate(variables) if v.cat == pulp.LpInteger], dtype=np.int32)
+            if len(ints):
+                kinds = np.full(len(ints), int(highspy.HighsVarType.kInteger), dtype=np.uint8)
+                h.changeColsIntegrality(len(ints), ints, kinds)
+        starts, index, value, row_lower, row_upper = [], [], [], [], []
+        for constraint in lp._constraints.values():
+            starts.append(len(index))
+            for var, coef in constraint.items():
+                if coef != 0:
+                    index.append(position[id(var)])
+                    value.append(coef)
+            lb, ub = constraint.getLb(), constraint.getUb()
+            row_lower.append(-inf if lb is None else lb)
+            row_upper.append(inf if ub is None else ub)
+        if starts:
+            h.addRows(
+                len(starts),
+                np.array(row_lower, dtype=np.float64),
+                np.array(row_upper, dtype=np.float64),
+                len(index),
+                np.array(starts, dtype=np.int32),
+                np.array(index, dtype=np.int32),
+                np.array(value, dtype=np.float64),
+            )
+
+
 def _make_solver(backend: str, mip: bool, time_limit_s, gap, threads, msg: bool, log_path: str | None):
     common = dict(mip=mip, timeLimit=time_limit_s, gapRel=gap if mip else None, threads=threads)
     if backend == "cbc":
@@ -69,8 +147,13 @@ def _make_solver(backend: str, mip: bool, time_limit_s, gap, threads, msg: bool,
         except TypeError:  # PuLP without the v4 deprecation switch
             return pulp.PULP_CBC_CMD(msg=False, logPath=log_path, **common)
     if backend == "highs":
-        return pulp.HiGHS(msg=msg, **common)
-    return pulp.getSolver(backend, msg=msg, **common)
+        return _BatchHiGHS(msg=msg, **common)
+    options = {k: val for k, val in common.items() if val is not None}
+    try:
+        return pulp.getSolver(backend, msg=msg, **options)
+    except TypeError:  # this solver does not take gapRel/threads: run it without them
+        options = {k: val for k, val in options.items() if k in ("mip", "timeLimit")}
+        return pulp.getSolver(backend, msg=msg, **options)
 
 
 def run(
@@ -105,7 +188,7 @@ def run(
         try:
             solver = _make_solver(backend, mip, time_limit_s, gap, threads, msg, log_path)
         except Exception as exc:  # unknown name or unsupported options
-            return _unavailable(backend, str(exc) or type(exc).__name__)
+            return _unavailable(backend, (str(exc) or type(exc).__name__).splitlines()[0])
         if not solver.available():
             return _unavailable(backend, "not installed")
         start = time.perf_counter()
@@ -115,7 +198,7 @@ def run(
             return Outcome("error", f"{backend}: {exc}", False, None, time.perf_counter() - start, backend)
         seconds = time.perf_counter() - start
         if backend == "highs":
-            return _highs_outcome(m, seconds)
+            return _highs_outcome(m, seconds, mip)
         cbc_log = ""
         if log_path is not None:
             with open(log_path, errors="replace") as fh:
@@ -131,7 +214,7 @@ def run(
                 pass
 
 
-def _highs_outcome(m: pulp.LpProblem, seconds: float) -> Outcome:
+def _highs_outcome(m: pulp.LpProblem, seconds: float, mip: bool) -> Outcome:
     import highspy
 
     h = m.solverModel
@@ -139,8 +222,7 @@ def _highs_outcome(m: pulp.LpProblem, seconds: float) -> Outcome:
     info = h.getInfo()
     text = h.modelStatusToString(status)
     has_values = info.primal_solution_status == 2  # kSolutionStatusFeasible
-    is_mip = any(v.cat == pulp.LpInteger for v in m.variables())
-    bound = info.mip_dual_bound if is_mip else None
+    bound = info.mip_dual_bound if mip else None
     ms = highspy.HighsModelStatus
     if status == ms.kOptimal:
         name = "optimal"

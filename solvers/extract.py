@@ -16,8 +16,11 @@ if TYPE_CHECKING:
 __all__ = ["model_stats", "empty_solution", "to_solution"]
 
 
-def model_stats(m: pulp.LpProblem) -> dict[str, int]:
+def model_stats(m: pulp.LpProblem, v: "Variables | None" = None) -> dict[str, int]:
     """Variables, integer variables, constraints and constraint-matrix nonzeros of ``m``.
+
+    With ``v`` the variables are counted from it, avoiding PuLP's
+    ``variables()``, which rescans every constraint.
 
     Examples
     --------
@@ -26,11 +29,17 @@ def model_stats(m: pulp.LpProblem) -> dict[str, int]:
     >>> model_stats(m)
     {'variables': 0, 'integer_variables': 0, 'constraints': 1, 'nonzeros': 0}
     """
-    variables = m.variables()
     rows = list(m._constraints.values())
+    if v is None:
+        variables = m.variables()
+        count = len(variables)
+        integers = sum(1 for var in variables if var.cat == pulp.LpInteger)
+    else:
+        count = len(v.x) + len(v.y) + len(v.n) + len(v.z) + len(v.f)
+        integers = len(v.n)
     return {
-        "variables": len(variables),
-        "integer_variables": sum(1 for var in variables if var.cat == pulp.LpInteger),
+        "variables": count,
+        "integer_variables": integers,
         "constraints": len(rows),
         "nonzeros": sum(sum(1 for coef in getattr(row, "expr", row).values() if coef != 0) for row in rows),
     }

@@ -232,7 +232,7 @@ class Index:
                 for s0 in hosts[0]:
                     for s1 in hosts[1]:
                         trip = round_trip(s0.node, s1.node)
-                        if trip is None or trip[0] > limit:
+                        if trip is None:
                             continue
                         if trip[2] and c.pair_bytes_per_s > 0:
                             continue  # pair traffic cannot cross a zero-capacity edge

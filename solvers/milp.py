@@ -379,23 +379,26 @@ def _gc_paused():
 
 
 def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg) -> Solution:
-    start = time.perf_counter()
-    m, v = build_model(problem)
-    build_seconds = time.perf_counter() - start
-    stats = model_stats(m)
-    common = dict(backend=backend, build_seconds=build_seconds, stats=stats)
-    if v.index.infeasible:
-        return empty_solution("infeasible", "; ".join(v.index.infeasible), solve_seconds=0.0, **common)
-    if stats["variables"] == 0:
-        return to_solution(v, status="optimal", message="nothing to place", bound=None, solve_seconds=0.0,
-                           relaxed=not mip, **common)
-    outcome = run(m, backend, mip=mip, time_limit_s=time_limit_s, gap=DEFAULT_GAP if gap is None else gap,
-                  threads=threads, msg=msg)
-    if not outcome.has_values:
-        return empty_solution(outcome.status, outcome.message, solve_seconds=outcome.seconds,
-                              bound=outcome.bound, **common)
-    return to_solution(v, status=outcome.status, message=outcome.message, bound=outcome.bound,
-                       solve_seconds=outcome.seconds, relaxed=not mip, **common)
+    with _gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
+        start = time.perf_counter()
+        m, v = build_model(problem)
+        build_seconds = time.perf_counter() - start
+        stats = model_stats(m, v)
+        if not mip:
+            stats["integer_variables"] = 0  # the relaxation has none
+        common = dict(backend=backend, build_seconds=build_seconds, stats=stats)
+        if v.index.infeasible:
+            return empty_solution("infeasible", "; ".join(v.index.infeasible), solve_seconds=0.0, **common)
+        if stats["variables"] == 0:
+            return to_solution(v, status="optimal", message="nothing to place", bound=None, solve_seconds=0.0,
+                               relaxed=not mip, **common)
+        outcome = run(m, backend, mip=mip, time_limit_s=time_limit_s, gap=DEFAULT_GAP if gap is None else gap,
+                      threads=threads, msg=msg)
+        if not outcome.has_values:
+            return empty_solution(outcome.status, outcome.message, solve_seconds=outcome.seconds,
+                                  bound=outcome.bound, **common)
+        return to_solution(v, status=outcome.status, message=outcome.message, bound=outcome.bound,
+                           solve_seconds=outcome.seconds, relaxed=not mip, **common)
 
 
 def solve(

@@ -78,11 +78,22 @@ def test_h100_bf16_ridge_is_295(chips):
     assert chips["h100"].ridge_flop_per_byte("bf16") == pytest.approx(295, rel=0.01)
 
 
-def test_h100_effective_ridge_matches_measurement(chips):
-    # README (Vidur profiles): effective H100 ridge ~240 FLOP/B.
+def test_h100_kernel_reference_ridge_matches_measurement(chips):
+    # README (Vidur profiles): effective H100 kernel-level ridge ~240 FLOP/B.
+    from costmodels.calibration import KERNEL_REFERENCE as k
+
     h = chips["h100"]
-    eff = h.flops("bf16") * h.compute_efficiency / (h.memory_bandwidth_bytes_per_s * h.memory_efficiency)
+    eff = h.flops("bf16") * k.compute_efficiency / (h.memory_bandwidth_bytes_per_s * k.memory_efficiency)
     assert eff == pytest.approx(240, rel=0.03)
+
+
+def test_calibrated_gpus_carry_their_serving_fit(chips):
+    # benchmarks/CALIBRATION.md: fitted memory efficiency and per-step overhead.
+    fitted = {"h100": (0.52, 2.02e-3), "h200": (0.47, 4.14e-3), "b200": (0.50, 2.56e-3)}
+    for name, (me, tau) in fitted.items():
+        assert chips[name].memory_efficiency == pytest.approx(me, abs=0.005), name
+        assert chips[name].step_overhead_s == pytest.approx(tau, rel=0.01), name
+        assert "memory_efficiency" not in chips[name].estimates
 
 
 def test_lp30_ridge_is_single_digit(chips):

@@ -1,0 +1,216 @@
+"""Charts of sweeps (matplotlib, Agg backend; written atomically as PNG).
+
+* :func:`plot_pareto` — InferenceX-style: output tokens/s per chip against
+  tokens/s per user (interactivity), and $/M output tokens against
+  interactivity; the heterogeneous frontier (black) beside each homogeneous
+  fleet's (dashed) and each serving mode's (dotted). Lines join each series'
+  frontier points; faint markers are its dominated points.
+* :func:`plot_sweep` — cost/h (and $/M tokens), chips by type and the share of
+  output tokens by mode, against the swept value.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from placement.output import write_bytes_atomic
+from placement.sweep import MODE_LABELS, Point, SweepResult
+
+__all__ = ["plot_pareto", "plot_sweep"]
+
+_HOMOGENEOUS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+                "tab:olive", "tab:cyan"]
+_MODES = {"aggregated": "tab:gray", "PD": "tab:cyan", "PD+AF": "tab:red", "PD+draft": "tab:green"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | Path) -> Path:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight", metadata={"Software": None})
+    _pyplot().close(fig)
+    write_bytes_atomic(path, buf.getvalue())
+    return Path(path)
+
+
+def _style(result: SweepResult) -> dict[str, dict]:
+    out, h = {}, 0
+    for s in result.series:
+        kind = next((p.kind for p in result.points if p.series == s), "full")
+        if kind == "full":
+            out[s] = {"color": "black", "ls": "-", "lw": 2.4, "marker": "*", "ms": 10, "zorder": 5}
+        elif kind == "homogeneous":
+            out[s] = {"color": _HOMOGENEOUS[h % len(_HOMOGENEOUS)], "ls": "--", "lw": 1.4, "marker": "o", "ms": 5,
+                      "zorder": 3}
+            h += 1
+        else:
+            out[s] = {"color": _MODES.get(s, "tab:olive"), "ls": ":", "lw": 1.6, "marker": "s", "ms": 4, "zorder": 4}
+    return out
+
+
+def _label(result: SweepResult, s: str) -> str:
+    kind = next((p.kind for p in result.points if p.series == s), "full")
+    if kind == "full":
+        chips = result.fleet_chips or sorted({c for p in result.points if p.series == s for c in p.chips_by_type})
+        return f"heterogeneous fleet ({' + '.join(chips)})" if chips else "heterogeneous"
+    if kind == "homogeneous":
+        return f"only {s}"
+    return f"mode: {s}"
+
+
+def _log_if_wide(ax, axis: str, values: list[float]) -> None:
+    v = [x for x in values if x and x > 0]
+    if v and max(v) / min(v) > 20:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+
+
+def _short_modes(p: Point) -> str:
+    return " + ".join(f"{MODE_LABELS.get(m, m)}" + ("" if v > 0.995 else f" {v:.0%}")
+                      for m, v in sorted(p.modes.items(), key=lambda kv: -kv[1]) if v > 0.005)
+
+
+def _front_key(pts: list[Point]) -> tuple:
+    return tuple(sorted((p.tokens_per_s_per_user, p.usd_per_million_output_tokens) for p in pts if p.frontier))
+
+
+def plot_pareto(result: SweepResult, path: str | Path, title: str | None = None) -> Path:
+    """Two panels: tokens/s per chip and $/M output tokens, both against tokens/s per user.
+
+    The heterogeneous frontier is annotated with its serving modes where they change; a series whose
+    frontier coincides with the heterogeneous one says so in the legend.
+    """
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.4))
+    style = _style(result)
+    full = next((s for s in result.series if any(p.kind == "full" for p in result.series_points(s))), None)
+    full_front = _front_key([p for p in result.series_points(full) if p.ok]) if full else ()
+    xs_all, thr_all, usd_all = [], [], []
+    for s in result.series:
+        pts = [p for p in result.series_points(s) if p.ok and p.tokens_per_s_per_user is not None]
+        if not pts:
+            continue
+        st = style[s]
+        for ax, y, flag in ((axes[0], "tokens_per_s_per_chip", "frontier_throughput"),
+                            (axes[1], "usd_per_million_output_tokens", "frontier")):
+            front = sorted((p for p in pts if getattr(p, flag)), key=lambda p: p.tokens_per_s_per_user)
+            rest = [p for p in pts if not getattr(p, flag)]
+            same = s != full and full_front and _front_key(pts) == full_front
+            ax.plot([p.tokens_per_s_per_user for p in front], [getattr(p, y) for p in front], color=st["color"],
+                    ls=st["ls"], lw=st["lw"], marker=st["marker"], ms=st["ms"], zorder=st["zorder"],
+                    label=_label(result, s) + (" (= heterogeneous)" if same else ""))
+            if s == full and flag == "frontier":
+                last = None
+                for p in front:
+                    text = _short_modes(p)
+                    if text != last:
+                        ax.annotate(text, (p.tokens_per_s_per_user, getattr(p, y)), textcoords="offset points",
+                                    xytext=(4, 6), fontsize=7, color="black")
+                    last = text
+            if rest:
+                ax.plot([p.tokens_per_s_per_user for p in rest], [getattr(p, y) for p in rest], ls="none",
+                        marker=st["marker"], ms=st["ms"] * 0.7, color=st["color"], alpha=0.3, zorder=2)
+        xs_all += [p.tokens_per_s_per_user for p in pts]
+        thr_all += [p.tokens_per_s_per_chip for p in pts]
+        usd_all += [p.usd_per_million_output_tokens for p in pts]
+    focus = ", ".join(result.focus_classes)
+    for ax in axes:
+        ax.set_xlabel(f"interactivity: tokens/s per user (1000 / predicted TPOT of {focus})")
+        _log_if_wide(ax, "x", xs_all)
+        ax.grid(True, which="both", lw=0.3)
+    axes[0].set_ylabel("output tokens/s per chip")
+    axes[1].set_ylabel("$ per million output tokens")
+    _log_if_wide(axes[0], "y", thr_all)
+    _log_if_wide(axes[1], "y", usd_all)
+    axes[0].set_title("throughput per chip vs interactivity (frontiers)", fontsize=10)
+    axes[1].set_title("cost per token vs interactivity (frontiers)", fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8,
+               bbox_to_anchor=(0.5, -0.06))
+    sweep = ", ".join(f"{a.label} {a.values[0]}…{a.values[-1]} ({len(a.values)} points)" for a in result.axes)
+    fixed = "; ".join(f"{k.split('.', 1)[-1] if k.startswith('workload') else k}={v}"
+                      for k, v in result.overrides.items())
+    fig.suptitle(title or f"{result.instance}: {sweep}" + (f"\nwith {fixed}" if fixed else ""), fontsize=11)
+    if not xs_all:
+        axes[0].text(0.5, 0.5, "no feasible point", ha="center", transform=axes[0].transAxes)
+    return _save(fig, path)
+
+
+def _x(p: Point, label: str):
+    v = p.values.get(label)
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def plot_sweep(result: SweepResult, path: str | Path, title: str | None = None) -> Path:
+    """Three panels against the first swept value: cost, chip mix, modes (other axes at their first value
+    in the last two; one cost line per combination of the other axes)."""
+    plt = _pyplot()
+    first = result.axes[0]
+    others = result.axes[1:]
+    pts = result.series_points(result.series[0])
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in first.values)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+
+    def pos(p: Point):
+        return _x(p, first.label) if numeric else first.values.index(p.values[first.label])
+
+    groups: dict[tuple, list[Point]] = {}
+    for p in pts:
+        groups.setdefault(tuple(p.values[a.label] for a in others), []).append(p)
+    ax = axes[0]
+    for key, g in groups.items():
+        ok = [p for p in g if p.ok]
+        lbl = ", ".join(f"{a.label.split('.')[-1]}={v}" for a, v in zip(others, key)) or "cost/h"
+        ax.plot([pos(p) for p in ok], [p.cost_usd_per_hour for p in ok], "o-", label=lbl)
+        bad = [p for p in g if not p.ok]
+        if bad:
+            ax.plot([pos(p) for p in bad], [0] * len(bad), "x", color="red", ms=8,
+                    label="infeasible / failed" if key == next(iter(groups)) else None)
+    ax.set_ylabel("cost $/h")
+    ax.set_title("cost of the optimal plan", fontsize=10)
+    ax.legend(fontsize=7)
+    if len(groups) == 1:
+        ok = [p for p in pts if p.ok]
+        twin = ax.twinx()
+        twin.plot([pos(p) for p in ok], [p.usd_per_million_output_tokens for p in ok], "s:", color="tab:gray", ms=3)
+        twin.set_ylabel("$/M output tokens (dotted)", color="tab:gray")
+    base = next(iter(groups.values())) if groups else []
+    ok = [p for p in base if p.ok]
+    chips = sorted({c for p in ok for c in p.chips_by_type})
+    xs = [pos(p) for p in ok]
+    if ok and chips:
+        axes[1].stackplot(xs, [[p.chips_by_type.get(c, 0) for p in ok] for c in chips], labels=chips, alpha=0.8,
+                          step=None)
+        axes[1].legend(fontsize=7, loc="upper left")
+    axes[1].set_ylabel("chips")
+    axes[1].set_title("chip mix", fontsize=10)
+    modes = sorted({m for p in ok for m in p.modes})
+    if ok and modes:
+        axes[2].stackplot(xs, [[p.modes.get(m, 0) for p in ok] for m in modes],
+                          labels=[MODE_LABELS.get(m, m) for m in modes], alpha=0.8,
+                          colors=[_MODES.get(MODE_LABELS.get(m, m), "tab:olive") for m in modes])
+        axes[2].legend(fontsize=7, loc="upper left")
+    axes[2].set_ylim(0, 1.02)
+    axes[2].set_ylabel("share of output tokens")
+    axes[2].set_title("serving modes", fontsize=10)
+    for a in axes:
+        a.set_xlabel(first.label)
+        if numeric and first.log:
+            a.set_xscale("log")
+        if not numeric:
+            a.set_xticks(range(len(first.values)), [str(v) for v in first.values])
+        a.grid(True, which="both", lw=0.3)
+    if others:
+        fixed = ", ".join(f"{a.label}={a.values[0]}" for a in others)
+        axes[1].set_title(f"chip mix ({fixed})", fontsize=9)
+        axes[2].set_title(f"serving modes ({fixed})", fontsize=9)
+    fig.suptitle(title or f"{result.instance}: sweep of {', '.join(a.label for a in result.axes)}", fontsize=11)
+    fig.tight_layout()
+    return _save(fig, path)
