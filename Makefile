@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/placement solve instances/rubin-lpx-deepseek.yaml --json out/rubin-lpx-deepseek.plan.json || test $$? -eq 0
+	mkdir -p out
+	$(BIN)/placement solve instances/rubin-lpx-deepseek.yaml --json out/rubin-lpx-deepseek.plan.json
 	$(BIN)/placement check instances/rubin-lpx-deepseek.yaml out/rubin-lpx-deepseek.plan.json
 
 test: $(STAMP)

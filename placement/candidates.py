@@ -342,7 +342,7 @@ def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Proble
     inst = ctx.instance
     demands, routes, transfers = [], [], []
     for cls in inst.workload.classes:
-        demands.append(Demand(name=cls.name, rate=cls.rate_rps))
+        demands.append(Demand(name=cls.name, rate=cls.rate_rps, single_resource=cls.single_chip_type))
         kv = kv_transfer_bytes(ctx.model, cls.prompt_tokens, cls.cached_prefix_tokens, inst.precision.kv,
                                cls.prefix_cached_on_decode)
         for rname, steps in _steps(ctx, cls).items():

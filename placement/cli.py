@@ -112,6 +112,10 @@ def solve(
         raise InputError(f"expected seconds > 0, got {time_limit}", field="--time-limit")
     if gap is not None and not 0 <= gap < 1:
         raise InputError(f"expected a relative gap in [0, 1), got {gap}", field="--gap")
+    if json_path is not None:
+        from placement.output import check_writable
+
+        check_writable(json_path)  # before the solve, not after it
     inst = _load(instance)
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance))
     if json_path is not None:

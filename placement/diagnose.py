@@ -257,7 +257,16 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
         out.append(f"no chip meets TTFT {_num(cls.ttft_ms)} ms for class {name} "
                    f"(best: {floor.ttft_where} at {_num(floor.ttft_s * 1e3)} ms)")
     if floor.tpot_s is None:
-        out.append(f"class {name}: no decoding configuration fits {ctx.model.name} in memory on this fleet")
+        kinds = _kinds(ctx)
+        if not kinds & {"decode", "aggregated", "decode-spec"} and len(ctx.resources()) < 2:
+            out.append(f"class {name}: mode pd-af pairs attention and FFN on two different chip types, but the "
+                       f"fleet has only {', '.join(sorted(ctx.resources()))}")
+        elif not kinds & {"decode", "aggregated", "decode-spec"}:
+            out.append(f"class {name}: no attention–FFN pair of the fleet's chip types both fits "
+                       f"{ctx.model.name} in memory and is connected by the network (pd-af is its only decoding "
+                       "mode)")
+        else:
+            out.append(f"class {name}: no decoding configuration fits {ctx.model.name} in memory on this fleet")
     if floor.ttft_s is None:
         out.append(f"class {name}: no prefill configuration fits {ctx.model.name} in memory on this fleet")
     if not out:
@@ -290,7 +299,11 @@ def format_bandwidth(x: float, unit_of: float | None = None) -> str:
 
 
 def _pct(x: float) -> str:
-    return f"{x:.0f}" if x >= 10 else _num(x, 2)
+    return f"{x:,.0f}" if x >= 10 else _num(x, 2)
+
+
+def _domains(n: int) -> str:
+    return f"{n} domain" if n == 1 else f"{n} domains"
 
 
 def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: set[str], backend: str,
@@ -313,7 +326,8 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
             continue
         per = info.chips_per_domain
         out.append(f"domain group {site} needs {_num(need, 6)} {info.chip.name} chips "
-                   f"({math.ceil(need / per - 1e-9)} domains of {per}), has {_num(has, 6)} ({info.group.count} domains)")
+                   f"({_domains(math.ceil(need / per - 1e-9))} of {per}), has {_num(has, 6)} "
+                   f"({_domains(info.group.count)})")
     for (u, v), (need, has) in short.edges.items():
         kind = "link" if u not in ctx.sites and v not in ctx.sites else "uplink"
         out.append(f"{kind} {u}→{v} needs {format_bandwidth(need, has)}, has {format_bandwidth(has)}")
@@ -326,8 +340,8 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
     rates = {d.name: d.rate for d in problem.demands}
     for name, missing in short.unserved_rps.items():
         out.append(f"class {name}: {_num(missing)} of {_num(rates[name])} req/s cannot be served by adding chips, "
-                   "bandwidth, power or budget (no replica of it fits a domain group, or its pairs exceed "
-                   "their latency limit)")
+                   "bandwidth, power or budget (no replica of it fits a domain group, its pairs exceed their "
+                   "latency limit, or it would need over a million times the fleet)")
     if short.status == "time_limit":
         out.append("(the elastic diagnosis hit its time limit: the shortfalls above may be overstated)")
     return out

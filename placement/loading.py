@@ -36,7 +36,7 @@ __all__ = ["chips_of", "draft_model_of", "load_instance", "model_of", "parse_ins
 MAX_FILE_BYTES = 20_000_000
 #: Values (scalars, lists, mappings) a document may expand to: YAML aliases can make a small
 #: file expand exponentially ("billion laughs"); a real instance has a few thousand.
-MAX_VALUES = 1_000_000
+MAX_VALUES = 250_000
 #: Deepest nesting accepted (an instance nests about 6 levels).
 MAX_DEPTH = 64
 
@@ -232,6 +232,21 @@ def draft_model_of(inst: Instance, source: str = "<instance>") -> ModelSpec | No
     return None if inst.draft is None else _resolve_model(inst.draft.model, source, "draft.model")
 
 
+def _in_size_chain(chips: int, domain: int) -> bool:
+    """Whether a replica of ``chips`` chips is one of the sizes candidates use on ``domain``-chip domains.
+
+    Those sizes (powers of two dividing the domain, the domain, then the domain doubling, see
+    :func:`placement.candidates.replica_sizes`) form a divisibility chain, which the solver
+    needs to pack replicas exactly; any other size breaks it.
+    """
+    def power_of_two(n: int) -> bool:
+        return n >= 1 and n & (n - 1) == 0
+
+    if chips <= domain:
+        return chips == domain or (domain % chips == 0 and power_of_two(chips))
+    return chips % domain == 0 and power_of_two(chips // domain)
+
+
 def cross_check(inst: Instance, source: str) -> None:
     """Checks that need the catalogue or several fields at once."""
     chips = chips_of(inst)
@@ -276,6 +291,13 @@ def cross_check(inst: Instance, source: str) -> None:
         if m.chip not in fleet_chips:
             raise InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
                              field=f"{f}.chip")
+        for d in hw.domains:
+            size = d.chips_per_domain or chips[d.chip].scale_up_domain_chips
+            if d.chip == m.chip and not _in_size_chain(m.chips, size):
+                raise InputError(
+                    f"{m.chips} chips per replica do not pack into {m.chip} domains of {size} chips "
+                    f"(domain group {d.name!r}); expected a power of two dividing {size}, or {size} times a "
+                    "power of two", file=source, field=f"{f}.chips")
     for i, m in enumerate(inst.measured_step_time):
         if m.chip not in fleet_chips:
             raise InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,

@@ -230,13 +230,22 @@ def marginal(
         warnings.append(f"the plan costs ${plan.cost_usd_per_hour:,.2f}/h but the optimum is ${b_cost:,.2f}/h; "
                         "deltas are against the optimum")
     solved = dict(zip(slots, outcomes[1:]))
+    stale = plan is not None and (not base_ok or plan.cost_usd_per_hour is None
+                                  or abs(plan.cost_usd_per_hour - b_cost) > 1e-6 * b_cost + _TOL)
+    proved = [k for k, (_, doc) in enumerate(vs) if doc is None]
+    if proved and stale:
+        # The plan is not this instance's optimum, so its idle domains prove nothing: solve those rows too.
+        full = variants(inst, plan, bandwidth_factor, shortcut=False)
+        extra = [Job(parse_instance(full[k][1], source=source), backend, time_limit_s, gap, source, ())
+                 for k in proved]
+        more = run_map(solve_job, extra, executor=executor, workers=workers, address=address, progress=progress)
+        for k, o in zip(proved, more):
+            vs[k] = (vs[k][0], full[k][1])
+            solved[k] = o
+        warnings.append("the plan is not this instance's optimum, so every row was re-solved (no idle-domain proof)")
     rows = []
     for k, (row, doc) in enumerate(vs):
         if doc is None:
-            if not base_ok or (plan.cost_usd_per_hour is not None
-                               and abs(plan.cost_usd_per_hour - b_cost) > 1e-6 * b_cost + _TOL):
-                warnings.append(f"{row['target']}: the plan is not the optimum, so the idle-domain proof does not "
-                                "apply; run with the optimal plan")
             rows.append(MarginalRow(**row, method="unchanged (proof)", status=base.get("status", "failed"),
                                     cost_usd_per_hour=b_cost, delta_usd_per_hour=0.0 if base_ok else None,
                                     usd_per_million_output_tokens=b_usd,
@@ -303,7 +312,8 @@ def print_marginal(console, result: MarginalResult) -> None:
               "modes", "method"):
         t.add_column(c, overflow="fold")
     for r in result.rows:
-        use = ("" if r.utilisation is None else f"{r.utilisation:.0%}") if r.kind in ("uplink", "link") else \
+        use = ("" if r.utilisation is None else f"{r.utilisation:.0%}" if r.utilisation >= 0.01 or not r.utilisation
+               else f"{r.utilisation:.2%}") if r.kind in ("uplink", "link") else \
             ("" if r.chips_used is None else f"{r.chips_used} chips")
         d = "-" if r.delta_usd_per_hour is None else f"{r.delta_usd_per_hour:+,.2f}"
         dm = "-" if r.delta_usd_per_million_output_tokens is None else f"{r.delta_usd_per_million_output_tokens:+.3f}"

@@ -17,7 +17,17 @@ from pathlib import Path
 
 from placement.errors import InputError
 
-__all__ = ["write_atomic", "write_bytes_atomic"]
+__all__ = ["write_atomic", "write_bytes_atomic", "check_writable"]
+
+
+def check_writable(path: str | Path) -> None:
+    """Fail early (before a long solve) if ``path`` cannot be written: missing folder, a folder itself."""
+    p = Path(path)
+    if p.parent and not p.parent.is_dir():
+        what = "does not exist" if not p.parent.exists() else "is not a folder"
+        raise InputError(f"folder {p.parent} {what}", file=str(p))
+    if p.is_dir():
+        raise InputError("is a directory; expected a file path", file=str(p))
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
@@ -25,11 +35,21 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     p = Path(path)
     if p.parent and not p.parent.exists():
         raise InputError(f"folder {p.parent} does not exist", file=str(p))
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
+    if p.is_dir():
+        raise InputError("is a directory; expected a file path", file=str(p))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent or ".")
+    except OSError as e:
+        raise InputError(f"cannot write here: {e.strerror or e}", file=str(p)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # the rename must not land before the bytes do
         os.replace(tmp, p)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"cannot write here: {e.strerror or e}", file=str(p)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

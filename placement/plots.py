@@ -15,7 +15,7 @@ import io
 from pathlib import Path
 
 from placement.output import write_bytes_atomic
-from placement.sweep import MODE_LABELS, Point, SweepResult
+from placement.sweep import MODE_LABELS, Point, SweepResult, envelope
 
 __all__ = ["plot_pareto", "plot_sweep"]
 
@@ -46,13 +46,14 @@ def _style(result: SweepResult) -> dict[str, dict]:
     for s in result.series:
         kind = next((p.kind for p in result.points if p.series == s), "full")
         if kind == "full":
-            out[s] = {"color": "black", "ls": "-", "lw": 2.4, "marker": "*", "ms": 10, "zorder": 5}
+            out[s] = {"color": "black", "ls": "-", "lw": 3.0, "marker": "*", "ms": 11, "zorder": 2, "alpha": 0.8}
         elif kind == "homogeneous":
             out[s] = {"color": _HOMOGENEOUS[h % len(_HOMOGENEOUS)], "ls": "--", "lw": 1.4, "marker": "o", "ms": 5,
-                      "zorder": 3}
+                      "zorder": 3, "alpha": 1.0}
             h += 1
         else:
-            out[s] = {"color": _MODES.get(s, "tab:olive"), "ls": ":", "lw": 1.6, "marker": "s", "ms": 4, "zorder": 4}
+            out[s] = {"color": _MODES.get(s, "tab:olive"), "ls": ":", "lw": 1.6, "marker": "s", "ms": 4, "zorder": 4,
+                      "alpha": 1.0}
     return out
 
 
@@ -60,25 +61,36 @@ def _label(result: SweepResult, s: str) -> str:
     kind = next((p.kind for p in result.points if p.series == s), "full")
     if kind == "full":
         chips = result.fleet_chips or sorted({c for p in result.points if p.series == s for c in p.chips_by_type})
-        return f"heterogeneous fleet ({' + '.join(chips)})" if chips else "heterogeneous"
+        return (f"heterogeneous fleet ({' + '.join(chips)}), all modes" if chips else "heterogeneous") + \
+            (" — frontier over every plan below" if result.command == "pareto" and len(result.series) > 1 else "")
     if kind == "homogeneous":
         return f"only {s}"
     return f"mode: {s}"
 
 
-def _log_if_wide(ax, axis: str, values: list[float]) -> None:
+def _log_if_wide(ax, axis: str, values: list[float], ratio: float = 20) -> None:
+    from matplotlib.ticker import FuncFormatter
+
     v = [x for x in values if x and x > 0]
-    if v and max(v) / min(v) > 20:
+    if v and max(v) / min(v) > ratio:
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+        fmt = FuncFormatter(lambda x, _: f"{x:g}")
+        target = ax.xaxis if axis == "x" else ax.yaxis
+        target.set_major_formatter(fmt)
+        target.set_minor_formatter(fmt if max(v) / min(v) < 100 else FuncFormatter(lambda x, _: ""))
 
 
 def _short_modes(p: Point) -> str:
-    return " + ".join(f"{MODE_LABELS.get(m, m)}" + ("" if v > 0.995 else f" {v:.0%}")
-                      for m, v in sorted(p.modes.items(), key=lambda kv: -kv[1]) if v > 0.005)
+    """'PD+AF + aggregated' — the modes carrying at least 5% of the output tokens, largest first."""
+    return " + ".join(MODE_LABELS.get(m, m) for m, v in sorted(p.modes.items(), key=lambda kv: -kv[1]) if v >= 0.05)
 
 
 def _front_key(pts: list[Point]) -> tuple:
     return tuple(sorted((p.tokens_per_s_per_user, p.usd_per_million_output_tokens) for p in pts if p.frontier))
+
+
+def _env_key(pts: list[Point]) -> tuple:
+    return tuple((p.tokens_per_s_per_user, p.usd_per_million_output_tokens) for p in pts)
 
 
 def plot_pareto(result: SweepResult, path: str | Path, title: str | None = None) -> Path:
@@ -91,7 +103,8 @@ def plot_pareto(result: SweepResult, path: str | Path, title: str | None = None)
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.4))
     style = _style(result)
     full = next((s for s in result.series if any(p.kind == "full" for p in result.series_points(s))), None)
-    full_front = _front_key([p for p in result.series_points(full) if p.ok]) if full else ()
+    env = {"frontier": envelope(result), "frontier_throughput": envelope(result, throughput=True)}
+    full_front = _env_key(env["frontier"])
     xs_all, thr_all, usd_all = [], [], []
     for s in result.series:
         pts = [p for p in result.series_points(s) if p.ok and p.tokens_per_s_per_user is not None]
@@ -100,19 +113,27 @@ def plot_pareto(result: SweepResult, path: str | Path, title: str | None = None)
         st = style[s]
         for ax, y, flag in ((axes[0], "tokens_per_s_per_chip", "frontier_throughput"),
                             (axes[1], "usd_per_million_output_tokens", "frontier")):
-            front = sorted((p for p in pts if getattr(p, flag)), key=lambda p: p.tokens_per_s_per_user)
-            rest = [p for p in pts if not getattr(p, flag)]
-            same = s != full and full_front and _front_key(pts) == full_front
+            if s == full:  # the instance's frontier: the envelope of every series' plans
+                front = env[flag]
+                keys = {id(p) for p in front}
+                rest = [p for p in pts if id(p) not in keys]
+            else:
+                front = sorted((p for p in pts if getattr(p, flag)), key=lambda p: p.tokens_per_s_per_user)
+                rest = [p for p in pts if not getattr(p, flag)]
+            same = s != full and full_front and _front_key(pts) == tuple(sorted(full_front))
             ax.plot([p.tokens_per_s_per_user for p in front], [getattr(p, y) for p in front], color=st["color"],
                     ls=st["ls"], lw=st["lw"], marker=st["marker"], ms=st["ms"], zorder=st["zorder"],
-                    label=_label(result, s) + (" (= heterogeneous)" if same else ""))
+                    alpha=st["alpha"], label=_label(result, s) + (" (= heterogeneous)" if same else ""))
             if s == full and flag == "frontier":
-                last = None
+                last, last_x = None, None
+                span = max(q.tokens_per_s_per_user for q in front) - min(q.tokens_per_s_per_user for q in front)
                 for p in front:
                     text = _short_modes(p)
-                    if text != last:
+                    near = last_x is not None and p.tokens_per_s_per_user - last_x < 0.12 * span
+                    if text != last and not near:
                         ax.annotate(text, (p.tokens_per_s_per_user, getattr(p, y)), textcoords="offset points",
-                                    xytext=(4, 6), fontsize=7, color="black")
+                                    xytext=(-4, 9), fontsize=7, color="black", ha="right", zorder=6)
+                        last_x = p.tokens_per_s_per_user
                     last = text
             if rest:
                 ax.plot([p.tokens_per_s_per_user for p in rest], [getattr(p, y) for p in rest], ls="none",
@@ -128,9 +149,14 @@ def plot_pareto(result: SweepResult, path: str | Path, title: str | None = None)
     axes[0].set_ylabel("output tokens/s per chip")
     axes[1].set_ylabel("$ per million output tokens")
     _log_if_wide(axes[0], "y", thr_all)
-    _log_if_wide(axes[1], "y", usd_all)
+    _log_if_wide(axes[1], "y", usd_all, ratio=6)
     axes[0].set_title("throughput per chip vs interactivity (frontiers)", fontsize=10)
     axes[1].set_title("cost per token vs interactivity (frontiers)", fontsize=10)
+    for s in result.series:  # series with no feasible point still get a legend entry saying so
+        if not any(p.ok and p.tokens_per_s_per_user is not None for p in result.series_points(s)):
+            st = style[s]
+            axes[0].plot([], [], color=st["color"], ls=st["ls"], marker=st["marker"],
+                         label=f"{_label(result, s)}: infeasible at every point")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8,
                bbox_to_anchor=(0.5, -0.06))

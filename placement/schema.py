@@ -88,6 +88,10 @@ class TrafficClass(_Record):
     prefix_cached_on_decode: bool = Field(
         default=False, description="the decode side already holds the cached prefix (PD ships only new KV)"
     )
+    single_chip_type: bool = Field(
+        default=False,
+        description="serve the whole class on one chip type (Mélange assigns each request bucket to one GPU type)",
+    )
 
     @property
     def ttft_s(self) -> float:

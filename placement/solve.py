@@ -33,7 +33,7 @@ from placement.verify import verify
 from solvers.milp import solve as solve_problem
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
-from solvers.solution import Solution
+from solvers.solution import Solution, clean
 from topology.graph import path_latency_s
 
 __all__ = ["assemble_plan", "solve", "solve_context"]
@@ -65,7 +65,8 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
     problem, cands = build_problem(ctx, candidates)
     sol = solve_problem(problem, backend=backend, time_limit_s=time_limit_s, gap=gap)
     plan = assemble_plan(ctx, problem, cands, sol)
-    if plan.status in ("optimal", "feasible", "time_limit") and plan.pools is not None:
+    # A time limit without an incumbent has no plan to verify (it stays "time_limit", exit 4).
+    if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):
         violations = verify(ctx, plan)
         plan = plan.model_copy(update={"verified": not violations, "violations": violations})
         if violations:
@@ -74,7 +75,8 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
     if plan.status == "infeasible":
         from placement.diagnose import diagnose
 
-        plan = plan.model_copy(update={"diagnosis": diagnose(ctx, problem, cands, backend=backend)})
+        diagnosis = diagnose(ctx, problem, cands, backend=backend, time_limit_s=time_limit_s)
+        plan = plan.model_copy(update={"diagnosis": diagnosis})
     return plan
 
 
@@ -205,7 +207,7 @@ def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPl
         for route, rate in sorted(sol.route_rates.items()):
             name, mode = route.split("|", 1)
             if name == cls.name and rate > 1e-12:
-                modes[mode] = round(rate / cls.rate_rps, 9)
+                modes[mode] = clean(rate / cls.rate_rps)  # significant digits: 9 decimals lose 5e-6 req/s at 1e4 req/s
         serving = [p for p in pools if any(st.split("|")[0] == cls.name and r > 1e-12
                                            for s in p.sites for st, r in s.load_rps.items())]
         ttfts = [p.ttft_ms for p in serving if p.ttft_ms is not None]

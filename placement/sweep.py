@@ -98,6 +98,7 @@ __all__ = [
     "Point",
     "SweepResult",
     "build_points",
+    "envelope",
     "mark_frontier",
     "monotone_violations",
     "pareto_series",
@@ -365,13 +366,16 @@ def set_path(doc: dict, path: str, value: Any) -> None:
                                  f"{', '.join(names)}", field=path)
             info = fields[seg]
             ann = info.annotation
-            key = info.alias or seg if (info.alias or seg) in node or seg not in node else seg
+            # the key as the document spells it: as found, else the alias files use (measured "class")
+            key = seg if seg in node else (info.alias or seg)
         else:
             key = seg
         if last:
             node[key] = value
             return
         kind, sub = _container(ann) if model is not None else ("scalar", None)
+        if kind == "scalar" and model is not None:
+            raise InputError(f"{here} is a single value, not a record: it has no field {segs[i + 1]!r}", field=path)
         child = node.get(key)
         if child is None:
             if model is None:
@@ -418,8 +422,6 @@ def set_path(doc: dict, path: str, value: Any) -> None:
             node, model, where = child[nxt], elem_model, f"{here}.{nxt}"
             i += 2
             continue
-        if kind == "scalar" and model is not None:
-            raise InputError(f"{here} is a single value, not a record: it has no field {segs[i + 1]!r}", field=path)
         node, model, where = child, sub, here
         i += 1
 
@@ -473,8 +475,11 @@ class Point(BaseModel):
     class_modes: dict[str, dict[str, float]] = Field(default_factory=dict)
     class_tpot_ms: dict[str, float | None] = Field(default_factory=dict)
     stages: dict[str, dict[str, int]] = Field(default_factory=dict, description="stage -> chip -> chips")
-    frontier: bool = False
-    frontier_throughput: bool = False
+    frontier: bool = Field(default=False, description="on its series' $/M-token frontier")
+    frontier_throughput: bool = Field(default=False, description="on its series' tokens/s-per-chip frontier")
+    envelope: bool = Field(default=False, description="on the heterogeneous instance's $/M-token frontier")
+    envelope_throughput: bool = Field(default=False,
+                                      description="on the heterogeneous instance's tokens/s-per-chip frontier")
     message: str = ""
 
     @property
@@ -835,7 +840,14 @@ def _frontier(pts: list[Point], y: str, higher_better: bool) -> set[int]:
 
 
 def mark_frontier(result: SweepResult) -> None:
-    """Flag each series' Pareto-optimal points (interactivity vs $/M tokens, and vs tokens/s per chip)."""
+    """Flag Pareto-optimal points: interactivity vs $/M tokens, and vs tokens/s per chip.
+
+    ``frontier*`` — within each series. ``envelope*`` — the frontier of the heterogeneous instance
+    itself, taken over the plans of *every* series: a homogeneous fleet or a single mode is a
+    restriction of the instance (fewer domain groups, fewer routes), so each of their plans is also a
+    plan of the instance at the same SLOs. The SLO sweep only finds the cheapest plan at each SLO, and
+    a restricted variant may reach an interactivity the sweep's grid skipped; the envelope keeps it.
+    """
     for s in result.series:
         pts = result.series_points(s)
         cost = _frontier(pts, "usd_per_million_output_tokens", higher_better=False)
@@ -843,6 +855,27 @@ def mark_frontier(result: SweepResult) -> None:
         for i, p in enumerate(pts):
             p.frontier = i in cost
             p.frontier_throughput = i in thr
+    if any(p.kind == "full" for p in result.points):
+        pts = result.points
+        cost = _frontier(pts, "usd_per_million_output_tokens", higher_better=False)
+        thr = _frontier(pts, "tokens_per_s_per_chip", higher_better=True)
+        for i, p in enumerate(pts):
+            p.envelope = i in cost
+            p.envelope_throughput = i in thr
+
+
+def envelope(result: SweepResult, throughput: bool = False) -> list[Point]:
+    """The heterogeneous instance's frontier (see :func:`mark_frontier`), by rising interactivity,
+    one point per distinct (interactivity, value) — the instance's own point when it is one of them."""
+    flag = "envelope_throughput" if throughput else "envelope"
+    y = "tokens_per_s_per_chip" if throughput else "usd_per_million_output_tokens"
+    seen: dict[tuple, Point] = {}
+    for p in result.points:
+        if getattr(p, flag):
+            key = (p.tokens_per_s_per_user, getattr(p, y))
+            if key not in seen or (p.kind == "full" and seen[key].kind != "full"):
+                seen[key] = p
+    return [seen[k] for k in sorted(seen)]
 
 
 def monotone_violations(result: SweepResult, label: str | None = None, rel_tol: float = 1e-6) -> list[str]:
@@ -935,7 +968,8 @@ def print_result(console, result: SweepResult) -> None:
                     _fmt(p.tokens_per_s_per_chip, ",.1f"), _fmt(p.tokens_per_s_per_user, ",.1f"),
                     _fmt(None if p.power_w is None else p.power_w / 1e3, ",.1f"), _mix(p.chips_by_type),
                     _mix(p.modes, pct=True)]
-            row += [("★" if p.frontier else "") + ("◆" if p.frontier_throughput else "")] if pareto else []
+            row += [("★" if p.frontier else "") + ("◆" if p.frontier_throughput else "")
+                    + (" H" if p.envelope else "")] if pareto else []
         else:
             row += [Text(p.status, style="red" if p.status in ("failed", "error") else "")] + [""] * 6
             row += [Text(p.message[:100])] + ([""] if pareto else [])
@@ -943,7 +977,9 @@ def print_result(console, result: SweepResult) -> None:
     console.print(t)
     if pareto:
         console.print("★ cheapest $/M tokens at its interactivity (cost frontier of its series); "
-                      "◆ most tokens/s per chip at its interactivity (throughput frontier)", highlight=False)
+                      "◆ most tokens/s per chip at its interactivity (throughput frontier of its series); "
+                      "H on the heterogeneous instance's cost frontier (over every series' plans: each is also "
+                      "a plan of the instance)", highlight=False)
     failed = [p for p in result.points if p.status in ("failed", "error")]
     if failed:
         console.print(f"[red]{len(failed)} point(s) failed[/red]; they are listed above and in the outputs")

@@ -81,6 +81,12 @@ def verify(ctx: Context, plan: Plan) -> list[str]:
                 if abs(got - want) > RTOL * max(want, 1.0) + 1e-9:
                     v.append(f"class {cp.name} mode {mode}: step {step.split('|')[-1]} carries {got:.6g} req/s, "
                              f"expected {want:.6g}")
+    for name, cls in classes.items():
+        if cls.single_chip_type:
+            kinds = sorted({p.chip for p in plan.pools if p.part == 0 and any(
+                st.split("|")[0] == name and r > 1e-9 for s in p.sites for st, r in s.load_rps.items())})
+            if len(kinds) > 1:
+                v.append(f"class {name} must be served by one chip type, is served by {', '.join(kinds)}")
     missing = set(classes) - {c.name for c in plan.classes}
     for name in sorted(missing):
         v.append(f"class {name} is not served by the plan")

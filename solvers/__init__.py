@@ -3,9 +3,11 @@
 Public entry points::
 
     from solvers import Problem, solve, relax, lp_bound, export_model, bruteforce
+    from solvers import elastic_shortfall   # why a problem is infeasible (solvers.elastic)
 """
 
 from solvers.bruteforce import bruteforce
+from solvers.elastic import Shortfalls, elastic_shortfall
 from solvers.milp import (
     DEFAULT_GAP,
     Variables,
@@ -49,4 +51,6 @@ __all__ = [
     "lp_bound",
     "export_model",
     "bruteforce",
+    "elastic_shortfall",
+    "Shortfalls",
 ]

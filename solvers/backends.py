@@ -1,9 +1,9 @@
 """Run a PuLP model on a backend and report status, bound and time uniformly.
 
-* ``"cbc"``: PuLP's bundled CBC binary. Its log goes to a unique temporary
-  file (PuLP's own temp files are uuid-named), which is parsed for the result
-  line, the lower bound and the gap when CBC stops early; a proven optimum has
-  bound = objective.
+* ``"cbc"``: PuLP's bundled CBC binary. Its MPS, solution and log files go
+  to a fresh temporary directory per call (removed afterwards, even on
+  failure); the log is parsed for the result line and, when CBC stops early,
+  the lower bound; a proven optimum has bound = objective.
 * ``"highs"``: :class:`pulp.HiGHS`, the in-process highspy API. Status, dual
   bound and gap come from ``Highs.getModelStatus()`` / ``getInfo()``
   (``mip_dual_bound``; ``objective_function_value`` for an LP).
@@ -53,12 +53,18 @@ def available_backends() -> list[str]:
     True
     """
     names = pulp.listSolvers(onlyAvailable=True)
-    out = [alias for alias, pulp_name in (("cbc", "PULP_CBC_CMD"), ("highs", "HiGHS")) if pulp_name in names]
+    out = [
+        alias
+        for alias, pulp_name in (("cbc", "PULP_CBC_CMD"), ("highs", "HiGHS"))
+        if pulp_name in names
+    ]
     return out + [n for n in names if n not in ("PULP_CBC_CMD", "HiGHS")]
 
 
 def _unavailable(backend: str, why: str) -> Outcome:
-    message = f"backend {backend!r} unavailable ({why}); available: {', '.join(available_backends())}"
+    message = (
+        f"backend {backend!r} unavailable ({why}); available: {', '.join(available_backends())}"
+    )
     return Outcome("error", message, False, None, 0.0, backend)
 
 
@@ -104,16 +110,24 @@ class _BatchHiGHS(pulp.HiGHS):
         inf = highspy.kHighsInf
         h = lp.solverModel
         position = {id(v): i for i, v in enumerate(variables)}
-        lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables], dtype=np.float64)
-        upper = np.array([inf if v.upBound is None else v.upBound for v in variables], dtype=np.float64)
+        lower = np.array(
+            [-inf if v.lowBound is None else v.lowBound for v in variables], dtype=np.float64
+        )
+        upper = np.array(
+            [inf if v.upBound is None else v.upBound for v in variables], dtype=np.float64
+        )
         h.addVars(len(variables), lower, upper)
         sign = -1.0 if lp.sense == pulp.LpMaximize else 1.0
         objective = lp.objective or {}
         cols = np.array([position[id(v)] for v in objective], dtype=np.int32)
         if len(cols):
-            h.changeColsCost(len(cols), cols, np.array([sign * c for c in objective.values()], dtype=np.float64))
+            h.changeColsCost(
+                len(cols), cols, np.array([sign * c for c in objective.values()], dtype=np.float64)
+            )
         if self.mip:
-            ints = np.array([i for i, v in enumerate(variables) if v.cat == pulp.LpInteger], dtype=np.int32)
+            ints = np.array(
+                [i for i, v in enumerate(variables) if v.cat == pulp.LpInteger], dtype=np.int32
+            )
             if len(ints):
                 kinds = np.full(len(ints), int(highspy.HighsVarType.kInteger), dtype=np.uint8)
                 h.changeColsIntegrality(len(ints), ints, kinds)
@@ -139,11 +153,15 @@ class _BatchHiGHS(pulp.HiGHS):
             )
 
 
-def _make_solver(backend: str, mip: bool, time_limit_s, gap, threads, msg: bool, log_path: str | None):
+def _make_solver(
+    backend: str, mip: bool, time_limit_s, gap, threads, msg: bool, log_path: str | None
+):
     common = dict(mip=mip, timeLimit=time_limit_s, gapRel=gap if mip else None, threads=threads)
     if backend == "cbc":
         try:
-            return pulp.PULP_CBC_CMD(msg=False, logPath=log_path, _skip_v4_deprecation=True, **common)
+            return pulp.PULP_CBC_CMD(
+                msg=False, logPath=log_path, _skip_v4_deprecation=True, **common
+            )
         except TypeError:  # PuLP without the v4 deprecation switch
             return pulp.PULP_CBC_CMD(msg=False, logPath=log_path, **common)
     if backend == "highs":
@@ -180,38 +198,34 @@ def run(
     >>> run(m, "nope", mip=True, time_limit_s=None, gap=None, threads=None, msg=False).status
     'error'
     """
-    log_path = None
-    if backend == "cbc":
-        fd, log_path = tempfile.mkstemp(prefix="placement-cbc-", suffix=".log")
-        os.close(fd)
-    try:
+    # Command-line solvers write the model, solution and log into a private
+    # directory that is removed afterwards, even when the solver fails.
+    with tempfile.TemporaryDirectory(prefix="placement-solve-") as tmp:
+        log_path = os.path.join(tmp, "cbc.log") if backend == "cbc" else None
         try:
             solver = _make_solver(backend, mip, time_limit_s, gap, threads, msg, log_path)
         except Exception as exc:  # unknown name or unsupported options
             return _unavailable(backend, (str(exc) or type(exc).__name__).splitlines()[0])
         if not solver.available():
             return _unavailable(backend, "not installed")
+        if hasattr(solver, "tmpDir"):
+            solver.tmpDir = tmp
         start = time.perf_counter()
         try:
             m.solve(solver)
         except Exception as exc:  # solver crashed or refused the model
-            return Outcome("error", f"{backend}: {exc}", False, None, time.perf_counter() - start, backend)
+            seconds = time.perf_counter() - start
+            return Outcome("error", f"{backend}: {exc}", False, None, seconds, backend)
         seconds = time.perf_counter() - start
         if backend == "highs":
             return _highs_outcome(m, seconds, mip)
         cbc_log = ""
-        if log_path is not None:
+        if log_path is not None and os.path.exists(log_path):
             with open(log_path, errors="replace") as fh:
                 cbc_log = fh.read()
             if msg:
                 log.info("%s", cbc_log)
         return _pulp_outcome(m, backend, seconds, time_limit_s, cbc_log)
-    finally:
-        if log_path is not None:
-            try:
-                os.remove(log_path)
-            except FileNotFoundError:
-                pass
 
 
 def _highs_outcome(m: pulp.LpProblem, seconds: float, mip: bool) -> Outcome:
@@ -247,7 +261,9 @@ _CBC_RESULT = re.compile(r"^Result - (.*)$", re.M)
 _CBC_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.M)
 
 
-def _pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s, cbc_log: str) -> Outcome:
+def _pulp_outcome(
+    m: pulp.LpProblem, backend: str, seconds: float, time_limit_s, cbc_log: str
+) -> Outcome:
     status, sol_status = m.status, m.sol_status
     has_values = sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     result = _CBC_RESULT.search(cbc_log)

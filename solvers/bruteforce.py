@@ -6,7 +6,8 @@ networkx, own unscaled LP) so that agreement between the two is evidence.
 Every integer vector n with 0 ≤ n_{c,p,s} ≤ D_s·m_s // u_p is enumerated;
 vectors violating units per site, the power cap or the budget are dropped;
 the rest are sorted by objective and the first whose continuous part
-(x, a, z, f) is feasible is optimal. The LP has n as fixed variables and is
+(x, a, z, f) is feasible is optimal. Demands with ``single_resource`` are
+checked for every choice of resource (loads of other resources bound to 0). The LP has n as fixed variables and is
 re-solved with new bounds for each vector.
 """
 
@@ -23,7 +24,7 @@ import pulp
 from solvers.problem import Problem
 from solvers.solution import Flow, Load, Pair, Placement, Solution, clean
 
-__all__ = ["bruteforce", "allowed_pairs"]
+__all__ = ["bruteforce", "allowed_pairs", "replicas_feasible"]
 
 _GB = 1e9  # flows in the LP are in GB/s
 
@@ -63,8 +64,12 @@ def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple
                 if s1.resource != c.parts[1].resource:
                     continue
                 try:
-                    lat_f, there = nx.single_source_dijkstra(graph, s0.node, s1.node, weight="latency")
-                    lat_b, back = nx.single_source_dijkstra(graph, s1.node, s0.node, weight="latency")
+                    lat_f, there = nx.single_source_dijkstra(
+                        graph, s0.node, s1.node, weight="latency"
+                    )
+                    lat_b, back = nx.single_source_dijkstra(
+                        graph, s1.node, s0.node, weight="latency"
+                    )
                 except nx.NetworkXNoPath:
                     continue
                 if max(lat_f, lat_b) <= c.pair_max_latency_s * (1 + 1e-9):
@@ -107,7 +112,8 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
     >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
     >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
     ...             routes=[Route(name="r", demand="d", steps=["q"])],
-    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
+    ...                             capacity={"q": 2.0})],
     ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
     ...                         usd_per_hour_per_unit=1.5, power_w_per_unit=1.0)])
     >>> bruteforce(p).objective
@@ -124,7 +130,11 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
     for c in problem.columns:
         for p, part in enumerate(c.parts):
             for s in problem.sites:
-                ub = s.units_per_domain * s.domains // part.units if s.resource == part.resource else 0
+                ub = (
+                    s.units_per_domain * s.domains // part.units
+                    if s.resource == part.resource
+                    else 0
+                )
                 if c.name in paired and s.name not in paired[c.name][p]:
                     ub = 0  # no allowed partner site: pair balance forces n = 0
                 if ub > 0:
@@ -132,7 +142,9 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
                     bounds.append(ub)
     units_of = {(c.name, p): part.units for c in problem.columns for p, part in enumerate(c.parts)}
     if math.prod(b + 1 for b in bounds) > max_vectors:
-        raise ValueError(f"bruteforce: {math.prod(b + 1 for b in bounds)} vectors exceed max_vectors={max_vectors}")
+        raise ValueError(
+            f"bruteforce: {math.prod(b + 1 for b in bounds)} vectors exceed max_vectors={max_vectors}"
+        )
 
     candidates = []
     for vec in itertools.product(*(range(b + 1) for b in bounds)):
@@ -148,27 +160,150 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
             continue
         if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + 1e-9):
             continue
-        if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + 1e-9):
+        if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (
+            1 + 1e-9
+        ):
             continue
         candidates.append((objective, vec, cost, power))
     candidates.sort()
 
     lp, n_vars, values = _feasibility_lp(problem, keys, pairs)
-    solver = pulp.HiGHS(msg=False) if backend == "highs" else pulp.PULP_CBC_CMD(msg=False)
+    solver = _lp_solver(backend)
     for objective, vec, cost, power in candidates:
         for key, count in zip(keys, vec):
             n_vars[key].lowBound = n_vars[key].upBound = count
+        if _some_assignment_feasible(problem, lp, values, solver):
+            return _solution(
+                problem,
+                keys,
+                vec,
+                objective,
+                cost,
+                power,
+                values,
+                time.perf_counter() - start,
+                backend,
+                lp,
+            )
+    return Solution(
+        status="infeasible",
+        message=f"bruteforce: none of {len(candidates)} vectors feasible",
+        objective=None,
+        best_bound=None,
+        gap=None,
+        backend=f"bruteforce-{backend}",
+        build_seconds=0.0,
+        solve_seconds=time.perf_counter() - start,
+        variables=len(keys),
+        integer_variables=len(keys),
+        constraints=len(lp.constraints()),
+        nonzeros=0,
+        replicas=[],
+        loads=[],
+        route_rates={},
+        flows=[],
+        pairs=[],
+        edge_loads=[],
+        cost_usd_per_hour=0.0,
+        power_w=0.0,
+        units=0,
+    )
+
+
+def replicas_feasible(
+    problem: Problem, replicas: dict[tuple[str, int, str], int], backend: str = "highs"
+) -> bool:
+    """Whether fixed replica counts admit loads, pairs and flows serving every demand.
+
+    Checks the continuous part with this module's own LP, and the units per
+    site, power cap and budget directly.
+
+    Parameters
+    ----------
+    replicas : dict
+        ``(column, part, site) -> count``; missing keys are 0.
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
+    ...             routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
+    ...                             capacity={"q": 2.0})],
+    ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
+    ...                         usd_per_hour_per_unit=1.5, power_w_per_unit=1.0)])
+    >>> replicas_feasible(p, {("c", 0, "s"): 1}), replicas_feasible(p, {("c", 0, "s"): 2})
+    (False, True)
+    """
+    site = {s.name: s for s in problem.sites}
+    units = {(c.name, p): part.units for c in problem.columns for p, part in enumerate(c.parts)}
+    resource = {
+        (c.name, p): part.resource for c in problem.columns for p, part in enumerate(c.parts)
+    }
+    used: dict[str, int] = defaultdict(int)
+    power = cost = 0.0
+    for (c, p, s), count in replicas.items():
+        if count and resource[c, p] != site[s].resource:
+            return False
+        u = units[c, p] * count
+        used[s] += u
+        power += site[s].power_w_per_unit * u
+        cost += site[s].usd_per_hour_per_unit * u
+    if any(used[s] > site[s].units_per_domain * site[s].domains for s in used):
+        return False
+    if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + 1e-9):
+        return False
+    if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + 1e-9):
+        return False
+    pairs = allowed_pairs(problem)
+    keys = sorted(replicas)
+    if any(
+        c in pairs and s not in {pair[p] for pair in pairs[c]}
+        for c, p, s in keys
+        if replicas[c, p, s] > 0
+    ):
+        return False
+    lp, n_vars, values = _feasibility_lp(problem, keys, pairs)
+    for key in keys:
+        n_vars[key].lowBound = n_vars[key].upBound = replicas[key]
+    return _some_assignment_feasible(problem, lp, values, _lp_solver(backend))
+
+
+def _some_assignment_feasible(problem: Problem, lp, values, solver) -> bool:
+    """Solve the LP once per choice of resource for the single-resource demands.
+
+    A demand with ``single_resource`` may only load columns whose part 0 is
+    of the chosen resource; the loads of the other columns get bound 0.
+    """
+    col = values["col"]
+    step_demand = {q: r.demand for r in problem.routes for q in r.steps}
+    singles = sorted(
+        d.name for d in problem.demands if getattr(d, "single_resource", False) and d.rate > 0
+    )
+    options = {
+        k: sorted({col[c].parts[0].resource for (c, q, _) in values["a"] if step_demand[q] == k})
+        for k in singles
+    }
+    for choice in itertools.product(*(options[k] for k in singles)):
+        chosen = dict(zip(singles, choice))
+        for (c, q, _), var in values["a"].items():
+            k = step_demand[q]
+            var.upBound = 0 if k in chosen and col[c].parts[0].resource != chosen[k] else None
         lp.solve(solver)
         if lp.status == pulp.LpStatusOptimal:
-            return _solution(problem, keys, vec, objective, cost, power, values, time.perf_counter() - start, backend,
-                             lp)
-    return Solution(
-        status="infeasible", message=f"bruteforce: none of {len(candidates)} vectors feasible", objective=None,
-        best_bound=None, gap=None, backend=f"bruteforce-{backend}", build_seconds=0.0,
-        solve_seconds=time.perf_counter() - start, variables=len(keys), integer_variables=len(keys),
-        constraints=len(lp.constraints()), nonzeros=0, replicas=[], loads=[], route_rates={}, flows=[], pairs=[],
-        edge_loads=[], cost_usd_per_hour=0.0, power_w=0.0, units=0,
-    )
+            return True
+    return False
+
+
+def _lp_solver(backend: str) -> pulp.LpSolver:
+    if backend == "highs":
+        return pulp.HiGHS(msg=False)
+    if backend == "cbc":
+        try:
+            return pulp.PULP_CBC_CMD(msg=False, _skip_v4_deprecation=True)
+        except TypeError:  # PuLP without the v4 deprecation switch
+            return pulp.PULP_CBC_CMD(msg=False)
+    raise ValueError(f"bruteforce: backend must be 'highs' or 'cbc', got {backend!r}")
 
 
 def _feasibility_lp(problem: Problem, keys, pairs):
@@ -209,28 +344,45 @@ def _feasibility_lp(problem: Problem, keys, pairs):
 
     ri = 0
     for d in problem.demands:
-        row([(x[r.name], 1.0) for r in problem.routes if r.demand == d.name], pulp.LpConstraintEQ, d.rate, f"d{ri}")
+        row(
+            [(x[r.name], 1.0) for r in problem.routes if r.demand == d.name],
+            pulp.LpConstraintEQ,
+            d.rate,
+            f"d{ri}",
+        )
         ri += 1
     for q, r in route_steps.items():
-        row([(v, 1.0) for (c, qq, s), v in a.items() if qq == q] + [(x[r.name], -1.0)], pulp.LpConstraintEQ, 0,
-            f"q{ri}")
+        row(
+            [(v, 1.0) for (c, qq, s), v in a.items() if qq == q] + [(x[r.name], -1.0)],
+            pulp.LpConstraintEQ,
+            0,
+            f"q{ri}",
+        )
         ri += 1
     col = {c.name: c for c in problem.columns}
     for c in problem.columns:
         for s in problem.sites:
-            terms = [(v, 1.0 / col[cc].capacity[q]) for (cc, q, ss), v in a.items() if cc == c.name and ss == s.name]
+            terms = [
+                (v, 1.0 / col[cc].capacity[q])
+                for (cc, q, ss), v in a.items()
+                if cc == c.name and ss == s.name
+            ]
             if terms:
                 row(terms + [(n_of(c.name, 0, s.name), -1.0)], pulp.LpConstraintLE, 0, f"cap{ri}")
                 ri += 1
-    for c, ps in pairs.items():
+    for c in pairs:
         for p in (0, 1):
             for s in problem.sites:
                 if s.resource != col[c].parts[p].resource:
                     continue
-                terms = [(v, 1.0) for (cc, s0, s1), v in z.items() if cc == c and (s0, s1)[p] == s.name]
+                terms = [
+                    (v, 1.0) for (cc, s0, s1), v in z.items() if cc == c and (s0, s1)[p] == s.name
+                ]
                 row(terms + [(n_of(c, p, s.name), -1.0)], pulp.LpConstraintEQ, 0, f"pair{ri}")
                 ri += 1
-    nodes = sorted({s.node for s in problem.sites} | set(problem.nodes) | {v for e in edges for v in e})
+    nodes = sorted(
+        {s.node for s in problem.sites} | set(problem.nodes) | {v for e in edges for v in e}
+    )
     node_of = {s.name: s.node for s in problem.sites}
     for t in problem.transfers:
         if t.bytes_per_request <= 0:
@@ -238,7 +390,7 @@ def _feasibility_lp(problem: Problem, keys, pairs):
         for node in nodes:
             terms = [(f[t.name, e], 1.0) for e in edges if e[0] == node]
             terms += [(f[t.name, e], -1.0) for e in edges if e[1] == node]
-            for (c, q, s), v in a.items():
+            for (_, q, s), v in a.items():
                 if node_of[s] == node and q == t.source:
                     terms.append((v, -t.bytes_per_request / _GB))
                 if node_of[s] == node and q == t.target:
@@ -248,7 +400,9 @@ def _feasibility_lp(problem: Problem, keys, pairs):
     for e in problem.edges:
         key = (e.source, e.target)
         terms = [(v, 1.0) for (t, ee), v in f.items() if ee == key]
-        for (c, s0, s1, used) in ((c, s0, s1, used) for c, ps in pairs.items() for s0, s1, used in ps):
+        for c, s0, s1, used in (
+            (c, s0, s1, used) for c, ps in pairs.items() for s0, s1, used in ps
+        ):
             terms += [(z[c, s0, s1], col[c].pair_bytes_per_s / _GB)] * used.count(key)
         row(terms, pulp.LpConstraintLE, e.capacity_bytes_per_s / _GB, f"edge{ri}")
         ri += 1
@@ -259,18 +413,47 @@ def _feasibility_lp(problem: Problem, keys, pairs):
 def _solution(problem, keys, vec, objective, cost, power, values, seconds, backend, lp) -> Solution:
     col = values["col"]
     units = sum(col[c].parts[p].units * count for (c, p, _), count in zip(keys, vec))
-    replicas = [Placement(column=c, part=p, site=s, replicas=count) for (c, p, s), count in sorted(zip(keys, vec))
-                if count > 0]
+    replicas = [
+        Placement(column=c, part=p, site=s, replicas=count)
+        for (c, p, s), count in sorted(zip(keys, vec))
+        if count > 0
+    ]
     rate = lambda v: clean(v.varValue or 0.0)  # noqa: E731
-    loads = [Load(column=c, step=q, site=s, rate=rate(v)) for (c, q, s), v in sorted(values["a"].items()) if rate(v)]
-    flows = [Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean((v.varValue or 0.0) * _GB))
-             for (t, e), v in sorted(values["f"].items()) if rate(v)]
-    pairs = [Pair(column=c, source_site=s0, target_site=s1, replicas=rate(v))
-             for (c, s0, s1), v in sorted(values["z"].items()) if rate(v)]
+    loads = [
+        Load(column=c, step=q, site=s, rate=rate(v))
+        for (c, q, s), v in sorted(values["a"].items())
+        if rate(v)
+    ]
+    flows = [
+        Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean((v.varValue or 0.0) * _GB))
+        for (t, e), v in sorted(values["f"].items())
+        if rate(v)
+    ]
+    pairs = [
+        Pair(column=c, source_site=s0, target_site=s1, replicas=rate(v))
+        for (c, s0, s1), v in sorted(values["z"].items())
+        if rate(v)
+    ]
     return Solution(
-        status="optimal", message="bruteforce", objective=clean(objective), best_bound=clean(objective), gap=0.0,
-        backend=f"bruteforce-{backend}", build_seconds=0.0, solve_seconds=seconds, variables=len(keys),
-        integer_variables=len(keys), constraints=len(lp.constraints()), nonzeros=0, replicas=replicas, loads=loads,
-        route_rates={r: rate(v) for r, v in sorted(values["x"].items()) if rate(v)}, flows=flows, pairs=pairs,
-        edge_loads=[], cost_usd_per_hour=clean(cost), power_w=clean(power), units=units,
+        status="optimal",
+        message="bruteforce",
+        objective=clean(objective),
+        best_bound=clean(objective),
+        gap=0.0,
+        backend=f"bruteforce-{backend}",
+        build_seconds=0.0,
+        solve_seconds=seconds,
+        variables=len(keys),
+        integer_variables=len(keys),
+        constraints=len(lp.constraints()),
+        nonzeros=0,
+        replicas=replicas,
+        loads=loads,
+        route_rates={r: rate(v) for r, v in sorted(values["x"].items()) if rate(v)},
+        flows=flows,
+        pairs=pairs,
+        edge_loads=[],
+        cost_usd_per_hour=clean(cost),
+        power_w=clean(power),
+        units=units,
     )

@@ -23,10 +23,10 @@ have to grow. Each slack's coefficient equals its row's right-hand side, so
 the elastic rows are exactly as well scaled as the originals. The objective is
 the penalties alone (plus a 1e-7 tie-break against needless flow): cost does
 not matter when no plan exists. ``W_LIMIT = 1`` per 100 % of a limit and
-``W_DEMAND = 1e4`` per whole class: raising limits is preferred — it answers
+``W_DEMAND = 1e6`` per whole class: raising limits is preferred — it answers
 "what would it take?" — and demand is dropped only when no raise helps (a
 class whose replicas fit in no site, a pair-latency limit no path meets) or
-the raise would be more than 10⁴ times the limit.
+the raise would be more than 10⁶ times the limit.
 
 Examples
 --------
@@ -59,7 +59,7 @@ __all__ = ["Shortfalls", "ElasticModel", "build_elastic_model", "elastic_shortfa
 #: Penalty per 100 % raise of a limit (site chips, edge bandwidth, power, budget).
 W_LIMIT = 1.0
 #: Penalty per class left entirely unserved.
-W_DEMAND = 1e4
+W_DEMAND = 1e6
 #: Tie-break per flow unit (``flow_scale`` bytes/s), against circulating flow.
 _FLOW_TIE = 1e-7
 #: Relative slack below this is solver noise, not a shortfall.

@@ -35,13 +35,15 @@ def model_stats(m: pulp.LpProblem, v: "Variables | None" = None) -> dict[str, in
         count = len(variables)
         integers = sum(1 for var in variables if var.cat == pulp.LpInteger)
     else:
-        count = len(v.x) + len(v.y) + len(v.n) + len(v.z) + len(v.f)
-        integers = len(v.n)
+        count = len(v.x) + len(v.y) + len(v.n) + len(v.z) + len(v.f) + len(v.w)
+        integers = len(v.n) + len(v.w)
     return {
         "variables": count,
         "integer_variables": integers,
         "constraints": len(rows),
-        "nonzeros": sum(sum(1 for coef in getattr(row, "expr", row).values() if coef != 0) for row in rows),
+        "nonzeros": sum(
+            sum(1 for coef in getattr(row, "expr", row).values() if coef != 0) for row in rows
+        ),
     }
 
 
@@ -114,13 +116,22 @@ def to_solution(
     n = {key: (_value(var) if relaxed else float(round(_value(var)))) for key, var in v.n.items()}
     objective = sum(v.primary[key] * count for key, count in n.items())
     units = sum(ix.replica_units(key) * count for key, count in n.items())
-    cost = sum(ix.site[key[2]].usd_per_hour_per_unit * ix.replica_units(key) * c for key, c in n.items())
-    power = sum(ix.site[key[2]].power_w_per_unit * ix.replica_units(key) * c for key, c in n.items())
+    cost = sum(
+        ix.site[key[2]].usd_per_hour_per_unit * ix.replica_units(key) * c for key, c in n.items()
+    )
+    power = sum(
+        ix.site[key[2]].power_w_per_unit * ix.replica_units(key) * c for key, c in n.items()
+    )
 
-    replicas = [] if relaxed else [
-        Placement(column=c, part=p, site=s, replicas=int(count))
-        for (c, p, s), count in sorted(n.items()) if count > 0
-    ]
+    replicas = (
+        []
+        if relaxed
+        else [
+            Placement(column=c, part=p, site=s, replicas=int(count))
+            for (c, p, s), count in sorted(n.items())
+            if count > 0
+        ]
+    )
     loads = []
     for (c, q, s), var in sorted(v.y.items()):
         rate = clean(_value(var) * ix.column[c].capacity[q])
@@ -146,8 +157,14 @@ def to_solution(
         if clean(count):
             pairs.append(Pair(column=c, source_site=s0, target_site=s1, replicas=clean(count)))
     edge_loads = [
-        EdgeLoad(source=e[0], target=e[1], load_bytes_per_s=clean(load), capacity_bytes_per_s=ix.capacity[e])
-        for e, load in sorted(edge_load.items()) if clean(load)
+        EdgeLoad(
+            source=e[0],
+            target=e[1],
+            load_bytes_per_s=clean(load),
+            capacity_bytes_per_s=ix.capacity[e],
+        )
+        for e, load in sorted(edge_load.items())
+        if clean(load)
     ]
 
     objective = clean(objective)

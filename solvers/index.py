@@ -11,7 +11,17 @@ satisfies every constraint it appears in):
 * demands of rate 0 and their routes, transfers and steps are left out;
 * a column keeps only sites that can host one replica of the part
   (D_s·m_s ≥ u_p) and, for two-part columns, that appear in an allowed pair;
-* a column that then serves no remaining step gets no variables (n = 0).
+* a column that then serves no remaining step gets no variables (n = 0);
+* a ``single_resource`` demand whose steps only one part-0 resource can
+  serve needs no choice variables.
+
+Pairs of a two-part column: site s (part 0) and s' (part 1) may pair when the
+lowest-latency paths node(s)→node(s') *and* node(s')→node(s) both exist and
+both have latency ≤ ``pair_max_latency_s`` (traffic flows both ways), and,
+if the column sends pair traffic, neither path crosses a zero-capacity edge.
+Sites on the same node pair over an empty path (latency 0, no edge).
+Latencies are summed in integer picoseconds, so equal paths tie exactly;
+ties go to fewer hops, then to the lexicographically smallest node sequence.
 """
 
 from __future__ import annotations
@@ -143,6 +153,8 @@ class Index:
     edges: list[EdgeKey]  # capacity > 0, no self-loops
     capacity: dict[EdgeKey, float]
     infeasible: list[str] = field(default_factory=list)  # reasons found before solving
+    # single-resource demand -> the part-0 resources it may choose from (only if ≥ 2)
+    choices: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def from_problem(cls, problem: Problem) -> "Index":
@@ -154,6 +166,16 @@ class Index:
             On dangling names, a step in two routes, a transfer between steps
             of another route, or two edges with the same endpoints.
         """
+        for kind, names in (
+            ("demand", [d.name for d in problem.demands]),
+            ("route", [r.name for r in problem.routes]),
+            ("transfer", [t.name for t in problem.transfers]),
+            ("column", [c.name for c in problem.columns]),
+            ("site", [s.name for s in problem.sites]),
+        ):
+            repeated = sorted(n for n, k in Counter(names).items() if k > 1)
+            if repeated:
+                raise ValueError(f"{kind} names must be unique: {repeated} repeated")
         demand_names = {d.name for d in problem.demands}
         rate = {d.name: d.rate for d in problem.demands if d.rate > 0}
         route_of_step: dict[str, Route] = {}
@@ -164,19 +186,28 @@ class Index:
             routes_of[route.demand].append(route)
             for step in route.steps:
                 if step in route_of_step:
-                    raise ValueError(f"step {step!r} appears in routes {route_of_step[step].name!r} and {route.name!r}")
+                    raise ValueError(
+                        f"step {step!r} appears in routes {route_of_step[step].name!r} and {route.name!r}"
+                    )
                 route_of_step[step] = route
-        infeasible = [f"demand {k!r} has rate {lam} but no route" for k, lam in rate.items() if not routes_of[k]]
+        infeasible = [
+            f"demand {k!r} has rate {lam} but no route"
+            for k, lam in rate.items()
+            if not routes_of[k]
+        ]
         routes = sorted((r for r in problem.routes if r.demand in rate), key=lambda r: r.name)
         active_steps = {q: r for r in routes for q in r.steps}
 
         route_names = {r.name: r for r in problem.routes}
+        active_routes = {r.name for r in routes}
         transfers = []
         for t in problem.transfers:
             r = route_names.get(t.route)
             if r is None or t.source not in r.steps or t.target not in r.steps:
-                raise ValueError(f"transfer {t.name!r}: steps {t.source!r}, {t.target!r} not both in route {t.route!r}")
-            if t.route in {x.name for x in routes} and t.bytes_per_request > 0 and t.source != t.target:
+                raise ValueError(
+                    f"transfer {t.name!r}: steps {t.source!r}, {t.target!r} not both in route {t.route!r}"
+                )
+            if t.route in active_routes and t.bytes_per_request > 0 and t.source != t.target:
                 transfers.append(t)
         transfers.sort(key=lambda t: t.name)
 
@@ -218,6 +249,7 @@ class Index:
             return trips[a, b]
 
         columns, load_keys, replica_keys, pair_keys = [], [], [], []
+        columns_by_name = {c.name: c for c in problem.columns}
         replica_ub: dict[tuple[str, int, str], int] = {}
         pair_edges: dict[tuple[str, str, str], EdgeUse] = {}
         for c in sorted(problem.columns, key=lambda c: c.name):
@@ -228,18 +260,25 @@ class Index:
             ]
             pairs: list[tuple[str, str, EdgeUse]] = []
             if len(c.parts) == 2 and steps:
-                limit = math.inf if math.isinf(c.pair_max_latency_s) else round(c.pair_max_latency_s * PS_PER_S)
+                limit = (
+                    math.inf
+                    if math.isinf(c.pair_max_latency_s)
+                    else round(c.pair_max_latency_s * PS_PER_S)
+                )
                 for s0 in hosts[0]:
                     for s1 in hosts[1]:
                         trip = round_trip(s0.node, s1.node)
-                        if trip is None:
+                        if trip is None or trip[0] > limit:
                             continue
                         if trip[2] and c.pair_bytes_per_s > 0:
                             continue  # pair traffic cannot cross a zero-capacity edge
                         pairs.append((s0.name, s1.name, trip[1]))
                 used0 = {p[0] for p in pairs}
                 used1 = {p[1] for p in pairs}
-                hosts = [[s for s in hosts[0] if s.name in used0], [s for s in hosts[1] if s.name in used1]]
+                hosts = [
+                    [s for s in hosts[0] if s.name in used0],
+                    [s for s in hosts[1] if s.name in used1],
+                ]
             if not steps or not hosts[0]:
                 continue
             columns.append(c)
@@ -261,8 +300,22 @@ class Index:
                 "column": [c.name for c in problem.columns],
                 "site": list(site),
                 "node": list(nodes),
+                "resource": [s.resource for s in problem.sites]
+                + [part.resource for c in problem.columns for part in c.parts],
             }
         )
+        choices: dict[str, list[str]] = {}
+        served_by: dict[str, set[str]] = defaultdict(set)  # step -> part-0 resources serving it
+        for c_name, q, _ in load_keys:
+            served_by[q].add(columns_by_name[c_name].parts[0].resource)
+        for d in sorted(problem.demands, key=lambda d: d.name):
+            if getattr(d, "single_resource", False) and d.name in rate:
+                options = set()
+                for r in routes_of[d.name]:
+                    for q in r.steps:
+                        options |= served_by[q]
+                if len(options) > 1:  # with one option the choice is already made
+                    choices[d.name] = sorted(options)
         return cls(
             problem=problem,
             names=names,
@@ -282,6 +335,7 @@ class Index:
             edges=edges,
             capacity=capacity,
             infeasible=infeasible,
+            choices=choices,
         )
 
     def unit_coefficient(self, site: Site) -> float:

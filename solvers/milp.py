@@ -3,7 +3,7 @@
 :func:`build_model` reads like the formulation::
 
     min   Σ w_s·u_p·n_{c,p,s}  (+ a tiny tie-break, see set_objective)
-    s.t.  route split, step coverage, replica capacity, site units,
+    s.t.  route split, step coverage, replica capacity, single resource, site units,
           pair balance, transfer conservation, edge capacity, power cap, budget
 
 Scaling (so that coefficients stay within a few orders of magnitude):
@@ -12,8 +12,9 @@ Scaling (so that coefficients stay within a few orders of magnitude):
   route split reads Σ x_r = 1 and λ_k moves into the coverage rows;
 * the loads are *replica-equivalents* y_{c,q,s} = a_{c,q,s}/cap_{c,q}, so the
   replica capacity row has unit coefficients and the coverage row of step q
-  of route r is Σ (cap_{c,q}/λ_k)·y_{c,q,s} = x_r (cap/λ is the share of the
-  demand one replica serves);
+  of route r is Σ (cap_{c,q}/S_k)·y_{c,q,s} = (λ_k/S_k)·x_r, S_k the power of
+  ten nearest λ_k (scaling by a power of ten, not by λ_k itself, keeps
+  decimal inputs exact in the LP/MPS text that CBC reads);
 * flows and edge capacities are in units of ``flow_scale`` bytes/s, the power
   of ten nearest the median positive edge capacity (1e9 without edges).
 
@@ -25,24 +26,19 @@ LP name back to its family and original key.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import math
-import statistics
-import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pulp
 
 from solvers.backends import available_backends, run
+from solvers.export import export_model
 from solvers.extract import empty_solution, model_stats, to_solution
 from solvers.index import Index
 from solvers.packing import check_packable, pack_into_domains
 from solvers.problem import Problem
 from solvers.solution import Solution
+from solvers.variables import Key3, Variables, add_row, decimal_shift, define_variables, gc_paused
 
 __all__ = [
     "Variables",
@@ -51,6 +47,7 @@ __all__ = [
     "add_route_split",
     "add_step_coverage",
     "add_replica_capacity",
+    "add_single_resource",
     "add_site_units",
     "add_pair_balance",
     "add_transfer_conservation",
@@ -75,91 +72,42 @@ DEFAULT_GAP = 1e-9
 # primary objective moves by at most ~1e-7 relative (see set_objective).
 _TIE = 1e-7
 
-Key3 = tuple[str, str, str]
-
-
-@dataclass
-class Variables:
-    """The decision variables of :func:`build_model` and the scales to read them.
-
-    ``x[route]`` fraction of λ_k, ``y[(column, step, site)]`` replica-equivalents,
-    ``n[(column, part, site)]`` integer replicas, ``z[(column, site0, site1)]``
-    replica pairs, ``f[(transfer, (u, v))]`` flow in ``flow_scale`` bytes/s.
-    ``primary`` is the objective without tie-breaks.
-    """
-
-    index: Index
-    flow_scale: float
-    x: dict[str, pulp.LpVariable] = field(default_factory=dict)
-    y: dict[Key3, pulp.LpVariable] = field(default_factory=dict)
-    n: dict[tuple[str, int, str], pulp.LpVariable] = field(default_factory=dict)
-    z: dict[Key3, pulp.LpVariable] = field(default_factory=dict)
-    f: dict[tuple[str, tuple[str, str]], pulp.LpVariable] = field(default_factory=dict)
-    primary: dict[tuple[str, int, str], float] = field(default_factory=dict)
-    labels: dict[str, tuple[str, tuple]] = field(default_factory=dict)
-
-
-def _add_var(m: pulp.LpProblem, v: Variables, family: str, key: tuple, tokens: list[str], ub=None, integer=False):
-    name = "__".join([family, *tokens])
-    cat = pulp.LpInteger if integer else pulp.LpContinuous
-    if hasattr(m, "add_variable"):
-        var = m.add_variable(name, 0, ub, cat)
-    else:  # PuLP < 3
-        var = pulp.LpVariable(name, 0, ub, cat)
-    v.labels[name] = (family, key)
-    return var
-
-
-def _add_row(m: pulp.LpProblem, v: Variables, family: str, key: tuple, tokens: list[str], terms, sense: int, rhs: float):
-    """Add Σ coef·var (sense) rhs; ``terms`` (var, coef) pairs never repeat a variable by construction."""
-    name = "__".join([family, *tokens])
-    m.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), sense, name, rhs))
-    v.labels[name] = (family, key)
-
-
-def _flow_scale(ix: Index) -> float:
-    caps = [ix.capacity[e] for e in ix.edges]
-    return 10.0 ** round(math.log10(statistics.median(caps))) if caps else 1e9
-
-
-def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
-    """Create x, y, n, z, f with bounds: 0 ≤ x ≤ 1, 0 ≤ n ≤ D_s·m_s // u_p, 0 ≤ z ≤ min(n bounds), 0 ≤ f ≤ cap_e/F."""
-    v = Variables(index=ix, flow_scale=_flow_scale(ix))
-    tok = ix.names.token
-    for r in ix.routes:
-        v.x[r.name] = _add_var(m, v, "x", (r.name,), [tok("route", r.name)], ub=1)
-    for c, q, s in ix.load_keys:
-        v.y[c, q, s] = _add_var(m, v, "y", (c, q, s), [tok("column", c), tok("step", q), tok("site", s)])
-    for key in ix.replica_keys:
-        c, p, s = key
-        ub = ix.replica_ub[key]
-        v.n[key] = _add_var(m, v, "n", key, [tok("column", c), str(p), tok("site", s)], ub=ub, integer=True)
-        v.primary[key] = ix.unit_coefficient(ix.site[s]) * ix.replica_units(key)
-    for c, s0, s1 in ix.pair_keys:
-        ub = min(ix.replica_ub[c, 0, s0], ix.replica_ub[c, 1, s1])
-        v.z[c, s0, s1] = _add_var(m, v, "z", (c, s0, s1), [tok("column", c), tok("site", s0), tok("site", s1)], ub=ub)
-    for t in ix.transfers:
-        for e in ix.edges:
-            v.f[t.name, e] = _add_var(
-                m, v, "f", (t.name, e), [tok("transfer", t.name), tok("node", e[0]), tok("node", e[1])],
-                ub=ix.capacity[e] / v.flow_scale,
-            )
-    return v
-
 
 def add_route_split(m: pulp.LpProblem, v: Variables) -> None:
-    """Route split, for each demand k with λ_k > 0: Σ_{r∈k} x_r = 1 (x is a fraction of λ_k)."""
+    """Route split, for each demand k with λ_k > 0::
+
+        Σ_{r∈k} x_r = 1
+
+    x_r is the fraction of λ_k sent down route r.
+    """
     ix = v.index
     routes_of: dict[str, list[str]] = defaultdict(list)
     for r in ix.routes:
         routes_of[r.demand].append(r.name)
     for k in sorted(ix.rate):
         terms = [(v.x[r], 1.0) for r in routes_of[k]]
-        _add_row(m, v, "route_split", (k,), [ix.names.token("demand", k)], terms, pulp.LpConstraintEQ, 1.0)
+        add_row(
+            m,
+            v,
+            "route_split",
+            (k,),
+            [ix.names.token("demand", k)],
+            terms,
+            pulp.LpConstraintEQ,
+            1.0,
+        )
 
 
 def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
-    """Step coverage, for each step q of route r of demand k: Σ_{c,s} (cap_{c,q}/λ_k)·y_{c,q,s} = x_r."""
+    """Step coverage, for each step q of route r of demand k::
+
+        Σ_{c,s} (cap_{c,q}/S_k)·y_{c,q,s} = (λ_k/S_k)·x_r
+
+    i.e. Σ a_{c,q,s} = λ_k·x_r with a = cap·y. S_k is the power of ten nearest
+    λ_k: it scales the row like dividing by λ_k would, but keeps decimal
+    inputs exact in the 13-digit LP/MPS text CBC reads (cap/λ = 1/3 written
+    as 0.333333333333 made CBC's preprocessing round 3 replicas up to 4).
+    """
     ix = v.index
     loads_of: dict[str, list[Key3]] = defaultdict(list)
     for key in ix.load_keys:
@@ -167,13 +115,29 @@ def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
     for r in ix.routes:
         lam = ix.rate[r.demand]
         for q in r.steps:
-            terms = [(v.y[key], ix.column[key[0]].capacity[q] / lam) for key in loads_of[q]]
-            terms.append((v.x[r.name], -1.0))
-            _add_row(m, v, "step_coverage", (q,), [ix.names.token("step", q)], terms, pulp.LpConstraintEQ, 0.0)
+            terms = [
+                (v.y[key], decimal_shift(ix.column[key[0]].capacity[q], lam)) for key in loads_of[q]
+            ]
+            terms.append((v.x[r.name], -decimal_shift(lam, lam)))
+            add_row(
+                m,
+                v,
+                "step_coverage",
+                (q,),
+                [ix.names.token("step", q)],
+                terms,
+                pulp.LpConstraintEQ,
+                0.0,
+            )
 
 
 def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
-    """Replica capacity, for each column c and site s of part 0: Σ_q y_{c,q,s} ≤ n_{c,0,s} (Σ a/cap ≤ n)."""
+    """Replica capacity, for each column c and site s of part 0::
+
+        Σ_q y_{c,q,s} ≤ n_{c,0,s}
+
+    i.e. Σ_q a_{c,q,s}/cap_{c,q} ≤ n_{c,0,s}: mixing steps shares a replica linearly.
+    """
     ix = v.index
     loads_at: dict[tuple[str, str], list[Key3]] = defaultdict(list)
     for key in ix.load_keys:
@@ -181,11 +145,53 @@ def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
     for (c, s), keys in loads_at.items():
         terms = [(v.y[key], 1.0) for key in keys] + [(v.n[c, 0, s], -1.0)]
         tokens = [ix.names.token("column", c), ix.names.token("site", s)]
-        _add_row(m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0)
+        add_row(m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0)
+
+
+def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
+    """Single-resource demands: one part-0 resource ρ serves all of demand k (binary w)::
+
+        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} (cap_{c,q}/S_k)·y_{c,q,s} ≤ (λ_k/S_k)·w_{k,ρ}
+
+    for every step q of every route of k. The left side of the second row is
+    the share of demand k that ρ serves at step q (≤ x_r ≤ 1, times λ_k/S_k),
+    so no big-M is needed. Demands with a single possible resource get no rows.
+    """
+    ix = v.index
+    loads_of: dict[tuple[str, str], list[Key3]] = defaultdict(list)
+    for key in ix.load_keys:
+        loads_of[key[1], ix.column[key[0]].parts[0].resource].append(key)
+    for r in ix.routes:
+        options = ix.choices.get(r.demand)
+        if not options:
+            continue
+        lam = ix.rate[r.demand]
+        for q in r.steps:
+            for rho in options:
+                keys = loads_of[q, rho]
+                if keys:
+                    terms = [
+                        (v.y[key], decimal_shift(ix.column[key[0]].capacity[q], lam))
+                        for key in keys
+                    ]
+                    terms.append((v.w[r.demand, rho], -decimal_shift(lam, lam)))
+                    tokens = [ix.names.token("step", q), ix.names.token("resource", rho)]
+                    add_row(
+                        m, v, "resource_choice", (q, rho), tokens, terms, pulp.LpConstraintLE, 0.0
+                    )
+    for k, options in ix.choices.items():
+        terms = [(v.w[k, rho], 1.0) for rho in options]
+        tokens = [ix.names.token("demand", k)]
+        add_row(m, v, "single_resource", (k,), tokens, terms, pulp.LpConstraintEQ, 1.0)
 
 
 def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
-    """Units per site, for each site s: Σ_{c,p} u_p·n_{c,p,s} ≤ D_s·m_s (exact for divisibility chains)."""
+    """Units per site, for each site s::
+
+        Σ_{c,p: parts[p].resource = s.resource} u_p·n_{c,p,s} ≤ D_s·m_s
+
+    Exact for divisibility chains of part sizes (see check_packable).
+    """
     ix = v.index
     at: dict[str, list] = defaultdict(list)
     for key, var in v.n.items():
@@ -193,11 +199,18 @@ def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
     for s in sorted(at):
         site = ix.site[s]
         rhs = float(site.units_per_domain * site.domains)
-        _add_row(m, v, "site_units", (s,), [ix.names.token("site", s)], at[s], pulp.LpConstraintLE, rhs)
+        add_row(
+            m, v, "site_units", (s,), [ix.names.token("site", s)], at[s], pulp.LpConstraintLE, rhs
+        )
 
 
 def add_pair_balance(m: pulp.LpProblem, v: Variables) -> None:
-    """Pair balance of two-part columns: Σ_{s'} z_{c,s,s'} = n_{c,0,s} and Σ_s z_{c,s,s'} = n_{c,1,s'}."""
+    """Pair balance of two-part columns, for each site s of part 0 and s' of part 1::
+
+        Σ_{s'} z_{c,s,s'} = n_{c,0,s}   and   Σ_s z_{c,s,s'} = n_{c,1,s'}
+
+    z is continuous; only allowed pairs (see solvers.index) have a z.
+    """
     ix = v.index
     out: dict[tuple[str, str], list] = defaultdict(list)
     into: dict[tuple[str, str], list] = defaultdict(list)
@@ -208,15 +221,17 @@ def add_pair_balance(m: pulp.LpProblem, v: Variables) -> None:
         for (c, s), terms in groups.items():
             terms = terms + [(v.n[c, part, s], -1.0)]
             tokens = [ix.names.token("column", c), ix.names.token("site", s)]
-            _add_row(m, v, family, (c, s), tokens, terms, pulp.LpConstraintEQ, 0.0)
+            add_row(m, v, family, (c, s), tokens, terms, pulp.LpConstraintEQ, 0.0)
 
 
 def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
-    """Transfer flow conservation, for transfer t and node v: Σ_out f − Σ_in f = b_t·(Σ_c a_{c,src,v} − Σ_c a_{c,tgt,v}).
+    """Transfer flow conservation, for each transfer t (src → tgt) and node v::
+
+        Σ_{e out of v} f_{t,e} − Σ_{e into v} f_{t,e} = b_t·(Σ_c a_{c,src,v} − Σ_c a_{c,tgt,v})
 
     a at a node sums the loads of the sites on that node, so a transfer
     between steps hosted on the same node nets out there and uses no edge.
-    In scaled units: b_t·cap_{c,q}/F multiplies y_{c,q,s}.
+    In scaled units b_t·cap_{c,q}/F multiplies y_{c,q,s}.
     """
     ix = v.index
     node_of = {name: site.node for name, site in ix.site.items()}
@@ -240,14 +255,26 @@ def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
         for node in ix.nodes:
             if per_node[node]:
                 tokens = [ix.names.token("transfer", t.name), ix.names.token("node", node)]
-                _add_row(m, v, "flow_conservation", (t.name, node), tokens, per_node[node], pulp.LpConstraintEQ, 0.0)
+                add_row(
+                    m,
+                    v,
+                    "flow_conservation",
+                    (t.name, node),
+                    tokens,
+                    per_node[node],
+                    pulp.LpConstraintEQ,
+                    0.0,
+                )
 
 
 def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
-    """Edge capacity, for each edge e: Σ_t f_{t,e} + Σ_{(c,s,s') with e on path s→s' or s'→s} B_c·z_{c,s,s'} ≤ cap_e.
+    """Edge capacity, for each edge e with capacity > 0::
+
+        Σ_t f_{t,e} + Σ_{(c,s,s')} k_e(s,s')·B_c·z_{c,s,s'} ≤ cap_e
 
     B_c is ``pair_bytes_per_s`` of column c, sent each way on the lowest-latency
-    path of that direction; everything in units of ``flow_scale`` bytes/s.
+    path of that direction; k_e(s,s') counts how often e lies on the paths
+    s → s' and s' → s (0, 1, or 2). Everything in ``flow_scale`` bytes/s.
     """
     ix = v.index
     load: dict[tuple[str, str], list] = defaultdict(list)
@@ -261,26 +288,48 @@ def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
     for e in ix.edges:
         if load[e]:
             tokens = [ix.names.token("node", e[0]), ix.names.token("node", e[1])]
-            _add_row(m, v, "edge_capacity", e, tokens, load[e], pulp.LpConstraintLE, ix.capacity[e] / v.flow_scale)
+            add_row(
+                m,
+                v,
+                "edge_capacity",
+                e,
+                tokens,
+                load[e],
+                pulp.LpConstraintLE,
+                ix.capacity[e] / v.flow_scale,
+            )
 
 
 def _per_replica(v: Variables, attr: str) -> list:
     ix = v.index
-    return [(var, getattr(ix.site[key[2]], attr) * ix.replica_units(key)) for key, var in v.n.items()]
+    return [
+        (var, getattr(ix.site[key[2]], attr) * ix.replica_units(key)) for key, var in v.n.items()
+    ]
 
 
 def add_power_cap(m: pulp.LpProblem, v: Variables) -> None:
     """Power cap (if set): Σ power_w_per_unit_s·u_p·n_{c,p,s} ≤ power_cap_w."""
     cap = v.index.problem.power_cap_w
     if cap is not None:
-        _add_row(m, v, "power_cap", (), [], _per_replica(v, "power_w_per_unit"), pulp.LpConstraintLE, cap)
+        add_row(
+            m, v, "power_cap", (), [], _per_replica(v, "power_w_per_unit"), pulp.LpConstraintLE, cap
+        )
 
 
 def add_budget(m: pulp.LpProblem, v: Variables) -> None:
     """Budget (if set): Σ usd_per_hour_per_unit_s·u_p·n_{c,p,s} ≤ budget_usd_per_hour."""
     budget = v.index.problem.budget_usd_per_hour
     if budget is not None:
-        _add_row(m, v, "budget", (), [], _per_replica(v, "usd_per_hour_per_unit"), pulp.LpConstraintLE, budget)
+        add_row(
+            m,
+            v,
+            "budget",
+            (),
+            [],
+            _per_replica(v, "usd_per_hour_per_unit"),
+            pulp.LpConstraintLE,
+            budget,
+        )
 
 
 def set_objective(m: pulp.LpProblem, v: Variables) -> None:
@@ -297,7 +346,9 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
     weights = [w / ix.replica_units(k) for k, w in v.primary.items() if w > 0]
     w_min = min(weights) if weights else 1.0
     eps_u = 0.0 if ix.problem.objective == "units" else _TIE * w_min
-    total = sum(t.bytes_per_request * ix.rate[ix.route_of_step[t.source].demand] for t in ix.transfers)
+    total = sum(
+        t.bytes_per_request * ix.rate[ix.route_of_step[t.source].demand] for t in ix.transfers
+    )
     eps_f = _TIE * w_min / max(1.0, total / v.flow_scale)
     coefs = {var: v.primary[k] + eps_u * ix.replica_units(k) for k, var in v.n.items()}
     coefs.update({var: eps_f for var in v.f.values()})
@@ -327,7 +378,8 @@ def build_model(problem: Problem) -> tuple[pulp.LpProblem, Variables]:
     >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
     >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
     ...             routes=[Route(name="r", demand="d", steps=["q"])],
-    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
+    ...                             capacity={"q": 2.0})],
     ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
     ...                         usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)])
     >>> m, v = build_model(p)
@@ -335,13 +387,14 @@ def build_model(problem: Problem) -> tuple[pulp.LpProblem, Variables]:
     ['replica_capacity__c__s', 'route_split__d', 'site_units__s', 'step_coverage__q']
     """
     check_packable(problem)
-    with _gc_paused():
+    with gc_paused():
         ix = Index.from_problem(problem)
         m = pulp.LpProblem(name="placement", sense=pulp.LpMinimize)
         v = define_variables(m, ix)
         add_route_split(m, v)
         add_step_coverage(m, v)
         add_replica_capacity(m, v)
+        add_single_resource(m, v)
         add_site_units(m, v)
         add_pair_balance(m, v)
         add_transfer_conservation(m, v)
@@ -352,34 +405,8 @@ def build_model(problem: Problem) -> tuple[pulp.LpProblem, Variables]:
     return m, v
 
 
-_gc_lock = threading.Lock()
-_gc_builds = 0  # builds in progress in this process
-_gc_was_enabled = False
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic GC while building: the model allocates millions of
-    acyclic objects, and generational collections over them cost ~40% of the
-    build time. Reference counting still frees memory; nested and concurrent
-    builds share one pause."""
-    global _gc_builds, _gc_was_enabled
-    with _gc_lock:
-        if _gc_builds == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_builds += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_builds -= 1
-            if _gc_builds == 0 and _gc_was_enabled:
-                gc.enable()
-
-
 def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg) -> Solution:
-    with _gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
+    with gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
         start = time.perf_counter()
         m, v = build_model(problem)
         build_seconds = time.perf_counter() - start
@@ -388,17 +415,45 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
             stats["integer_variables"] = 0  # the relaxation has none
         common = dict(backend=backend, build_seconds=build_seconds, stats=stats)
         if v.index.infeasible:
-            return empty_solution("infeasible", "; ".join(v.index.infeasible), solve_seconds=0.0, **common)
+            return empty_solution(
+                "infeasible", "; ".join(v.index.infeasible), solve_seconds=0.0, **common
+            )
         if stats["variables"] == 0:
-            return to_solution(v, status="optimal", message="nothing to place", bound=None, solve_seconds=0.0,
-                               relaxed=not mip, **common)
-        outcome = run(m, backend, mip=mip, time_limit_s=time_limit_s, gap=DEFAULT_GAP if gap is None else gap,
-                      threads=threads, msg=msg)
+            return to_solution(
+                v,
+                status="optimal",
+                message="nothing to place",
+                bound=None,
+                solve_seconds=0.0,
+                relaxed=not mip,
+                **common,
+            )
+        outcome = run(
+            m,
+            backend,
+            mip=mip,
+            time_limit_s=time_limit_s,
+            gap=DEFAULT_GAP if gap is None else gap,
+            threads=threads,
+            msg=msg,
+        )
         if not outcome.has_values:
-            return empty_solution(outcome.status, outcome.message, solve_seconds=outcome.seconds,
-                                  bound=outcome.bound, **common)
-        return to_solution(v, status=outcome.status, message=outcome.message, bound=outcome.bound,
-                           solve_seconds=outcome.seconds, relaxed=not mip, **common)
+            return empty_solution(
+                outcome.status,
+                outcome.message,
+                solve_seconds=outcome.seconds,
+                bound=outcome.bound,
+                **common,
+            )
+        return to_solution(
+            v,
+            status=outcome.status,
+            message=outcome.message,
+            bound=outcome.bound,
+            solve_seconds=outcome.seconds,
+            relaxed=not mip,
+            **common,
+        )
 
 
 def solve(
@@ -421,9 +476,12 @@ def solve(
         ``status="error"`` naming the available ones, never an exception.
     time_limit_s : float, optional
         Wall-clock limit of the solver. When hit, ``status="time_limit"``
-        with the incumbent if there is one (no placement otherwise).
+        with the incumbent if there is one (no placement otherwise). Model
+        building is not counted, and CBC checks its clock only after the
+        root LP, so on large models it can overrun.
     gap : float, optional
         Relative MIP gap at which to stop; ``None`` means :data:`DEFAULT_GAP`.
+        ``"optimal"`` means optimal within this gap.
     threads : int, optional
         Solver threads (CBC results may then depend on timing).
     msg : bool
@@ -438,7 +496,8 @@ def solve(
     >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
     >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
     ...             routes=[Route(name="r", demand="d", steps=["q"])],
-    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
+    ...                             capacity={"q": 2.0})],
     ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
     ...                         usd_per_hour_per_unit=1.5, power_w_per_unit=1.0)])
     >>> sol = solve(p, backend="highs")
@@ -467,7 +526,8 @@ def relax(
     >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
     >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
     ...             routes=[Route(name="r", demand="d", steps=["q"])],
-    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
+    ...                             capacity={"q": 2.0})],
     ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
     ...                         usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)])
     >>> relax(p).objective
@@ -476,7 +536,9 @@ def relax(
     return _solve(problem, backend, False, time_limit_s, None, threads, msg)
 
 
-def lp_bound(problem: Problem, backend: str = "highs", time_limit_s: float | None = None) -> float | None:
+def lp_bound(
+    problem: Problem, backend: str = "highs", time_limit_s: float | None = None
+) -> float | None:
     """Objective of the LP relaxation, or ``None`` if it was not solved.
 
     Examples
@@ -484,7 +546,8 @@ def lp_bound(problem: Problem, backend: str = "highs", time_limit_s: float | Non
     >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
     >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
     ...             routes=[Route(name="r", demand="d", steps=["q"])],
-    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
+    ...                             capacity={"q": 2.0})],
     ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
     ...                         usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)])
     >>> lp_bound(p)
@@ -492,32 +555,3 @@ def lp_bound(problem: Problem, backend: str = "highs", time_limit_s: float | Non
     """
     solution = relax(problem, backend=backend, time_limit_s=time_limit_s)
     return solution.objective if solution.status == "optimal" else None
-
-
-def export_model(problem: Problem, path: str | Path) -> Path:
-    """Write the MILP to ``path`` as ``.lp`` or ``.mps`` (chosen by suffix) with the deterministic names.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
-    >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
-    ...             routes=[Route(name="r", demand="d", steps=["q"])],
-    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
-    ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
-    ...                         usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)])
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     out = export_model(p, Path(d) / "m.lp")
-    ...     "n__c__0__s" in out.read_text()
-    True
-    """
-    path = Path(path)
-    m, _ = build_model(problem)
-    suffix = path.suffix.lower()
-    if suffix == ".lp":
-        m.writeLP(str(path))
-    elif suffix == ".mps":
-        m.writeMPS(str(path))
-    else:
-        raise ValueError(f"export_model: suffix {path.suffix!r} is neither .lp nor .mps")
-    return path

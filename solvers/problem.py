@@ -55,10 +55,16 @@ class _Record(BaseModel):
 
 
 class Demand(_Record):
-    """A stream of requests that must be served in full."""
+    """A stream of requests that must be served in full.
+
+    With ``single_resource`` all of it is served by columns whose part 0 is of
+    one resource type, chosen by the solver (an unsplittable assignment, as in
+    Mélange's ILP where each request bucket goes to one GPU type).
+    """
 
     name: str
     rate: float = Field(ge=0, description="requests/s")
+    single_resource: bool = False
 
 
 class Route(_Record):

@@ -19,6 +19,16 @@ def bertha_plan():
     return inst, placement.solve(inst)
 
 
+def test_melange_toy_published_optimum_cbc_and_highs():
+    """Each bucket on one GPU type (Mélange, slice_factor 1): 3 x A10G + 1 x A100 = $6.70/h."""
+    inst = placement.load_instance(TOY)
+    for backend in ("cbc", "highs"):
+        plan = placement.solve(inst, backend=backend)
+        assert plan.status == "optimal" and plan.verified
+        assert plan.cost_usd_per_hour == pytest.approx(6.70)
+        assert plan.chips_by_type == {"a100-80gb": 1, "a10g": 3}
+
+
 def test_melange_toy_fluid_optimum_cbc_and_highs():
     """Fluid split (load of a class may be shared across GPU types): 1 A100 + 1 A10G.
 
@@ -26,6 +36,8 @@ def test_melange_toy_fluid_optimum_cbc_and_highs():
     the long-in/short-out bucket to one A10G (5/5 = 1.0) leaves exactly 1.0 on the A100.
     """
     inst = placement.load_instance(TOY)
+    classes = [c.model_copy(update={"single_chip_type": False}) for c in inst.workload.classes]
+    inst = inst.model_copy(update={"workload": inst.workload.model_copy(update={"classes": classes})})
     for backend in ("cbc", "highs"):
         plan = placement.solve(inst, backend=backend)
         assert plan.status == "optimal" and plan.verified
@@ -131,3 +143,17 @@ def test_objective_power_and_chips_change_the_answer_consistently():
     assert by["cost"].cost_usd_per_hour <= by["power"].cost_usd_per_hour + 1e-9
     assert by["power"].power_w <= by["cost"].power_w + 1e-9
     assert by["chips"].chips <= by["cost"].chips
+
+
+def test_verifier_catches_a_single_chip_type_class_split_across_types():
+    inst = placement.load_instance(TOY)
+    plan = placement.solve(inst)
+    ctx = Context.of(inst)
+    assert verify(ctx, plan) == []
+    p = plan.model_copy(deep=True)
+    a10g = next(x for x in p.pools if x.chip == "a10g")
+    a100 = next(x for x in p.pools if x.chip == "a100-80gb")
+    step = next(iter(a10g.sites[0].load_rps))
+    a10g.sites[0].load_rps[step] -= 0.5
+    a100.sites[0].load_rps[step] = a100.sites[0].load_rps.get(step, 0.0) + 0.5
+    assert any("one chip type" in v for v in verify(ctx, p))

@@ -25,6 +25,7 @@ from solvers import (
     relax,
     solve,
 )
+from solvers.extract import model_stats
 
 BACKENDS = ["cbc", "highs"]
 
@@ -33,8 +34,15 @@ BACKENDS = ["cbc", "highs"]
 
 
 def site(name, resource, *, node=None, D=1, m=20, usd=1.0, watts=100.0):
-    return Site(name=name, node=node or f"node_{name}", resource=resource, units_per_domain=D, domains=m,
-                usd_per_hour_per_unit=usd, power_w_per_unit=watts)
+    return Site(
+        name=name,
+        node=node or f"node_{name}",
+        resource=resource,
+        units_per_domain=D,
+        domains=m,
+        usd_per_hour_per_unit=usd,
+        power_w_per_unit=watts,
+    )
 
 
 def column(name, resource, capacity, units=1):
@@ -42,8 +50,13 @@ def column(name, resource, capacity, units=1):
 
 
 def one_step(rate, columns, sites, **kw):
-    return Problem(demands=[Demand(name="d", rate=rate)], routes=[Route(name="r", demand="d", steps=["q"])],
-                   columns=columns, sites=sites, **kw)
+    return Problem(
+        demands=[Demand(name="d", rate=rate)],
+        routes=[Route(name="r", demand="d", steps=["q"])],
+        columns=columns,
+        sites=sites,
+        **kw,
+    )
 
 
 def ratio_problem(rate=12.0, **kw):
@@ -52,11 +65,15 @@ def ratio_problem(rate=12.0, **kw):
     rate 12: 3X = $3.00 / 900 W beats 1X+1Y = $3.60 / 800 W and 2Y = $5.20 / 1000 W.
     rate 10: 1Y = $2.60 beats 3X = $3.00 although X has the better $/req ratio.
     """
-    return one_step(rate, [column("X", "x", {"q": 4.0}), column("Y", "y", {"q": 10.0})],
-                    [site("sx", "x", usd=1.0, watts=300.0), site("sy", "y", usd=2.6, watts=500.0)], **kw)
+    return one_step(
+        rate,
+        [column("X", "x", {"q": 4.0}), column("Y", "y", {"q": 10.0})],
+        [site("sx", "x", usd=1.0, watts=300.0), site("sy", "y", usd=2.6, watts=500.0)],
+        **kw,
+    )
 
 
-def melange(fixed_assignment=False):
+def melange(fixed_assignment=False, single_resource=False):
     """Mélange's toy as a generic problem: 4 request-size buckets, A10G vs A100.
 
     Rates 30*[0.2, 0.1, 0.5, 0.2] = [6, 3, 15, 6] req/s; A10G ($1.01/h) serves
@@ -66,14 +83,20 @@ def melange(fixed_assignment=False):
     top-up is bucket 2 on A10G (5 req/s = 0.125 A100-eq on exactly one A10G):
     optimum 1 A100 + 1 A10G = $4.68/h. Mélange's $6.70/h (1 A100 + 3 A10G)
     keeps each bucket on one GPU type: fixing A10G to bucket 2 and A100 to
-    buckets 0, 1, 3 reproduces it (15/5 = 3 A10G, 0.75 A100 -> 1).
+    buckets 0, 1, 3 reproduces it (15/5 = 3 A10G, 0.75 A100 -> 1), and so
+    does letting the solver choose one GPU type per bucket (``single_resource``):
+    one A100 holds at most three buckets, the fourth needs 3 A10G (bucket 1
+    or 2), or a second A100 ($7.34) — $6.70 is the cheapest.
     """
     rates = [6.0, 3.0, 15.0, 6.0]
     a10g, a100 = [2.0, 1.0, 5.0, 2.0], [20.0, 20.0, 40.0, 20.0]
     small = {f"b{i}": c for i, c in enumerate(a10g) if not fixed_assignment or i == 2}
     large = {f"b{i}": c for i, c in enumerate(a100) if not fixed_assignment or i != 2}
     return Problem(
-        demands=[Demand(name=f"bucket{i}", rate=r) for i, r in enumerate(rates)],
+        demands=[
+            Demand(name=f"bucket{i}", rate=r, single_resource=single_resource)
+            for i, r in enumerate(rates)
+        ],
         routes=[Route(name=f"r{i}", demand=f"bucket{i}", steps=[f"b{i}"]) for i in range(4)],
         columns=[column("A10G", "a10g", small), column("A100", "a100", large)],
         sites=[site("pool_a10g", "a10g", usd=1.01), site("pool_a100", "a100", usd=3.67)],
@@ -91,11 +114,18 @@ def transfer_problem(edge_capacity):
     return Problem(
         demands=[Demand(name="d", rate=10.0)],
         routes=[Route(name="r", demand="d", steps=["pre", "dec"])],
-        transfers=[Transfer(name="kv", route="r", source="pre", target="dec", bytes_per_request=1e8)],
+        transfers=[
+            Transfer(name="kv", route="r", source="pre", target="dec", bytes_per_request=1e8)
+        ],
         columns=[column("P", "gpu", {"pre": 10.0}), column("D", "gpu", {"dec": 10.0})],
-        sites=[site("cheap", "gpu", node="n1", m=1, usd=1.0), site("dear", "gpu", node="n2", m=4, usd=2.0)],
-        edges=[Edge(source="n1", target="n2", capacity_bytes_per_s=edge_capacity, latency_s=1e-6),
-               Edge(source="n2", target="n1", capacity_bytes_per_s=edge_capacity, latency_s=1e-6)],
+        sites=[
+            site("cheap", "gpu", node="n1", m=1, usd=1.0),
+            site("dear", "gpu", node="n2", m=4, usd=2.0),
+        ],
+        edges=[
+            Edge(source="n1", target="n2", capacity_bytes_per_s=edge_capacity, latency_s=1e-6),
+            Edge(source="n2", target="n1", capacity_bytes_per_s=edge_capacity, latency_s=1e-6),
+        ],
     )
 
 
@@ -106,15 +136,29 @@ def pair_problem(limit=math.inf, far_capacity=1e11):
     No limit: $1 + $1 = $2. Limit 5 µs, or a far link narrower than 1e9 B/s:
     the near FFN, $1 + $3 = $4.
     """
-    af = Column(name="AF", parts=[Part(resource="attn", units=1), Part(resource="ffn", units=1)],
-                capacity={"q": 10.0}, pair_bytes_per_s=1e9, pair_max_latency_s=limit)
+    af = Column(
+        name="AF",
+        parts=[Part(resource="attn", units=1), Part(resource="ffn", units=1)],
+        capacity={"q": 10.0},
+        pair_bytes_per_s=1e9,
+        pair_max_latency_s=limit,
+    )
     edges = []
     for other, lat, cap in (("nf", 10e-6, far_capacity), ("nn", 2e-6, 1e11)):
-        edges += [Edge(source="na", target=other, capacity_bytes_per_s=cap, latency_s=lat),
-                  Edge(source=other, target="na", capacity_bytes_per_s=cap, latency_s=lat)]
-    return one_step(10.0, [af], [site("A", "attn", node="na", m=4, usd=1.0),
-                                 site("Ffar", "ffn", node="nf", m=4, usd=1.0),
-                                 site("Fnear", "ffn", node="nn", m=4, usd=3.0)], edges=edges)
+        edges += [
+            Edge(source="na", target=other, capacity_bytes_per_s=cap, latency_s=lat),
+            Edge(source=other, target="na", capacity_bytes_per_s=cap, latency_s=lat),
+        ]
+    return one_step(
+        10.0,
+        [af],
+        [
+            site("A", "attn", node="na", m=4, usd=1.0),
+            site("Ffar", "ffn", node="nf", m=4, usd=1.0),
+            site("Fnear", "ffn", node="nn", m=4, usd=3.0),
+        ],
+        edges=edges,
+    )
 
 
 # (problem factory, expected status, expected objective)
@@ -124,11 +168,16 @@ CASES = {
     "ratio_power": (lambda: ratio_problem(objective="power"), "optimal", 800.0),
     "ratio_units": (lambda: ratio_problem(objective="units"), "optimal", 2.0),
     "power_cap_binds": (lambda: ratio_problem(power_cap_w=850.0), "optimal", 3.6),
-    "budget_binds": (lambda: ratio_problem(objective="power", budget_usd_per_hour=3.2), "optimal", 900.0),
+    "budget_binds": (
+        lambda: ratio_problem(objective="power", budget_usd_per_hour=3.2),
+        "optimal",
+        900.0,
+    ),
     "power_cap_infeasible": (lambda: ratio_problem(power_cap_w=700.0), "infeasible", None),
     "too_much_demand": (lambda: ratio_problem(1000.0), "infeasible", None),
     "melange": (melange, "optimal", 4.68),
     "melange_fixed_assignment": (lambda: melange(True), "optimal", 6.70),
+    "melange_single_resource": (lambda: melange(single_resource=True), "optimal", 6.70),
     "transfer_wide": (lambda: transfer_problem(1e10), "optimal", 3.0),
     "transfer_bottleneck": (lambda: transfer_problem(5e8), "optimal", 4.0),
     "pair_no_limit": (lambda: pair_problem(), "optimal", 2.0),
@@ -161,7 +210,17 @@ def test_backends_agree(case):
 
 def test_melange_replicas():
     assert _counts(solve(melange())) == {("A100", 0, "pool_a100"): 1, ("A10G", 0, "pool_a10g"): 1}
-    assert _counts(solve(melange(True))) == {("A100", 0, "pool_a100"): 1, ("A10G", 0, "pool_a10g"): 3}
+    assert _counts(solve(melange(True))) == {
+        ("A100", 0, "pool_a100"): 1,
+        ("A10G", 0, "pool_a10g"): 3,
+    }
+    single = solve(melange(single_resource=True))
+    assert _counts(single) == {("A100", 0, "pool_a100"): 1, ("A10G", 0, "pool_a10g"): 3}
+    served = {}
+    for load in single.loads:  # every bucket is served by one GPU type only
+        served.setdefault(load.step, set()).add(load.column)
+    assert all(len(columns) == 1 for columns in served.values()), served
+    assert single.integer_variables == 2 + 8  # n, and w for 4 buckets x 2 types
 
 
 def test_objectives_and_totals():
@@ -182,8 +241,13 @@ def test_transfer_flows_reported():
 
 def test_pair_traffic_both_directions():
     sol = solve(pair_problem(limit=5e-6))
-    assert [(p.column, p.source_site, p.target_site, p.replicas) for p in sol.pairs] == [("AF", "A", "Fnear", 1.0)]
-    assert {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads} == {("na", "nn"): 1e9, ("nn", "na"): 1e9}
+    assert [(p.column, p.source_site, p.target_site, p.replicas) for p in sol.pairs] == [
+        ("AF", "A", "Fnear", 1.0)
+    ]
+    assert {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads} == {
+        ("na", "nn"): 1e9,
+        ("nn", "na"): 1e9,
+    }
     assert _counts(sol) == {("AF", 0, "A"): 1, ("AF", 1, "Fnear"): 1}
 
 
@@ -225,14 +289,18 @@ def test_deterministic_json(backend):
     first, second = (solve(problem, backend=backend) for _ in range(2))
     assert first.status == "optimal"
     assert first.canonical_json() == second.canonical_json()
-    assert first.model_dump_json(exclude={"build_seconds", "solve_seconds"}) == second.canonical_json()
+    assert (
+        first.model_dump_json(exclude={"build_seconds", "solve_seconds"}) == second.canonical_json()
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_concurrent_threads_identical(backend):
     problem = combined_problem()
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda _: solve(problem, backend=backend).canonical_json(), range(4)))
+        results = list(
+            pool.map(lambda _: solve(problem, backend=backend).canonical_json(), range(4))
+        )
     assert len(set(results)) == 1 and '"optimal"' in results[0]
 
 
@@ -253,7 +321,9 @@ def test_check_packable():
         check_packable(bad)
     with pytest.raises(ValueError, match="s8"):
         build_model(bad)
-    not_multiple = one_step(1.0, [column("c12", "gpu", {"q": 1.0}, units=12)], [site("s8", "gpu", D=8)])
+    not_multiple = one_step(
+        1.0, [column("c12", "gpu", {"q": 1.0}, units=12)], [site("s8", "gpu", D=8)]
+    )
     with pytest.raises(ValueError, match="c12"):
         check_packable(not_multiple)
     chain = [column(f"c{u}", "gpu", {"q": 1.0}, units=u) for u in (1, 2, 4, 8, 16, 32)]
@@ -262,7 +332,13 @@ def test_check_packable():
 
 def test_pack_into_domains_exact_and_overflow():
     s = site("s", "gpu", D=8, m=6)
-    sizes = {"two_domains": (16, 1), "full": (8, 1), "half": (4, 3), "quarter": (2, 2), "one": (1, 8)}
+    sizes = {
+        "two_domains": (16, 1),
+        "full": (8, 1),
+        "half": (4, 3),
+        "quarter": (2, 2),
+        "one": (1, 8),
+    }
     packed = pack_into_domains(s, sizes)  # 16 + 8 + 12 + 4 + 8 = 48 = 6 domains * 8: exact
     assert sorted(packed) == list(range(6))
     assert all(sum(u for _, u in hosted) == 8 for hosted in packed.values())
@@ -278,8 +354,11 @@ def test_solution_packs_into_domains():
     assert sol.status == "optimal"
     problem = chain_problem()
     for s in problem.sites:
-        here = {(p.column, p.part): (problem_units(problem, p.column, p.part), p.replicas)
-                for p in sol.replicas if p.site == s.name}
+        here = {
+            (p.column, p.part): (problem_units(problem, p.column, p.part), p.replicas)
+            for p in sol.replicas
+            if p.site == s.name
+        }
         pack_into_domains(s, here)  # raises if the aggregate unit constraint was not exact
 
 
@@ -287,7 +366,11 @@ def test_export_names(tmp_path):
     problem = combined_problem()
     lp, mps = export_model(problem, tmp_path / "m.lp"), export_model(problem, tmp_path / "m.mps")
     text = lp.read_text()
-    assert "n__AF__0__A" in text and "edge_capacity__na__nn" in text and "flow_conservation__kv__n1" in text
+    assert (
+        "n__AF__0__A" in text
+        and "edge_capacity__na__nn" in text
+        and "flow_conservation__kv__n1" in text
+    )
     assert export_model(problem, tmp_path / "again.lp").read_text() == text
     assert mps.read_text().startswith("*SENSE:Minimize") or "ROWS" in mps.read_text()
     with pytest.raises(ValueError):
@@ -295,24 +378,53 @@ def test_export_names(tmp_path):
 
 
 def test_unsafe_names_round_trip(tmp_path):
-    problem = one_step(5.0, [column("A100 (80GB)/tp-2", "gpu+x", {"q": 2.0}), column("A100_80GB_tp_2", "gpu+x", {"q": 3.0})],
-                       [site("rack 1/slot[0]", "gpu+x", usd=1.0)])
+    problem = one_step(
+        5.0,
+        [
+            column("A100 (80GB)/tp-2", "gpu+x", {"q": 2.0}),
+            column("A100_80GB_tp_2", "gpu+x", {"q": 3.0}),
+        ],
+        [site("rack 1/slot[0]", "gpu+x", usd=1.0)],
+    )
     _, v = build_model(problem)
     assert all(len(name) <= 100 and " " not in name and "/" not in name for name in v.labels)
     assert len({name for name in v.labels}) == len(v.labels)
     export_model(problem, tmp_path / "u.lp")
     sol = solve(problem)
-    assert sol.status == "optimal" and {p.column for p in sol.replicas} <= {"A100 (80GB)/tp-2", "A100_80GB_tp_2"}
+    assert sol.status == "optimal" and {p.column for p in sol.replicas} <= {
+        "A100 (80GB)/tp-2",
+        "A100_80GB_tp_2",
+    }
     assert sol.replicas[0].site == "rack 1/slot[0]"
 
 
 def test_model_size_counts():
     m, v = build_model(melange())
+    assert model_stats(m) == model_stats(m, v)  # the fast count agrees with PuLP's own
     sol = solve(melange())
     # x: 4 routes, y: 4 steps x 2 columns, n: 2 -> 14 variables; rows: 4 splits, 4 coverages,
     # 2 replica capacities, 2 site units
     assert (sol.variables, sol.integer_variables, sol.constraints) == (14, 2, 12)
     assert sol.nonzeros == 4 + 4 * 3 + 2 * 5 + 2
+
+
+def test_trivial_and_invalid_problems():
+    idle = solve(ratio_problem(0.0))  # no demand: nothing to place, no solver call
+    assert (idle.status, idle.objective, idle.replicas, idle.variables) == ("optimal", 0.0, [], 0)
+    no_route = Problem(
+        demands=[Demand(name="d", rate=1.0)],
+        routes=[],
+        columns=[column("X", "x", {"q": 1.0})],
+        sites=[site("sx", "x")],
+    )
+    assert solve(no_route).status == "infeasible"
+    twice = ratio_problem().model_copy(update={"sites": [site("sx", "x"), site("sx", "y")]})
+    with pytest.raises(ValueError, match="site names must be unique"):
+        build_model(twice)
+    doubled = transfer_problem(1e9)
+    doubled = doubled.model_copy(update={"edges": doubled.edges + doubled.edges[:1]})
+    with pytest.raises(ValueError, match="two edges"):
+        build_model(doubled)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -332,29 +444,51 @@ def combined_problem():
     return Problem(
         demands=[Demand(name="d", rate=10.0), Demand(name="e", rate=10.0)],
         routes=[t.routes[0], Route(name="rp", demand="e", steps=["q"])],
-        transfers=t.transfers, columns=t.columns + p.columns, sites=t.sites + p.sites, edges=t.edges + p.edges,
+        transfers=t.transfers,
+        columns=t.columns + p.columns,
+        sites=t.sites + p.sites,
+        edges=t.edges + p.edges,
     )
 
 
 def chain_problem():
     """Sizes 1, 2, 4, 8, 16 in 8-unit domains; units are scarce so several sizes share a site."""
-    cols = [column(f"c{u}", "gpu", {"q": 3.0 * u ** 0.8}, units=u) for u in (1, 2, 4, 8, 16)]
-    return one_step(60.0, cols, [site("big", "gpu", D=8, m=3, usd=1.0), site("small", "gpu", D=8, m=2, usd=1.3)])
+    cols = [column(f"c{u}", "gpu", {"q": 3.0 * u**0.8}, units=u) for u in (1, 2, 4, 8, 16)]
+    return one_step(
+        60.0, cols, [site("big", "gpu", D=8, m=3, usd=1.0), site("small", "gpu", D=8, m=2, usd=1.3)]
+    )
 
 
 def hard_problem(seed=1, n_sites=40, n_columns=100):
     """Random mid-size problem whose MILP neither backend proves optimal in 50 ms."""
     rng = np.random.default_rng(seed)
     resources, size = ["h100", "a100", "l40", "tpu"], {"h100": 8, "a100": 8, "l40": 4, "tpu": 4}
-    sites = [Site(name=f"s{i}", node=f"n{i % 10}", resource=resources[i % 4], units_per_domain=size[resources[i % 4]],
-                  domains=int(rng.integers(1, 9)), usd_per_hour_per_unit=round(float(rng.uniform(0.5, 4)), 2),
-                  power_w_per_unit=300.0) for i in range(n_sites)]
+    sites = [
+        Site(
+            name=f"s{i}",
+            node=f"n{i % 10}",
+            resource=resources[i % 4],
+            units_per_domain=size[resources[i % 4]],
+            domains=int(rng.integers(1, 9)),
+            usd_per_hour_per_unit=round(float(rng.uniform(0.5, 4)), 2),
+            power_w_per_unit=300.0,
+        )
+        for i in range(n_sites)
+    ]
     routes = [Route(name=f"r{i}", demand=f"d{i % 4}", steps=[f"q{i}"]) for i in range(8)]
     columns = []
     for c in range(n_columns):
         r = str(rng.choice(resources))
         units = int(rng.choice([1, 2, 4, 8] if size[r] == 8 else [1, 2, 4]))
         steps = rng.choice([f"q{i}" for i in range(8)], size=int(rng.integers(1, 4)), replace=False)
-        columns.append(column(f"c{c}", r, {str(q): round(float(rng.uniform(0.5, 30)), 2) for q in steps}, units))
-    return Problem(demands=[Demand(name=f"d{k}", rate=round(float(rng.uniform(5, 200)), 1)) for k in range(4)],
-                   routes=routes, columns=columns, sites=sites)
+        columns.append(
+            column(
+                f"c{c}", r, {str(q): round(float(rng.uniform(0.5, 30)), 2) for q in steps}, units
+            )
+        )
+    return Problem(
+        demands=[Demand(name=f"d{k}", rate=round(float(rng.uniform(5, 200)), 1)) for k in range(4)],
+        routes=routes,
+        columns=columns,
+        sites=sites,
+    )

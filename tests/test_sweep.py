@@ -221,7 +221,7 @@ def test_overridden_chip_price_warns():
 
 
 def test_failed_points_are_reported_not_dropped(monkeypatch):
-    import placement.sweep as sweep
+    from placement import sweep
 
     real = sweep.solve_job
 
