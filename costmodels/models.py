@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from topology.chips import BYTES_PER_VALUE
+from topology.chips import BYTES_PER_VALUE, read_records
 
 __all__ = [
     "Attention",
@@ -271,14 +270,7 @@ class ModelSpec(_Record):
 
 def read_model_file(path: str | Path) -> dict[str, ModelSpec]:
     """Read a model catalogue YAML file (``models: [ {...}, ... ]``) keyed by name."""
-    raw = yaml.safe_load(Path(path).read_text())
-    models: dict[str, ModelSpec] = {}
-    for entry in raw["models"]:
-        m = ModelSpec.model_validate(entry)
-        if m.name in models:
-            raise ValueError(f"{path}: model {m.name!r} defined twice")
-        models[m.name] = m
-    return models
+    return read_records(path, "models", ModelSpec)
 
 
 @lru_cache(maxsize=1)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -30,6 +30,7 @@ __all__ = [
     "BYTES_PER_VALUE",
     "load_chip_catalog",
     "read_chip_file",
+    "read_records",
 ]
 
 Precision = Literal["fp4", "fp8", "bf16"]
@@ -38,6 +39,7 @@ PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
 BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
 
 CATALOG_PATH = Path(__file__).with_name("catalog") / "chips.yaml"
+R = TypeVar("R", bound=BaseModel)
 
 
 class _Record(BaseModel):
@@ -150,22 +152,27 @@ _SOURCED_FIELDS = (
 )
 
 
-def read_chip_file(path: str | Path) -> dict[str, ChipSpec]:
-    """Read a chip catalogue YAML file (``chips: [ {...}, ... ]``) keyed by name.
+def read_records(path: str | Path, section: str, record_type: type[R]) -> dict[str, R]:
+    """Read the list under ``section`` of a YAML catalogue as records keyed by ``name``.
 
     Raises
     ------
     ValueError
-        On a duplicate chip name; pydantic's ``ValidationError`` on a bad record.
+        On a duplicate name; pydantic's ``ValidationError`` on a bad record.
     """
     raw = yaml.safe_load(Path(path).read_text())
-    chips: dict[str, ChipSpec] = {}
-    for entry in raw["chips"]:
-        chip = ChipSpec.model_validate(entry)
-        if chip.name in chips:
-            raise ValueError(f"{path}: chip {chip.name!r} defined twice")
-        chips[chip.name] = chip
-    return chips
+    records: dict[str, R] = {}
+    for entry in raw[section]:
+        rec = record_type.model_validate(entry)
+        if rec.name in records:
+            raise ValueError(f"{path}: {section[:-1]} {rec.name!r} defined twice")
+        records[rec.name] = rec
+    return records
+
+
+def read_chip_file(path: str | Path) -> dict[str, ChipSpec]:
+    """Read a chip catalogue YAML file (``chips: [ {...}, ... ]``) keyed by name."""
+    return read_records(path, "chips", ChipSpec)
 
 
 @lru_cache(maxsize=1)
