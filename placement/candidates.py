@@ -184,6 +184,8 @@ def _column_name(cfg: PoolConfig, latency: float | None) -> str:
     parts.append(f"b{cfg.batch}")
     if cfg.chunk_tokens:
         parts.append(f"c{cfg.chunk_tokens}")
+    if cfg.draft_tokens:
+        parts.append(f"k{cfg.draft_tokens}")
     if latency is not None:
         parts.append(f"l{latency * 1e6:.3g}us")
     return "|".join(parts)
@@ -279,8 +281,10 @@ def generate(ctx: Context) -> Candidates:
                                           chunk_tokens=chunk)
                         _grid(out, pend, ctx, base, cls, agg, BATCHES)
                 if spec and draft.placement in ("any", "colocated"):
-                    base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, batch=1)
-                    _grid(out, pend, ctx, base, cls, [spec], BATCHES)
+                    for gamma in range(1, draft.gamma + 1):
+                        base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, batch=1,
+                                          draft_tokens=gamma)
+                        _grid(out, pend, ctx, base, cls, [spec], BATCHES)
             if spec and draft.placement in ("any", "remote"):
                 dw = ctx.draft_model.weight_bytes(prec.weights)
                 for res_d, site_d in resources.items():
@@ -290,8 +294,10 @@ def generate(ctx: Context) -> Candidates:
                     drafts = _parts(ctx, site_d, "decode", dw)
                     # A draft model is small: replicas beyond twice the smallest that holds it add nothing.
                     drafts = [d for d in drafts if d.chips <= 2 * drafts[0].chips] if drafts else []
-                    for part, dpart in product(_parts(ctx, site, "decode", w_all), drafts):
-                        base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart, batch=1)
+                    for part, dpart, gamma in product(_parts(ctx, site, "decode", w_all), drafts,
+                                                      range(1, draft.gamma + 1)):
+                        base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart,
+                                          batch=1, draft_tokens=gamma)
                         for lat in lats:
                             _grid(out, pend, ctx, base, cls, [spec], BATCHES, lat, with_latency=True)
             if af:

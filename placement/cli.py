@@ -101,6 +101,8 @@ def solve(
     gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the plan as JSON here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
+    with_compare: Annotated[bool, typer.Option("--compare", help="also solve each homogeneous fleet and "
+                                                "each single mode; report the savings")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     from placement.report import print_plan
@@ -118,6 +120,11 @@ def solve(
         check_writable(json_path)  # before the solve, not after it
     inst = _load(instance)
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance))
+    if with_compare and plan.verified:
+        from placement.compare import with_comparisons
+
+        plan = with_comparisons(plan, inst if objective is None else inst.model_copy(update={"objective": objective}),
+                                backend=solver, time_limit_s=time_limit, source=str(instance))
     if json_path is not None:
         from placement.output import write_atomic
 

@@ -1,32 +1,25 @@
 """The heterogeneous plan beside every homogeneous fleet and every single mode.
 
-Each row re-solves the instance with part of it removed: only the domain
-groups of one chip type, or only one serving mode. The savings of the full
-heterogeneous plan are read against these rows.
+Each alternative re-solves the instance with part of it removed: only the
+domain groups of one chip type, or only one serving mode. ``savings`` says what
+the full heterogeneous plan saves against each (1 − full cost / its cost).
+
+Examples
+--------
+>>> import placement
+>>> from placement.compare import compare
+>>> rows = compare(placement.load_instance("instances/melange-toy.yaml"))  # doctest: +SKIP
+>>> [(r.label, r.cost_usd_per_hour) for r in rows]                         # doctest: +SKIP
+[('heterogeneous, all modes', 6.7), ('only a100-80gb', 7.34), ('only a10g', 30.3)]
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from placement.plan import Comparison, Plan
 from placement.schema import Instance
 from placement.solve import solve
 
-__all__ = ["ComparisonRow", "compare", "variants"]
-
-
-class ComparisonRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    label: str
-    kind: str
-    status: str
-    cost_usd_per_hour: float | None
-    chips: int | None
-    power_w: float | None
-    usd_per_million_output_tokens: float | None
-    modes: dict[str, float] = {}
-    chips_by_type: dict[str, int] = {}
+__all__ = ["compare", "variants", "with_comparisons"]
 
 
 def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
@@ -46,19 +39,38 @@ def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
     return out
 
 
+def _row(label: str, kind: str, plan: Plan, full_cost: float | None) -> Comparison:
+    ok = plan.status in ("optimal", "feasible", "time_limit") and plan.verified
+    cost = plan.cost_usd_per_hour if ok else None
+    return Comparison(
+        label=label, kind=kind, status=plan.status, cost_usd_per_hour=cost,
+        chips=plan.chips if ok else None, power_w=plan.power_w if ok else None,
+        usd_per_million_output_tokens=plan.usd_per_million_output_tokens if ok else None,
+        modes={m: round(sum(c.modes.get(m, 0) * c.rate_rps for c in plan.classes), 9)
+               for m in sorted({m for c in plan.classes for m in c.modes})} if ok else {},
+        chips_by_type=plan.chips_by_type if ok else {},
+        savings=round(1 - full_cost / cost, 9) if ok and cost and full_cost is not None else None,
+    )
+
+
 def compare(inst: Instance, *, backend: str = "cbc", time_limit_s: float | None = None,
-            source: str = "<instance>") -> list[ComparisonRow]:
-    rows = []
+            source: str = "<instance>", full: Plan | None = None) -> list[Comparison]:
+    """Solve the full instance (unless ``full`` is given) and every variant of it."""
+    rows: list[Comparison] = []
+    full_cost = None
     for label, kind, variant in variants(inst):
-        plan = solve(variant, backend=backend, time_limit_s=time_limit_s, source=source)
-        ok = plan.status in ("optimal", "feasible", "time_limit") and plan.verified
-        rows.append(ComparisonRow(
-            label=label, kind=kind, status=plan.status,
-            cost_usd_per_hour=plan.cost_usd_per_hour if ok else None,
-            chips=plan.chips if ok else None, power_w=plan.power_w if ok else None,
-            usd_per_million_output_tokens=plan.usd_per_million_output_tokens if ok else None,
-            modes={m: round(sum(c.modes.get(m, 0) * c.rate_rps for c in plan.classes), 9) for m in
-                   sorted({m for c in plan.classes for m in c.modes})},
-            chips_by_type=plan.chips_by_type,
-        ))
+        if kind == "full" and full is not None:
+            plan = full
+        else:
+            plan = solve(variant, backend=backend, time_limit_s=time_limit_s, source=source)
+        if kind == "full":
+            full_cost = plan.cost_usd_per_hour if plan.verified else None
+        rows.append(_row(label, kind, plan, full_cost))
     return rows
+
+
+def with_comparisons(plan: Plan, inst: Instance, *, backend: str = "cbc", time_limit_s: float | None = None,
+                     source: str = "<instance>") -> Plan:
+    """``plan`` with the best homogeneous plans and single-mode plans attached, with savings."""
+    rows = compare(inst, backend=backend, time_limit_s=time_limit_s, source=source, full=plan)
+    return plan.model_copy(update={"comparisons": rows[1:]})

@@ -97,6 +97,7 @@ class PoolConfig(_Record):
     batch: int = Field(ge=1)
     chunk_tokens: int | None = None
     micro_batches: int = 1
+    draft_tokens: int | None = Field(default=None, ge=1, description="γ, draft tokens per verify (decode-spec)")
     measured_rps: float | None = None
 
 
@@ -220,7 +221,9 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
         raise ValueError("decode-spec pool in an instance without a draft model")
     chip, m, dm = ctx.chips[cfg.main.chip], ctx.model, ctx.draft_model
     prec = _prec(ctx)
-    gamma = draft.gamma
+    gamma = cfg.draft_tokens or draft.gamma
+    if gamma > draft.gamma:
+        raise ValueError(f"draft length {gamma} exceeds the {draft.gamma} acceptance rates given")
     t_verify = np.asarray(verify_step(chip, m, batch=b, context=_decode_context(cls), gamma=gamma,
                                       **_args(ctx, cfg.main), **prec).time_s, dtype=float)
     dpart = cfg.partner or cfg.main
@@ -228,7 +231,7 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
     t_draft = np.asarray(decode_step(dchip, dm, batch=b, context=_decode_context(cls), **_args(ctx, dpart),
                                      **prec).time_s, dtype=float)
     rtt = 2.0 * lat if cfg.partner is not None else 0.0
-    e = expected_tokens_per_verify(draft.acceptance)
+    e = expected_tokens_per_verify(draft.acceptance[:gamma])
     tpot = (gamma * t_draft + t_verify + rtt) / e
     cap = b / (cls.output_tokens * tpot)
     mem = np.asarray(memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=_max_context(cls),

@@ -18,6 +18,7 @@ from placement.evaluate import PoolConfig
 __all__ = [
     "STAGE_OF_KIND",
     "CandidateStats",
+    "Comparison",
     "ClassPlan",
     "FlowPlan",
     "LinkPlan",
@@ -145,6 +146,23 @@ class CandidateStats(_Record):
     kept: int
 
 
+class Comparison(_Record):
+    """The same instance solved with part of it removed (one chip type, or one mode)."""
+
+    label: str
+    kind: Literal["full", "homogeneous", "mode"]
+    status: str
+    cost_usd_per_hour: float | None
+    chips: int | None
+    power_w: float | None
+    usd_per_million_output_tokens: float | None
+    modes: dict[str, float] = Field(default_factory=dict, description="mode -> req/s served that way")
+    chips_by_type: dict[str, int] = Field(default_factory=dict)
+    savings: float | None = Field(
+        default=None, description="what the full plan saves against this one: 1 - full cost / this cost"
+    )
+
+
 class Plan(_Record):
     """A placement, its predicted performance and cost, and how it was found."""
 
@@ -167,6 +185,7 @@ class Plan(_Record):
     verified: bool = False
     violations: list[str] = Field(default_factory=list)
     diagnosis: list[str] = Field(default_factory=list)
+    comparisons: list[Comparison] = Field(default_factory=list)
     message: str = ""
 
     def canonical_json(self) -> str:

@@ -58,6 +58,8 @@ def print_plan(console: Console, plan: Plan) -> None:
         c = plan.candidates
         console.print(f"candidates: {c.generated} generated, {c.feasible} meet SLOs and fit, {c.kept} kept "
                       "after dominance pruning", highlight=False)
+    if plan.comparisons:
+        print_comparison(console, plan.comparisons)
     if plan.verified:
         console.print("[green]verified[/green]: every constraint re-derived from the cost models holds")
     for v in plan.violations:
@@ -66,12 +68,11 @@ def print_plan(console: Console, plan: Plan) -> None:
 
 def print_comparison(console: Console, rows) -> None:
     t = Table(title="heterogeneous vs homogeneous fleets and single modes")
-    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", "vs best"):
+    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", "full plan saves"):
         t.add_column(col)
-    best = min((r.cost_usd_per_hour for r in rows if r.cost_usd_per_hour is not None), default=None)
     for r in rows:
-        rel = "" if r.cost_usd_per_hour is None or not best else f"{r.cost_usd_per_hour / best:.2f}x"
         t.add_row(r.label, r.status, _fmt(r.cost_usd_per_hour, ",.2f"), _fmt(r.chips, "d"),
                   _fmt(None if r.power_w is None else r.power_w / 1e3, ",.1f"),
-                  _fmt(r.usd_per_million_output_tokens, ".3f"), rel)
+                  _fmt(r.usd_per_million_output_tokens, ".3f"),
+                  "" if r.savings is None else f"{r.savings:.1%}")
     console.print(t)

@@ -75,3 +75,14 @@ def test_compare_lists_each_homogeneous_fleet(tmp_path):
     costs = {row["label"]: row["cost_usd_per_hour"] for row in rows}
     # Heterogeneous is never worse than either homogeneous fleet.
     assert costs["heterogeneous, all modes"] <= min(c for c in costs.values() if c is not None) + 1e-9
+
+
+def test_solve_compare_attaches_savings_to_the_plan(tmp_path):
+    out = tmp_path / "plan.json"
+    r = runner.invoke(app, ["solve", TOY, "--compare", "--json", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    rows = {c["label"]: c for c in json.loads(out.read_text())["comparisons"]}
+    # Published Mélange numbers: A100-only $7.34/h; the mix ($6.70) saves 1 - 6.70/7.34.
+    assert rows["only a100-80gb"]["cost_usd_per_hour"] == 7.34
+    assert abs(rows["only a100-80gb"]["savings"] - (1 - 6.70 / 7.34)) < 1e-9
+    assert rows["only a10g"]["savings"] > 0
