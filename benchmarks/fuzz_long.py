@@ -26,9 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-
-import test_fuzz as fz  # noqa: E402
+import test_fuzz as fz
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
 #: An example slower than this is reported; one slower than HANG_S is aborted and counted as a hang.
 SLOW_S = 20.0

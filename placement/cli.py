@@ -184,6 +184,10 @@ def compare(
     from placement.compare import compare as run
     from placement.report import print_comparison
 
+    if json_path is not None:
+        from placement.output import check_writable
+
+        check_writable(json_path)  # before the solves, not after them
     inst = _load(instance)
     rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance))
     if json_path is not None:
@@ -202,11 +206,19 @@ def _register_optional() -> None:
     app.command("roofline")(guarded(roofline))
     app.command("catalog")(guarded(catalog))
     from placement.marginal import marginal_cli
-    from placement.sweep import pareto_cli, sweep_cli
+    from placement.pareto import pareto_cli
+    from placement.sweep import sweep_cli
 
     app.command("pareto")(guarded(pareto_cli))
     app.command("sweep")(guarded(sweep_cli))
     app.command("marginal")(guarded(marginal_cli))
+    from placement.bench import bench_command
+    from placement.export import export_command
+    from placement.generate import generate_command
+
+    app.command("generate")(guarded(generate_command))
+    app.command("bench")(guarded(bench_command))
+    app.command("export")(guarded(export_command))
 
 
 _register_optional()

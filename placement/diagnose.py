@@ -237,19 +237,19 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
     inst = ctx.instance
     if not any(r.demand == name for r in problem.routes):
         if inst.only_measured and "aggregated" not in inst.modes:
-            return [f"class {name}: no serving mode is left: only_measured allows measured (aggregated) serving "
-                    f"but modes are {', '.join(inst.modes)}"]
+            return [(f"class {name}: no serving mode is left: only_measured allows measured (aggregated) "
+                     f"serving but modes are {', '.join(inst.modes)}")]
         return [f"class {name}: none of the modes {', '.join(inst.modes)} can serve it"]
     if inst.only_measured or not _kinds(ctx):
-        return [f"class {name}: no measured capacity for it on any chip of the fleet "
-                "(measured_capacity lists none and only_measured is true)"]
+        return [(f"class {name}: no measured capacity for it on any chip of the fleet "
+                 "(measured_capacity lists none and only_measured is true)")]
     floor = slo_floor(ctx, cls)
     out = []
     if floor.tpot_s is None and floor.ttft_s is None:
         sizes = ", ".join(f"{s.chip.name} ×{s.chips}" for _, s in sorted(ctx.sites.items()))
         weights = ctx.model.weight_bytes(inst.precision.weights)
-        return [f"class {name}: no replica the fleet can form holds {ctx.model.name} in memory "
-                f"({_num(weights / 1e9)} GB of {inst.precision.weights} weights plus KV cache; fleet: {sizes})"]
+        return [(f"class {name}: no replica the fleet can form holds {ctx.model.name} in memory "
+                 f"({_num(weights / 1e9)} GB of {inst.precision.weights} weights plus KV cache; fleet: {sizes})")]
     if floor.tpot_s is not None and floor.tpot_s > cls.tpot_s * (1 + 1e-9):
         out.append(f"no chip meets TPOT {_num(cls.tpot_ms)} ms for class {name} "
                    f"(best: {floor.tpot_where} at {_num(floor.tpot_s * 1e3)} ms)")

@@ -150,7 +150,7 @@ def workload(classes: int, seed: int) -> list[dict]:
                             ("cached_prefix_tokens", 0.8, 1.2)):
             if t.get(key):
                 spread = (0.5, 2.0) if round_ else (lo, hi)
-                t[key] = max(1, int(round(t[key] * float(rng.uniform(*spread)))))
+                t[key] = max(1, round(t[key] * float(rng.uniform(*spread))))
         out.append(t)
     return out
 
@@ -263,9 +263,10 @@ def build_instance(
     try:
         spec: FleetSpec = fleet(family, domains, chips, **(fleet_options or {}))
     except (ValueError, TypeError) as e:
-        raise InputError(str(e), field="--family") from None
+        raise InputError(str(e), field="--chips" if "chip" in str(e) else "--family") from None
     k = len(chips) if family != "uniform" else 1
-    name = name or f"bench-{family}-d{domains}-k{k}-c{classes}-s{seed}"
+    grouping = f"-g{len(spec.domains)}" if family == "uniform" else ""
+    name = name or f"bench-{family}-d{domains}{grouping}-k{k}-c{classes}-s{seed}"
     doc = {
         "name": name,
         "description": (f"Generated benchmark: {family} fleet of {domains} scale-up domains "
@@ -312,6 +313,8 @@ def generate_command(
     load: Annotated[float, typer.Option("--load", help="fraction of the fleet the demand needs")] = DEFAULT_LOAD,
     modes: Annotated[str | None, typer.Option("--modes", help="comma list (default: all)")] = None,
     groups: Annotated[int | None, typer.Option("--groups", help="uniform family: leaves (1 = one group)")] = None,
+    chips: Annotated[str | None, typer.Option("--chips", help="comma list of chip names (overrides "
+                                                              "--chip-types)")] = None,
 ) -> None:
     """Write a seeded benchmark instance (fleet family, traffic mix, calibrated rates)."""
     from rich.console import Console
@@ -323,7 +326,8 @@ def generate_command(
     options = {"groups": groups} if groups is not None and family == "uniform" else None
     if groups is not None and family != "uniform":
         raise InputError("--groups applies to --family uniform only", field="--groups")
-    doc = build_instance(domains=domains, chip_types=chip_types, classes=classes, family=family, seed=seed,
+    chip_list = [c.strip() for c in chips.split(",") if c.strip()] if chips else chip_types
+    doc = build_instance(domains=domains, chip_types=chip_list, classes=classes, family=family, seed=seed,
                          model=model, modes=mode_list, load=load, fleet_options=options)
     write_instance(doc, out_path)
     hw = doc["hardware"]

@@ -12,12 +12,23 @@ Examples
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from placement.errors import InputError
 
-__all__ = ["write_atomic", "write_bytes_atomic", "check_writable"]
+__all__ = ["check_writable", "write_atomic", "write_bytes_atomic"]
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it; done once, at import (single-threaded)
+    os.umask(mask)
+    return mask
+
+
+#: mkstemp creates 0600 files; a plan should get the mode any other new file would (or keep the old one's).
+_NEW_FILE_MODE = 0o666 & ~_read_umask()
 
 
 def check_writable(path: str | Path) -> None:
@@ -43,6 +54,11 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
         raise InputError(f"cannot write here: {e.strerror or e}", file=str(p)) from None
     try:
         with os.fdopen(fd, "wb") as f:
+            try:
+                mode = stat.S_IMODE(p.stat().st_mode)
+            except OSError:
+                mode = _NEW_FILE_MODE
+            os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())  # the rename must not land before the bytes do

@@ -15,7 +15,8 @@ import io
 from pathlib import Path
 
 from placement.output import write_bytes_atomic
-from placement.sweep import MODE_LABELS, Point, SweepResult, envelope
+from placement.pareto import envelope
+from placement.sweep import MODE_LABELS, Point, SweepResult
 
 __all__ = ["plot_pareto", "plot_sweep"]
 
@@ -126,13 +127,16 @@ def plot_pareto(result: SweepResult, path: str | Path, title: str | None = None)
                     alpha=st["alpha"], label=_label(result, s) + (" (= heterogeneous)" if same else ""))
             if s == full and flag == "frontier":
                 last, last_x = None, None
-                span = max(q.tokens_per_s_per_user for q in front) - min(q.tokens_per_s_per_user for q in front)
+                lo = min(q.tokens_per_s_per_user for q in front)
+                span = max(q.tokens_per_s_per_user for q in front) - lo
                 for p in front:
                     text = _short_modes(p)
                     near = last_x is not None and p.tokens_per_s_per_user - last_x < 0.12 * span
                     if text != last and not near:
+                        right = p.tokens_per_s_per_user > lo + 0.5 * span  # keep the label inside the axes
                         ax.annotate(text, (p.tokens_per_s_per_user, getattr(p, y)), textcoords="offset points",
-                                    xytext=(-4, 9), fontsize=7, color="black", ha="right", zorder=6)
+                                    xytext=(-4 if right else 4, 9), fontsize=7, color="black",
+                                    ha="right" if right else "left", zorder=6)
                         last_x = p.tokens_per_s_per_user
                     last = text
             if rest:

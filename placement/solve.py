@@ -207,7 +207,7 @@ def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPl
         for route, rate in sorted(sol.route_rates.items()):
             name, mode = route.split("|", 1)
             if name == cls.name and rate > 1e-12:
-                modes[mode] = clean(rate / cls.rate_rps)  # significant digits: 9 decimals lose 5e-6 req/s at 1e4 req/s
+                modes[mode] = clean(rate / cls.rate_rps)  # 10 significant digits, not 9 decimals
         serving = [p for p in pools if any(st.split("|")[0] == cls.name and r > 1e-12
                                            for s in p.sites for st, r in s.load_rps.items())]
         ttfts = [p.ttft_ms for p in serving if p.ttft_ms is not None]

@@ -178,3 +178,16 @@ def test_a_real_short_time_limit_never_raises():
     plan = solve(load_instance(PD), time_limit_s=0.01)
     assert plan.status in ("optimal", "feasible", "time_limit")
     assert plan.status == "time_limit" or plan.verified
+
+
+def test_written_plans_get_ordinary_permissions(tmp_path):
+    import stat
+
+    out = tmp_path / "plan.json"
+    write_atomic(out, "{}")  # a new file: 0666 minus the umask, not mkstemp's 0600
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+    out.chmod(0o640)
+    write_atomic(out, "{}")  # an existing file keeps its mode
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640

@@ -222,8 +222,8 @@ def test_elastic_model_keeps_the_milp_rows_and_only_adds_slack():
     problem, _ = build_problem(ctx)
     m, _ = build_model(problem)
     em = build_elastic_model(problem)
-    base = {c.name: dict((v.name, a) for v, a in c.items()) for c in m.constraints()}
-    elastic = {c.name: dict((v.name, a) for v, a in c.items()) for c in em.model.constraints()}
+    base = {c.name: {v.name: a for v, a in c.items()} for c in m.constraints()}
+    elastic = {c.name: {v.name: a for v, a in c.items()} for c in em.model.constraints()}
     assert base.keys() == elastic.keys()
     for name, row in base.items():
         extra = {k: a for k, a in elastic[name].items() if k not in row}

@@ -41,9 +41,9 @@ MODELS = ["llama-3.2-1b", "llama-3.1-8b", "llama-2-7b", "gpt-oss-20b", "qwen3-32
 CLASS_NAMES = ["chat", "code", "batch", "rag", "agent"]
 TIME_LIMIT_S = 10.0
 
-BOUNDED = dict(deadline=None, derandomize=True, database=None, print_blob=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                      HealthCheck.filter_too_much])
+BOUNDED = {"deadline": None, "derandomize": True, "database": None, "print_blob": True,
+           "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
+                                     HealthCheck.filter_too_much]}
 
 
 # ---- strategies --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -9,28 +10,43 @@ from typer.testing import CliRunner
 
 from placement.cli import app
 from placement.errors import InputError
-from placement.loading import load_instance, parse_instance
+from placement.loading import parse_instance
 from placement.marginal import marginal, variants
 from placement.solve import solve
-from placement.sweep import instance_document
+from placement.whatif import instance_document
 
-MELANGE = "instances/melange-toy.yaml"
 runner = CliRunner()
 
+#: A self-contained Mélange-style instance (measured capacities, so solves take milliseconds);
+#: independent of the shipped instances, which the cost-model owners retune.
+TOY = {
+    "name": "toy", "model": "llama-2-7b", "modes": ["aggregated"], "only_measured": True,
+    "workload": {"classes": [
+        {"name": n, "rate_rps": r, "prompt_tokens": p, "output_tokens": o, "ttft_ms": 2000, "tpot_ms": 120}
+        for n, r, p, o in (("short-in-short-out", 6, 100, 100), ("short-in-long-out", 3, 100, 1000),
+                           ("long-in-short-out", 15, 1000, 100), ("long-in-long-out", 6, 1000, 1000))]},
+    "hardware": {"switches": ["tor"], "domains": [
+        {"name": "a10g-pool", "chip": "a10g", "chips_per_domain": 1, "count": 16, "usd_per_hour_per_chip": 1.01,
+         "switch": "tor"},
+        {"name": "a100-pool", "chip": "a100-80gb", "chips_per_domain": 1, "count": 16, "usd_per_hour_per_chip": 3.67,
+         "switch": "tor"}]},
+    "measured_capacity": [
+        {"chip": c, "class": n, "max_rps_per_replica": v}
+        for c, caps in (("a10g", (2, 1, 5, 2)), ("a100-80gb", (20, 20, 40, 20)))
+        for n, v in zip(("short-in-short-out", "short-in-long-out", "long-in-short-out", "long-in-long-out"), caps)],
+}
 
-def _small_melange():
-    """Melange with a single A100 domain: losing it forces the work onto A10Gs."""
-    doc = instance_document(load_instance(MELANGE))
+
+def _small_toy():
+    """The toy with a single A100 domain: losing it forces the work onto A10Gs."""
+    doc = copy.deepcopy(TOY)
     doc["hardware"]["domains"][1]["count"] = 1
-    doc["hardware"]["switches"] = ["tor"]
-    for d in doc["hardware"]["domains"]:
-        d["switch"] = "tor"
     return parse_instance(doc)
 
 
 @pytest.fixture(scope="module")
 def case():
-    inst = _small_melange()
+    inst = _small_toy()
     plan = solve(inst)
     assert plan.status == "optimal"
     return inst, plan
@@ -79,7 +95,7 @@ def test_idle_domain_proof_agrees_with_a_re_solve(case):
 
 
 def test_links_get_more_bandwidth():
-    doc = instance_document(load_instance(MELANGE))
+    doc = copy.deepcopy(TOY)
     doc["hardware"]["switches"] = ["s1", "s2"]
     doc["hardware"]["domains"][0]["switch"] = "s1"
     doc["hardware"]["domains"][1]["switch"] = "s2"
@@ -108,8 +124,8 @@ def test_cli_marginal(tmp_path, case):
 
 
 def test_cli_marginal_rejects_a_plan_of_another_instance(tmp_path):
-    plan = solve(load_instance(MELANGE))
-    other = instance_document(load_instance(MELANGE))
+    plan = solve(parse_instance(copy.deepcopy(TOY)))
+    other = copy.deepcopy(TOY)
     other["name"] = "other"
     ipath, ppath = tmp_path / "i.json", tmp_path / "p.json"
     ipath.write_text(json.dumps(other))

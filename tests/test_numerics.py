@@ -82,7 +82,7 @@ def test_measured_instance_scales_exactly(backend):
     assert large.chips == 1000 * small.chips
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def roofline_plan(k: int, backend: str):
     return solve(parse_instance(scaled(ROOFLINE, k)), backend=backend)
 

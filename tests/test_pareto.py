@@ -10,15 +10,14 @@ from typer.testing import CliRunner
 from placement.cli import app
 from placement.errors import InputError
 from placement.loading import load_instance
-from placement.sweep import (
-    Point,
-    SweepResult,
+from placement.pareto import (
     envelope,
     mark_frontier,
     monotone_violations,
     pareto_series,
     run_pareto,
 )
+from placement.sweep import Point, SweepResult
 
 BERTHA = "instances/bertha-lpddr.yaml"
 runner = CliRunner()

@@ -13,19 +13,47 @@ import placement.executor
 from placement.cli import app
 from placement.errors import InputError
 from placement.loading import load_instance, parse_instance
-from placement.sweep import (
+from placement.sweep import run_sweep, to_csv
+from placement.whatif import (
     build_points,
     instance_document,
     parse_assignment,
     parse_values,
-    run_sweep,
     set_path,
-    to_csv,
 )
 
-MELANGE = "instances/melange-toy.yaml"
 BERTHA = "instances/bertha-lpddr.yaml"
 runner = CliRunner()
+
+#: A self-contained Mélange-style instance (measured capacities, so solves take milliseconds);
+#: independent of the shipped instances, which the cost-model owners retune.
+TOY = {
+    "name": "toy", "model": "llama-2-7b", "modes": ["aggregated"], "only_measured": True,
+    "workload": {"classes": [
+        {"name": n, "rate_rps": r, "prompt_tokens": p, "output_tokens": o, "ttft_ms": 2000, "tpot_ms": 120}
+        for n, r, p, o in (("short-in-short-out", 6, 100, 100), ("short-in-long-out", 3, 100, 1000),
+                           ("long-in-short-out", 15, 1000, 100), ("long-in-long-out", 6, 1000, 1000))]},
+    "hardware": {"switches": ["tor"], "domains": [
+        {"name": "a10g-pool", "chip": "a10g", "chips_per_domain": 1, "count": 16, "usd_per_hour_per_chip": 1.01,
+         "switch": "tor"},
+        {"name": "a100-pool", "chip": "a100-80gb", "chips_per_domain": 1, "count": 16, "usd_per_hour_per_chip": 3.67,
+         "switch": "tor"}]},
+    "measured_capacity": [
+        {"chip": c, "class": n, "max_rps_per_replica": v}
+        for c, caps in (("a10g", (2, 1, 5, 2)), ("a100-80gb", (20, 20, 40, 20)))
+        for n, v in zip(("short-in-short-out", "short-in-long-out", "long-in-short-out", "long-in-long-out"), caps)],
+}
+
+
+def toy_instance():
+    return parse_instance(copy.deepcopy(TOY))
+
+
+@pytest.fixture
+def toy_path(tmp_path):
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps(TOY))
+    return str(path)
 
 
 # ---- the range grammar -----------------------------------------------------------------------
@@ -194,7 +222,7 @@ def test_a_later_bad_axis_also_fails_before_any_solve(no_solve):
 
 
 def test_grid_points_are_the_product_first_axis_slowest():
-    from placement.sweep import Axis
+    from placement.whatif import Axis
 
     base = instance_document(load_instance(BERTHA))
     pts = build_points(base, [Axis("a", ("workload.classes.interactive.rate_rps",), (1, 2)),
@@ -205,18 +233,20 @@ def test_grid_points_are_the_product_first_axis_slowest():
 
 # ---- solving -------------------------------------------------------------------------------
 
-def test_melange_rate_sweep_costs_rise_with_rate():
-    res = run_sweep(load_instance(MELANGE), ["workload.classes.long-in-long-out.rate_rps=6:60:4"], workers=1)
+def test_rate_sweep_costs_rise_with_rate():
+    from placement.solve import solve
+
+    res = run_sweep(toy_instance(), ["workload.classes.long-in-long-out.rate_rps=6:60:4"], workers=1)
     costs = [p.cost_usd_per_hour for p in res.points]
     assert [p.status for p in res.points] == ["optimal"] * 4
-    assert costs[0] == pytest.approx(4.68)  # the shipped instance at rate 6 (measured capacities)
+    assert costs[0] == pytest.approx(solve(toy_instance()).cost_usd_per_hour)  # rate 6 is the instance itself
     assert costs == sorted(costs) and costs[-1] > costs[0]
     assert all(sum(p.chips_by_type.values()) == p.chips for p in res.points)
     assert all(p.modes == {"aggregated": 1.0} for p in res.points)
 
 
 def test_overridden_chip_price_warns():
-    res = run_sweep(load_instance(MELANGE), ["hardware.chips.a10g.usd_per_hour=1,2"], validate_only=True)
+    res = run_sweep(toy_instance(), ["hardware.chips.a10g.usd_per_hour=1,2"], validate_only=True)
     assert any("overrides the chip's price" in w for w in res.warnings)
 
 
@@ -231,14 +261,14 @@ def test_failed_points_are_reported_not_dropped(monkeypatch):
         return real(job)
 
     monkeypatch.setattr(sweep, "solve_job", flaky)
-    res = run_sweep(load_instance(MELANGE), ["workload.classes.long-in-short-out.rate_rps=15,30,45"], workers=1)
+    res = run_sweep(toy_instance(), ["workload.classes.long-in-short-out.rate_rps=15,30,45"], workers=1)
     assert [p.status for p in res.points] == ["optimal", "failed", "optimal"]
     assert res.points[1].message == "RuntimeError: worker fell over"
     assert "failed" in to_csv(res).splitlines()[2]
 
 
 def test_unavailable_solver_gives_error_points():
-    res = run_sweep(load_instance(MELANGE), ["workload.classes.long-in-short-out.rate_rps=15,30"], backend="nope",
+    res = run_sweep(toy_instance(), ["workload.classes.long-in-short-out.rate_rps=15,30"], backend="nope",
                     workers=1)
     assert [p.status for p in res.points] == ["error", "error"]
     assert "unavailable" in res.points[0].message
@@ -246,13 +276,13 @@ def test_unavailable_solver_gives_error_points():
 
 # ---- the command ---------------------------------------------------------------------------
 
-def test_cli_sweep_writes_table_csv_json_plot(tmp_path):
-    args = ["sweep", MELANGE, "--set", "workload.classes.long-in-long-out.rate_rps=6:24:3",
+def test_cli_sweep_writes_table_csv_json_plot(tmp_path, toy_path):
+    args = ["sweep", toy_path, "--set", "workload.classes.long-in-long-out.rate_rps=6:24:3",
             "--set", "hardware.domains.a100-pool.usd_per_hour_per_chip=3.67,8", "--workers", "2",
             "--csv", str(tmp_path / "s.csv"), "--json", str(tmp_path / "s.json"), "--plot", str(tmp_path / "s.png")]
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
-    assert "sweep of melange-toy" in r.output and "optimal" in r.output
+    assert "sweep of toy" in r.output and "optimal" in r.output
     doc = json.loads((tmp_path / "s.json").read_text())
     assert len(doc["points"]) == 6 and doc["axes"][0]["values"] == [6, 15, 24]
     rows = (tmp_path / "s.csv").read_text().splitlines()
@@ -260,13 +290,13 @@ def test_cli_sweep_writes_table_csv_json_plot(tmp_path):
     assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_bad_spec_exit_2_with_the_spec_verbatim():
-    r = runner.invoke(app, ["sweep", MELANGE, "--set", "workload.classes.long-in-long-out.rate_rps=5:100:0"])
+def test_cli_bad_spec_exit_2_with_the_spec_verbatim(toy_path):
+    r = runner.invoke(app, ["sweep", toy_path, "--set", "workload.classes.long-in-long-out.rate_rps=5:100:0"])
     assert r.exit_code == 2
     assert "5:100:0" in r.output and "empty range" in r.output  # not turned into an emoji
-    r = runner.invoke(app, ["sweep", MELANGE, "--set", "workload.classes.x.rate_rps=1"])
+    r = runner.invoke(app, ["sweep", toy_path, "--set", "workload.classes.x.rate_rps=1"])
     assert r.exit_code == 2 and "expected one of short-in-short-out" in r.output
-    r = runner.invoke(app, ["sweep", MELANGE, "--set", "limits.power_kw=1", "--executor", "spark"])
+    r = runner.invoke(app, ["sweep", toy_path, "--set", "limits.power_kw=1", "--executor", "spark"])
     assert r.exit_code == 2 and "--executor" in r.output
 
 

@@ -51,16 +51,16 @@ from topology.chips import ChipSpec, load_chip_catalog
 from topology.graph import fleet_graph
 
 __all__ = [
-    "FleetSpec",
-    "FAMILIES",
     "CHIP_PREFERENCE",
-    "leaf_spine",
-    "rail_optimized",
-    "mixed_pods",
-    "uniform",
+    "FAMILIES",
+    "FleetSpec",
     "fleet",
-    "to_graph",
+    "leaf_spine",
+    "mixed_pods",
+    "rail_optimized",
     "split_counts",
+    "to_graph",
+    "uniform",
 ]
 
 #: Families accepted by :func:`fleet` (and ``placement generate --family``).
@@ -214,7 +214,7 @@ def leaf_spine(
     --------
     >>> s = leaf_spine(10, ["h100", "h200", "b200"])
     >>> [(d["chip"], d["count"]) for d in s.domains]
-    [('h100', 4), ('h200', 4), ('b200', 2)]
+    [('h100', 3), ('h200', 3), ('b200', 3), ('h100', 1)]
     >>> s = leaf_spine(512, ["gb200", "rubin"], racks_per_leaf=16, leaves_per_pod=8)
     >>> len(s.domains), sorted({d["chip"] for d in s.domains if d["name"].startswith("p01")})
     (32, ['rubin'])
@@ -222,7 +222,7 @@ def leaf_spine(
     _check_oversub(leaf_oversubscription, spine_oversubscription)
     names = list(dict.fromkeys(chips))
     spec_chips = _chips(names, catalog)
-    per_leaf = max(1, min(racks_per_leaf, math.ceil(domains / len(names))))
+    per_leaf = max(1, min(racks_per_leaf, domains // len(names)))
     leaves = split_counts(domains, per_leaf)
     pods_n = math.ceil(len(leaves) / leaves_per_pod)
     pods: list[list[tuple[str, int]]] = []
@@ -265,9 +265,10 @@ def mixed_pods(
     names = list(dict.fromkeys(chips))
     spec_chips = _chips(names, catalog)
     k = max(1, min(types_per_pod, len(names)))
-    per_leaf = max(1, min(racks_per_leaf, math.ceil(domains / len(names))))
+    per_leaf = max(1, min(racks_per_leaf, domains // len(names)))
     leaves = split_counts(domains, per_leaf)
-    lpp = max(leaves_per_pod, k)
+    # Enough pods to cover every type, even when leaves are few.
+    lpp = max(k, min(leaves_per_pod, len(leaves) // math.ceil(len(names) / k)))
     pods: list[list[tuple[str, int]]] = []
     for p in range(math.ceil(len(leaves) / lpp)):
         types = [names[(p * k + i) % len(names)] for i in range(k)]
@@ -309,7 +310,7 @@ def rail_optimized(
         raise ValueError(f"spine_planes must be >= 1, got {spine_planes}")
     names = list(dict.fromkeys(chips))
     spec_chips = _chips(names, catalog)
-    per_unit = max(1, min(domains_per_unit, math.ceil(domains / len(names))))
+    per_unit = max(1, min(domains_per_unit, domains // len(names)))
     units = split_counts(domains, per_unit)
     spec = FleetSpec()
     planes = [f"plane{q}" for q in range(spine_planes)] if len(units) > 1 else []

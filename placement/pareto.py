@@ -1,0 +1,304 @@
+"""SLO Pareto frontiers: the ``pareto`` command, the series beside the instance, frontier marking.
+
+Pareto
+------
+``pareto`` sweeps an SLO (``tpot_ms`` or ``ttft_ms``) of every class (or of
+``--class NAME``) and solves each point for the full instance and, beside it,
+each homogeneous fleet (one chip type) and each serving mode (aggregated, PD,
+PD+AF, and PD with a draft model). Per point it reports cost/h, $/M output
+tokens, output tokens/s per chip (all classes' output tokens/s ÷ chips),
+tokens/s per user (1000 ÷ the plan's *predicted* TPOT of the swept classes,
+the slowest of them — not the SLO), power, chips by type and modes. A point is
+on the frontier of its series when no other point of that series has at least
+its interactivity at a lower-or-equal $/M token (strictly better in one);
+``frontier_throughput`` is the same with throughput per chip.
+
+Relaxing an SLO only adds candidate configurations (every configuration that
+meets a tighter SLO meets a looser one), so the optimal cost never rises as
+the SLO grows: :func:`monotone_violations` checks this on any result.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+from typing import Annotated, Any
+
+import typer
+
+from placement.errors import InputError
+from placement.sweep import (
+    _TL,
+    MODE_LABELS,
+    AxisInfo,
+    Job,
+    Point,
+    SweepResult,
+    _Addr,
+    _check_common,
+    _Csv,
+    _Dry,
+    _Exec,
+    _execute,
+    _finish,
+    _Gap,
+    _Inst,
+    _Json,
+    _Plot,
+    _Quiet,
+    _Solver,
+    _Workers,
+    _write_outputs,
+    plain_errors,
+    print_result,
+    progress_bar,
+)
+from placement.whatif import (
+    MAX_SOLVES,
+    Axis,
+    apply_overrides,
+    build_points,
+    instance_document,
+    parse_assignment,
+)
+
+__all__ = [
+    "PARETO_FIELDS",
+    "envelope",
+    "mark_frontier",
+    "monotone_violations",
+    "pareto_series",
+    "run_pareto",
+]
+
+#: Pareto sweeps address these class fields (SLOs: relaxing them never raises the optimum).
+PARETO_FIELDS = ("tpot_ms", "ttft_ms")
+
+
+# ---------------------------------------------------------------------------------------------
+# series (the variants beside the instance)
+
+
+def pareto_series(inst) -> list[tuple[str, str, Any]]:
+    """(label, kind, instance): the instance, each homogeneous fleet, each mode alone.
+
+    Mode variants drop the draft model (so "PD" is PD without speculative
+    decoding); "PD+draft" keeps it and allows only PD routes, with or without
+    the draft (the optimizer picks). Homogeneous fleets keep the draft, which
+    then runs co-located on the one chip type.
+    """
+    from placement.compare import variants
+
+    out = [("heterogeneous", "full", inst)]
+    out += [(label.removeprefix("only "), kind, v) for label, kind, v in variants(inst) if kind == "homogeneous"]
+    if len(inst.modes) > 1 or inst.draft is not None:
+        for m in inst.modes:
+            out.append((MODE_LABELS[m], "mode", inst.model_copy(update={"modes": [m], "draft": None})))
+        if inst.draft is not None and "pd" in inst.modes:
+            out.append((MODE_LABELS["pd+draft"], "mode", inst.model_copy(update={"modes": ["pd"]})))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# running
+
+
+def run_pareto(
+    inst,
+    sweeps: list[str],
+    *,
+    classes: list[str] | None = None,
+    overrides: list[str] | None = None,
+    source: str = "<instance>",
+    backend: str = "cbc",
+    time_limit_s: float | None = None,
+    gap: float | None = None,
+    variants: bool = True,
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    progress=None,
+    validate_only: bool = False,
+) -> SweepResult:
+    """Sweep SLOs (``tpot_ms=LO:HI:N``, ``ttft_ms=...``) for the instance and the series beside it.
+
+    ``overrides`` (``PATH=VALUE``, one value each) change the instance first, e.g. a traffic level or fleet.
+    """
+    inst, fixed = apply_overrides(inst, overrides or [], source)
+    names = [c.name for c in inst.workload.classes]
+    focus = list(classes) if classes else names
+    for c in focus:
+        if c not in names:
+            raise InputError(f"unknown class {c!r}; expected one of {', '.join(names)}", field="--class")
+    axes = []
+    for text in sweeps:
+        fld, values, log = parse_assignment(text, option="--sweep")
+        if fld not in PARETO_FIELDS:
+            raise InputError(f"expected one of {', '.join(PARETO_FIELDS)} (an SLO of the classes), got {fld!r}; "
+                             "use 'placement sweep --set PATH=...' for any other field", field="--sweep")
+        axes.append(Axis(label=fld, paths=tuple(f"workload.classes.{c}.{fld}" for c in focus), values=tuple(values),
+                         log=log, spec=text))
+    if not axes:
+        raise InputError("expected at least one --sweep tpot_ms=LO:HI:N (or ttft_ms=...)", field="--sweep")
+    if len({a.label for a in axes}) != len(axes):
+        raise InputError("the same SLO is swept twice", field="--sweep")
+    pts = build_points(instance_document(inst), axes, source)
+    series_names: list[str] = []
+    jobs, meta = [], []
+    for i, (values, pinst) in enumerate(pts):
+        ser = pareto_series(pinst) if variants else [("heterogeneous", "full", pinst)]
+        if not series_names:
+            series_names = [s[0] for s in ser]
+        for label, kind, vinst in ser:
+            jobs.append(Job(vinst, backend, time_limit_s, gap, source, tuple(focus)))
+            meta.append({"index": i, "series": label, "kind": kind, "values": values})
+    if len(jobs) > MAX_SOLVES:
+        raise InputError(f"{len(jobs)} solves; expected at most {MAX_SOLVES}", field="--sweep")
+    result = SweepResult(command="pareto", instance=inst.name, source=source, backend=backend,
+                         axes=[AxisInfo(label=a.label, paths=list(a.paths), values=list(a.values), log=a.log)
+                               for a in axes],
+                         focus_classes=focus, series=series_names, overrides=fixed,
+                         fleet_chips=sorted({d.chip for d in inst.hardware.domains}), points=[])
+    if validate_only:
+        return result
+    result.points = _execute(jobs, meta, executor=executor, workers=workers, address=address, progress=progress)
+    mark_frontier(result)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# frontier and checks
+
+
+def _frontier(pts: list[Point], y: str, higher_better: bool) -> set[int]:
+    keep = set()
+    cand = [(i, p) for i, p in enumerate(pts) if p.ok and p.tokens_per_s_per_user is not None
+            and getattr(p, y) is not None]
+    for i, p in cand:
+        x, v = p.tokens_per_s_per_user, getattr(p, y)
+        dominated = False
+        for j, q in cand:
+            if i == j:
+                continue
+            qx, qv = q.tokens_per_s_per_user, getattr(q, y)
+            better = (qv >= v) if higher_better else (qv <= v)
+            strictly = qx > x or ((qv > v) if higher_better else (qv < v))
+            if qx >= x and better and strictly:
+                dominated = True
+                break
+        if not dominated:
+            keep.add(i)
+    return keep
+
+
+def mark_frontier(result: SweepResult) -> None:
+    """Flag Pareto-optimal points: interactivity vs $/M tokens, and vs tokens/s per chip.
+
+    ``frontier*`` — within each series. ``envelope*`` — the frontier of the heterogeneous instance
+    itself, taken over the plans of *every* series: a homogeneous fleet or a single mode is a
+    restriction of the instance (fewer domain groups, fewer routes), so each of their plans is also a
+    plan of the instance at the same SLOs. The SLO sweep only finds the cheapest plan at each SLO, and
+    a restricted variant may reach an interactivity the sweep's grid skipped; the envelope keeps it.
+    """
+    for s in result.series:
+        pts = result.series_points(s)
+        cost = _frontier(pts, "usd_per_million_output_tokens", higher_better=False)
+        thr = _frontier(pts, "tokens_per_s_per_chip", higher_better=True)
+        for i, p in enumerate(pts):
+            p.frontier = i in cost
+            p.frontier_throughput = i in thr
+    if any(p.kind == "full" for p in result.points):
+        pts = result.points
+        cost = _frontier(pts, "usd_per_million_output_tokens", higher_better=False)
+        thr = _frontier(pts, "tokens_per_s_per_chip", higher_better=True)
+        for i, p in enumerate(pts):
+            p.envelope = i in cost
+            p.envelope_throughput = i in thr
+
+
+def envelope(result: SweepResult, throughput: bool = False) -> list[Point]:
+    """The heterogeneous instance's frontier (see :func:`mark_frontier`), by rising interactivity,
+    one point per distinct (interactivity, value) — the instance's own point when it is one of them."""
+    flag = "envelope_throughput" if throughput else "envelope"
+    y = "tokens_per_s_per_chip" if throughput else "usd_per_million_output_tokens"
+    seen: dict[tuple, Point] = {}
+    for p in result.points:
+        if getattr(p, flag):
+            key = (p.tokens_per_s_per_user, getattr(p, y))
+            if key not in seen or (p.kind == "full" and seen[key].kind != "full"):
+                seen[key] = p
+    return [seen[k] for k in sorted(seen)]
+
+
+def monotone_violations(result: SweepResult, label: str | None = None, rel_tol: float = 1e-6) -> list[str]:
+    """Places where relaxing (raising) the swept SLO raised the optimal cost, or lost feasibility.
+
+    Points are compared within a series, with every other axis held fixed.
+    """
+    labels = [a.label for a in result.axes]
+    label = label or labels[0]
+    out = []
+    for s in result.series:
+        groups: dict[tuple, list[Point]] = {}
+        for p in result.series_points(s):
+            key = tuple((k, v) for k, v in sorted(p.values.items()) if k != label)
+            groups.setdefault(key, []).append(p)
+        for key, pts in groups.items():
+            pts = sorted(pts, key=lambda p: p.values[label])
+            for a, b in pairwise(pts):
+                if a.status == "failed" or b.status == "failed":
+                    continue
+                if a.ok and not b.ok:
+                    out.append(f"{s}: feasible at {label}={a.values[label]} but {b.status} at {b.values[label]}")
+                elif a.ok and b.ok and b.cost_usd_per_hour > a.cost_usd_per_hour * (1 + rel_tol) + 1e-9:
+                    out.append(f"{s}: cost rose from {a.cost_usd_per_hour:g} at {label}={a.values[label]} to "
+                               f"{b.cost_usd_per_hour:g} at {b.values[label]}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI (registered by placement.cli)
+
+
+@plain_errors
+def pareto_cli(
+    instance: _Inst,
+    sweep: Annotated[list[str], typer.Option("--sweep", help="tpot_ms=LO:HI:N | ttft_ms=LO:HI:N (repeatable; grammar as for sweep --set)")],
+    class_: Annotated[list[str] | None, typer.Option("--class", help="sweep only this class (repeatable)")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="PATH=VALUE fixed for every point, e.g. "
+                                                                 "workload.classes.chat.rate_rps=1600 (repeatable)")] = None,
+    variants: Annotated[bool, typer.Option("--variants/--no-variants",
+                                           help="also solve each homogeneous fleet and each mode")] = True,
+    plot: _Plot = None,
+    json_path: _Json = None,
+    csv_path: _Csv = None,
+    solver: _Solver = "cbc",
+    time_limit: _TL = None,
+    gap: _Gap = None,
+    executor: _Exec = "local",
+    address: _Addr = None,
+    workers: _Workers = None,
+    quiet: _Quiet = False,
+    dry_run: _Dry = False,
+) -> None:
+    """SLO sweep: cost, throughput per chip and interactivity per point, with Pareto frontiers."""
+    from placement.cli import out
+    from placement.loading import load_instance
+    from placement.plots import plot_pareto
+
+    _check_common(executor, workers, time_limit, gap, [plot, json_path, csv_path])
+    inst = load_instance(instance)
+    kw = {"classes": class_ or None, "overrides": set_ or None, "source": str(instance), "backend": solver, "time_limit_s": time_limit, "gap": gap,
+              "variants": variants, "executor": executor, "workers": workers, "address": address}
+    plan = run_pareto(inst, sweep, validate_only=True, **kw)
+    n = math.prod(len(a.values) for a in plan.axes) * len(plan.series)
+    if dry_run:
+        out.print(f"[green]ok[/green] {n} solves ({len(plan.series)} series: {', '.join(plan.series)}); "
+                  "every point is a valid instance", highlight=False)
+        return
+    with progress_bar(f"pareto {inst.name}", n) as bar:
+        result = run_pareto(inst, sweep, progress=bar, **kw)
+    _write_outputs(result, json_path, csv_path, plot, plot_pareto)
+    if not quiet:
+        print_result(out, result)
+    _finish(result)
