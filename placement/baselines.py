@@ -17,10 +17,12 @@ the configurations the MILP sees:
     and the best combination seen so far.
 :func:`greedy`
     Cheapest chip per stage first: classes in decreasing order of demand
-    (requests/s × the cheapest cost per request/s), each on the mode whose
-    cheapest configurations are cheapest per request/s; each stage takes
-    replicas of its cheapest configuration (cost per request/s) while chips
-    of that type remain, then the next cheapest.
+    (requests/s × the cheapest cost per request/s); each stage repeatedly
+    takes, among the configurations whose chips are still free, the one
+    whose replicas cover the remaining demand at the lowest cost per
+    request/s actually served (so one huge replica is not bought for a small
+    demand), until the stage is covered; each class takes the serving mode
+    whose greedy cover is cheapest. Chips taken are never given back.
 :func:`lp_relaxation`
     The MILP with integrality dropped (:func:`solvers.milp.relax`), a lower
     bound on every plan.
@@ -285,58 +287,69 @@ def greedy(problem: Problem) -> BaselineResult:
     names, avail, price = resources(problem)
     index = {r: i for i, r in enumerate(names)}
     left = avail.copy()
-    serving: dict[str, list[tuple[float, Column]]] = defaultdict(list)
+    serving: dict[str, list[tuple[float, Column, float, list[tuple[int, int]]]]] = defaultdict(list)
     for c in problem.columns:
         if not all(p.resource in index for p in c.parts):
             continue
         w = _replica(c, price, index)[0]
+        per = [(index[p.resource], p.units) for p in c.parts]
         for q, cap in c.capacity.items():
-            serving[q].append((w / cap, c))
+            serving[q].append((w / cap, c, w, per))
     for options in serving.values():
         options.sort(key=lambda x: (x[0], x[1].name))
 
     def unit_cost(route) -> float:
         return sum(serving[q][0][0] if serving.get(q) else math.inf for q in route.steps)
 
+    def cover(route, rate, trial):
+        """Greedy cover of every step of ``route``; (picks, weight) or None when chips run out."""
+        picks, w_sum = [], 0.0
+        for q in route.steps:
+            need = rate
+            while need > rate * _REL:
+                best = None
+                for _, c, w, per in serving.get(q, []):
+                    fit = min(int(trial[i]) // u for i, u in per)
+                    if fit <= 0:
+                        continue
+                    cap = c.capacity[q]
+                    n = min(fit, math.ceil(need / cap * (1 - _REL)))
+                    score = n * w / min(need, n * cap)  # cost per request/s actually served
+                    if best is None or score < best[0]:
+                        best = (score, c, n, w, per)
+                if best is None:
+                    return None
+                _, c, n, w, per = best
+                for i, u in per:
+                    trial[i] -= n * u
+                w_sum += n * w
+                picks.append((q, c.name, n))
+                need -= n * c.capacity[q]
+        return picks, w_sum
+
     routes_of = defaultdict(list)
     for r in problem.routes:
         routes_of[r.demand].append(r)
     demands = [d for d in problem.demands if d.rate > 0]
     demands.sort(key=lambda d: (-d.rate * min((unit_cost(r) for r in routes_of[d.name]), default=math.inf), d.name))
-    total_w = total_usd = total_power = 0.0
     choice: dict[str, list[tuple[str, str, int]]] = {}
     for d in demands:
-        done = False
-        for r in sorted(routes_of[d.name], key=lambda r: (unit_cost(r), r.name)):
+        best_route = None
+        for r in sorted(routes_of[d.name], key=lambda r: r.name):
             trial = left.copy()
-            picks, w_sum, usd_sum, p_sum = [], 0.0, 0.0, 0.0
-            for q in r.steps:
-                need = d.rate
-                for _, c in serving.get(q, []):
-                    if need <= d.rate * _REL:
-                        break
-                    per = [(index[p.resource], p.units) for p in c.parts]
-                    fit = min(trial[i] // u for i, u in per)
-                    n = min(int(fit), math.ceil(need / c.capacity[q] * (1 - _REL)))
-                    if n <= 0:
-                        continue
-                    for i, u in per:
-                        trial[i] -= n * u
-                    w, usd, watts, _ = _replica(c, price, index)
-                    w_sum, usd_sum, p_sum = w_sum + n * w, usd_sum + n * usd, p_sum + n * watts
-                    picks.append((q, c.name, n))
-                    need -= n * c.capacity[q]
-                if need > d.rate * _REL:
-                    break
-            else:
-                left = trial
-                total_w, total_usd, total_power = total_w + w_sum, total_usd + usd_sum, total_power + p_sum
-                choice[d.name] = picks
-                done = True
-                break
-        if not done:
+            got = cover(r, d.rate, trial)
+            if got is not None and (best_route is None or got[1] < best_route[1]):
+                best_route = (got[0], got[1], trial)
+        if best_route is None:
             return BaselineResult("greedy", "infeasible", None, time.perf_counter() - start,
                                   message=f"greedy ran out of chips for class {d.name!r}", choice=choice)
+        choice[d.name], _, left = best_route
+    cols = {c.name: c for c in problem.columns}
+    total_w = total_usd = total_power = 0.0
+    for picks in choice.values():
+        for _, name, n in picks:
+            w, usd, watts, _ = _replica(cols[name], price, index)
+            total_w, total_usd, total_power = total_w + n * w, total_usd + n * usd, total_power + n * watts
     if not _limits_ok(problem, np.array(total_usd), np.array(total_power)):
         return BaselineResult("greedy", "infeasible", None, time.perf_counter() - start,
                               message="greedy plan breaks the power cap or budget", choice=choice)

@@ -105,11 +105,7 @@ def to_solution(
     stats: dict[str, int],
     relaxed: bool = False,
 ) -> Solution:
-    """Read the values of ``v`` into a Solution, in the problem's units.
-
-    Flows are multiplied by their transfer's ``flow_unit`` and pairs by their
-    column's ``pair_unit`` (values below 1e-9 of a unit count as 0); loads are
-    replica-equivalents times capacity; row scaling needs no undoing.
+    """Read the values of ``v`` into a Solution.
 
     ``objective`` is the primary objective recomputed from n (rounded to
     integers unless ``relaxed``). ``bound`` is the solver's bound on the
@@ -149,13 +145,13 @@ def to_solution(
     edge_load: dict[tuple[str, str], float] = defaultdict(float)
     flows = []
     for (t, e), var in sorted(v.f.items()):
-        value = _value(var) * v.flow_unit[t]
+        value = _value(var) * v.flow_scale
         edge_load[e] += value
         if clean(value):
             flows.append(Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean(value)))
     pairs = []
     for (c, s0, s1), var in sorted(v.z.items()):
-        count = _value(var) * v.pair_unit[c]
+        count = _value(var)
         for e, times in ix.pair_edges[c, s0, s1]:
             edge_load[e] += ix.column[c].pair_bytes_per_s * count * times
         if clean(count):

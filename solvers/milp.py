@@ -6,30 +6,17 @@
     s.t.  route split, step coverage, replica capacity, single resource, site units,
           pair balance, transfer conservation, edge capacity, power cap, budget
 
-Scaling. The inputs span bytes/s (~1e13) to replica counts (~1), so the
-model is scaled for the solvers, deterministically and by powers of ten only
-(a power of ten keeps short decimal inputs exact in the 13-digit LP/MPS text
-CBC reads; dividing by an arbitrary number does not):
+Scaling (so that coefficients stay within a few orders of magnitude):
 
-* columns: ``x_r`` is the *fraction* of demand k sent down route r (0..1); the
-  loads are *replica-equivalents* y_{c,q,s} = a_{c,q,s}/cap_{c,q}, so the
-  replica capacity row has unit coefficients; the flows of transfer t are in
-  units of F_t bytes/s, the power of ten nearest b_t·λ_k (the whole traffic of
-  t); the pairs of column c in units of μ_c pairs, the power of ten that
-  balances the pair-balance and edge rows (see
-  :func:`~solvers.variables.pair_units`). n and w are integers and unscaled;
-* rows: every family writes its rows in natural units (requests/s, units,
-  bytes/s, W, $/h) and :func:`~solvers.variables.add_row` divides each row,
-  right-hand side included, by the power of ten nearest its largest
-  |coefficient| (kept in ``Variables.row_scale``), so every row's largest
-  |coefficient| lies in [0.32, 3.2);
-* negligible terms: pair traffic that could never add up to 1e-9 of an edge's
-  capacity is left out of that edge's row (see add_edge_capacity).
-
-The matrix of the shipped instances then spans at most ~1e5 (max/min |a|,
-tests/test_numerics.py) instead of up to ~1e12. The objective is not
-rescaled: it is the primary objective on n plus tie-breaks, and the reported
-objective is recomputed from the integer replicas.
+* ``x_r`` is the *fraction* of demand k sent down route r (0..1), so the
+  route split reads Σ x_r = 1 and λ_k moves into the coverage rows;
+* the loads are *replica-equivalents* y_{c,q,s} = a_{c,q,s}/cap_{c,q}, so the
+  replica capacity row has unit coefficients and the coverage row of step q
+  of route r is Σ (cap_{c,q}/S_k)·y_{c,q,s} = (λ_k/S_k)·x_r, S_k the power of
+  ten nearest λ_k (scaling by a power of ten, not by λ_k itself, keeps
+  decimal inputs exact in the LP/MPS text that CBC reads);
+* flows and edge capacities are in units of ``flow_scale`` bytes/s, the power
+  of ten nearest the median positive edge capacity (1e9 without edges).
 
 Everything is unscaled when the :class:`~solvers.solution.Solution` is built.
 Variable and constraint names are deterministic, ``family__token__token``,
@@ -39,8 +26,6 @@ LP name back to its family and original key.
 
 from __future__ import annotations
 
-import math
-import statistics
 import time
 from collections import defaultdict
 
@@ -53,7 +38,7 @@ from solvers.index import Index
 from solvers.packing import check_packable, pack_into_domains
 from solvers.problem import Problem
 from solvers.solution import Solution
-from solvers.variables import Key3, Variables, add_row, define_variables, gc_paused
+from solvers.variables import Key3, Variables, add_row, decimal_shift, define_variables, gc_paused
 
 __all__ = [
     "Variables",
@@ -87,18 +72,13 @@ DEFAULT_GAP = 1e-9
 # primary objective moves by at most ~1e-7 relative (see set_objective).
 _TIE = 1e-7
 
-#: Pair traffic is left out of an edge row while the most it could ever put on
-#: the edge, summed over the terms left out, stays below this share of the
-#: edge's capacity (see add_edge_capacity).
-NEGLIGIBLE = 1e-9
-
 
 def add_route_split(m: pulp.LpProblem, v: Variables) -> None:
     """Route split, for each demand k with λ_k > 0::
 
         Σ_{r∈k} x_r = 1
 
-    x_r is the fraction of λ_k sent down route r. Unit coefficients: not rescaled.
+    x_r is the fraction of λ_k sent down route r.
     """
     ix = v.index
     routes_of: dict[str, list[str]] = defaultdict(list)
@@ -115,19 +95,18 @@ def add_route_split(m: pulp.LpProblem, v: Variables) -> None:
             terms,
             pulp.LpConstraintEQ,
             1.0,
-            scaled=1.0,
         )
 
 
 def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
-    """Step coverage, for each step q of route r of demand k (requests/s)::
+    """Step coverage, for each step q of route r of demand k::
 
-        Σ_{c,s} cap_{c,q}·y_{c,q,s} − λ_k·x_r = 0
+        Σ_{c,s} (cap_{c,q}/S_k)·y_{c,q,s} = (λ_k/S_k)·x_r
 
-    i.e. Σ a_{c,q,s} = λ_k·x_r with a = cap·y. add_row divides the row by the
-    power of ten nearest max(λ_k, max_c cap_{c,q}); a power of ten keeps
-    decimal inputs exact in the 13-digit LP/MPS text CBC reads (cap/λ = 1/3
-    written as 0.333333333333 made CBC's preprocessing round 3 replicas up to 4).
+    i.e. Σ a_{c,q,s} = λ_k·x_r with a = cap·y. S_k is the power of ten nearest
+    λ_k: it scales the row like dividing by λ_k would, but keeps decimal
+    inputs exact in the 13-digit LP/MPS text CBC reads (cap/λ = 1/3 written
+    as 0.333333333333 made CBC's preprocessing round 3 replicas up to 4).
     """
     ix = v.index
     loads_of: dict[str, list[Key3]] = defaultdict(list)
@@ -136,8 +115,10 @@ def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
     for r in ix.routes:
         lam = ix.rate[r.demand]
         for q in r.steps:
-            terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in loads_of[q]]
-            terms.append((v.x[r.name], -lam))
+            terms = [
+                (v.y[key], decimal_shift(ix.column[key[0]].capacity[q], lam)) for key in loads_of[q]
+            ]
+            terms.append((v.x[r.name], -decimal_shift(lam, lam)))
             add_row(
                 m,
                 v,
@@ -156,7 +137,6 @@ def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
         Σ_q y_{c,q,s} ≤ n_{c,0,s}
 
     i.e. Σ_q a_{c,q,s}/cap_{c,q} ≤ n_{c,0,s}: mixing steps shares a replica linearly.
-    Unit coefficients: not rescaled.
     """
     ix = v.index
     loads_at: dict[tuple[str, str], list[Key3]] = defaultdict(list)
@@ -165,22 +145,17 @@ def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
     for (c, s), keys in loads_at.items():
         terms = [(v.y[key], 1.0) for key in keys] + [(v.n[c, 0, s], -1.0)]
         tokens = [ix.names.token("column", c), ix.names.token("site", s)]
-        add_row(
-            m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0, scaled=1.0
-        )
+        add_row(m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0)
 
 
 def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
     """Single-resource demands: one part-0 resource ρ serves all of demand k (binary w)::
 
-        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} cap_{c,q}·y_{c,q,s} − λ_k·w_{k,ρ} ≤ 0
+        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} (cap_{c,q}/S_k)·y_{c,q,s} ≤ (λ_k/S_k)·w_{k,ρ}
 
-    for every step q of every route of k. The first term of the second row is
-    the load of demand k that ρ serves at step q (≤ λ_k·x_r ≤ λ_k), so no
-    big-M is needed. Demands with a single possible resource get no rows. The
-    second row (requests/s) is divided by the power of ten nearest its largest
-    coefficient, max(λ_k, max cap_{c,q}), as the coverage rows are; the first
-    has unit coefficients.
+    for every step q of every route of k. The left side of the second row is
+    the share of demand k that ρ serves at step q (≤ x_r ≤ 1, times λ_k/S_k),
+    so no big-M is needed. Demands with a single possible resource get no rows.
     """
     ix = v.index
     loads_of: dict[tuple[str, str], list[Key3]] = defaultdict(list)
@@ -195,8 +170,11 @@ def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
             for rho in options:
                 keys = loads_of[q, rho]
                 if keys:
-                    terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in keys]
-                    terms.append((v.w[r.demand, rho], -lam))
+                    terms = [
+                        (v.y[key], decimal_shift(ix.column[key[0]].capacity[q], lam))
+                        for key in keys
+                    ]
+                    terms.append((v.w[r.demand, rho], -decimal_shift(lam, lam)))
                     tokens = [ix.names.token("step", q), ix.names.token("resource", rho)]
                     add_row(
                         m, v, "resource_choice", (q, rho), tokens, terms, pulp.LpConstraintLE, 0.0
@@ -204,9 +182,7 @@ def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
     for k, options in ix.choices.items():
         terms = [(v.w[k, rho], 1.0) for rho in options]
         tokens = [ix.names.token("demand", k)]
-        add_row(
-            m, v, "single_resource", (k,), tokens, terms, pulp.LpConstraintEQ, 1.0, scaled=1.0
-        )
+        add_row(m, v, "single_resource", (k,), tokens, terms, pulp.LpConstraintEQ, 1.0)
 
 
 def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
@@ -214,14 +190,12 @@ def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
 
         Σ_{c,p: parts[p].resource = s.resource} u_p·n_{c,p,s} ≤ D_s·m_s
 
-    Exact for divisibility chains of part sizes (see check_packable). The row
-    (units) is divided by the power of ten nearest the largest u_p in it.
+    Exact for divisibility chains of part sizes (see check_packable).
     """
     ix = v.index
-    units = ix.units
     at: dict[str, list] = defaultdict(list)
     for key, var in v.n.items():
-        at[key[2]].append((var, float(units[key])))
+        at[key[2]].append((var, float(ix.replica_units(key))))
     for s in sorted(at):
         site = ix.site[s]
         rhs = float(site.units_per_domain * site.domains)
@@ -233,44 +207,31 @@ def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
 def add_pair_balance(m: pulp.LpProblem, v: Variables) -> None:
     """Pair balance of two-part columns, for each site s of part 0 and s' of part 1::
 
-        Σ_{s'} μ_c·z_{c,s,s'} − n_{c,0,s} = 0   and   Σ_s μ_c·z_{c,s,s'} − n_{c,1,s'} = 0
+        Σ_{s'} z_{c,s,s'} = n_{c,0,s}   and   Σ_s z_{c,s,s'} = n_{c,1,s'}
 
-    z is continuous, in units of μ_c pairs (``Variables.pair_unit``); only
-    allowed pairs (see solvers.index) have a z. Each row (replicas) is divided
-    by the power of ten nearest max(μ_c, 1), i.e. by μ_c when μ_c > 1.
+    z is continuous; only allowed pairs (see solvers.index) have a z.
     """
     ix = v.index
-    # Scaled here: μ_c is a power of ten, so dividing by max(μ_c, 1) is exact.
-    scale = {c: max(mu, 1.0) for c, mu in v.pair_unit.items()}
-    coef_z = {c: mu / scale[c] for c, mu in v.pair_unit.items()}
-    coef_n = {c: -1.0 / scale[c] for c in v.pair_unit}
     out: dict[tuple[str, str], list] = defaultdict(list)
     into: dict[tuple[str, str], list] = defaultdict(list)
-    for key, var in v.z.items():
-        c = key[0]
-        out[c, key[1]].append((var, coef_z[c]))
-        into[c, key[2]].append((var, coef_z[c]))
-    token = ix.names.token
+    for (c, s0, s1), var in v.z.items():
+        out[c, s0].append((var, 1.0))
+        into[c, s1].append((var, 1.0))
     for family, part, groups in (("pair_out", 0, out), ("pair_in", 1, into)):
         for (c, s), terms in groups.items():
-            terms.append((v.n[c, part, s], coef_n[c]))
-            tokens = [token("column", c), token("site", s)]
-            add_row(
-                m, v, family, (c, s), tokens, terms, pulp.LpConstraintEQ, 0.0, scaled=scale[c]
-            )
+            terms = terms + [(v.n[c, part, s], -1.0)]
+            tokens = [ix.names.token("column", c), ix.names.token("site", s)]
+            add_row(m, v, family, (c, s), tokens, terms, pulp.LpConstraintEQ, 0.0)
 
 
 def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
-    """Transfer flow conservation, for each transfer t (src → tgt) and node v (bytes/s)::
+    """Transfer flow conservation, for each transfer t (src → tgt) and node v::
 
-        Σ_{e out of v} F_t·f_{t,e} − Σ_{e into v} F_t·f_{t,e} = b_t·(Σ_c a_{c,src,v} − Σ_c a_{c,tgt,v})
+        Σ_{e out of v} f_{t,e} − Σ_{e into v} f_{t,e} = b_t·(Σ_c a_{c,src,v} − Σ_c a_{c,tgt,v})
 
-    with a = cap·y. a at a node sums the loads of the sites on that node, so a
-    transfer between steps hosted on the same node nets out there and uses no
-    edge. f is in units of F_t bytes/s (``Variables.flow_unit``, the power of
-    ten nearest b_t·λ_k); add_row divides the row by the power of ten nearest
-    max(F_t, max b_t·cap_{c,q}), which leaves its coefficients near ±1 and
-    b_t·cap_{c,q}/F_t ≈ cap_{c,q}/λ_k.
+    a at a node sums the loads of the sites on that node, so a transfer
+    between steps hosted on the same node nets out there and uses no edge.
+    In scaled units b_t·cap_{c,q}/F multiplies y_{c,q,s}.
     """
     ix = v.index
     node_of = {name: site.node for name, site in ix.site.items()}
@@ -283,14 +244,13 @@ def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
         out_of[e[0]].append(e)
         into[e[1]].append(e)
     for t in ix.transfers:
-        unit = v.flow_unit[t.name]
         per_node: dict[str, list] = defaultdict(list)
         for node in ix.nodes:
-            per_node[node] += [(v.f[t.name, e], unit) for e in out_of[node]]
-            per_node[node] += [(v.f[t.name, e], -unit) for e in into[node]]
+            per_node[node] += [(v.f[t.name, e], 1.0) for e in out_of[node]]
+            per_node[node] += [(v.f[t.name, e], -1.0) for e in into[node]]
         for step, sign in ((t.source, -1.0), (t.target, 1.0)):
             for key in loads_of[step]:
-                coef = sign * t.bytes_per_request * ix.column[key[0]].capacity[step]
+                coef = sign * t.bytes_per_request * ix.column[key[0]].capacity[step] / v.flow_scale
                 per_node[node_of[key[2]]].append((v.y[key], coef))
         for node in ix.nodes:
             if per_node[node]:
@@ -308,54 +268,23 @@ def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
 
 
 def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
-    """Edge capacity, for each edge e with capacity > 0 (bytes/s)::
+    """Edge capacity, for each edge e with capacity > 0::
 
-        Σ_t F_t·f_{t,e} + Σ_{(c,s,s')} k_e(s,s')·B_c·μ_c·z_{c,s,s'} ≤ cap_e
+        Σ_t f_{t,e} + Σ_{(c,s,s')} k_e(s,s')·B_c·z_{c,s,s'} ≤ cap_e
 
     B_c is ``pair_bytes_per_s`` of column c, sent each way on the lowest-latency
     path of that direction; k_e(s,s') counts how often e lies on the paths
-    s → s' and s' → s (0, 1, or 2). f is in units of F_t bytes/s and z in units
-    of μ_c pairs (``Variables.flow_unit``, ``Variables.pair_unit``). add_row
-    divides the row by the power of ten nearest its largest coefficient.
-
-    Negligible pair traffic is left out deliberately: a term's most traffic is
-    k_e·B_c times the most pairs z can hold (its upper bound); the terms are
-    taken from the smallest most-traffic up, and left out while their sum
-    stays below NEGLIGIBLE (1e-9) of cap_e. Those terms can never bind (the
-    row is off by less than 1e-9·cap_e, far inside the solvers' 1e-7
-    tolerance), and keeping them would put coefficients below 1e-9 beside 1,
-    which HiGHS drops anyway. Reported edge loads and placement/verify.py
-    still count every pair's real traffic.
+    s → s' and s' → s (0, 1, or 2). Everything in ``flow_scale`` bytes/s.
     """
     ix = v.index
     load: dict[tuple[str, str], list] = defaultdict(list)
-    for (t, e), var in v.f.items():
-        load[e].append((var, v.flow_unit[t]))
-    budget = {e: NEGLIGIBLE * ix.capacity[e] for e in ix.edges}
-    any_budget = max(budget.values(), default=0.0)
-    small: dict[tuple[str, str], list] = defaultdict(list)  # terms that might be left out
+    for (_, e), var in v.f.items():
+        load[e].append((var, 1.0))
     for key, var in v.z.items():
-        c = key[0]
-        pair_bytes = ix.column[c].pair_bytes_per_s
+        pair_bytes = ix.column[key[0]].pair_bytes_per_s / v.flow_scale
         if pair_bytes > 0:
-            most = pair_bytes * min(ix.replica_ub[c, 0, key[1]], ix.replica_ub[c, 1, key[2]])
-            coef = pair_bytes * v.pair_unit[c]
-            if most >= any_budget:  # no term of this pair can be left out
-                for e, times in ix.pair_edges[key]:
-                    load[e].append((var, coef * times))
-                continue
             for e, times in ix.pair_edges[key]:
-                if times * most < budget[e]:
-                    small[e].append((times * most, key, var, coef * times))
-                else:
-                    load[e].append((var, coef * times))
-    for e, terms in small.items():  # smallest first, while the sum stays below the budget
-        left_out = 0.0
-        for most, _, var, coef in sorted(terms, key=lambda term: term[:2]):
-            if left_out + most < budget[e]:
-                left_out += most
-            else:
-                load[e].append((var, coef))
+                load[e].append((var, pair_bytes * times))
     for e in ix.edges:
         if load[e]:
             tokens = [ix.names.token("node", e[0]), ix.names.token("node", e[1])]
@@ -367,23 +296,19 @@ def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
                 tokens,
                 load[e],
                 pulp.LpConstraintLE,
-                ix.capacity[e],
+                ix.capacity[e] / v.flow_scale,
             )
 
 
 def _per_replica(v: Variables, attr: str) -> list:
     ix = v.index
-    units = ix.units
-    return [(var, getattr(ix.site[key[2]], attr) * units[key]) for key, var in v.n.items()]
+    return [
+        (var, getattr(ix.site[key[2]], attr) * ix.replica_units(key)) for key, var in v.n.items()
+    ]
 
 
 def add_power_cap(m: pulp.LpProblem, v: Variables) -> None:
-    """Power cap (if set), in W::
-
-        Σ power_w_per_unit_s·u_p·n_{c,p,s} ≤ power_cap_w
-
-    divided by the power of ten nearest the largest W per replica.
-    """
+    """Power cap (if set): Σ power_w_per_unit_s·u_p·n_{c,p,s} ≤ power_cap_w."""
     cap = v.index.problem.power_cap_w
     if cap is not None:
         add_row(
@@ -392,12 +317,7 @@ def add_power_cap(m: pulp.LpProblem, v: Variables) -> None:
 
 
 def add_budget(m: pulp.LpProblem, v: Variables) -> None:
-    """Budget (if set), in $/h::
-
-        Σ usd_per_hour_per_unit_s·u_p·n_{c,p,s} ≤ budget_usd_per_hour
-
-    divided by the power of ten nearest the largest $/h per replica.
-    """
+    """Budget (if set): Σ usd_per_hour_per_unit_s·u_p·n_{c,p,s} ≤ budget_usd_per_hour."""
     budget = v.index.problem.budget_usd_per_hour
     if budget is not None:
         add_row(
@@ -413,31 +333,25 @@ def add_budget(m: pulp.LpProblem, v: Variables) -> None:
 
 
 def set_objective(m: pulp.LpProblem, v: Variables) -> None:
-    """Minimise Σ w_s·u_p·n_{c,p,s} + ε_u·Σ u_p·n + Σ_t ε_t·Σ_e f_{t,e} (w: $/h, W or 1 per unit).
+    """Minimise Σ w_s·u_p·n_{c,p,s} + ε_u·Σ u_p·n + ε_f·Σ f (w: $/h, W or 1 per unit).
 
     The tie-breaks prefer fewer units among equal-cost placements and forbid
     needless or circulating flow. With w_min the cheapest positive unit weight,
-    ε_u = 1e-7·w_min (none for the "units" objective), and a flow costs
-    1e-7·w_min per max(C, Σ_t b_t·λ_k) bytes/s, C the power of ten nearest the
-    median edge capacity: ε_t = 1e-7·w_min·F_t / max(C, Σ_t b_t·λ_k) per unit
-    F_t of f. So the tie-broken optimum is within ~1e-7 (relative) of the
-    primary optimum. The objective is not rescaled; reported objectives are
+    ε_u = 1e-7·w_min (none for the "units" objective) and
+    ε_f = 1e-7·w_min / max(1, Σ_t b_t·λ_k / F), so the tie-broken optimum is
+    within ~1e-7 (relative) of the primary optimum. Reported objectives are
     always the primary one, recomputed from the solution.
     """
     ix = v.index
-    units = ix.units
-    weights = [w / units[k] for k, w in v.primary.items() if w > 0]
+    weights = [w / ix.replica_units(k) for k, w in v.primary.items() if w > 0]
     w_min = min(weights) if weights else 1.0
     eps_u = 0.0 if ix.problem.objective == "units" else _TIE * w_min
     total = sum(
         t.bytes_per_request * ix.rate[ix.route_of_step[t.source].demand] for t in ix.transfers
     )
-    caps = sorted(ix.capacity[e] for e in ix.edges)
-    median = 10.0 ** round(math.log10(statistics.median(caps))) if caps else 1e9
-    per_byte = _TIE * w_min / max(median, total)
-    primary = v.primary
-    coefs = {var: primary[k] + eps_u * units[k] for k, var in v.n.items()}
-    coefs.update({var: per_byte * v.flow_unit[t] for (t, _), var in v.f.items()})
+    eps_f = _TIE * w_min / max(1.0, total / v.flow_scale)
+    coefs = {var: v.primary[k] + eps_u * ix.replica_units(k) for k, var in v.n.items()}
+    coefs.update({var: eps_f for var in v.f.values()})
     m.setObjective(pulp.LpAffineExpression(coefs))
 
 
