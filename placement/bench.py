@@ -656,7 +656,9 @@ def bench_command(
     result = bench(paths, solvers=solver_list, repeat=repeat, time_limit_s=time_limit, gap=gap, threads=threads,
                    baselines=_csv(baselines), exhaustive_budget_s=exhaustive_budget, workers=workers,
                    memory_limit_gb=memory_limit or None, prepare_limit_s=prepare_limit, progress=progress)
-    result["command"] = " ".join(["placement", *sys.argv[1:]]) if sys.argv else "placement bench"
+    # The exact command line when run as the CLI; a library or test caller gets the bare name.
+    from_cli = bool(sys.argv) and Path(sys.argv[0]).name == "placement"
+    result["command"] = " ".join(["placement", *sys.argv[1:]]) if from_cli else "placement bench"
     for prep in result["instances"]:
         if prep.get("status") != "ok":
             console.print(f"[red]preparation failed[/red] {prep.get('path')}: {prep.get('error')}", highlight=False)
