@@ -6,39 +6,14 @@ dashboard) is started for the whole test session and shut down at the end.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from placement.errors import InputError
 from placement.executor import run_map
-from placement.loading import load_instance, parse_instance
+from placement.loading import load_instance
 from placement.pareto import run_pareto
 from placement.sweep import run_sweep
-
-#: A self-contained Mélange-style instance (measured capacities, so solves take milliseconds);
-#: independent of the shipped instances, which the cost-model owners retune.
-TOY = {
-    "name": "toy", "model": "llama-2-7b", "modes": ["aggregated"], "only_measured": True,
-    "workload": {"classes": [
-        {"name": n, "rate_rps": r, "prompt_tokens": p, "output_tokens": o, "ttft_ms": 2000, "tpot_ms": 120}
-        for n, r, p, o in (("short-in-short-out", 6, 100, 100), ("short-in-long-out", 3, 100, 1000),
-                           ("long-in-short-out", 15, 1000, 100), ("long-in-long-out", 6, 1000, 1000))]},
-    "hardware": {"switches": ["tor"], "domains": [
-        {"name": "a10g-pool", "chip": "a10g", "chips_per_domain": 1, "count": 16, "usd_per_hour_per_chip": 1.01,
-         "switch": "tor"},
-        {"name": "a100-pool", "chip": "a100-80gb", "chips_per_domain": 1, "count": 16, "usd_per_hour_per_chip": 3.67,
-         "switch": "tor"}]},
-    "measured_capacity": [
-        {"chip": c, "class": n, "max_rps_per_replica": v}
-        for c, caps in (("a10g", (2, 1, 5, 2)), ("a100-80gb", (20, 20, 40, 20)))
-        for n, v in zip(("short-in-short-out", "short-in-long-out", "long-in-short-out", "long-in-long-out"), caps)],
-}
-
-
-def toy_instance():
-    return parse_instance(copy.deepcopy(TOY))
-
+from tests.toy_fixture import toy_instance
 
 ITEMS = ["3", "x", "-7", "10", "1e3", "4"]  # int() fails on "x" and "1e3"
 EXPECTED_ERRORS = {1: "ValueError: invalid literal for int() with base 10: 'x'",
