@@ -5,14 +5,16 @@ how much. It is the model :func:`solvers.milp.build_model` builds — the same
 variables and the same constraint functions, so the two cannot drift apart —
 with a non-negative, *relative* slack added to every row that states a limit,
 and the variable upper bounds that mirror those limits lifted
-(n ≤ U_s/u_p, z ≤ min n, f ≤ cap_e/F):
+(n ≤ U_s/u_p, f ≤ cap_e/F_t). Rows are shown in natural units; the model's
+rows are divided by a power of two (``Variables.row_scale``), right-hand side
+included, which leaves the relative slacks unchanged:
 
 =================  ==============================================  ==============
 row family          elastic form                                    penalty
 =================  ==============================================  ==============
 route_split         Σ_{r∈k} x_r + s_k = 1,  0 ≤ s_k ≤ 1             W_DEMAND · s_k
 site_units          Σ u_p·n_{c,p,s} ≤ U_s·(1 + σ_s)                 W_LIMIT · σ_s
-edge_capacity       Σ f + Σ B·z ≤ (cap_e/F)·(1 + ε_e)               W_LIMIT · ε_e
+edge_capacity       Σ F·f + Σ k·B·μ·z ≤ cap_e·(1 + ε_e)             W_LIMIT · ε_e
 power_cap           Σ W·u·n ≤ P·(1 + π)                             W_LIMIT · π
 budget              Σ $·u·n ≤ B·(1 + β)                             W_LIMIT · β
 =================  ==============================================  ==============
@@ -60,7 +62,7 @@ __all__ = ["W_DEMAND", "W_LIMIT", "ElasticModel", "Shortfalls", "build_elastic_m
 W_LIMIT = 1.0
 #: Penalty per class left entirely unserved.
 W_DEMAND = 1e6
-#: Tie-break per flow unit (``flow_scale`` bytes/s), against circulating flow.
+#: Tie-break per flow unit (``Variables.flow_unit`` bytes/s), against circulating flow.
 _FLOW_TIE = 1e-7
 #: Relative slack below this is solver noise, not a shortfall.
 _TOL = 1e-6

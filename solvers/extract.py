@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import pulp
@@ -13,7 +14,7 @@ from solvers.solution import ZERO, EdgeLoad, Flow, Load, Pair, Placement, Soluti
 if TYPE_CHECKING:
     from solvers.milp import Variables
 
-__all__ = ["model_stats", "empty_solution", "to_solution"]
+__all__ = ["model_stats", "empty_solution", "to_solution", "cancel_cycles"]
 
 
 def model_stats(m: pulp.LpProblem, v: "Variables | None" = None) -> dict[str, int]:
@@ -93,6 +94,60 @@ def _value(var: pulp.LpVariable) -> float:
     return 0.0 if value is None or abs(value) < ZERO else float(value)
 
 
+def cancel_cycles(flow: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
+    """``flow`` (edge -> amount > 0) of one commodity with every circulation removed.
+
+    Repeatedly finds a directed cycle of edges carrying flow (depth-first, in
+    sorted order, so the result is deterministic) and subtracts its smallest
+    amount along it, which empties at least one edge. Every node's net flow is
+    unchanged and no edge carries more. The MILP's flow tie-break is meant to
+    rule circulations out, but it is too small for the solvers' tolerances to
+    always see it.
+
+    Examples
+    --------
+    >>> cancel_cycles({("a", "b"): 3.0, ("b", "c"): 2.0, ("c", "a"): 2.0})
+    {('a', 'b'): 1.0}
+    """
+    flow = {e: amount for e, amount in sorted(flow.items()) if amount > 0}
+    while True:
+        cycle = _find_cycle(flow)
+        if not cycle:
+            return flow
+        least = min(flow[e] for e in cycle)
+        for e in cycle:
+            rest = flow[e] - least
+            if rest > 0:
+                flow[e] = rest
+            else:
+                del flow[e]
+
+
+def _find_cycle(flow: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for u, w in flow:  # sorted keys: deterministic successor order
+        out[u].append(w)
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    for root in sorted(out):
+        if root in state:
+            continue
+        path, stack = [root], [iter(out[root])]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                nodes = path[path.index(nxt) :] + [nxt]
+                return list(pairwise(nodes))
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(out[nxt]))
+    return []
+
+
 def to_solution(
     v: "Variables",
     *,
@@ -105,7 +160,12 @@ def to_solution(
     stats: dict[str, int],
     relaxed: bool = False,
 ) -> Solution:
-    """Read the values of ``v`` into a Solution.
+    """Read the values of ``v`` into a Solution, in the problem's units.
+
+    Flows are multiplied by their transfer's ``flow_unit`` and pairs by their
+    column's ``pair_unit`` (values below 1e-9 of a unit count as 0); loads are
+    replica-equivalents times capacity; row scaling needs no undoing. Flows
+    that circulate are cancelled (:func:`cancel_cycles`).
 
     ``objective`` is the primary objective recomputed from n (rounded to
     integers unless ``relaxed``). ``bound`` is the solver's bound on the
@@ -143,15 +203,20 @@ def to_solution(
         if rate:
             route_rates[r.name] = rate
     edge_load: dict[tuple[str, str], float] = defaultdict(float)
+    per_transfer: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
+    for (t, e), var in v.f.items():
+        per_transfer[t][e] = _value(var)
     flows = []
-    for (t, e), var in sorted(v.f.items()):
-        value = _value(var) * v.flow_scale
-        edge_load[e] += value
-        if clean(value):
-            flows.append(Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean(value)))
+    for t in sorted(per_transfer):
+        unit = v.flow_unit[t]
+        for e, amount in cancel_cycles(per_transfer[t]).items():
+            value = amount * unit
+            edge_load[e] += value
+            if clean(value):
+                flows.append(Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean(value)))
     pairs = []
     for (c, s0, s1), var in sorted(v.z.items()):
-        count = _value(var)
+        count = _value(var) * v.pair_unit[c]
         for e, times in ix.pair_edges[c, s0, s1]:
             edge_load[e] += ix.column[c].pair_bytes_per_s * count * times
         if clean(count):

@@ -57,17 +57,19 @@ class Names:
     underscores and never starts or ends with one, so ``"__"`` separates the
     tokens of a variable name unambiguously. Long names are cut and suffixed
     with a hash; collisions get ``_2``, ``_3``, ... in sorted order of the
-    original names.
+    original names. ``tokens[kind, original]`` is ``token(kind, original)``
+    without a method call (the model builder looks up thousands).
 
     Examples
     --------
     >>> names = Names({"site": ["a b", "a-b", "x"]})
-    >>> names.token("site", "a b"), names.token("site", "a-b"), names.token("site", "x")
+    >>> names.token("site", "a b"), names.token("site", "a-b"), names.tokens["site", "x"]
     ('a_b', 'a_b_2', 'x')
     """
 
     def __init__(self, kinds: dict[str, list[str]]):
         self._tokens: dict[tuple[str, str], str] = {}
+        self.tokens = self._tokens  # read-only by convention
         for kind, originals in kinds.items():
             used: set[str] = set()
             for original in sorted(set(originals)):
@@ -146,6 +148,7 @@ class Index:
     load_keys: list[tuple[str, str, str]]  # (column, step, site) of y / a
     replica_keys: list[tuple[str, int, str]]  # (column, part, site) of n
     replica_ub: dict[tuple[str, int, str], int]
+    units: dict[tuple[str, int, str], int]  # u_p of each replica key, as replica_units()
     pair_keys: list[tuple[str, str, str]]  # (column, site of part 0, site of part 1) of z
     pair_edges: dict[tuple[str, str, str], EdgeUse]  # round-trip edges and multiplicities
     transfers: list[Transfer]  # active, bytes_per_request > 0
@@ -251,6 +254,7 @@ class Index:
         columns, load_keys, replica_keys, pair_keys = [], [], [], []
         columns_by_name = {c.name: c for c in problem.columns}
         replica_ub: dict[tuple[str, int, str], int] = {}
+        units: dict[tuple[str, int, str], int] = {}
         pair_edges: dict[tuple[str, str, str], EdgeUse] = {}
         for c in sorted(problem.columns, key=lambda c: c.name):
             steps = sorted(q for q in c.capacity if q in active_steps)
@@ -287,6 +291,7 @@ class Index:
                 for s in hosts[p]:
                     replica_keys.append((c.name, p, s.name))
                     replica_ub[c.name, p, s.name] = s.units_per_domain * s.domains // part.units
+                    units[c.name, p, s.name] = part.units
             for s0, s1, used_edges in pairs:
                 pair_keys.append((c.name, s0, s1))
                 pair_edges[c.name, s0, s1] = used_edges
@@ -328,6 +333,7 @@ class Index:
             load_keys=load_keys,
             replica_keys=replica_keys,
             replica_ub=replica_ub,
+            units=units,
             pair_keys=pair_keys,
             pair_edges=pair_edges,
             transfers=transfers,
@@ -348,5 +354,5 @@ class Index:
         return 1.0
 
     def replica_units(self, key: tuple[str, int, str]) -> int:
-        """u_p of the replica key ``(column, part, site)``."""
-        return self.column[key[0]].parts[key[1]].units
+        """u_p of the replica key ``(column, part, site)`` (also ``units[key]``)."""
+        return self.units[key]

@@ -6,17 +6,37 @@
     s.t.  route split, step coverage, replica capacity, single resource, site units,
           pair balance, transfer conservation, edge capacity, power cap, budget
 
-Scaling (so that coefficients stay within a few orders of magnitude):
+Scaling. The inputs span bytes/s (~1e13) to replica counts (~1); the model
+the solvers see is scaled deterministically, by powers of two and ten only:
 
-* ``x_r`` is the *fraction* of demand k sent down route r (0..1), so the
-  route split reads Σ x_r = 1 and λ_k moves into the coverage rows;
-* the loads are *replica-equivalents* y_{c,q,s} = a_{c,q,s}/cap_{c,q}, so the
-  replica capacity row has unit coefficients and the coverage row of step q
-  of route r is Σ (cap_{c,q}/S_k)·y_{c,q,s} = (λ_k/S_k)·x_r, S_k the power of
-  ten nearest λ_k (scaling by a power of ten, not by λ_k itself, keeps
-  decimal inputs exact in the LP/MPS text that CBC reads);
-* flows and edge capacities are in units of ``flow_scale`` bytes/s, the power
-  of ten nearest the median positive edge capacity (1e9 without edges).
+* columns: ``x_r`` is the *fraction* of demand k sent down route r (0..1); the
+  loads are *replica-equivalents* y_{c,q,s} = a_{c,q,s}/cap_{c,q}, so the
+  replica capacity row has unit coefficients; the flows of transfer t are in
+  units of F_t bytes/s, the power of ten nearest b_t·λ_k (the whole traffic of
+  t), so a flow is ~1 unit instead of ~1e9 bytes/s; the pairs of column c are
+  in units of μ_c pairs, a power of ten that is 1 unless c's pair traffic is
+  far from the flows it shares edges with (:func:`~solvers.variables.pair_units`).
+  n and w are integers and unscaled. Powers of ten keep short decimal values
+  short in the 8-digit solution text CBC writes;
+* rows: every family writes its rows in natural units (requests/s, units,
+  replicas, bytes/s, W, $/h) and :func:`~solvers.variables.add_row` divides
+  each row, right-hand side included, by the power of two nearest its largest
+  |coefficient| (kept in ``Variables.row_scale``), so that coefficient lies in
+  [0.71, 1.41). Dividing by a power of two is exact in binary: every ratio of
+  coefficients in a row is exactly what it was in natural units, and short
+  decimal inputs stay short in the 13-digit LP/MPS text CBC reads. (Powers of
+  ten are not exact in binary: 0.3/0.1 ≠ 3, and CBC's preprocessing then
+  returned 2 A100 as "optimal" for the single-resource Mélange toy instead of
+  1 A100 + 3 A10G.)
+* negligible terms: pair traffic that could never add up to 1e-9 of an edge's
+  capacity is left out of that edge's row (see add_edge_capacity).
+
+The matrix of every shipped instance then spans at most ~2e5 (max/min |a|;
+rubin-lpx-deepseek, whose candidate replicas for one decode step serve
+0.127..1.8e4 requests/s each; ≤ 4e3 for the others, see
+tests/test_numerics.py) instead of up to ~1e12. The objective is not
+rescaled: it is the primary objective on n plus tie-breaks, and the reported
+objective is recomputed from the integer replicas.
 
 Everything is unscaled when the :class:`~solvers.solution.Solution` is built.
 Variable and constraint names are deterministic, ``family__token__token``,
@@ -26,6 +46,7 @@ LP name back to its family and original key.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 
@@ -38,7 +59,7 @@ from solvers.index import Index
 from solvers.packing import check_packable, pack_into_domains
 from solvers.problem import Problem
 from solvers.solution import Solution
-from solvers.variables import Key3, Variables, add_row, decimal_shift, define_variables, gc_paused
+from solvers.variables import Key3, Variables, add_row, define_variables, gc_paused
 
 __all__ = [
     "Variables",
@@ -72,13 +93,19 @@ DEFAULT_GAP = 1e-9
 # primary objective moves by at most ~1e-7 relative (see set_objective).
 _TIE = 1e-7
 
+#: Pair traffic is left out of an edge row while the most it could ever put on
+#: the edge, summed over the terms left out, stays below this share of the
+#: edge's capacity (see add_edge_capacity).
+NEGLIGIBLE = 1e-9
+
 
 def add_route_split(m: pulp.LpProblem, v: Variables) -> None:
     """Route split, for each demand k with λ_k > 0::
 
         Σ_{r∈k} x_r = 1
 
-    x_r is the fraction of λ_k sent down route r.
+    x_r is the fraction of λ_k sent down route r. Unit coefficients: the row is
+    not rescaled.
     """
     ix = v.index
     routes_of: dict[str, list[str]] = defaultdict(list)
@@ -91,22 +118,24 @@ def add_route_split(m: pulp.LpProblem, v: Variables) -> None:
             v,
             "route_split",
             (k,),
-            [ix.names.token("demand", k)],
+            [ix.names.tokens["demand", k]],
             terms,
             pulp.LpConstraintEQ,
             1.0,
+            scaled=1.0,
         )
 
 
 def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
-    """Step coverage, for each step q of route r of demand k::
+    """Step coverage, for each step q of route r of demand k (requests/s)::
 
-        Σ_{c,s} (cap_{c,q}/S_k)·y_{c,q,s} = (λ_k/S_k)·x_r
+        Σ_{c,s} cap_{c,q}·y_{c,q,s} − λ_k·x_r = 0
 
-    i.e. Σ a_{c,q,s} = λ_k·x_r with a = cap·y. S_k is the power of ten nearest
-    λ_k: it scales the row like dividing by λ_k would, but keeps decimal
-    inputs exact in the 13-digit LP/MPS text CBC reads (cap/λ = 1/3 written
-    as 0.333333333333 made CBC's preprocessing round 3 replicas up to 4).
+    i.e. Σ a_{c,q,s} = λ_k·x_r with a = cap·y. add_row divides the row by the
+    power of two nearest max(λ_k, max_c cap_{c,q}), which keeps every ratio
+    cap/λ exact (cap/λ = 1/3 written as 0.333333333333 once made CBC's
+    preprocessing round 3 replicas up to 4; 0.3/0.1 ≠ 3 made it miss an
+    optimum).
     """
     ix = v.index
     loads_of: dict[str, list[Key3]] = defaultdict(list)
@@ -115,16 +144,14 @@ def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
     for r in ix.routes:
         lam = ix.rate[r.demand]
         for q in r.steps:
-            terms = [
-                (v.y[key], decimal_shift(ix.column[key[0]].capacity[q], lam)) for key in loads_of[q]
-            ]
-            terms.append((v.x[r.name], -decimal_shift(lam, lam)))
+            terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in loads_of[q]]
+            terms.append((v.x[r.name], -lam))
             add_row(
                 m,
                 v,
                 "step_coverage",
                 (q,),
-                [ix.names.token("step", q)],
+                [ix.names.tokens["step", q]],
                 terms,
                 pulp.LpConstraintEQ,
                 0.0,
@@ -137,6 +164,7 @@ def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
         Σ_q y_{c,q,s} ≤ n_{c,0,s}
 
     i.e. Σ_q a_{c,q,s}/cap_{c,q} ≤ n_{c,0,s}: mixing steps shares a replica linearly.
+    Unit coefficients: the row is not rescaled.
     """
     ix = v.index
     loads_at: dict[tuple[str, str], list[Key3]] = defaultdict(list)
@@ -144,18 +172,23 @@ def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
         loads_at[key[0], key[2]].append(key)
     for (c, s), keys in loads_at.items():
         terms = [(v.y[key], 1.0) for key in keys] + [(v.n[c, 0, s], -1.0)]
-        tokens = [ix.names.token("column", c), ix.names.token("site", s)]
-        add_row(m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0)
+        tokens = [ix.names.tokens["column", c], ix.names.tokens["site", s]]
+        add_row(
+            m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0, scaled=1.0
+        )
 
 
 def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
     """Single-resource demands: one part-0 resource ρ serves all of demand k (binary w)::
 
-        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} (cap_{c,q}/S_k)·y_{c,q,s} ≤ (λ_k/S_k)·w_{k,ρ}
+        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} cap_{c,q}·y_{c,q,s} − λ_k·w_{k,ρ} ≤ 0
 
-    for every step q of every route of k. The left side of the second row is
-    the share of demand k that ρ serves at step q (≤ x_r ≤ 1, times λ_k/S_k),
-    so no big-M is needed. Demands with a single possible resource get no rows.
+    for every step q of every route of k. The first term of the second row is
+    the load of demand k that ρ serves at step q (≤ λ_k·x_r ≤ λ_k), so no
+    big-M is needed. Demands with a single possible resource get no rows. The
+    second row (requests/s) is divided by the power of two nearest its largest
+    coefficient, max(λ_k, max cap_{c,q}), as the coverage rows are; the first
+    has unit coefficients and is not rescaled.
     """
     ix = v.index
     loads_of: dict[tuple[str, str], list[Key3]] = defaultdict(list)
@@ -170,19 +203,16 @@ def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
             for rho in options:
                 keys = loads_of[q, rho]
                 if keys:
-                    terms = [
-                        (v.y[key], decimal_shift(ix.column[key[0]].capacity[q], lam))
-                        for key in keys
-                    ]
-                    terms.append((v.w[r.demand, rho], -decimal_shift(lam, lam)))
-                    tokens = [ix.names.token("step", q), ix.names.token("resource", rho)]
+                    terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in keys]
+                    terms.append((v.w[r.demand, rho], -lam))
+                    tokens = [ix.names.tokens["step", q], ix.names.tokens["resource", rho]]
                     add_row(
                         m, v, "resource_choice", (q, rho), tokens, terms, pulp.LpConstraintLE, 0.0
                     )
     for k, options in ix.choices.items():
         terms = [(v.w[k, rho], 1.0) for rho in options]
-        tokens = [ix.names.token("demand", k)]
-        add_row(m, v, "single_resource", (k,), tokens, terms, pulp.LpConstraintEQ, 1.0)
+        tokens = [ix.names.tokens["demand", k]]
+        add_row(m, v, "single_resource", (k,), tokens, terms, pulp.LpConstraintEQ, 1.0, scaled=1.0)
 
 
 def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
@@ -190,48 +220,64 @@ def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
 
         Σ_{c,p: parts[p].resource = s.resource} u_p·n_{c,p,s} ≤ D_s·m_s
 
-    Exact for divisibility chains of part sizes (see check_packable).
+    Exact for divisibility chains of part sizes (see check_packable). The row
+    (units) is divided by the power of two nearest the largest u_p in it.
     """
     ix = v.index
+    units = ix.units
     at: dict[str, list] = defaultdict(list)
     for key, var in v.n.items():
-        at[key[2]].append((var, float(ix.replica_units(key))))
+        at[key[2]].append((var, float(units[key])))
     for s in sorted(at):
         site = ix.site[s]
         rhs = float(site.units_per_domain * site.domains)
         add_row(
-            m, v, "site_units", (s,), [ix.names.token("site", s)], at[s], pulp.LpConstraintLE, rhs
+            m, v, "site_units", (s,), [ix.names.tokens["site", s]], at[s], pulp.LpConstraintLE, rhs
         )
 
 
 def add_pair_balance(m: pulp.LpProblem, v: Variables) -> None:
     """Pair balance of two-part columns, for each site s of part 0 and s' of part 1::
 
-        Σ_{s'} z_{c,s,s'} = n_{c,0,s}   and   Σ_s z_{c,s,s'} = n_{c,1,s'}
+        Σ_{s'} μ_c·z_{c,s,s'} − n_{c,0,s} = 0   and   Σ_s μ_c·z_{c,s,s'} − n_{c,1,s'} = 0
 
-    z is continuous; only allowed pairs (see solvers.index) have a z.
+    z is continuous, in units of μ_c pairs (``Variables.pair_unit``, a power
+    of ten, 1 for most columns); only allowed pairs (see solvers.index) have a
+    z. Each row (replicas) is divided by the power of two nearest max(μ_c, 1);
+    z has no upper bound of its own, these rows bound it by n's bounds.
     """
     ix = v.index
+    # Scaled here as add_row would (2^j nearest max(μ_c, 1)), once per column:
+    # column -> (coefficient of z, of n, divisor).
+    coef = {}
+    for c, mu in v.pair_unit.items():
+        div = 2.0 ** round(math.log2(mu)) if mu > 1.0 else 1.0
+        coef[c] = (mu / div, -1.0 / div, div)
     out: dict[tuple[str, str], list] = defaultdict(list)
     into: dict[tuple[str, str], list] = defaultdict(list)
     for (c, s0, s1), var in v.z.items():
-        out[c, s0].append((var, 1.0))
-        into[c, s1].append((var, 1.0))
+        term = (var, coef[c][0])
+        out[c, s0].append(term)
+        into[c, s1].append(term)
+    tok = ix.names.tokens
     for family, part, groups in (("pair_out", 0, out), ("pair_in", 1, into)):
         for (c, s), terms in groups.items():
-            terms = terms + [(v.n[c, part, s], -1.0)]
-            tokens = [ix.names.token("column", c), ix.names.token("site", s)]
-            add_row(m, v, family, (c, s), tokens, terms, pulp.LpConstraintEQ, 0.0)
+            _, coef_n, div = coef[c]
+            terms.append((v.n[c, part, s], coef_n))
+            tokens = [tok["column", c], tok["site", s]]
+            add_row(m, v, family, (c, s), tokens, terms, pulp.LpConstraintEQ, 0.0, scaled=div)
 
 
 def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
-    """Transfer flow conservation, for each transfer t (src → tgt) and node v::
+    """Transfer flow conservation, for each transfer t (src → tgt) and node v (bytes/s)::
 
-        Σ_{e out of v} f_{t,e} − Σ_{e into v} f_{t,e} = b_t·(Σ_c a_{c,src,v} − Σ_c a_{c,tgt,v})
+        Σ_{e out of v} F_t·f_{t,e} − Σ_{e into v} F_t·f_{t,e} = b_t·(Σ_c a_{c,src,v} − Σ_c a_{c,tgt,v})
 
-    a at a node sums the loads of the sites on that node, so a transfer
-    between steps hosted on the same node nets out there and uses no edge.
-    In scaled units b_t·cap_{c,q}/F multiplies y_{c,q,s}.
+    with a = cap·y. a at a node sums the loads of the sites on that node, so a
+    transfer between steps hosted on the same node nets out there and uses no
+    edge. f is in units of F_t bytes/s (``Variables.flow_unit``, the power of
+    ten nearest b_t·λ_k, so b_t·cap_{c,q}/F_t ≈ cap_{c,q}/λ_k); add_row
+    divides the row by the power of two nearest max(F_t, max b_t·cap_{c,q}).
     """
     ix = v.index
     node_of = {name: site.node for name, site in ix.site.items()}
@@ -244,17 +290,18 @@ def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
         out_of[e[0]].append(e)
         into[e[1]].append(e)
     for t in ix.transfers:
+        unit = v.flow_unit[t.name]
         per_node: dict[str, list] = defaultdict(list)
         for node in ix.nodes:
-            per_node[node] += [(v.f[t.name, e], 1.0) for e in out_of[node]]
-            per_node[node] += [(v.f[t.name, e], -1.0) for e in into[node]]
+            per_node[node] += [(v.f[t.name, e], unit) for e in out_of[node]]
+            per_node[node] += [(v.f[t.name, e], -unit) for e in into[node]]
         for step, sign in ((t.source, -1.0), (t.target, 1.0)):
             for key in loads_of[step]:
-                coef = sign * t.bytes_per_request * ix.column[key[0]].capacity[step] / v.flow_scale
+                coef = sign * t.bytes_per_request * ix.column[key[0]].capacity[step]
                 per_node[node_of[key[2]]].append((v.y[key], coef))
         for node in ix.nodes:
             if per_node[node]:
-                tokens = [ix.names.token("transfer", t.name), ix.names.token("node", node)]
+                tokens = [ix.names.tokens["transfer", t.name], ix.names.tokens["node", node]]
                 add_row(
                     m,
                     v,
@@ -268,26 +315,67 @@ def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
 
 
 def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
-    """Edge capacity, for each edge e with capacity > 0::
+    """Edge capacity, for each edge e with capacity > 0 (bytes/s)::
 
-        Σ_t f_{t,e} + Σ_{(c,s,s')} k_e(s,s')·B_c·z_{c,s,s'} ≤ cap_e
+        Σ_t F_t·f_{t,e} + Σ_{(c,s,s')} k_e(s,s')·B_c·μ_c·z_{c,s,s'} ≤ cap_e
 
     B_c is ``pair_bytes_per_s`` of column c, sent each way on the lowest-latency
     path of that direction; k_e(s,s') counts how often e lies on the paths
-    s → s' and s' → s (0, 1, or 2). Everything in ``flow_scale`` bytes/s.
+    s → s' and s' → s (0, 1, or 2). f is in units of F_t bytes/s and z in units
+    of μ_c pairs (``Variables.flow_unit``, ``Variables.pair_unit``). add_row
+    divides the row by the power of two nearest its largest coefficient.
+
+    Negligible pair traffic is left out deliberately. The most traffic a term
+    can put on e is k_e·B_c times the most pairs z can hold (the smaller of
+    the bounds of the two n it pairs); the terms are taken from the smallest
+    such total up and left out while their sum stays below NEGLIGIBLE (1e-9)
+    of cap_e. Together they can never use more than 1e-9·cap_e, a thousandth
+    of placement/verify.py's 1e-6 relative tolerance, so they cannot bind;
+    keeping them would only stretch the row's coefficient range (1 kB/s per
+    pair beside 10 TB/s edges gave 1e-10 coefficients, below HiGHS's 1e-9
+    cut-off). Reported edge loads and placement/verify.py still count every
+    pair's real traffic.
     """
     ix = v.index
     load: dict[tuple[str, str], list] = defaultdict(list)
-    for (_, e), var in v.f.items():
-        load[e].append((var, 1.0))
+    for (t, e), var in v.f.items():
+        load[e].append((var, v.flow_unit[t]))
+    budget = {e: NEGLIGIBLE * ix.capacity[e] for e in ix.edges}
+    any_budget = max(budget.values(), default=0.0)
+    # column -> (B_c·μ_c, whether a term of c may be small); a pair holds ≥ 1 replica
+    traffic = {
+        c.name: (c.pair_bytes_per_s * v.pair_unit[c.name], c.pair_bytes_per_s < any_budget)
+        for c in ix.columns
+        if c.pair_bytes_per_s > 0 and len(c.parts) == 2
+    }
+    small: dict[tuple[str, str], list] = defaultdict(list)  # terms that might be left out
+    pair_edges = ix.pair_edges
     for key, var in v.z.items():
-        pair_bytes = ix.column[key[0]].pair_bytes_per_s / v.flow_scale
-        if pair_bytes > 0:
-            for e, times in ix.pair_edges[key]:
-                load[e].append((var, pair_bytes * times))
+        c = key[0]
+        if c not in traffic:
+            continue
+        coef, maybe_small = traffic[c]
+        if not maybe_small:
+            for e, times in pair_edges[key]:
+                load[e].append((var, coef * times))
+            continue
+        pair_bytes = ix.column[c].pair_bytes_per_s
+        most = pair_bytes * min(ix.replica_ub[c, 0, key[1]], ix.replica_ub[c, 1, key[2]])
+        for e, times in pair_edges[key]:
+            if times * most < budget[e]:
+                small[e].append((times * most, key, var, coef * times))
+            else:
+                load[e].append((var, coef * times))
+    for e, terms in small.items():  # smallest first, while the sum stays below the budget
+        left_out = 0.0
+        for most, _, var, coef in sorted(terms, key=lambda term: term[:2]):
+            if left_out + most < budget[e]:
+                left_out += most
+            else:
+                load[e].append((var, coef))
     for e in ix.edges:
         if load[e]:
-            tokens = [ix.names.token("node", e[0]), ix.names.token("node", e[1])]
+            tokens = [ix.names.tokens["node", e[0]], ix.names.tokens["node", e[1]]]
             add_row(
                 m,
                 v,
@@ -296,19 +384,23 @@ def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
                 tokens,
                 load[e],
                 pulp.LpConstraintLE,
-                ix.capacity[e] / v.flow_scale,
+                ix.capacity[e],
             )
 
 
 def _per_replica(v: Variables, attr: str) -> list:
     ix = v.index
-    return [
-        (var, getattr(ix.site[key[2]], attr) * ix.replica_units(key)) for key, var in v.n.items()
-    ]
+    units = ix.units
+    return [(var, getattr(ix.site[key[2]], attr) * units[key]) for key, var in v.n.items()]
 
 
 def add_power_cap(m: pulp.LpProblem, v: Variables) -> None:
-    """Power cap (if set): Σ power_w_per_unit_s·u_p·n_{c,p,s} ≤ power_cap_w."""
+    """Power cap (if set), in W::
+
+        Σ power_w_per_unit_s·u_p·n_{c,p,s} ≤ power_cap_w
+
+    divided by the power of two nearest the largest W per replica.
+    """
     cap = v.index.problem.power_cap_w
     if cap is not None:
         add_row(
@@ -317,7 +409,12 @@ def add_power_cap(m: pulp.LpProblem, v: Variables) -> None:
 
 
 def add_budget(m: pulp.LpProblem, v: Variables) -> None:
-    """Budget (if set): Σ usd_per_hour_per_unit_s·u_p·n_{c,p,s} ≤ budget_usd_per_hour."""
+    """Budget (if set), in $/h::
+
+        Σ usd_per_hour_per_unit_s·u_p·n_{c,p,s} ≤ budget_usd_per_hour
+
+    divided by the power of two nearest the largest $/h per replica.
+    """
     budget = v.index.problem.budget_usd_per_hour
     if budget is not None:
         add_row(
@@ -333,25 +430,28 @@ def add_budget(m: pulp.LpProblem, v: Variables) -> None:
 
 
 def set_objective(m: pulp.LpProblem, v: Variables) -> None:
-    """Minimise Σ w_s·u_p·n_{c,p,s} + ε_u·Σ u_p·n + ε_f·Σ f (w: $/h, W or 1 per unit).
+    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} (w: $/h, W or 1 per unit).
 
     The tie-breaks prefer fewer units among equal-cost placements and forbid
     needless or circulating flow. With w_min the cheapest positive unit weight,
-    ε_u = 1e-7·w_min (none for the "units" objective) and
-    ε_f = 1e-7·w_min / max(1, Σ_t b_t·λ_k / F), so the tie-broken optimum is
-    within ~1e-7 (relative) of the primary optimum. Reported objectives are
-    always the primary one, recomputed from the solution.
+    ε = 1e-7·w_min per unit placed (none for the "units" objective) and per
+    unit of flow (F_t bytes/s, about the whole traffic of transfer t, see
+    ``Variables.flow_unit``): a flow variable's tie-break is as visible to the
+    solvers as a replica's, while a circulation-free transfer crosses only a
+    few edges, so the tie-broken optimum stays within ~1e-7 (relative) of the
+    primary optimum. (Solvers may still ignore a tie-break this small, so
+    :func:`solvers.extract.to_solution` also cancels circulating flow.) The
+    objective is not rescaled; reported objectives are always the primary
+    one, recomputed from the solution.
     """
     ix = v.index
-    weights = [w / ix.replica_units(k) for k, w in v.primary.items() if w > 0]
+    units = ix.units
+    weights = [w / units[k] for k, w in v.primary.items() if w > 0]
     w_min = min(weights) if weights else 1.0
     eps_u = 0.0 if ix.problem.objective == "units" else _TIE * w_min
-    total = sum(
-        t.bytes_per_request * ix.rate[ix.route_of_step[t.source].demand] for t in ix.transfers
-    )
-    eps_f = _TIE * w_min / max(1.0, total / v.flow_scale)
-    coefs = {var: v.primary[k] + eps_u * ix.replica_units(k) for k, var in v.n.items()}
-    coefs.update({var: eps_f for var in v.f.values()})
+    primary = v.primary
+    coefs = {var: primary[k] + eps_u * units[k] for k, var in v.n.items()}
+    coefs.update(dict.fromkeys(v.f.values(), _TIE * w_min))
     m.setObjective(pulp.LpAffineExpression(coefs))
 
 

@@ -2,7 +2,8 @@
 
 Split from :mod:`solvers.milp` (which re-exports :class:`Variables` and
 :func:`define_variables`) to keep modules short; the scaling choices are
-described in the :mod:`solvers.milp` docstring.
+described in the :mod:`solvers.milp` docstring: :func:`add_row` scales every
+row, :func:`define_variables` picks the units of the flows and pairs.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
-import statistics
 import threading
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import pulp
 
@@ -24,7 +25,8 @@ __all__ = [
     "add_var",
     "add_row",
     "gc_paused",
-    "decimal_shift",
+    "flow_units",
+    "pair_units",
     "Key3",
 ]
 
@@ -37,13 +39,17 @@ class Variables:
 
     ``x[route]`` fraction of λ_k, ``y[(column, step, site)]`` replica-equivalents,
     ``n[(column, part, site)]`` integer replicas, ``z[(column, site0, site1)]``
-    replica pairs, ``f[(transfer, (u, v))]`` flow in ``flow_scale`` bytes/s,
-    ``w[(demand, resource)]`` binary choice of a single-resource demand.
-    ``primary`` is the objective without tie-breaks.
+    replica pairs in units of ``pair_unit[column]`` pairs, ``f[(transfer, (u, v))]``
+    flow in units of ``flow_unit[transfer]`` bytes/s, ``w[(demand, resource)]``
+    binary choice of a single-resource demand. ``primary`` is the objective
+    without tie-breaks. ``row_scale[name]`` is the power of two row ``name`` was
+    divided by (see :func:`add_row`; absent means 1): row activity × row_scale
+    is in the row's natural units (requests/s, units, replicas, bytes/s, W, $/h).
     """
 
     index: Index
-    flow_scale: float
+    flow_unit: dict[str, float] = field(default_factory=dict)
+    pair_unit: dict[str, float] = field(default_factory=dict)
     x: dict[str, pulp.LpVariable] = field(default_factory=dict)
     y: dict[Key3, pulp.LpVariable] = field(default_factory=dict)
     n: dict[tuple[str, int, str], pulp.LpVariable] = field(default_factory=dict)
@@ -52,6 +58,7 @@ class Variables:
     w: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     primary: dict[tuple[str, int, str], float] = field(default_factory=dict)
     labels: dict[str, tuple[str, tuple]] = field(default_factory=dict)
+    row_scale: dict[str, float] = field(default_factory=dict)
 
 
 def add_var(
@@ -73,6 +80,9 @@ def add_var(
     return var
 
 
+_var, _coef = itemgetter(0), itemgetter(1)
+
+
 def add_row(
     m: pulp.LpProblem,
     v: Variables,
@@ -82,74 +92,130 @@ def add_row(
     terms,
     sense: int,
     rhs: float,
+    scaled: float | None = None,
 ):
-    """Add Σ coef·var (sense) rhs; by construction no row repeats a variable in ``terms``."""
+    """Add Σ coef·var (sense) rhs, divided by the power of two nearest its largest |coef|.
+
+    ``terms`` and ``rhs`` are in the row's natural units; the row is divided by
+    2^j, j = round(log2(max |coef|)), so its largest |coefficient| lands in
+    [2^-0.5, 2^0.5) = [0.71, 1.41). Dividing by a power of two is exact in
+    binary floating point: every ratio of coefficients in the row stays
+    exactly what it was (dividing by 10 does not: 0.3/0.1 ≠ 3, which made
+    CBC's preprocessing return 2 A100 instead of the 1 A100 + 3 A10G optimum
+    of the single-resource Mélange toy), and short decimal inputs stay short
+    in the 13-digit LP/MPS text CBC reads (1/3 written as 0.333333333333 once
+    made it round 3 replicas up to 4). A caller whose row is already scaled
+    (unit coefficients, or a structure it knows) passes the power of two it
+    divided by as ``scaled`` (1.0 if none) and the row is added as it is. The
+    divisor is kept in ``v.row_scale`` when it is not 1. By construction no
+    row repeats a variable in ``terms``.
+    """
     name = "__".join([family, *tokens])
+    if scaled is None:  # (map/zip: no Python-level loop over the terms)
+        top = max(map(abs, map(_coef, terms)), default=0.0)
+        j = round(math.log2(top)) if top > 0 else 0
+        if j:
+            mul = 2.0**-j
+            terms = zip(map(_var, terms), map(mul.__mul__, map(_coef, terms)))
+            rhs = rhs * mul
+            v.row_scale[name] = 2.0**j
+    elif scaled != 1.0:
+        v.row_scale[name] = scaled
     m.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), sense, name, rhs))
     v.labels[name] = (family, key)
 
 
-def decimal_shift(value: float, reference: float) -> float:
-    """``value`` divided by the power of ten nearest ``reference`` (> 0).
+def flow_units(ix: Index) -> dict[str, float]:
+    """Unit F_t of the flow variables of each transfer t: the power of ten nearest b_t·λ_k (bytes/s).
 
-    Multiplying or dividing by an exactly representable power of ten keeps a
-    short decimal short when printed with 13 digits, unlike dividing by an
-    arbitrary number.
-
-    Examples
-    --------
-    >>> decimal_shift(5.0, 15.0), decimal_shift(15.0, 15.0), decimal_shift(0.3, 0.3)
-    (0.5, 1.5, 3.0)
+    b_t·λ_k is the traffic of t when all of demand k takes its route, so a
+    flow is at most ~3 units unless it circulates. A power of ten keeps short
+    decimal flows short in the 8-digit solution text CBC writes (a power of
+    two made a 1e9 B/s flow read back as 999999995).
     """
-    j = round(math.log10(reference))
-    return value / 10.0**j if j >= 0 else value * 10.0**-j
+    return {
+        t.name: 10.0
+        ** round(math.log10(t.bytes_per_request * ix.rate[ix.route_of_step[t.source].demand]))
+        for t in ix.transfers
+    }
 
 
-def _flow_scale(ix: Index) -> float:
-    caps = [ix.capacity[e] for e in ix.edges]
-    return 10.0 ** round(math.log10(statistics.median(caps))) if caps else 1e9
+def pair_units(ix: Index, flow_unit: dict[str, float]) -> dict[str, float]:
+    """Unit μ_c of the pair variables of each two-part column c (pairs), a power of ten.
+
+    A pair z of c appears with coefficient μ_c beside −1 (the replicas n) in
+    the pair balance rows, and with up to 2·B_c·μ_c (B_c bytes/s each way per
+    pair) beside the flows, F_min..F_max (``flow_unit``), in the edge rows.
+    A column whose 2·B_c lies outside [F_min, F_max] gets μ_c, the power of
+    ten nearest √(F_max/(2·B_c)) below the band or √(F_min/(2·B_c)) above
+    it, which splits the spread between the two kinds of row (each then spans
+    about √ of what 2·B_c alone would add to the edge row); the others have
+    μ_c = 1. Without transfers the band is the single value
+    √(min 2·B_c · max 2·B_c). A power of ten keeps whole pair counts short in
+    CBC's 8-digit solution text.
+    """
+    paired = [c for c in ix.columns if len(c.parts) == 2]  # each has a pair (see Index)
+    units = dict.fromkeys([c.name for c in paired], 1.0)
+    traffic = {c.name: 2.0 * c.pair_bytes_per_s for c in paired if c.pair_bytes_per_s > 0}
+    if not traffic:
+        return units
+    if flow_unit:
+        low, high = min(flow_unit.values()), max(flow_unit.values())
+    else:
+        low = high = math.sqrt(min(traffic.values()) * max(traffic.values()))
+    for c, both_ways in traffic.items():
+        if both_ways < low:
+            units[c] = 10.0 ** round(math.log10(math.sqrt(high / both_ways)))
+        elif both_ways > high:
+            units[c] = 10.0 ** round(math.log10(math.sqrt(low / both_ways)))
+    return units
 
 
 def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
-    """Create the variables with their bounds::
+    """Create the variables with their bounds (in their units, see :class:`Variables`)::
 
-        0 ≤ x ≤ 1,  y ≥ 0,  n ∈ {0..D_s·m_s // u_p},  0 ≤ z ≤ min(n bounds),  0 ≤ f ≤ cap_e/F
+        0 ≤ x ≤ 1,  y ≥ 0,  n ∈ {0..D_s·m_s // u_p},  z ≥ 0,  0 ≤ F_t·f ≤ cap_e
 
-    and w ∈ {0, 1} for single-resource demands that have a choice.
+    and w ∈ {0, 1} for single-resource demands that have a choice; F_t and μ_c
+    (the unit of z) are :func:`flow_units` and :func:`pair_units`. z has no
+    upper bound of its own: the pair balance rows (Σ μ_c·z = n) bound it by
+    the bounds of n, and min(n bounds)/μ_c is not exact in binary when μ_c ≠ 1.
     """
-    v = Variables(index=ix, flow_scale=_flow_scale(ix))
-    tok = ix.names.token
+    v = Variables(index=ix)
+    v.flow_unit = flow_units(ix)
+    v.pair_unit = pair_units(ix, v.flow_unit)
+    tok = ix.names.tokens
     for r in ix.routes:
-        v.x[r.name] = add_var(m, v, "x", (r.name,), [tok("route", r.name)], ub=1)
+        v.x[r.name] = add_var(m, v, "x", (r.name,), [tok["route", r.name]], ub=1)
     for c, q, s in ix.load_keys:
         v.y[c, q, s] = add_var(
-            m, v, "y", (c, q, s), [tok("column", c), tok("step", q), tok("site", s)]
+            m, v, "y", (c, q, s), [tok["column", c], tok["step", q], tok["site", s]]
         )
     for key in ix.replica_keys:
         c, p, s = key
         ub = ix.replica_ub[key]
         v.n[key] = add_var(
-            m, v, "n", key, [tok("column", c), str(p), tok("site", s)], ub=ub, integer=True
+            m, v, "n", key, [tok["column", c], str(p), tok["site", s]], ub=ub, integer=True
         )
-        v.primary[key] = ix.unit_coefficient(ix.site[s]) * ix.replica_units(key)
+        v.primary[key] = ix.unit_coefficient(ix.site[s]) * ix.units[key]
     for c, s0, s1 in ix.pair_keys:
-        ub = min(ix.replica_ub[c, 0, s0], ix.replica_ub[c, 1, s1])
         v.z[c, s0, s1] = add_var(
-            m, v, "z", (c, s0, s1), [tok("column", c), tok("site", s0), tok("site", s1)], ub=ub
+            m, v, "z", (c, s0, s1), [tok["column", c], tok["site", s0], tok["site", s1]]
         )
     for t in ix.transfers:
+        unit = v.flow_unit[t.name]
         for e in ix.edges:
             v.f[t.name, e] = add_var(
                 m,
                 v,
                 "f",
                 (t.name, e),
-                [tok("transfer", t.name), tok("node", e[0]), tok("node", e[1])],
-                ub=ix.capacity[e] / v.flow_scale,
+                [tok["transfer", t.name], tok["node", e[0]], tok["node", e[1]]],
+                ub=ix.capacity[e] / unit,
             )
     for k, options in ix.choices.items():
         for rho in options:
-            tokens = [tok("demand", k), tok("resource", rho)]
+            tokens = [tok["demand", k], tok["resource", rho]]
             v.w[k, rho] = add_var(m, v, "w", (k, rho), tokens, ub=1, integer=True)
     return v
 
