@@ -70,8 +70,11 @@ __all__ = [
     "bench",
     "bench_command",
     "machine_info",
+    "mark_out_of_memory",
+    "markdown",
     "prepare",
     "ratios",
+    "report_markdown",
     "run_baseline",
     "run_case",
     "scaling_plot",
@@ -284,11 +287,11 @@ def _hard_limit(time_limit_s: float | None) -> float:
 
 def machine_info() -> dict:
     """Where the numbers come from."""
-    import highspy
     import pulp
 
     info = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-            "pulp": pulp.__version__, "highspy": getattr(highspy, "__version__", None)}
+            "pulp": pulp.__version__, "highspy": _dist_version("highspy")}
+    info["code"] = _code_version()
     try:
         with open("/proc/meminfo") as fh:
             info["memory_gb"] = round(int(fh.readline().split()[1]) / 1024 / 1024, 1)
@@ -300,6 +303,32 @@ def machine_info() -> dict:
     except OSError:
         pass
     return info
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _code_version() -> dict:
+    """The git commit the benchmark ran on and the source files modified since (code in flux)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=False,
+                                timeout=10).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--", "placement", "solvers", "costmodels",
+                                 "topology"], cwd=root, capture_output=True, text=True, check=False,
+                                timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "modified": []}
+    modified = sorted(line[3:] for line in status.splitlines() if line[:2].strip() and not line.startswith("??"))
+    return {"commit": commit or None, "modified": modified}
 
 
 def _instance_key(path: str) -> str:
@@ -374,8 +403,7 @@ def bench(
     for rows in (results, base):
         for row in rows:
             row.pop("problem_path", None)
-            if "MemoryError" in str(row.get("error", "")):
-                row["status"] = "out_of_memory"
+        mark_out_of_memory(rows, memory_limit_gb)
     for prep in preps:
         prep.pop("problem_path", None)
     _attach_reference(results, base)
@@ -390,6 +418,28 @@ def bench(
         "cases": results,
         "baselines": base,
     }
+
+
+def mark_out_of_memory(rows: list[dict], memory_limit_gb: float | None) -> None:
+    """Relabel failed jobs as ``out_of_memory``: a MemoryError, HiGHS' "Memory limit reached", or a
+    crash (CBC's binary inherits the cap) with a peak within 10 % of the per-job cap.
+
+    Examples
+    --------
+    >>> rows = [{"status": "error", "message": "highs: Memory limit reached"},
+    ...         {"status": "error", "message": "cbc: crashed", "solver_child_peak_mb": 11958.0},
+    ...         {"status": "error", "error": "ValueError: x", "peak_rss_mb": 90.0}]
+    >>> mark_out_of_memory(rows, 12.0); [r["status"] for r in rows]
+    ['out_of_memory', 'out_of_memory', 'error']
+    """
+    for row in rows:
+        if row.get("status") not in ("error", "killed"):
+            continue
+        text = f"{row.get('error', '')} {row.get('message', '')}"
+        peak = max(row.get("peak_rss_mb") or 0.0, row.get("solver_child_peak_mb") or 0.0)
+        near_cap = bool(memory_limit_gb) and peak >= 0.9 * memory_limit_gb * 1024
+        if "MemoryError" in text or "Memory limit" in text or (row["status"] == "error" and near_cap):
+            row["status"] = "out_of_memory"
 
 
 def _attach_reference(cases: list[dict], base: list[dict]) -> None:
@@ -511,6 +561,14 @@ def markdown(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def report_markdown(result: dict) -> str:
+    """The summary table (and the baseline table, if any) of a :func:`bench` result as markdown."""
+    text = markdown(table_rows(summarise(result["cases"])))
+    if result.get("baselines"):
+        text += "\n\n" + markdown(baseline_rows(result["baselines"]))
+    return text + "\n"
+
+
 def summary_table(summary: list[dict], title: str = "placement bench"):
     """A rich table of the summary rows."""
     from rich.table import Table
@@ -603,6 +661,10 @@ def bench_command(
     threads: Annotated[int | None, typer.Option("--threads", help="solver threads")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write all records here")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="scaling plot PNG")] = None,
+    plot_x: Annotated[str, typer.Option("--plot-x", help="x axis of the plot: domains | groups")] = "domains",
+    title: Annotated[str | None, typer.Option("--title", help="plot title")] = None,
+    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="write the tables as markdown here")]
+    = None,
     baselines: Annotated[str | None, typer.Option("--baselines", help="comma list: exhaustive,greedy,lp")] = None,
     exhaustive_budget: Annotated[float, typer.Option("--exhaustive-budget", help="seconds")] = 60.0,
     workers: Annotated[int, typer.Option("--workers", help="jobs in parallel (1 = clean timings)")] = 1,
@@ -677,8 +739,13 @@ def bench_command(
     if json_path is not None:
         write_atomic(json_path, json.dumps(result, indent=2, default=str))
         console.print(f"wrote {json_path}", highlight=False)
+    if markdown_path is not None:
+        write_atomic(markdown_path, report_markdown(result))
+        console.print(f"wrote {markdown_path}", highlight=False)
     if plot is not None and summary:
-        scaling_plot(summary, plot, preps=result["instances"])
+        if plot_x not in ("domains", "groups"):
+            raise InputError(f"expected domains or groups, got {plot_x!r}", field="--plot-x")
+        scaling_plot(summary, plot, x=plot_x, title=title, preps=result["instances"])
         console.print(f"wrote {plot}", highlight=False)
 
 

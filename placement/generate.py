@@ -88,6 +88,8 @@ CLASS_TEMPLATES: tuple[dict, ...] = (
     {"name": "creative", "prompt_tokens": 500, "output_tokens": 2000, "ttft_ms": 2000, "tpot_ms": 35},
 )
 
+_MODE_TAGS = {"aggregated": "agg", "pd": "pd", "pd-af": "af"}
+
 #: Default fraction of the fleet the demand needs (see the module docstring).
 DEFAULT_LOAD = 0.3
 
@@ -266,7 +268,9 @@ def build_instance(
         raise InputError(str(e), field="--chips" if "chip" in str(e) else "--family") from None
     k = len(chips) if family != "uniform" else 1
     grouping = f"-g{len(spec.domains)}" if family == "uniform" else ""
-    name = name or f"bench-{family}-d{domains}{grouping}-k{k}-c{classes}-s{seed}"
+    # Modes other than all of them are part of the name, so different mode sets never share a file.
+    modes_tag = "" if list(modes) == list(MODES) else "-" + ".".join(_MODE_TAGS[m] for m in modes)
+    name = name or f"bench-{family}-d{domains}{grouping}-k{k}-c{classes}-s{seed}{modes_tag}"
     doc = {
         "name": name,
         "description": (f"Generated benchmark: {family} fleet of {domains} scale-up domains "
