@@ -17,6 +17,13 @@ Connection
   ``"ray://HOST:10001"`` connects through Ray Client; ``None`` starts a
   private local Ray with ``workers`` CPUs (default: all). A Ray this function
   started is shut down when it returns.
+* Ray ≥ 2.5x clusters started with ``ray start`` use token authentication by
+  default, but a driver joining one only sends its token when
+  ``RAY_AUTH_MODE=token`` is set. When joining an existing cluster with
+  ``RAY_AUTH_MODE`` unset and a token at hand (``RAY_AUTH_TOKEN``,
+  ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), token mode is switched
+  on for this process (:func:`_token_auth_env`); without it the connection
+  fails with "InvalidAuthToken".
 * When joining an existing cluster, the ``placement``, ``solvers``,
   ``costmodels`` and ``topology`` packages (with their catalogues) are shipped
   to the workers as ``py_modules``, so the cluster needs only the third-party
@@ -58,6 +65,56 @@ def _import_ray():
     return ray
 
 
+def _token_auth_env(environ: dict | None = None, home: str | None = None) -> bool:
+    """Set ``RAY_AUTH_MODE=token`` when it is unset and a Ray auth token is available; whether it was set.
+
+    Examples
+    --------
+    >>> env = {"RAY_AUTH_TOKEN": "abc"}
+    >>> _token_auth_env(env, home="/nonexistent"), env["RAY_AUTH_MODE"]
+    (True, 'token')
+    >>> env = {"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "abc"}
+    >>> _token_auth_env(env, home="/nonexistent"), env["RAY_AUTH_MODE"]
+    (False, 'disabled')
+    >>> _token_auth_env({}, home="/nonexistent")
+    False
+    """
+    import os
+
+    env = os.environ if environ is None else environ
+    if "RAY_AUTH_MODE" in env:
+        return False
+    home = os.path.expanduser("~") if home is None else home
+    paths = [env.get("RAY_AUTH_TOKEN_PATH") or "", os.path.join(home, ".ray", "auth_token")]
+    if env.get("RAY_AUTH_TOKEN") or any(p and os.path.isfile(p) for p in paths):
+        env["RAY_AUTH_MODE"] = "token"
+        return True
+    return False
+
+
+def _ray_initialized() -> bool:
+    import sys
+
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and ray.is_initialized())
+
+
+def _join_with_token() -> None:
+    """Switch token mode on before joining a cluster (see Connection in the module docstring).
+
+    Ray reads ``RAY_AUTH_MODE`` into its config when it is imported; if it
+    already was, the config is refreshed the way Ray itself does it.
+    """
+    import sys
+
+    if _token_auth_env() and "ray" in sys.modules:
+        try:
+            from ray._private.authentication.authentication_token_setup import _enable_token_auth
+        except ImportError:  # pragma: no cover - other Ray versions read the variable at init
+            return
+        _enable_token_auth()
+
+
 def _runtime_env() -> dict:
     import importlib
 
@@ -81,6 +138,8 @@ def run_map_ray(
     SolverError
         The cluster at ``address`` cannot be reached.
     """
+    if address is not None and not _ray_initialized():
+        _join_with_token()
     ray = _import_ray()
     if workers is not None and workers < 1:
         raise InputError(f"expected workers >= 1, got {workers}", field="--workers")
@@ -99,7 +158,9 @@ def run_map_ray(
         try:
             ray.init(**kwargs)
         except Exception as e:  # noqa: BLE001 - any failure to connect is reported, not a traceback
-            raise SolverError(f"cannot start or reach Ray at {address or 'a new local cluster'}: {e}") from None
+            hint = ("" if address is None else " (a cluster with token authentication needs its token in "
+                    "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)")
+            raise SolverError(f"cannot start or reach Ray at {address or 'a new local cluster'}: {e}{hint}") from None
         started = True
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_call)

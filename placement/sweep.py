@@ -260,16 +260,22 @@ def run_sweep(
 
 
 def to_csv(result: SweepResult) -> str:
-    """One row per point: values, status, numbers, chips by type, mode shares."""
+    """One row per point: swept values, status, numbers, chips by type, mode shares.
+
+    The plan's own latencies are ``predicted_tpot_ms``/``predicted_ttft_ms`` (the
+    slowest swept class) and ``predicted_tpot_ms:CLASS``, so they never share a
+    header with a swept field such as ``tpot_ms``.
+    """
     chips = sorted({c for p in result.points for c in p.chips_by_type})
     modes = sorted({m for p in result.points for m in p.modes})
     classes = sorted({c for p in result.points for c in p.class_tpot_ms})
     head = (["index", "series", "kind"] + [a.label for a in result.axes]
             + ["status", "verified", "cost_usd_per_hour", "usd_per_million_output_tokens", "power_w", "chips",
-               "output_tokens_per_s", "tokens_per_s_per_chip", "tpot_ms", "ttft_ms", "tokens_per_s_per_user",
+               "output_tokens_per_s", "tokens_per_s_per_chip", "predicted_tpot_ms", "predicted_ttft_ms",
+               "tokens_per_s_per_user",
                "frontier", "frontier_throughput"]
             + [f"chips:{c}" for c in chips] + [f"mode:{m}" for m in modes]
-            + [f"tpot_ms:{c}" for c in classes] + ["message"])
+            + [f"predicted_tpot_ms:{c}" for c in classes] + ["message"])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(head)

@@ -93,6 +93,9 @@ DEFAULT_GAP = 1e-9
 # primary objective moves by at most ~1e-7 relative (see set_objective).
 _TIE = 1e-7
 
+#: Relative slack of the big-M of the single-resource rows (see add_single_resource).
+CHOICE_SLACK = 2.0**-10
+
 #: Pair traffic is left out of an edge row while the most it could ever put on
 #: the edge, summed over the terms left out, stays below this share of the
 #: edge's capacity (see add_edge_capacity).
@@ -181,11 +184,14 @@ def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
 def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
     """Single-resource demands: one part-0 resource ρ serves all of demand k (binary w)::
 
-        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} cap_{c,q}·y_{c,q,s} − λ_k·w_{k,ρ} ≤ 0
+        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} cap_{c,q}·y_{c,q,s} − (1+ε)·λ_k·w_{k,ρ} ≤ 0
 
     for every step q of every route of k. The first term of the second row is
     the load of demand k that ρ serves at step q (≤ λ_k·x_r ≤ λ_k), so no
-    big-M is needed. Demands with a single possible resource get no rows. The
+    larger big-M is needed. ε = 2^-10 (:data:`CHOICE_SLACK`): with ε = 0 the
+    row is tight exactly when ρ serves all of k, and λ_k written with a
+    different rounding here and in the coverage row (17/3 scaled by 1/8 and
+    1/16) made CBC's preprocessing call a feasible model infeasible. Demands with a single possible resource get no rows. The
     second row (requests/s) is divided by the power of two nearest its largest
     coefficient, max(λ_k, max cap_{c,q}), as the coverage rows are; the first
     has unit coefficients and is not rescaled.
@@ -204,7 +210,7 @@ def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
                 keys = loads_of[q, rho]
                 if keys:
                     terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in keys]
-                    terms.append((v.w[r.demand, rho], -lam))
+                    terms.append((v.w[r.demand, rho], -lam * (1.0 + CHOICE_SLACK)))
                     tokens = [ix.names.tokens["step", q], ix.names.tokens["resource", rho]]
                     add_row(
                         m, v, "resource_choice", (q, rho), tokens, terms, pulp.LpConstraintLE, 0.0

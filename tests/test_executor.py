@@ -96,3 +96,86 @@ def test_ray_failed_point_is_reported(ray_cluster):
     res = run_sweep(inst, ["workload.classes.long-in-long-out.rate_rps=6,12"], backend="no-such-solver",
                     executor="ray")
     assert [p.status for p in res.points] == ["error", "error"]
+
+
+# ---- Ray: an existing cluster, joined with --address --------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def external_ray(tmp_path_factory):
+    """A separate Ray head (2 CPUs, token authentication on, as Ray recommends), started with
+    ``ray start --block`` in a private HOME holding its token; yields (address, environment)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    home = tmp_path_factory.mktemp("ray-home")
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)}
+    subprocess.run([ray_bin, "get-auth-token", "--generate"], env=env, check=True, capture_output=True,
+                   timeout=120)
+    assert (home / ".ray" / "auth_token").is_file()
+    port = _free_port()
+    head = subprocess.Popen(
+        [ray_bin, "start", "--head", "--block", "--num-cpus", "2", "--port", str(port), "--node-ip-address",
+         "127.0.0.1", "--include-dashboard=false", "--disable-usage-stats",
+         "--temp-dir", str(tmp_path_factory.mktemp("ray-tmp"))],
+        env=env | {"RAY_AUTH_MODE": "token"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert head.poll() is None and time.monotonic() < deadline, "ray start --head did not come up"
+            time.sleep(0.5)
+        yield f"127.0.0.1:{port}", env
+    finally:
+        # The head and every Ray process it started share its session: kill them together (a
+        # graceful `ray stop` takes ~30 s, and would also stop any other Ray on this machine).
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait(timeout=60)
+
+
+@needs_ray
+def test_cli_sweep_on_existing_cluster_identical_to_local(external_ray, tmp_path):
+    """``placement sweep --executor ray --address HOST:PORT`` joins a running token-authenticated
+    cluster (RAY_AUTH_MODE unset on the client: the token in ~/.ray is found) and writes the same
+    JSON as the local executor; without the token the connection fails with a clear message."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    address, env = external_ray
+    exe = str(Path(sys.executable).parent / "placement")
+    args = [exe, "sweep", "instances/melange-toy.yaml", "--set",
+            "workload.classes.short-in-short-out.rate_rps=1:8:4"]
+    outs = {}
+    for name, extra in {"ray": ["--executor", "ray", "--address", address], "local": ["--workers", "2"]}.items():
+        out = tmp_path / f"{name}.json"
+        done = subprocess.run([*args, *extra, "--json", str(out)], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        outs[name] = out.read_bytes()
+    assert outs["ray"] == outs["local"]
+    assert b'"status": "optimal"' in outs["ray"]
+
+    # A client without the token: a clean error naming where the token goes, exit code non-zero.
+    bare = env | {"HOME": str(tmp_path), "RAY_AUTH_MODE": "token"}
+    done = subprocess.run([*args, "--executor", "ray", "--address", address], env=bare, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "cannot start or reach Ray" in done.stdout + done.stderr and "auth_token" in done.stdout + done.stderr

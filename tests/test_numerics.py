@@ -166,3 +166,26 @@ def test_coefficients_are_well_scaled(name):
 
 def test_shipped_instances_are_all_checked():
     assert {"spec-decode-draft", "mixed-fleet", "rubin-lpx-deepseek", "melange-toy"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs"])
+@pytest.mark.parametrize("rate", [17 / 3, 5.66666666667, 0.1 + 0.2, 7.3])
+def test_single_chip_type_rates_that_are_not_binary_fractions(backend, rate):
+    """The Mélange toy with a short-in-short-out rate that no power of two writes exactly.
+
+    Found by a rate sweep: at 17/3 req/s CBC's preprocessing called the model
+    infeasible (the single-resource big-M equalled λ, written with a different
+    rounding than in the coverage row). The optimum is found by hand: the
+    class takes ⌈rate/2⌉ A10G (2 req/s each) beside one A100 for the rest, or
+    fits on one A100 with all the others, or shares the A100 with two others
+    while long-in-long-out (6 req/s) takes 3 A10G — the toy's own optimum.
+    """
+    doc = load_instance(ROOT / "instances" / "melange-toy.yaml").model_dump(mode="json", exclude_unset=True)
+    doc["workload"]["classes"][0]["rate_rps"] = rate
+    plan = solve(parse_instance(doc), backend=backend)
+    assert plan.status == "optimal" and plan.verified, (plan.status, plan.violations)
+    others_on_a100 = 3 / 20 + 15 / 40 + 6 / 20
+    by_hand = min(3.67 + 1.01 * math.ceil(rate / 2),  # the class on A10G, the rest on one A100
+                  3.67 if rate / 20 + others_on_a100 <= 1 else math.inf,
+                  3.67 + 3 * 1.01 if rate / 20 + 3 / 20 + 15 / 40 <= 1 else math.inf)
+    assert plan.cost_usd_per_hour == pytest.approx(by_hand, rel=1e-9)

@@ -157,4 +157,8 @@ def test_cli_pareto_outputs(tmp_path):
     assert doc["focus_classes"] == ["offline-reports"] and len(doc["points"]) == 3
     assert all(p["values"]["tpot_ms"] >= p["class_tpot_ms"]["offline-reports"] for p in doc["points"])
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
-    assert (tmp_path / "p.csv").read_text().count("\n") == 4
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert len(lines) == 4
+    head = lines[0].split(",")
+    assert len(head) == len(set(head)), head  # the swept tpot_ms and the predicted one are distinct columns
+    assert "tpot_ms" in head and "predicted_tpot_ms" in head
