@@ -26,12 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from topology.chips import BYTES_PER_VALUE, read_records
 
 __all__ = [
+    "BYTES_PER_VALUE",
     "Attention",
     "MoE",
     "ModelSpec",
     "load_model_catalog",
     "read_model_file",
-    "BYTES_PER_VALUE",
 ]
 
 CATALOG_PATH = Path(__file__).with_name("catalog") / "models.yaml"
@@ -64,7 +64,7 @@ class Attention(_Record):
     sliding_window_layers: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
-    def _shape_is_consistent(self) -> "Attention":
+    def _shape_is_consistent(self) -> Attention:
         if self.kind == "mla" and None in (self.kv_lora_rank, self.qk_rope_head_dim, self.v_head_dim):
             raise ValueError("MLA attention needs kv_lora_rank, qk_rope_head_dim and v_head_dim")
         if self.kind == "gqa" and self.heads % self.kv_heads:
@@ -84,7 +84,7 @@ class MoE(_Record):
     expert_intermediate_size: int = Field(ge=1)
 
     @model_validator(mode="after")
-    def _k_le_e(self) -> "MoE":
+    def _k_le_e(self) -> MoE:
         if self.active_experts > self.experts:
             raise ValueError("active_experts cannot exceed experts")
         return self
@@ -122,7 +122,7 @@ class ModelSpec(_Record):
     estimates: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _layers_add_up(self) -> "ModelSpec":
+    def _layers_add_up(self) -> ModelSpec:
         if self.dense_layers is not None and self.dense_layers > self.layers:
             raise ValueError("dense_layers cannot exceed layers")
         if self.moe is None and self.dense_layers not in (None, self.layers):

@@ -258,7 +258,7 @@ def cross_check(inst: Instance, source: str) -> None:
         raise InputError("duplicate switch name", file=source, field="hardware.switches")
     clash = switches & {d.name for d in hw.domains}
     if clash:
-        raise InputError(f"name {sorted(clash)[0]!r} is both a switch and a domain group; names must be unique",
+        raise InputError(f"name {min(clash)!r} is both a switch and a domain group; names must be unique",
                          file=source, field="hardware.switches")
     for i, d in enumerate(hw.domains):
         f = f"hardware.domains[{i}]"

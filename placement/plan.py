@@ -18,8 +18,8 @@ from placement.evaluate import PoolConfig
 __all__ = [
     "STAGE_OF_KIND",
     "CandidateStats",
-    "Comparison",
     "ClassPlan",
+    "Comparison",
     "FlowPlan",
     "LinkPlan",
     "PairPlan",

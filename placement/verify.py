@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from itertools import pairwise
 
 from placement.context import Context
 from placement.evaluate import PoolConfig, evaluate
@@ -240,7 +241,7 @@ def _check_network(ctx: Context, plan: Plan) -> list[str]:
             if path is None:
                 v.append(f"pair {pr.column}: no path {a}->{b}")
                 continue
-            for u, w in zip(path, path[1:]):
+            for u, w in pairwise(path):
                 load[u, w] += per_replica * pr.replicas
     for (u, w), x in sorted(load.items()):
         cap = G.edges[u, w]["bandwidth_bytes_per_s"]

@@ -204,7 +204,7 @@ def run(
         log_path = os.path.join(tmp, "cbc.log") if backend == "cbc" else None
         try:
             solver = _make_solver(backend, mip, time_limit_s, gap, threads, msg, log_path)
-        except Exception as exc:  # unknown name or unsupported options
+        except Exception as exc:  # noqa: BLE001 - unknown name or unsupported options
             return _unavailable(backend, (str(exc) or type(exc).__name__).splitlines()[0])
         if not solver.available():
             return _unavailable(backend, "not installed")
@@ -213,7 +213,7 @@ def run(
         start = time.perf_counter()
         try:
             m.solve(solver)
-        except Exception as exc:  # solver crashed or refused the model
+        except Exception as exc:  # noqa: BLE001 - solver crashed or refused the model
             seconds = time.perf_counter() - start
             return Outcome("error", f"{backend}: {exc}", False, None, seconds, backend)
         seconds = time.perf_counter() - start
@@ -257,8 +257,8 @@ def _highs_outcome(m: pulp.LpProblem, seconds: float, mip: bool) -> Outcome:
     return Outcome(name, f"highs: {text}", has_values, bound, seconds, "highs")
 
 
-_CBC_RESULT = re.compile(r"^Result - (.*)$", re.M)
-_CBC_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.M)
+_CBC_RESULT = re.compile(r"^Result - (.*)$", re.MULTILINE)
+_CBC_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
 
 
 def _pulp_outcome(

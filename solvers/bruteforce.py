@@ -17,6 +17,7 @@ import itertools
 import math
 import time
 from collections import defaultdict
+from itertools import pairwise
 
 import networkx as nx
 import pulp
@@ -24,7 +25,7 @@ import pulp
 from solvers.problem import Problem
 from solvers.solution import Flow, Load, Pair, Placement, Solution, clean
 
-__all__ = ["bruteforce", "allowed_pairs", "replicas_feasible"]
+__all__ = ["allowed_pairs", "bruteforce", "replicas_feasible"]
 
 _GB = 1e9  # flows in the LP are in GB/s
 
@@ -73,7 +74,7 @@ def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple
                 except nx.NetworkXNoPath:
                     continue
                 if max(lat_f, lat_b) <= c.pair_max_latency_s * (1 + 1e-9):
-                    edges = list(zip(there, there[1:])) + list(zip(back, back[1:]))
+                    edges = list(pairwise(there)) + list(pairwise(back))
                     out[c.name].append((s0.name, s1.name, edges))
     return out
 
@@ -418,7 +419,7 @@ def _solution(problem, keys, vec, objective, cost, power, values, seconds, backe
         for (c, p, s), count in sorted(zip(keys, vec))
         if count > 0
     ]
-    rate = lambda v: clean(v.varValue or 0.0)  # noqa: E731
+    rate = lambda v: clean(v.varValue or 0.0)
     loads = [
         Load(column=c, step=q, site=s, rate=rate(v))
         for (c, q, s), v in sorted(values["a"].items())

@@ -14,10 +14,10 @@ from solvers.solution import ZERO, EdgeLoad, Flow, Load, Pair, Placement, Soluti
 if TYPE_CHECKING:
     from solvers.milp import Variables
 
-__all__ = ["model_stats", "empty_solution", "to_solution", "cancel_cycles"]
+__all__ = ["cancel_cycles", "empty_solution", "model_stats", "to_solution"]
 
 
-def model_stats(m: pulp.LpProblem, v: "Variables | None" = None) -> dict[str, int]:
+def model_stats(m: pulp.LpProblem, v: Variables | None = None) -> dict[str, int]:
     """Variables, integer variables, constraints and constraint-matrix nonzeros of ``m``.
 
     With ``v`` the variables are counted from it, avoiding PuLP's
@@ -149,7 +149,7 @@ def _find_cycle(flow: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
 
 
 def to_solution(
-    v: "Variables",
+    v: Variables,
     *,
     status: str,
     message: str,
@@ -257,7 +257,7 @@ def to_solution(
         edge_loads=edge_loads,
         cost_usd_per_hour=clean(cost),
         power_w=clean(power),
-        units=int(math.ceil(units - 1e-6)) if relaxed else int(round(units)),
+        units=math.ceil(units - 1e-6) if relaxed else round(units),
         **stats,
     )
     return Solution(**fields)

@@ -32,12 +32,13 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import networkx as nx
 
 from solvers.problem import Column, Problem, Route, Site, Transfer
 
-__all__ = ["Index", "Names", "lowest_latency_paths", "PS_PER_S"]
+__all__ = ["PS_PER_S", "Index", "Names", "lowest_latency_paths"]
 
 #: Latencies are compared in integer picoseconds so equal sums tie exactly.
 PS_PER_S = 1e12
@@ -130,7 +131,7 @@ def lowest_latency_paths(graph: nx.DiGraph, source: str) -> dict[str, tuple[int,
 
 
 def _path_edges(path: NodePath) -> list[EdgeKey]:
-    return list(zip(path, path[1:]))
+    return list(pairwise(path))
 
 
 @dataclass
@@ -160,7 +161,7 @@ class Index:
     choices: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def from_problem(cls, problem: Problem) -> "Index":
+    def from_problem(cls, problem: Problem) -> Index:
         """Validate references and build every map.
 
         Raises

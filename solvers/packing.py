@@ -12,6 +12,7 @@ earlier ones, so the free space of every domain stays a multiple of it).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from itertools import pairwise
 
 from solvers.problem import Problem, Site
 
@@ -57,7 +58,7 @@ def check_packable(problem: Problem) -> None:
                 if part.resource == site.resource:
                     owner.setdefault(part.units, column.name)
         sizes = sorted(set(owner) | {site.units_per_domain})
-        for small, large in zip(sizes, sizes[1:]):
+        for small, large in pairwise(sizes):
             if large % small:
                 culprit = small if small in owner else large
                 if culprit == site.units_per_domain:

@@ -36,15 +36,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
-    "Demand",
-    "Route",
-    "Transfer",
-    "Part",
     "Column",
-    "Site",
+    "Demand",
     "Edge",
-    "Problem",
     "Objective",
+    "Part",
+    "Problem",
+    "Route",
+    "Site",
+    "Transfer",
 ]
 
 Objective = Literal["cost", "power", "units"]
@@ -109,7 +109,7 @@ class Column(_Record):
     pair_max_latency_s: float = Field(default=float("inf"), ge=0)
 
     @model_validator(mode="after")
-    def _positive_capacity(self) -> "Column":
+    def _positive_capacity(self) -> Column:
         if any(v <= 0 for v in self.capacity.values()):
             raise ValueError(f"column {self.name!r}: capacities must be > 0 (drop the step instead)")
         return self

@@ -14,15 +14,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "Status",
-    "Placement",
-    "Load",
-    "Flow",
-    "Pair",
-    "EdgeLoad",
-    "Solution",
     "TIMING_FIELDS",
     "ZERO",
+    "EdgeLoad",
+    "Flow",
+    "Load",
+    "Pair",
+    "Placement",
+    "Solution",
+    "Status",
     "clean",
 ]
 

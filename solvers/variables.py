@@ -20,14 +20,14 @@ import pulp
 from solvers.index import Index
 
 __all__ = [
-    "Variables",
-    "define_variables",
-    "add_var",
-    "add_row",
-    "gc_paused",
-    "flow_units",
-    "pair_units",
     "Key3",
+    "Variables",
+    "add_row",
+    "add_var",
+    "define_variables",
+    "flow_units",
+    "gc_paused",
+    "pair_units",
 ]
 
 Key3 = tuple[str, str, str]

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.bench import (
-    bench,
     baseline_rows,
+    bench,
     markdown,
     ratios,
     run_case,

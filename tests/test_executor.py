@@ -167,7 +167,7 @@ def test_cli_sweep_on_existing_cluster_identical_to_local(external_ray, tmp_path
     for name, extra in {"ray": ["--executor", "ray", "--address", address], "local": ["--workers", "2"]}.items():
         out = tmp_path / f"{name}.json"
         done = subprocess.run([*args, *extra, "--json", str(out)], env=env, capture_output=True, text=True,
-                              timeout=300)
+                              timeout=300, check=False)
         assert done.returncode == 0, done.stdout + done.stderr
         outs[name] = out.read_bytes()
     assert outs["ray"] == outs["local"]
@@ -175,7 +175,7 @@ def test_cli_sweep_on_existing_cluster_identical_to_local(external_ray, tmp_path
 
     # A client without the token: a clean error naming where the token goes, exit code non-zero.
     bare = env | {"HOME": str(tmp_path), "RAY_AUTH_MODE": "token"}
-    done = subprocess.run([*args, "--executor", "ray", "--address", address], env=bare, capture_output=True,
+    done = subprocess.run([*args, "--executor", "ray", "--address", address], env=bare, capture_output=True, check=False,
                           text=True, timeout=300)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "cannot start or reach Ray" in done.stdout + done.stderr and "auth_token" in done.stdout + done.stderr

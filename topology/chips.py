@@ -23,11 +23,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "BYTES_PER_VALUE",
+    "PRECISIONS",
     "ChipSpec",
     "MemoryTier",
     "Precision",
-    "PRECISIONS",
-    "BYTES_PER_VALUE",
     "load_chip_catalog",
     "read_chip_file",
     "read_records",
@@ -101,7 +101,7 @@ class ChipSpec(_Record):
     estimates: list[str] = Field(default_factory=list, description="fields whose value is an estimate")
 
     @model_validator(mode="after")
-    def _every_number_has_a_source(self) -> "ChipSpec":
+    def _every_number_has_a_source(self) -> ChipSpec:
         missing = [f for f in _SOURCED_FIELDS if f not in self.sources]
         if missing:
             raise ValueError(f"chip {self.name!r}: no source given for {', '.join(missing)}")

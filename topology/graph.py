@@ -21,10 +21,11 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 
 import networkx as nx
 
-__all__ = ["fleet_graph", "path_latency_s", "lowest_latency_path", "domain_groups"]
+__all__ = ["domain_groups", "fleet_graph", "lowest_latency_path", "path_latency_s"]
 
 
 def fleet_graph(
@@ -89,4 +90,4 @@ def path_latency_s(G: nx.DiGraph, source: str, target: str) -> float:
     path = lowest_latency_path(G, source, target)
     if path is None:
         return float("inf")
-    return float(sum(G.edges[u, v]["latency_s"] for u, v in zip(path, path[1:])))
+    return float(sum(G.edges[u, v]["latency_s"] for u, v in pairwise(path)))
