@@ -36,7 +36,7 @@ def model_stats(m: pulp.LpProblem, v: Variables | None = None) -> dict[str, int]
         count = len(variables)
         integers = sum(1 for var in variables if var.cat == pulp.LpInteger)
     else:
-        count = len(v.x) + len(v.y) + len(v.n) + len(v.z) + len(v.f) + len(v.w)
+        count = len(v.x) + len(v.y) + len(v.n) + len(v.z) + len(v.g) + len(v.f) + len(v.w)
         integers = len(v.n) + len(v.w)
     return {
         "variables": count,
@@ -148,6 +148,41 @@ def _find_cycle(flow: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
     return []
 
 
+def match_hubs(halves: dict[tuple[str, int, str, str], float]) -> dict[tuple[str, str, str], float]:
+    """Pairs (column, part-0 site, part-1 site) -> count, matched from half-pair counts at each hub.
+
+    ``halves`` maps (column, part, site, hub) to pairs. At each hub the part-0
+    and part-1 halves (equal totals: the hub balance) are matched in
+    site-name order, north-west corner rule: every match is an allowed pair
+    (see solvers.index), and the path between its sites uses no edge more
+    often than its two halves did.
+
+    Examples
+    --------
+    >>> halves = {("c", 0, "a", "h"): 2.0, ("c", 0, "b", "h"): 1.0, ("c", 1, "x", "h"): 1.5,
+    ...           ("c", 1, "y", "h"): 1.5}
+    >>> sorted(match_hubs(halves).items())
+    [(('c', 'a', 'x'), 1.5), (('c', 'a', 'y'), 0.5), (('c', 'b', 'y'), 1.0)]
+    """
+    sides: dict[tuple[str, str], tuple[list, list]] = defaultdict(lambda: ([], []))
+    for (c, p, s, h), count in sorted(halves.items()):
+        if count > 1e-9:
+            sides[c, h][p].append([s, count])
+    out: dict[tuple[str, str, str], float] = defaultdict(float)
+    for (c, _), (zeros, ones) in sorted(sides.items()):
+        i = j = 0
+        while i < len(zeros) and j < len(ones):
+            amount = min(zeros[i][1], ones[j][1])
+            out[c, zeros[i][0], ones[j][0]] += amount
+            zeros[i][1] -= amount
+            ones[j][1] -= amount
+            if zeros[i][1] <= 1e-9:
+                i += 1
+            if ones[j][1] <= 1e-9:
+                j += 1
+    return dict(out)
+
+
 def to_solution(
     v: Variables,
     *,
@@ -215,9 +250,14 @@ def to_solution(
             if clean(value):
                 flows.append(Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean(value)))
     pairs = []
-    for (c, s0, s1), var in sorted(v.z.items()):
-        count = _value(var) * v.pair_unit[c]
-        for e, times in ix.pair_edges[c, s0, s1]:
+    pair_counts = {key: _value(var) * v.pair_unit[key[0]] for key, var in v.z.items()}
+    halves = {key: _value(var) * v.pair_unit[key[0]] for key, var in v.g.items()}
+    pair_counts.update(match_hubs(halves))
+    for (c, s0, s1), count in sorted(pair_counts.items()):
+        edges = ix.pair_edges.get((c, s0, s1))
+        if edges is None:  # a pair matched at a hub: the path between its two sites
+            edges = ix.trips(ix.site[s0].node, ix.site[s1].node)[1]
+        for e, times in edges:
             edge_load[e] += ix.column[c].pair_bytes_per_s * count * times
         if clean(count):
             pairs.append(Pair(column=c, source_site=s0, target_site=s1, replicas=clean(count)))

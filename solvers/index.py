@@ -22,6 +22,20 @@ if the column sends pair traffic, neither path crosses a zero-capacity edge.
 Sites on the same node pair over an empty path (latency 0, no edge).
 Latencies are summed in integer picoseconds, so equal paths tie exactly;
 ties go to fewer hops, then to the lexicographically smallest node sequence.
+
+Hubs. On a *tree* fleet (the graph without directions is a tree and every
+link has a reverse of equal latency — every generated and shipped fleet) a
+pair's path is s → h → s' with h the top of the path (the lowest common
+ancestor, the tree rooted at its centre). Instead of one pair variable per
+(s, s') the pairs are then split into halves at hubs (h, a), a = latency
+s → h: a half (s, (h, a)) for part 0 and (s', (h, a)) for part 1 when
+a + latency(h → s') ≤ the limit, with a balance per hub (see
+``solvers.milp.add_pair_balance``). Every matching at a hub meets the
+latency limit and uses at most the edges of its two halves (the walk
+s → h → s' contains the path s → s'), and every allowed pair is one half at
+its top node and one half back down, with exactly its own edges, so the
+optimum is the same — with O(sites × depth) variables per column instead of
+O(sites²) (2.3 M → ~0.1 M pair variables on a 1,000-domain fleet).
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ import heapq
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -38,10 +53,15 @@ import networkx as nx
 
 from solvers.problem import Column, Problem, Route, Site, Transfer
 
-__all__ = ["PS_PER_S", "Index", "Names", "lowest_latency_paths"]
+__all__ = ["PS_PER_S", "HubTree", "Index", "Names", "lowest_latency_paths"]
 
 #: Latencies are compared in integer picoseconds so equal sums tie exactly.
 PS_PER_S = 1e12
+
+#: How pairs of two-part columns are modelled on tree fleets: "auto" (half-pairs
+#: at hubs when they are fewer than the site pairs), "hubs" (always) or
+#: "pairs" (never). The optimum is the same; tests compare the three.
+PAIR_SPLIT = "auto"
 
 NodePath = tuple[str, ...]
 EdgeKey = tuple[str, str]
@@ -133,6 +153,97 @@ def lowest_latency_paths(graph: nx.DiGraph, source: str) -> dict[str, tuple[int,
 def _path_edges(path: NodePath) -> list[EdgeKey]:
     return list(pairwise(path))
 
+@dataclass
+class HubTree:
+    """A tree fleet rooted at its centre: each node's ancestors (itself first) with one-way latency
+    and round-trip edges to each, for the hub split of pairs (see the module docstring).
+
+    Examples
+    --------
+    >>> g = nx.DiGraph()
+    >>> for u, v in [("a", "leaf"), ("b", "leaf"), ("leaf", "spine"), ("c", "spine")]:
+    ...     g.add_edge(u, v, ps=2); g.add_edge(v, u, ps=2)
+    >>> t = HubTree.of(g, {e: 1.0 for e in g.edges})
+    >>> [(h, ps) for h, ps, _, _ in t.up["a"]], [(h, ps) for h, ps, _, _ in t.up["c"]]  # rooted at leaf
+    ([('a', 0), ('leaf', 2)], [('c', 0), ('spine', 2), ('leaf', 4)])
+    >>> HubTree.of(nx.DiGraph([("a", "b")]), {("a", "b"): 1.0}) is None  # no reverse link
+    True
+    """
+
+    up: dict[str, list[tuple[str, int, EdgeUse, bool]]]  # node -> (hub, ps, round-trip edges, blocked)
+
+    @classmethod
+    def of(cls, graph: nx.DiGraph, capacity: dict[EdgeKey, float]) -> HubTree | None:
+        """The rooted tree of ``graph``, or None when it is not a tree with symmetric links."""
+        if graph.number_of_nodes() == 0:
+            return None
+        for u, w, attrs in graph.edges(data=True):
+            if not graph.has_edge(w, u) or graph.edges[w, u]["ps"] != attrs["ps"]:
+                return None
+        undirected = graph.to_undirected(as_view=True)
+        if not nx.is_tree(undirected):
+            return None
+        root = _centre(undirected)
+        parent = {root: None}
+        order = [root]
+        for u in order:  # breadth first from the root, neighbours in name order
+            for w in sorted(undirected[u]):
+                if w not in parent:
+                    parent[w] = u
+                    order.append(w)
+        up: dict[str, list[tuple[str, int, EdgeUse, bool]]] = {}
+        for node in order:
+            chain = [(node, 0, (), False)]
+            p = parent[node]
+            if p is not None:
+                edges = Counter({(node, p): 1, (p, node): 1})
+                blocked = capacity.get((node, p), 0) <= 0 or capacity.get((p, node), 0) <= 0
+                ps = graph.edges[node, p]["ps"]
+                for hub, hub_ps, hub_edges, hub_blocked in up[p]:
+                    both = edges + Counter(dict(hub_edges))
+                    chain.append((hub, ps + hub_ps, tuple(sorted(both.items())), blocked or hub_blocked))
+            up[node] = chain
+        return cls(up)
+
+    def halves(self, hosts: list[list[Site]], limit_ps: float, traffic: bool) -> list[tuple[int, str, str, EdgeUse]]:
+        """Half-pairs (part, site, hub, round-trip edges) of a column whose parts may sit on ``hosts``.
+
+        Hub ``"h@a"`` takes part-0 sites at latency a below h and part-1 sites
+        at most ``limit_ps`` − a below it; a hub with no site on either side is
+        left out, and with ``traffic`` no half crosses a zero-capacity edge.
+        """
+        side0: dict[tuple[str, int], list[tuple[str, EdgeUse]]] = defaultdict(list)
+        side1: dict[str, list[tuple[int, str, EdgeUse]]] = defaultdict(list)
+        for s in hosts[0]:
+            for hub, ps, edges, blocked in self.up.get(s.node, ()):
+                if ps <= limit_ps and not (traffic and blocked):
+                    side0[hub, ps].append((s.name, edges))
+        for s in hosts[1]:
+            for hub, ps, edges, blocked in self.up.get(s.node, ()):
+                if ps <= limit_ps and not (traffic and blocked):
+                    side1[hub].append((ps, s.name, edges))
+        out = []
+        for (hub, a), zeros in sorted(side0.items()):
+            ones = [(name, edges) for b, name, edges in side1[hub] if a + b <= limit_ps]
+            if ones:
+                tag = f"{hub}@{a}"
+                out += [(0, name, tag, edges) for name, edges in zeros]
+                out += [(1, name, tag, edges) for name, edges in ones]
+        return out
+
+
+def _centre(tree: nx.Graph) -> str:
+    """A centre of a tree (the middle of a longest path; two BFS), the smaller name on a tie."""
+    start = min(tree.nodes)
+    far = nx.single_source_shortest_path_length(tree, start)
+    a = min(far, key=lambda n: (-far[n], n))
+    path = nx.single_source_shortest_path(tree, a)
+    dist = {n: len(p) - 1 for n, p in path.items()}
+    b = min(dist, key=lambda n: (-dist[n], n))
+    longest = path[b]
+    middle = [longest[(len(longest) - 1) // 2], longest[len(longest) // 2]]
+    return min(middle)
+
 
 @dataclass
 class Index:
@@ -159,6 +270,10 @@ class Index:
     infeasible: list[str] = field(default_factory=list)  # reasons found before solving
     # single-resource demand -> the part-0 resources it may choose from (only if ≥ 2)
     choices: dict[str, list[str]] = field(default_factory=dict)
+    # hub mode (tree fleets): (column, part, site, hub) of the half-pairs g, their round-trip edges
+    hub_keys: list[tuple[str, int, str, str]] = field(default_factory=list)
+    hub_edges: dict[tuple[str, int, str, str], EdgeUse] = field(default_factory=dict)
+    trips: Callable[[str, str], tuple[int, EdgeUse, bool] | None] | None = None
 
     @classmethod
     def from_problem(cls, problem: Problem) -> Index:
@@ -252,6 +367,10 @@ class Index:
                     trips[a, b] = (max(there[0], back[0]), tuple(sorted(used.items())), blocked)
             return trips[a, b]
 
+        tree = HubTree.of(graph, capacity) if PAIR_SPLIT != "pairs" else None
+        halves_of: dict[tuple, list[tuple[int, str, str, EdgeUse]] | None] = {}
+        hub_keys: list[tuple[str, int, str, str]] = []
+        hub_edges: dict[tuple[str, int, str, str], EdgeUse] = {}
         columns, load_keys, replica_keys, pair_keys = [], [], [], []
         columns_by_name = {c.name: c for c in problem.columns}
         replica_ub: dict[tuple[str, int, str], int] = {}
@@ -264,26 +383,37 @@ class Index:
                 for part in c.parts
             ]
             pairs: list[tuple[str, str, EdgeUse]] = []
+            halves: list[tuple[int, str, str, EdgeUse]] = []
             if len(c.parts) == 2 and steps:
                 limit = (
                     math.inf
                     if math.isinf(c.pair_max_latency_s)
                     else round(c.pair_max_latency_s * PS_PER_S)
                 )
-                for s0 in hosts[0]:
-                    for s1 in hosts[1]:
-                        trip = round_trip(s0.node, s1.node)
-                        if trip is None or trip[0] > limit:
-                            continue
-                        if trip[2] and c.pair_bytes_per_s > 0:
-                            continue  # pair traffic cannot cross a zero-capacity edge
-                        pairs.append((s0.name, s1.name, trip[1]))
-                used0 = {p[0] for p in pairs}
-                used1 = {p[1] for p in pairs}
-                hosts = [
-                    [s for s in hosts[0] if s.name in used0],
-                    [s for s in hosts[1] if s.name in used1],
-                ]
+                found = None
+                if tree is not None:
+                    traffic = c.pair_bytes_per_s > 0
+                    signature = (*(tuple(s.name for s in h) for h in hosts), limit, traffic)
+                    if signature not in halves_of:
+                        found = tree.halves(hosts, limit, traffic)
+                        # Halves where they are fewer than the pairs they replace (at most |S0|·|S1|).
+                        fewer = PAIR_SPLIT == "hubs" or len(found) < len(hosts[0]) * len(hosts[1])
+                        halves_of[signature] = found if fewer else None
+                    found = halves_of[signature]
+                if found is not None:
+                    halves = found
+                    used = [{h[1] for h in halves if h[0] == p} for p in (0, 1)]
+                else:
+                    for s0 in hosts[0]:
+                        for s1 in hosts[1]:
+                            trip = round_trip(s0.node, s1.node)
+                            if trip is None or trip[0] > limit:
+                                continue
+                            if trip[2] and c.pair_bytes_per_s > 0:
+                                continue  # pair traffic cannot cross a zero-capacity edge
+                            pairs.append((s0.name, s1.name, trip[1]))
+                    used = [{p[0] for p in pairs}, {p[1] for p in pairs}]
+                hosts = [[s for s in hosts[p] if s.name in used[p]] for p in (0, 1)]
             if not steps or not hosts[0]:
                 continue
             columns.append(c)
@@ -296,6 +426,9 @@ class Index:
             for s0, s1, used_edges in pairs:
                 pair_keys.append((c.name, s0, s1))
                 pair_edges[c.name, s0, s1] = used_edges
+            for p, s, hub, used_edges in halves:
+                hub_keys.append((c.name, p, s, hub))
+                hub_edges[c.name, p, s, hub] = used_edges
 
         names = Names(
             {
@@ -308,6 +441,7 @@ class Index:
                 "node": list(nodes),
                 "resource": [s.resource for s in problem.sites]
                 + [part.resource for c in problem.columns for part in c.parts],
+                "hub": sorted({k[3] for k in hub_keys}),
             }
         )
         choices: dict[str, list[str]] = {}
@@ -337,6 +471,9 @@ class Index:
             units=units,
             pair_keys=pair_keys,
             pair_edges=pair_edges,
+            hub_keys=hub_keys,
+            hub_edges=hub_edges,
+            trips=round_trip,
             transfers=transfers,
             nodes=sorted(nodes),
             edges=edges,

@@ -249,7 +249,12 @@ def add_pair_balance(m: pulp.LpProblem, v: Variables) -> None:
 
     z is continuous, in units of μ_c pairs (``Variables.pair_unit``, a power
     of ten, 1 for most columns); only allowed pairs (see solvers.index) have a
-    z. Each row (replicas) is divided by the power of two nearest max(μ_c, 1);
+    z. On tree fleets the pairs are half-pairs g at hubs h instead (z_{c,s,s'}
+    replaced by g_{c,0,s,h} and g_{c,1,s',h}, see solvers.index), with the
+    same two rows over g and a hub balance, in units of μ_c pairs::
+
+        Σ_s g_{c,0,s,h} − Σ_{s'} g_{c,1,s',h} = 0
+ Each row (replicas) is divided by the power of two nearest max(μ_c, 1);
     z has no upper bound of its own, these rows bound it by n's bounds.
     """
     ix = v.index
@@ -265,7 +270,14 @@ def add_pair_balance(m: pulp.LpProblem, v: Variables) -> None:
         term = (var, coef[c][0])
         out[c, s0].append(term)
         into[c, s1].append(term)
+    hub: dict[tuple[str, str], list] = defaultdict(list)
+    for (c, p, s, h), var in v.g.items():
+        (out if p == 0 else into)[c, s].append((var, coef[c][0]))
+        hub[c, h].append((var, 1.0 if p == 0 else -1.0))
     tok = ix.names.tokens
+    for (c, h), terms in hub.items():
+        tokens = [tok["column", c], tok["hub", h]]
+        add_row(m, v, "pair_hub", (c, h), tokens, terms, pulp.LpConstraintEQ, 0.0, scaled=1.0)
     for family, part, groups in (("pair_out", 0, out), ("pair_in", 1, into)):
         for (c, s), terms in groups.items():
             _, coef_n, div = coef[c]
@@ -327,7 +339,8 @@ def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
 
     B_c is ``pair_bytes_per_s`` of column c, sent each way on the lowest-latency
     path of that direction; k_e(s,s') counts how often e lies on the paths
-    s → s' and s' → s (0, 1, or 2). f is in units of F_t bytes/s and z in units
+    s → s' and s' → s (0, 1, or 2); a half-pair g_{c,p,s,h} counts the same for
+    the path s → h and back. f is in units of F_t bytes/s and z in units
     of μ_c pairs (``Variables.flow_unit``, ``Variables.pair_unit``). add_row
     divides the row by the power of two nearest its largest coefficient.
 
@@ -355,21 +368,18 @@ def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
         if c.pair_bytes_per_s > 0 and len(c.parts) == 2
     }
     small: dict[tuple[str, str], list] = defaultdict(list)  # terms that might be left out
-    pair_edges = ix.pair_edges
-    for key, var in v.z.items():
-        c = key[0]
+    for c, var, edges, most_pairs in _pair_terms(v):
         if c not in traffic:
             continue
         coef, maybe_small = traffic[c]
         if not maybe_small:
-            for e, times in pair_edges[key]:
+            for e, times in edges:
                 load[e].append((var, coef * times))
             continue
-        pair_bytes = ix.column[c].pair_bytes_per_s
-        most = pair_bytes * min(ix.replica_ub[c, 0, key[1]], ix.replica_ub[c, 1, key[2]])
-        for e, times in pair_edges[key]:
+        most = ix.column[c].pair_bytes_per_s * most_pairs
+        for e, times in edges:
             if times * most < budget[e]:
-                small[e].append((times * most, key, var, coef * times))
+                small[e].append((times * most, var.name, var, coef * times))
             else:
                 load[e].append((var, coef * times))
     for e, terms in small.items():  # smallest first, while the sum stays below the budget
@@ -392,6 +402,15 @@ def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
                 pulp.LpConstraintLE,
                 ix.capacity[e],
             )
+
+
+def _pair_terms(v: Variables):
+    """(column, variable, round-trip edges, most pairs it can hold) of every z and g."""
+    ix = v.index
+    for (c, s0, s1), var in v.z.items():
+        yield c, var, ix.pair_edges[c, s0, s1], min(ix.replica_ub[c, 0, s0], ix.replica_ub[c, 1, s1])
+    for (c, p, s, h), var in v.g.items():
+        yield c, var, ix.hub_edges[c, p, s, h], ix.replica_ub[c, p, s]
 
 
 def _per_replica(v: Variables, attr: str) -> list:

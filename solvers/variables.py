@@ -39,7 +39,9 @@ class Variables:
 
     ``x[route]`` fraction of λ_k, ``y[(column, step, site)]`` replica-equivalents,
     ``n[(column, part, site)]`` integer replicas, ``z[(column, site0, site1)]``
-    replica pairs in units of ``pair_unit[column]`` pairs, ``f[(transfer, (u, v))]``
+    replica pairs in units of ``pair_unit[column]`` pairs (``g[(column, part, site,
+    hub)]`` half-pairs at a hub instead, on tree fleets; see :mod:`solvers.index`),
+    ``f[(transfer, (u, v))]``
     flow in units of ``flow_unit[transfer]`` bytes/s, ``w[(demand, resource)]``
     binary choice of a single-resource demand. ``primary`` is the objective
     without tie-breaks. ``row_scale[name]`` is the power of two row ``name`` was
@@ -54,6 +56,7 @@ class Variables:
     y: dict[Key3, pulp.LpVariable] = field(default_factory=dict)
     n: dict[tuple[str, int, str], pulp.LpVariable] = field(default_factory=dict)
     z: dict[Key3, pulp.LpVariable] = field(default_factory=dict)
+    g: dict[tuple[str, int, str, str], pulp.LpVariable] = field(default_factory=dict)
     f: dict[tuple[str, tuple[str, str]], pulp.LpVariable] = field(default_factory=dict)
     w: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     primary: dict[tuple[str, int, str], float] = field(default_factory=dict)
@@ -201,6 +204,10 @@ def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
     for c, s0, s1 in ix.pair_keys:
         v.z[c, s0, s1] = add_var(
             m, v, "z", (c, s0, s1), [tok["column", c], tok["site", s0], tok["site", s1]]
+        )
+    for c, p, s, hub in ix.hub_keys:
+        v.g[c, p, s, hub] = add_var(
+            m, v, f"g{p}", (c, p, s, hub), [tok["column", c], tok["site", s], tok["hub", hub]]
         )
     for t in ix.transfers:
         unit = v.flow_unit[t.name]

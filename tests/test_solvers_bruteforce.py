@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import solvers.index
 from solvers import Column, Demand, Edge, Part, Problem, Route, Site, Transfer, bruteforce, solve
 from solvers.bruteforce import replicas_feasible
 
@@ -145,8 +146,12 @@ def references():
     return {seed: bruteforce(random_problem(seed)) for seed in SEEDS}
 
 
+@pytest.mark.parametrize("split", ["auto", "hubs"])
 @pytest.mark.parametrize("backend", ["cbc", "highs"])
-def test_milp_matches_bruteforce(references, backend):
+def test_milp_matches_bruteforce(references, backend, split, monkeypatch):
+    """Every seed, with pairs as the Index chooses them and with half-pairs at hubs forced on every
+    tree fleet (see solvers.index)."""
+    monkeypatch.setattr(solvers.index, "PAIR_SPLIT", split)
     mismatches = []
     for seed in SEEDS:
         problem, ref = random_problem(seed), references[seed]
@@ -240,3 +245,44 @@ def test_bruteforce_hand_made():
 def test_bruteforce_refuses_large_problems():
     with pytest.raises(ValueError, match="max_vectors"):
         bruteforce(random_problem(3), max_vectors=1)
+
+
+def tree_problem(seed: int) -> Problem:
+    """``random_problem(seed)`` on a tree fleet instead: n0, n1 under switch w0, n2 under w1, w0–w1;
+    every link symmetric in latency (capacities may differ per direction), so pairs split at hubs."""
+    problem = random_problem(seed)
+    rng = np.random.default_rng(seed + 20_000)
+    edges = []
+    for u, v in [("n0", "w0"), ("n1", "w0"), ("n2", "w1"), ("w0", "w1")]:
+        lat = round(float(rng.uniform(1e-6, 1e-5)), 9)
+        for a, b in [(u, v), (v, u)]:
+            cap = round(float(rng.uniform(1e7, 2e9)), -6)
+            edges.append(Edge(source=a, target=b, capacity_bytes_per_s=cap, latency_s=lat))
+    return problem.model_copy(update={"edges": edges})
+
+
+TREE_SEEDS = PAIR_SEEDS + PAIR_FLOW_SEEDS
+
+
+@pytest.mark.parametrize("backend", ["cbc", "highs"])
+def test_milp_with_hubs_matches_bruteforce_on_trees(backend, monkeypatch):
+    monkeypatch.setattr(solvers.index, "PAIR_SPLIT", "hubs")
+    mismatches, with_hubs, optimal = [], 0, 0
+    for seed in TREE_SEEDS:
+        problem = tree_problem(seed)
+        ref = bruteforce(problem)
+        with_hubs += bool(solvers.index.Index.from_problem(problem).hub_keys)
+        sol = solve(problem, backend=backend)
+        optimal += sol.status == "optimal"
+        same = sol.status == ref.status and (
+            ref.objective is None
+            or math.isclose(sol.objective, ref.objective, rel_tol=1e-6, abs_tol=1e-9)
+        )
+        if not same:
+            mismatches.append((seed, sol.status, sol.objective, ref.status, ref.objective))
+        elif sol.status == "optimal":
+            counts = {(p.column, p.part, p.site): p.replicas for p in sol.replicas}
+            if not replicas_feasible(problem, counts):
+                mismatches.append((seed, "MILP replicas fail the brute-force LP", counts))
+    assert not mismatches
+    assert with_hubs >= 12 and optimal >= 8, (with_hubs, optimal)

@@ -1,0 +1,83 @@
+"""Pairs of two-part columns as half-pairs at hubs (tree fleets): the same optimum as one variable per pair.
+
+See the module docstring of solvers.index for why the split is exact; these
+tests check it end to end on a generated attention–FFN fleet with several
+pods (where pairs may cross pods and links are shared with KV transfers), and
+that fleets which are not trees with symmetric links keep the per-pair model.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import networkx as nx
+import pytest
+
+from placement.candidates import build_problem
+from placement.context import Context
+from placement.generate import build_instance
+from placement.loading import parse_instance
+from placement.solve import solve
+from solvers import index
+from solvers.index import HubTree, Index
+
+
+@functools.cache
+def af_instance(link_factor: float = 1.0):
+    """Rubin + LPX racks in 3 mixed pods, DeepSeek-V3, 2 classes at TPOT 12 ms (so attention–FFN
+    disaggregation is the cheapest mode), pod links scaled by ``link_factor`` (0.02: they bind)."""
+    doc = build_instance(domains=40, chip_types=["rubin", "lp30"], classes=2, family="mixed",
+                         model="deepseek-v3")
+    for c in doc["workload"]["classes"]:
+        c["tpot_ms"] = 12
+    for link in doc["hardware"]["links"]:
+        link["bandwidth_gb_per_s"] *= link_factor
+    return parse_instance(doc)
+
+
+@pytest.mark.parametrize(("link_factor", "backend"), [(1.0, "highs"), (0.02, "highs"), (0.02, "cbc")])
+def test_hubs_and_pairs_give_the_same_verified_optimum(monkeypatch, link_factor, backend):
+    plans = {}
+    for split in ("pairs", "hubs"):
+        monkeypatch.setattr(index, "PAIR_SPLIT", split)
+        plans[split] = solve(af_instance(link_factor), backend=backend)
+    for plan in plans.values():
+        assert plan.status == "optimal" and plan.verified, (plan.status, plan.violations)
+        assert {p.stage for p in plan.pools} >= {"decode-attention", "decode-ffn"}  # pairs are placed
+    assert plans["hubs"].cost_usd_per_hour == pytest.approx(plans["pairs"].cost_usd_per_hour, rel=1e-9)
+    busiest = max(link.load_bytes_per_s / link.capacity_bytes_per_s for link in plans["hubs"].links)
+    assert (busiest > 0.9) == (link_factor < 1)  # with thin links the network binds
+
+
+def test_hub_model_has_half_pairs_and_no_pair_variables(monkeypatch):
+    ctx = Context.of(af_instance())
+    problem, _ = build_problem(ctx)
+    monkeypatch.setattr(index, "PAIR_SPLIT", "hubs")
+    hubs = Index.from_problem(problem)
+    monkeypatch.setattr(index, "PAIR_SPLIT", "pairs")
+    pairs = Index.from_problem(problem)
+    assert hubs.hub_keys and not hubs.pair_keys
+    assert pairs.pair_keys and not pairs.hub_keys
+    # Exactly the same sites host each part: the halves allow the same pairs.
+    assert hubs.replica_keys == pairs.replica_keys and hubs.load_keys == pairs.load_keys
+
+
+def _tree() -> nx.DiGraph:
+    g = nx.DiGraph()
+    for u, v in [("a", "leaf1"), ("b", "leaf2"), ("leaf1", "spine"), ("leaf2", "spine")]:
+        g.add_edge(u, v, ps=1_000_000)
+        g.add_edge(v, u, ps=1_000_000)
+    return g
+
+
+def test_only_trees_with_symmetric_links_are_split():
+    g = _tree()
+    cap = dict.fromkeys(g.edges, 1e12)
+    assert HubTree.of(g, cap) is not None
+    ring = g.copy()
+    ring.add_edge("leaf1", "leaf2", ps=1)
+    ring.add_edge("leaf2", "leaf1", ps=1)
+    assert HubTree.of(ring, dict.fromkeys(ring.edges, 1e12)) is None  # a cycle: paths are not unique
+    skew = g.copy()
+    skew.edges["a", "leaf1"]["ps"] = 2_000_000
+    assert HubTree.of(skew, cap) is None  # there and back differ in latency
