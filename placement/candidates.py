@@ -213,6 +213,12 @@ def _dominated(x: _Pending, y: _Pending) -> bool:
 
 
 def _prune(pend: list[_Pending]) -> list[_Pending]:
+    """Drop dominated candidates (:func:`_dominated`), best capacity per chip first.
+
+    The test of one candidate against all survivors, and of all survivors
+    against it, is vectorised (:func:`_dominated_by_any`, :func:`_dominates`);
+    the result is the same as calling :func:`_dominated` pair by pair.
+    """
     groups: dict[tuple, list[_Pending]] = {}
     for p in pend:
         key = (p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None)
@@ -222,13 +228,79 @@ def _prune(pend: list[_Pending]) -> list[_Pending]:
         g = sorted(groups[key], key=lambda p: p.name)
         # Best first: a few strong columns prune most of the rest quickly.
         g.sort(key=lambda p: -p.capacity / sum(p.units))
-        survivors: list[_Pending] = []
+        survivors = _Survivors(len(g[0].units))
         for x in g:
-            if not any(_dominated(x, y) for y in survivors):
-                survivors = [y for y in survivors if not _dominated(y, x)]
-                survivors.append(x)
-        kept.extend(survivors)
+            if len(x.units) != survivors.parts:
+                raise ValueError("candidates of one group have different part counts")  # pragma: no cover
+            if not survivors.dominate(x):
+                survivors.drop(survivors.dominated_by(x))
+                survivors.add(x)
+        kept.extend(survivors.items)
     return sorted(kept, key=lambda p: p.name)
+
+
+class _Survivors:
+    """The undominated candidates of one group, with their numbers as arrays for vectorised tests."""
+
+    def __init__(self, parts: int):
+        self.parts = parts
+        self.items: list[_Pending] = []
+        self.units = np.zeros((0, parts), dtype=np.int64)
+        self.capacity = np.zeros(0)
+        self.traffic = np.zeros(0)
+        self.latency = np.zeros(0)
+
+    def add(self, x: _Pending) -> None:
+        self.items.append(x)
+        self.units = np.vstack([self.units, np.array(x.units, dtype=np.int64)[None, :]])
+        self.capacity = np.append(self.capacity, x.capacity)
+        self.traffic = np.append(self.traffic, x.pair_bytes_per_s)
+        self.latency = np.append(self.latency, x.pair_max_latency_s)
+
+    def drop(self, mask: np.ndarray) -> None:
+        if mask.any():
+            keep = ~mask
+            self.items = [y for y, k in zip(self.items, keep, strict=True) if k]
+            self.units, self.capacity = self.units[keep], self.capacity[keep]
+            self.traffic, self.latency = self.traffic[keep], self.latency[keep]
+
+    def dominate(self, x: _Pending) -> bool:
+        """Whether any survivor y dominates x (``_dominated(x, y)`` for some y)."""
+        if not self.items:
+            return False
+        ux = np.array(x.units, dtype=np.int64)
+        divisible = (ux[None, :] % self.units == 0).all(axis=1)
+        m = np.where(divisible, (ux[None, :] // self.units).min(axis=1), 0)
+        better = (divisible
+                  & (m * self.capacity >= x.capacity * (1 - 1e-12))
+                  & (m * self.traffic <= x.pair_bytes_per_s * (1 + 1e-12) + 1e-9)
+                  & (self.latency >= x.pair_max_latency_s))
+        if not better.any():
+            return False
+        same = ((m == 1) & (self.units == ux[None, :]).all(axis=1)
+                & (np.abs(self.capacity - x.capacity) <= 1e-12 * x.capacity)
+                & (self.latency == x.pair_max_latency_s))
+        for i in np.flatnonzero(better):
+            if not same[i] or self.items[i].name < x.name:
+                return True
+        return False
+
+    def dominated_by(self, x: _Pending) -> np.ndarray:
+        """Mask of the survivors y that x dominates (``_dominated(y, x)``)."""
+        if not self.items:
+            return np.zeros(0, dtype=bool)
+        ux = np.array(x.units, dtype=np.int64)
+        divisible = (self.units % ux[None, :] == 0).all(axis=1)
+        m = np.where(divisible, (self.units // ux[None, :]).min(axis=1), 0)
+        better = (divisible
+                  & (m * x.capacity >= self.capacity * (1 - 1e-12))
+                  & (m * x.pair_bytes_per_s <= self.traffic * (1 + 1e-12) + 1e-9)
+                  & (x.pair_max_latency_s >= self.latency))
+        same = ((m == 1) & (self.units == ux[None, :]).all(axis=1)
+                & (np.abs(x.capacity - self.capacity) <= 1e-12 * self.capacity)
+                & (x.pair_max_latency_s == self.latency))
+        names_after = np.array([x.name < y.name for y in self.items], dtype=bool) if same.any() else same
+        return better & (~same | names_after)
 
 
 def _steps(ctx: Context, cls: TrafficClass) -> dict[str, list[str]]:
