@@ -219,15 +219,8 @@ def _prune(pend: list[_Pending]) -> list[_Pending]:
     against it, is vectorised (:func:`_dominated_by_any`, :func:`_dominates`);
     the result is the same as calling :func:`_dominated` pair by pair.
     """
-    groups: dict[tuple, list[_Pending]] = {}
-    for p in pend:
-        key = (p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None)
-        groups.setdefault(key, []).append(p)
     kept = []
-    for key in sorted(groups, key=str):
-        g = sorted(groups[key], key=lambda p: p.name)
-        # Best first: a few strong columns prune most of the rest quickly.
-        g.sort(key=lambda p: -p.capacity / sum(p.units))
+    for g in prune_groups(pend):
         survivors = _Survivors(len(g[0].units))
         for x in g:
             if len(x.units) != survivors.parts:
@@ -237,6 +230,17 @@ def _prune(pend: list[_Pending]) -> list[_Pending]:
                 survivors.add(x)
         kept.extend(survivors.items)
     return sorted(kept, key=lambda p: p.name)
+
+
+def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
+    """Candidates that may dominate each other (class, kind, resources), each best capacity per chip
+    first (a few strong columns prune most of the rest quickly), then by name."""
+    groups: dict[tuple, list[_Pending]] = {}
+    for p in pend:
+        key = (p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None)
+        groups.setdefault(key, []).append(p)
+    return [sorted(sorted(groups[key], key=lambda p: p.name), key=lambda p: -p.capacity / sum(p.units))
+            for key in sorted(groups, key=str)]
 
 
 class _Survivors:

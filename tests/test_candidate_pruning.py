@@ -7,19 +7,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from placement.candidates import _dominated, _Pending, _prune
+from placement.candidates import _dominated, _Pending, _prune, prune_groups
 
 
 def _pairwise(pend: list[_Pending]) -> list[_Pending]:
     """The definition, one pair at a time (what _prune must reproduce)."""
-    groups: dict[tuple, list[_Pending]] = {}
-    for p in pend:
-        key = (p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None)
-        groups.setdefault(key, []).append(p)
     kept = []
-    for key in sorted(groups, key=str):
-        g = sorted(groups[key], key=lambda p: p.name)
-        g.sort(key=lambda p: -p.capacity / sum(p.units))
+    for g in prune_groups(pend):
         survivors: list[_Pending] = []
         for x in g:
             if not any(_dominated(x, y) for y in survivors):

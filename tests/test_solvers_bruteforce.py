@@ -152,21 +152,24 @@ def test_milp_matches_bruteforce(references, backend, split, monkeypatch):
     """Every seed, with pairs as the Index chooses them and with half-pairs at hubs forced on every
     tree fleet (see solvers.index)."""
     monkeypatch.setattr(solvers.index, "PAIR_SPLIT", split)
-    mismatches = []
-    for seed in SEEDS:
-        problem, ref = random_problem(seed), references[seed]
-        sol = solve(problem, backend=backend)
-        same = sol.status == ref.status and (
-            ref.objective is None
-            or math.isclose(sol.objective, ref.objective, rel_tol=1e-6, abs_tol=1e-9)
-        )
-        if not same:
-            mismatches.append((seed, sol.status, sol.objective, ref.status, ref.objective))
-        elif sol.status == "optimal":
-            counts = {(p.column, p.part, p.site): p.replicas for p in sol.replicas}
-            if not replicas_feasible(problem, counts):
-                mismatches.append((seed, "MILP replicas fail the brute-force LP", counts))
+    mismatches = [m for seed in SEEDS if (m := _mismatch(seed, random_problem(seed), references[seed], backend))]
     assert not mismatches
+
+
+def _mismatch(seed: int, problem: Problem, ref, backend: str):
+    """None when the MILP agrees with the brute-force reference ``ref``, else what differs."""
+    sol = solve(problem, backend=backend)
+    same = sol.status == ref.status and (
+        ref.objective is None
+        or math.isclose(sol.objective, ref.objective, rel_tol=1e-6, abs_tol=1e-9)
+    )
+    if not same:
+        return (seed, sol.status, sol.objective, ref.status, ref.objective)
+    if sol.status == "optimal":
+        counts = {(p.column, p.part, p.site): p.replicas for p in sol.replicas}
+        if not replicas_feasible(problem, counts):
+            return (seed, "MILP replicas fail the brute-force LP", counts)
+    return None
 
 
 def test_seed_list_covers_the_features(references):
@@ -272,17 +275,8 @@ def test_milp_with_hubs_matches_bruteforce_on_trees(backend, monkeypatch):
         problem = tree_problem(seed)
         ref = bruteforce(problem)
         with_hubs += bool(solvers.index.Index.from_problem(problem).hub_keys)
-        sol = solve(problem, backend=backend)
-        optimal += sol.status == "optimal"
-        same = sol.status == ref.status and (
-            ref.objective is None
-            or math.isclose(sol.objective, ref.objective, rel_tol=1e-6, abs_tol=1e-9)
-        )
-        if not same:
-            mismatches.append((seed, sol.status, sol.objective, ref.status, ref.objective))
-        elif sol.status == "optimal":
-            counts = {(p.column, p.part, p.site): p.replicas for p in sol.replicas}
-            if not replicas_feasible(problem, counts):
-                mismatches.append((seed, "MILP replicas fail the brute-force LP", counts))
+        optimal += ref.status == "optimal"
+        if m := _mismatch(seed, problem, ref, backend):
+            mismatches.append(m)
     assert not mismatches
     assert with_hubs >= 12 and optimal >= 8, (with_hubs, optimal)
