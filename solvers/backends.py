@@ -20,7 +20,9 @@ import logging
 import math
 import os
 import re
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -68,6 +70,33 @@ def _unavailable(backend: str, why: str) -> Outcome:
     return Outcome("error", message, False, None, 0.0, backend)
 
 
+_banner_lock = threading.Lock()
+_banner_done = False
+
+
+def _quiet_highs_banner(highspy) -> None:
+    """Construct the process's first ``Highs`` with file descriptor 1 sent to /dev/null.
+
+    HiGHS prints its banner on stdout (from C++, ignoring ``output_flag``)
+    the first time a ``Highs`` is constructed in a process; a caller that
+    reads a JSON plan from stdout, or the CLI's ``-q``, must not get it.
+    """
+    global _banner_done
+    with _banner_lock:
+        if _banner_done:
+            return
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        _banner_done = True
+
+
 class _BatchHiGHS(pulp.HiGHS):
     """:class:`pulp.HiGHS` that talks to highspy in batches.
 
@@ -83,6 +112,7 @@ class _BatchHiGHS(pulp.HiGHS):
     def actualSolve(self, lp, **kwargs):
         import highspy
 
+        _quiet_highs_banner(highspy)
         self.createAndConfigureSolver(lp)
         variables = lp.variables()
         self._pass_model(lp, variables, highspy)

@@ -86,3 +86,19 @@ def test_solve_compare_attaches_savings_to_the_plan(tmp_path):
     assert rows["only a100-80gb"]["cost_usd_per_hour"] == 7.34
     assert abs(rows["only a100-80gb"]["savings"] - (1 - 6.70 / 7.34)) < 1e-9
     assert rows["only a10g"]["savings"] > 0
+
+
+def test_quiet_solve_prints_nothing_on_stdout_not_even_the_highs_banner(tmp_path):
+    """HiGHS prints a banner from C++ on the first solver of a process; -q output must stay empty
+    (a fresh process: the banner is printed once per process)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = str(Path(sys.executable).parent / "placement")
+    out = tmp_path / "plan.json"
+    done = subprocess.run([exe, "solve", "instances/melange-toy.yaml", "--solver", "highs", "-q", "--json", str(out)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "", done.stdout
+    assert json.loads(out.read_text())["status"] == "optimal"
