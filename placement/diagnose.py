@@ -50,6 +50,7 @@ from placement.candidates import (
 )
 from placement.context import Context
 from placement.evaluate import PoolConfig, evaluate
+from placement.plan import STAGE_OF_KIND
 from placement.schema import TrafficClass
 from solvers.problem import Problem
 
@@ -65,14 +66,6 @@ _STAGE_WORDS = {
     "decode-attention": "decode-attention",
     "decode-ffn": "decode-FFN",
     "draft": "draft",
-}
-_STAGE_OF_KIND = {
-    "prefill": ("prefill", None),
-    "decode": ("decode", None),
-    "aggregated": ("aggregated", None),
-    "measured": ("aggregated", None),
-    "decode-spec": ("decode", "draft"),
-    "decode-af": ("decode-attention", "decode-ffn"),
 }
 
 
@@ -371,7 +364,7 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
             continue
         cfg = cands.configs.get(p.column)
         kind = cfg.kind if cfg is not None else "aggregated"
-        stage = _STAGE_OF_KIND.get(kind, ("aggregated", None))[p.part] or "decode"
+        stage = STAGE_OF_KIND.get(kind, ("aggregated", None))[p.part] or "decode"
         for step, y in loads.items():
             chips[step.split("|", 1)[0], stage][p.site] += units * y / total
     out = []
