@@ -268,43 +268,35 @@ class _Survivors:
             self.units, self.capacity = self.units[keep], self.capacity[keep]
             self.traffic, self.latency = self.traffic[keep], self.latency[keep]
 
+    def _against(self, x: _Pending, survivors_dominate: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(dominates, equal) per survivor: ``_dominated(x, y)`` without its name tie-break if
+        ``survivors_dominate``, else ``_dominated(y, x)``; ``equal`` marks the columns it breaks."""
+        one = (np.array(x.units, dtype=np.int64)[None, :], x.capacity, x.pair_bytes_per_s, x.pair_max_latency_s)
+        many = (self.units, self.capacity, self.traffic, self.latency)
+        (u_big, c_big, t_big, l_big), (u_small, c_small, t_small, l_small) = (
+            (one, many) if survivors_dominate else (many, one))
+        divisible = (u_big % u_small == 0).all(axis=1)
+        m = np.where(divisible, (u_big // u_small).min(axis=1), 0)
+        better = (divisible & (m * c_small >= c_big * (1 - 1e-12))
+                  & (m * t_small <= t_big * (1 + 1e-12) + 1e-9) & (l_small >= l_big))
+        equal = ((m == 1) & (u_small == u_big).all(axis=1) & (np.abs(c_small - c_big) <= 1e-12 * c_big)
+                 & (l_small == l_big))
+        return better, equal
+
     def dominate(self, x: _Pending) -> bool:
         """Whether any survivor y dominates x (``_dominated(x, y)`` for some y)."""
         if not self.items:
             return False
-        ux = np.array(x.units, dtype=np.int64)
-        divisible = (ux[None, :] % self.units == 0).all(axis=1)
-        m = np.where(divisible, (ux[None, :] // self.units).min(axis=1), 0)
-        better = (divisible
-                  & (m * self.capacity >= x.capacity * (1 - 1e-12))
-                  & (m * self.traffic <= x.pair_bytes_per_s * (1 + 1e-12) + 1e-9)
-                  & (self.latency >= x.pair_max_latency_s))
-        if not better.any():
-            return False
-        same = ((m == 1) & (self.units == ux[None, :]).all(axis=1)
-                & (np.abs(self.capacity - x.capacity) <= 1e-12 * x.capacity)
-                & (self.latency == x.pair_max_latency_s))
-        for i in np.flatnonzero(better):
-            if not same[i] or self.items[i].name < x.name:
-                return True
-        return False
+        better, equal = self._against(x, survivors_dominate=True)
+        return any(not equal[i] or self.items[i].name < x.name for i in np.flatnonzero(better))
 
     def dominated_by(self, x: _Pending) -> np.ndarray:
         """Mask of the survivors y that x dominates (``_dominated(y, x)``)."""
         if not self.items:
             return np.zeros(0, dtype=bool)
-        ux = np.array(x.units, dtype=np.int64)
-        divisible = (self.units % ux[None, :] == 0).all(axis=1)
-        m = np.where(divisible, (self.units // ux[None, :]).min(axis=1), 0)
-        better = (divisible
-                  & (m * x.capacity >= self.capacity * (1 - 1e-12))
-                  & (m * x.pair_bytes_per_s <= self.traffic * (1 + 1e-12) + 1e-9)
-                  & (x.pair_max_latency_s >= self.latency))
-        same = ((m == 1) & (self.units == ux[None, :]).all(axis=1)
-                & (np.abs(x.capacity - self.capacity) <= 1e-12 * self.capacity)
-                & (x.pair_max_latency_s == self.latency))
-        names_after = np.array([x.name < y.name for y in self.items], dtype=bool) if same.any() else same
-        return better & (~same | names_after)
+        better, equal = self._against(x, survivors_dominate=False)
+        names_after = np.array([x.name < y.name for y in self.items], dtype=bool) if equal.any() else equal
+        return better & (~equal | names_after)
 
 
 def _steps(ctx: Context, cls: TrafficClass) -> dict[str, list[str]]:

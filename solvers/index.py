@@ -35,7 +35,7 @@ latency limit and uses at most the edges of its two halves (the walk
 s → h → s' contains the path s → s'), and every allowed pair is one half at
 its top node and one half back down, with exactly its own edges, so the
 optimum is the same — with O(sites × depth) variables per column instead of
-O(sites²) (2.3 M → ~0.1 M pair variables on a 1,000-domain fleet).
+O(sites²) (2.3 M pair variables → 0.33 M half-pairs on a 1,000-domain fleet).
 """
 
 from __future__ import annotations
