@@ -41,20 +41,18 @@ if run exact; then
     --title "leaf-spine, 8 chip types, 6 classes, aggregated + PD, proven optimal (gap 1e-9)"
 fi
 
-# 2. The target configuration: all modes (aggregated, PD, PD with attention-FFN split).
-#    100 domains only: candidate generation alone takes ~5 minutes and the 1,000-domain model does not fit
-#    in memory; see RESULTS.md.
+# 2. The target configuration: all modes (aggregated, PD, PD with attention-FFN split),
+#    8 chip types, 6 classes, 100 and 1,000 domains (solved in two levels, see solvers/twolevel.py).
 if run allmodes; then
-  $P bench --sizes 100 --family leaf-spine --chip-types 8 --classes 6 \
-    --solvers highs --time-limit 120 --gap 0.001 --prepare-limit 1800 \
+  $P bench --sizes 100,1000 --family leaf-spine --chip-types 8 --classes 6 \
+    --solvers highs,cbc --time-limit 300 --gap 0.001 --prepare-limit 1800 \
     --json benchmarks/bench_allmodes.json --instances-dir "$I"
 fi
 
 # 3. Attention-FFN disaggregation where it is meant to be used: Rubin NVL72 + Groq LPX racks in mixed pods,
 #    all modes, 6 classes, DeepSeek-V3 (MoE).
 if run af; then
-  # (--sizes 10,100,1000 also builds the 1,000-domain model: 2.6 M variables, out of memory; see RESULTS.md)
-  $P bench --sizes 10,100 --family mixed --chips rubin,lp30 --classes 6 --model deepseek-v3 \
+  $P bench --sizes 10,100,1000 --family mixed --chips rubin,lp30 --classes 6 --model deepseek-v3 \
     --solvers highs,cbc --time-limit 300 --gap 0.001 --baselines greedy,lp \
     --json benchmarks/bench_af.json --plot benchmarks/bench_af.png --instances-dir "$I" \
     --title "Rubin NVL72 + Groq LPX mixed pods, DeepSeek-V3, 6 classes, all modes"

@@ -6,7 +6,7 @@
    solver-neutral :class:`~solvers.problem.Problem` (timed as
    ``candidates_s``; the problem is pickled for the cases);
 2. one *case* per solver and repeat: build the PuLP model (``build_s``) and
-   solve it (``solve_s``) through :func:`solvers.milp.solve`, the same path
+   solve it (``solve_s``) through :func:`solvers.twolevel.solve`, the same path
    as ``placement solve``; status, objective, best bound, gap, variables,
    integer variables, constraints, nonzeros;
 3. optional *baselines* (:mod:`placement.baselines`): exhaustive
@@ -213,7 +213,7 @@ def _load_problem(path: str):
 
 
 def _case_job(job: dict) -> dict:
-    from solvers.milp import solve
+    from solvers.twolevel import solve
 
     problem = _load_problem(job["problem_path"])
     base = _peak_mb(resource.RUSAGE_SELF)

@@ -58,6 +58,8 @@ class Candidates:
     columns: list[Column] = field(default_factory=list)
     generated: int = 0
     feasible: int = 0
+    #: Cost-model results shared while generating (see :func:`placement.evaluate.evaluate`).
+    memo: dict = field(default_factory=dict, repr=False)
 
     @property
     def kept(self) -> int:
@@ -104,7 +106,11 @@ def _min_chips_for_weights(ctx: Context, site: SiteInfo, weight_bytes: float) ->
     return max(1, math.ceil(weight_bytes / site.chip.memory_bytes))
 
 
-def _parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float) -> list[PartLayout]:
+def _parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None) -> list[PartLayout]:
+    """Replica layouts of ``stage`` on ``site``'s resource (kept in ``memo``: every class asks again)."""
+    key = ("parts", site.resource, stage, weight_bytes)
+    if memo is not None and key in memo:
+        return memo[key]
     need = _min_chips_for_weights(ctx, site, weight_bytes)
     fleet_chips = sum(s.chips for s in ctx.sites.values() if s.resource == site.resource)
     max_chips = min(fleet_chips, need * SIZE_HEADROOM)
@@ -114,6 +120,8 @@ def _parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float) -> lis
             continue
         for tp, ep, pp in _layouts(ctx, site, g, stage):
             out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp))
+    if memo is not None:
+        memo[key] = out
     return out
 
 
@@ -133,8 +141,15 @@ def _attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[
     return out
 
 
-def _pair_latencies(ctx: Context, res_a: str, res_b: str) -> list[float]:
-    """Distinct one-way path latencies between sites of two resources (finite only)."""
+def _pair_latencies(ctx: Context, res_a: str, res_b: str, memo: dict | None = None) -> list[float]:
+    """Distinct one-way path latencies between sites of two resources (finite only).
+
+    ``memo`` keeps them per resource pair: every class asks again, and each
+    asks for a path between every two sites.
+    """
+    key = ("pair latencies", res_a, res_b)
+    if memo is not None and key in memo:
+        return memo[key]
     lats = set()
     for a, sa in ctx.sites.items():
         for b, sb in ctx.sites.items():
@@ -142,11 +157,15 @@ def _pair_latencies(ctx: Context, res_a: str, res_b: str) -> list[float]:
                 lat = path_latency_s(ctx.graph, a, b)
                 if math.isfinite(lat):
                     lats.add(round(lat, 12))
+    if memo is not None:
+        memo[key] = sorted(lats)
     return sorted(lats)
 
 
 @dataclass
 class _Pending:
+    """A feasible configuration awaiting pruning: ``cfg`` at batch ``batch`` (one copy made for those kept)."""
+
     name: str
     cfg: PoolConfig
     cls: str
@@ -155,21 +174,26 @@ class _Pending:
     units: tuple[int, ...]
     pair_bytes_per_s: float = 0.0
     pair_max_latency_s: float = float("inf")
+    batch: int = 1
+
+    def config(self) -> PoolConfig:
+        return self.cfg.model_copy(update={"batch": self.batch})
 
 
 def _grid(out: Candidates, pend: list[_Pending], ctx: Context, base: PoolConfig, cls: TrafficClass,
           steps: list[str], batches: np.ndarray, latency: float = 0.0, with_latency: bool = False) -> None:
-    perf = evaluate(ctx, base, cls, batch=batches, pair_latency_s=latency)
+    perf = evaluate(ctx, base, cls, batch=batches, pair_latency_s=latency, memo=out.memo)
     ok = perf.ok(cls)
     out.generated += len(batches)
     out.feasible += int(ok.sum())
+    units = (base.main.chips,) + ((base.partner.chips,) if base.partner else ())
+    head, tail = _name_around_batch(base, latency if with_latency else None)
     for i in np.flatnonzero(ok):
-        cfg = base.model_copy(update={"batch": int(batches[i])})
-        units = (cfg.main.chips,) + ((cfg.partner.chips,) if cfg.partner else ())
-        name = _column_name(cfg, latency if with_latency else None)
-        pend.append(_Pending(name, cfg, cls.name, steps, float(perf.capacity_rps[i]), units,
-                             float(perf.pair_bytes_per_s[i]) if cfg.partner else 0.0,
-                             latency if with_latency else float("inf")))
+        batch = int(batches[i])
+        pend.append(_Pending(f"{head}|b{batch}{tail}", base, cls.name, steps,
+                             float(perf.capacity_rps[i]), units,
+                             float(perf.pair_bytes_per_s[i]) if base.partner else 0.0,
+                             latency if with_latency else float("inf"), batch))
 
 
 def _part_tag(p: PartLayout) -> str:
@@ -177,18 +201,19 @@ def _part_tag(p: PartLayout) -> str:
     return f"{p.site_resource}-g{p.chips}{dp}-tp{p.tp}-ep{p.ep}-pp{p.pp}"
 
 
-def _column_name(cfg: PoolConfig, latency: float | None) -> str:
-    parts = [cfg.traffic_class, cfg.kind, _part_tag(cfg.main)]
-    if cfg.partner:
-        parts.append(_part_tag(cfg.partner))
-    parts.append(f"b{cfg.batch}")
-    if cfg.chunk_tokens:
-        parts.append(f"c{cfg.chunk_tokens}")
-    if cfg.draft_tokens:
-        parts.append(f"k{cfg.draft_tokens}")
+def _column_name(cfg: PoolConfig, batch: int, latency: float | None) -> str:
+    """``class|kind|main[|partner]|b<batch>[|c<chunk>][|k<draft>][|l<latency>us]``."""
+    head, tail = _name_around_batch(cfg, latency)
+    return f"{head}|b{batch}{tail}"
+
+
+def _name_around_batch(cfg: PoolConfig, latency: float | None) -> tuple[str, str]:
+    """The column name before and after its batch field (one grid shares them)."""
+    head = [cfg.traffic_class, cfg.kind, _part_tag(cfg.main)] + ([_part_tag(cfg.partner)] if cfg.partner else [])
+    tail = ([f"c{cfg.chunk_tokens}"] if cfg.chunk_tokens else []) + ([f"k{cfg.draft_tokens}"] if cfg.draft_tokens else [])
     if latency is not None:
-        parts.append(f"l{latency * 1e6:.3g}us")
-    return "|".join(parts)
+        tail.append(f"l{latency * 1e6:.3g}us")
+    return "|".join(head), "".join(f"|{t}" for t in tail)
 
 
 def _dominated(x: _Pending, y: _Pending) -> bool:
@@ -216,15 +241,13 @@ def _prune(pend: list[_Pending]) -> list[_Pending]:
     """Drop dominated candidates (:func:`_dominated`), best capacity per chip first.
 
     The test of one candidate against all survivors, and of all survivors
-    against it, is vectorised (:func:`_dominated_by_any`, :func:`_dominates`);
-    the result is the same as calling :func:`_dominated` pair by pair.
+    against it, is vectorised (:class:`_Survivors`); the result is the same
+    as calling :func:`_dominated` pair by pair.
     """
     kept = []
     for g in prune_groups(pend):
-        survivors = _Survivors(len(g[0].units))
+        survivors = _Survivors(g)
         for x in g:
-            if len(x.units) != survivors.parts:
-                raise ValueError("candidates of one group have different part counts")  # pragma: no cover
             if not survivors.dominate(x):
                 survivors.drop(survivors.dominated_by(x))
                 survivors.add(x)
@@ -244,19 +267,30 @@ def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
 
 
 class _Survivors:
-    """The undominated candidates of one group, with their numbers as arrays for vectorised tests."""
+    """The undominated candidates of one group, with their numbers as arrays for vectorised tests.
 
-    def __init__(self, parts: int):
-        self.parts = parts
+    A group has few distinct unit tuples (replica sizes), so how many copies
+    of one fit in another is a table, ``copies[i, j]`` (0 when the sizes do
+    not divide part by part), looked up instead of recomputed per test.
+    """
+
+    def __init__(self, group: list[_Pending]):
+        kinds = sorted({p.units for p in group})
+        if len({len(u) for u in kinds}) > 1:
+            raise ValueError("candidates of one group have different part counts")  # pragma: no cover
+        self.kind_of = {u: i for i, u in enumerate(kinds)}
+        self.copies = np.array([[min(b // s for b, s in zip(big, small, strict=True))
+                                 if all(b % s == 0 for b, s in zip(big, small, strict=True)) else 0
+                                 for small in kinds] for big in kinds], dtype=np.int64)
         self.items: list[_Pending] = []
-        self.units = np.zeros((0, parts), dtype=np.int64)
+        self.kind = np.zeros(0, dtype=np.int64)
         self.capacity = np.zeros(0)
         self.traffic = np.zeros(0)
         self.latency = np.zeros(0)
 
     def add(self, x: _Pending) -> None:
         self.items.append(x)
-        self.units = np.vstack([self.units, np.array(x.units, dtype=np.int64)[None, :]])
+        self.kind = np.append(self.kind, self.kind_of[x.units])
         self.capacity = np.append(self.capacity, x.capacity)
         self.traffic = np.append(self.traffic, x.pair_bytes_per_s)
         self.latency = np.append(self.latency, x.pair_max_latency_s)
@@ -265,22 +299,22 @@ class _Survivors:
         if mask.any():
             keep = ~mask
             self.items = [y for y, k in zip(self.items, keep, strict=True) if k]
-            self.units, self.capacity = self.units[keep], self.capacity[keep]
+            self.kind, self.capacity = self.kind[keep], self.capacity[keep]
             self.traffic, self.latency = self.traffic[keep], self.latency[keep]
 
     def _against(self, x: _Pending, survivors_dominate: bool) -> tuple[np.ndarray, np.ndarray]:
         """(dominates, equal) per survivor: ``_dominated(x, y)`` without its name tie-break if
         ``survivors_dominate``, else ``_dominated(y, x)``; ``equal`` marks the columns it breaks."""
-        one = (np.array(x.units, dtype=np.int64)[None, :], x.capacity, x.pair_bytes_per_s, x.pair_max_latency_s)
-        many = (self.units, self.capacity, self.traffic, self.latency)
-        (u_big, c_big, t_big, l_big), (u_small, c_small, t_small, l_small) = (
-            (one, many) if survivors_dominate else (many, one))
-        divisible = (u_big % u_small == 0).all(axis=1)
-        m = np.where(divisible, (u_big // u_small).min(axis=1), 0)
-        better = (divisible & (m * c_small >= c_big * (1 - 1e-12))
+        k = self.kind_of[x.units]
+        one = (x.capacity, x.pair_bytes_per_s, x.pair_max_latency_s)
+        many = (self.capacity, self.traffic, self.latency)
+        if survivors_dominate:  # m copies of a survivor in x
+            m, (c_big, t_big, l_big), (c_small, t_small, l_small) = self.copies[k, self.kind], one, many
+        else:  # m copies of x in a survivor
+            m, (c_big, t_big, l_big), (c_small, t_small, l_small) = self.copies[self.kind, k], many, one
+        better = ((m > 0) & (m * c_small >= c_big * (1 - 1e-12))
                   & (m * t_small <= t_big * (1 + 1e-12) + 1e-9) & (l_small >= l_big))
-        equal = ((m == 1) & (u_small == u_big).all(axis=1) & (np.abs(c_small - c_big) <= 1e-12 * c_big)
-                 & (l_small == l_big))
+        equal = (self.kind == k) & (np.abs(c_small - c_big) <= 1e-12 * c_big) & (l_small == l_big)
         return better, equal
 
     def dominate(self, x: _Pending) -> bool:
@@ -336,7 +370,7 @@ def generate(ctx: Context) -> Candidates:
         if ctx.instance.only_measured:
             continue
         for res, site in resources.items():
-            for part in _parts(ctx, site, "prefill", w_all):
+            for part in _parts(ctx, site, "prefill", w_all, out.memo):
                 if prefill_steps:
                     base = PoolConfig(kind="prefill", traffic_class=cls.name, main=part, batch=1)
                     _grid(out, pend, ctx, base, cls, prefill_steps, PREFILL_BATCHES)
@@ -358,11 +392,11 @@ def generate(ctx: Context) -> Candidates:
                 for res_d, site_d in resources.items():
                     if res_d == res:
                         continue
-                    lats = _pair_latencies(ctx, res, res_d)
-                    drafts = _parts(ctx, site_d, "decode", dw)
+                    lats = _pair_latencies(ctx, res, res_d, out.memo)
+                    drafts = _parts(ctx, site_d, "decode", dw, out.memo)
                     # A draft model is small: replicas beyond twice the smallest that holds it add nothing.
                     drafts = [d for d in drafts if d.chips <= 2 * drafts[0].chips] if drafts else []
-                    for part, dpart, gamma in product(_parts(ctx, site, "decode", w_all), drafts,
+                    for part, dpart, gamma in product(_parts(ctx, site, "decode", w_all, out.memo), drafts,
                                                       range(1, draft.gamma + 1)):
                         base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart,
                                           batch=1, draft_tokens=gamma)
@@ -372,15 +406,15 @@ def generate(ctx: Context) -> Candidates:
                 for res_f, site_f in resources.items():
                     if res_f == res:
                         continue
-                    lats = _pair_latencies(ctx, res, res_f)
+                    lats = _pair_latencies(ctx, res, res_f, out.memo)
                     for apart, fpart in product(_attention_parts(ctx, site, w_attn),
-                                                _parts(ctx, site_f, "decode-ffn", w_ffn)):
+                                                _parts(ctx, site_f, "decode-ffn", w_ffn, out.memo)):
                         base = PoolConfig(kind="decode-af", traffic_class=cls.name, main=apart, partner=fpart,
                                           batch=1, micro_batches=AF_MICRO_BATCHES)
                         for lat in lats:
                             _grid(out, pend, ctx, base, cls, [af], BATCHES, lat, with_latency=True)
     for p in _prune(pend):
-        out.configs[p.name] = p.cfg
+        out.configs[p.name] = p.config()
         out.columns.append(Column(
             name=p.name,
             parts=[Part(resource=p.cfg.main.site_resource, units=p.cfg.main.chips)]
@@ -390,6 +424,7 @@ def generate(ctx: Context) -> Candidates:
             pair_max_latency_s=p.pair_max_latency_s,
         ))
     _measured_columns(ctx, out)
+    out.memo.clear()  # only needed while generating; plans and executors need not carry it
     return out
 
 

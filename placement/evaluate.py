@@ -151,19 +151,25 @@ def _zeros(shape) -> np.ndarray:
     return np.zeros(shape)
 
 
-def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_latency_s: float = 0.0) -> Perf:
+def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_latency_s: float = 0.0,
+             memo: dict | None = None) -> Perf:
     """Per-replica capacity and latencies of ``cfg`` for ``cls``.
 
     ``batch`` (array) overrides ``cfg.batch`` to evaluate a grid at once;
     ``pair_latency_s`` is the one-way latency between the two parts of a paired
-    configuration (attention–FFN or remote draft).
+    configuration (attention–FFN or remote draft). ``memo``, a dict kept by
+    the caller for one context, caches the attention and FFN halves of
+    attention–FFN replicas: candidate generation pairs every attention half
+    with every FFN half at every latency, and each half costs the same in
+    all of its pairings.
     """
     b = np.asarray(cfg.batch if batch is None else batch, dtype=float)
+    if cfg.kind == "decode-af":
+        return _decode_af(ctx, cfg, cls, b, pair_latency_s, {} if memo is None else memo)
     fn = {
         "prefill": _prefill,
         "decode": _decode,
         "aggregated": _aggregated,
-        "decode-af": _decode_af,
         "decode-spec": _decode_spec,
         "measured": _measured,
     }[cfg.kind]
@@ -248,29 +254,43 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
     return Perf(cap, _zeros(b.shape), tpot, ok, pair, mem)
 
 
-def _decode_af(ctx, cfg, cls, b, lat) -> Perf:
+def _decode_af(ctx, cfg, cls, b, lat, memo: dict) -> Perf:
     """``dp`` attention groups of batch B each feed one FFN group that sees dp·B tokens."""
-    a_chip, m = ctx.chips[cfg.main.chip], ctx.model
-    f_chip = ctx.chips[cfg.partner.chip]
-    prec = _prec(ctx)
+    m = ctx.model
+    a_chip, f_chip = ctx.chips[cfg.main.chip], ctx.chips[cfg.partner.chip]
     mb, dp = cfg.micro_batches, cfg.main.dp
-    attn_layout = {"tp": cfg.main.tp, "ep": cfg.main.ep, "pp": cfg.main.pp}
-    attn = decode_attention_step(a_chip, m, batch=b / mb, context=_decode_context(cls), **attn_layout, **prec)
-    ffn = decode_ffn_step(f_chip, m, batch=dp * b / mb, **_args(ctx, cfg.partner), **prec)
+    t_attn, amem = _af_half(ctx, memo, "attention", cfg.main, b / mb, b, cls)
+    t_ffn, fmem = _af_half(ctx, memo, "ffn", cfg.partner, dp * b / mb, dp * b, cls)
     ep_ffn = cfg.partner.ep > 1
     bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
     nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
               cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
     comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
-    tpot = np.asarray(af_tpot_s(np.asarray(attn.time_s), np.asarray(ffn.time_s), comm, mb), dtype=float)
+    tpot = np.asarray(af_tpot_s(t_attn, t_ffn, comm, mb), dtype=float)
     cap = dp * b / (cls.output_tokens * tpot)
-    amem = np.asarray(memory_per_chip_bytes(a_chip, m, stage="decode-attention", batch=b, context=_max_context(cls),
-                                            **attn_layout, **prec), dtype=float)
-    fmem = np.asarray(memory_per_chip_bytes(f_chip, m, stage="decode-ffn", batch=dp * b, context=_max_context(cls),
-                                            **_args(ctx, cfg.partner), **prec), dtype=float)
     ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
     pair = dp * b * bytes_per_token / tpot
     return Perf(cap, _zeros(b.shape), tpot, ok, pair, amem)
+
+
+def _af_half(ctx, memo: dict, half: str, part: PartLayout, step_batch, memory_batch, cls) -> tuple:
+    """(step time, memory per chip) of one half of an attention–FFN replica, cached in ``memo``."""
+    step_batch = np.asarray(step_batch, dtype=float)
+    key = (half, part.chip, part.tp, part.ep, part.pp, _decode_context(cls), _max_context(cls), step_batch.tobytes(),
+           np.asarray(memory_batch, dtype=float).tobytes())
+    if key not in memo:
+        chip, m, prec = ctx.chips[part.chip], ctx.model, _prec(ctx)
+        layout = {"tp": part.tp, "ep": part.ep, "pp": part.pp}
+        if half == "attention":
+            step = decode_attention_step(chip, m, batch=step_batch, context=_decode_context(cls), **layout, **prec)
+            stage = "decode-attention"
+        else:
+            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **prec)
+            stage = "decode-ffn"
+        mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=_max_context(cls),
+                                    **layout, **prec)
+        memo[key] = (np.asarray(step.time_s, dtype=float), np.asarray(mem, dtype=float))
+    return memo[key]
 
 
 def _measured(ctx, cfg, cls, b, _lat) -> Perf:

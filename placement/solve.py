@@ -30,7 +30,7 @@ from placement.plan import (
 )
 from placement.schema import Instance
 from placement.verify import verify
-from solvers.milp import solve as solve_problem
+from solvers.twolevel import solve as solve_problem
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean

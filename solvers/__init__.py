@@ -18,10 +18,10 @@ from solvers.milp import (
     lp_bound,
     pack_into_domains,
     relax,
-    solve,
 )
 from solvers.problem import Column, Demand, Edge, Objective, Part, Problem, Route, Site, Transfer
 from solvers.solution import TIMING_FIELDS, EdgeLoad, Flow, Load, Pair, Placement, Solution
+from solvers.twolevel import solve
 
 __all__ = [
     "DEFAULT_GAP",

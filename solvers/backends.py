@@ -107,16 +107,24 @@ class _BatchHiGHS(pulp.HiGHS):
     ``changeColsCost``, ``changeColsIntegrality`` and one ``addRows`` call,
     and reads back only primal values and the PuLP status. Bounds, gap and
     the detailed status are read from ``lp.solverModel`` by the caller.
+    ``start`` (variable -> value), if set, is passed as a starting solution.
     """
+
+    start: dict | None = None
 
     def actualSolve(self, lp, **kwargs):
         import highspy
 
         _quiet_highs_banner(highspy)
-        self.createAndConfigureSolver(lp)
         variables = lp.variables()
-        self._pass_model(lp, variables, highspy)
-        self.callSolver(lp)
+        self._run(lp, variables, highspy, self.start)
+        if self.start and not _consistent(lp.solverModel):
+            # HiGHS 1.16 can map a start into its presolved space without the objective offset and
+            # then call the start optimal (a 4x too expensive plan of spec-decode-draft's collapsed
+            # fleet, reported with gap 0); its answer is then not trusted and the model solved again.
+            log.warning("HiGHS mis-read the start (objective %s vs %s of its own solution); solving without it",
+                        lp.solverModel.getInfo().objective_function_value, _solution_objective(lp.solverModel))
+            self._run(lp, variables, highspy, None)
         h = lp.solverModel
         status = h.getModelStatus()
         ms = highspy.HighsModelStatus
@@ -135,6 +143,14 @@ class _BatchHiGHS(pulp.HiGHS):
         else:
             lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
         return lp.status
+
+    def _run(self, lp, variables, highspy, start):
+        self.createAndConfigureSolver(lp)
+        self._pass_model(lp, variables, highspy)
+        if start:
+            values = np.array([start.get(var, 0.0) for var in variables], dtype=np.float64)
+            lp.solverModel.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)
+        self.callSolver(lp)
 
     def _pass_model(self, lp, variables, highspy):
         inf = highspy.kHighsInf
@@ -183,19 +199,35 @@ class _BatchHiGHS(pulp.HiGHS):
             )
 
 
+def _solution_objective(h) -> float:
+    lp = h.getLp()
+    return float(np.dot(lp.col_cost_, h.getSolution().col_value) + lp.offset_)
+
+
+def _consistent(h) -> bool:
+    """Whether HiGHS's reported objective is that of the solution it returns (when it returns one)."""
+    info = h.getInfo()
+    if info.primal_solution_status != 2:
+        return True
+    reported, actual = info.objective_function_value, _solution_objective(h)
+    return abs(reported - actual) <= 1e-6 * max(1.0, abs(actual))
+
+
 def _make_solver(
-    backend: str, mip: bool, time_limit_s, gap, threads, msg: bool, log_path: str | None
+    backend: str, mip: bool, time_limit_s, gap, threads, msg: bool, log_path: str | None,
+    start: dict | None = None,
 ):
     common = dict(mip=mip, timeLimit=time_limit_s, gapRel=gap if mip else None, threads=threads)
     if backend == "cbc":
+        cbc = {"msg": False, "logPath": log_path, "warmStart": bool(start), **common}
         try:
-            return pulp.PULP_CBC_CMD(
-                msg=False, logPath=log_path, _skip_v4_deprecation=True, **common
-            )
+            return pulp.PULP_CBC_CMD(_skip_v4_deprecation=True, **cbc)
         except TypeError:  # PuLP without the v4 deprecation switch
-            return pulp.PULP_CBC_CMD(msg=False, logPath=log_path, **common)
+            return pulp.PULP_CBC_CMD(**cbc)
     if backend == "highs":
-        return _BatchHiGHS(msg=msg, **common)
+        solver = _BatchHiGHS(msg=msg, **common)
+        solver.start = start
+        return solver
     options = {k: val for k, val in common.items() if val is not None}
     try:
         return pulp.getSolver(backend, msg=msg, **options)
@@ -213,8 +245,13 @@ def run(
     gap: float | None,
     threads: int | None,
     msg: bool,
+    start: dict[pulp.LpVariable, float] | None = None,
 ) -> Outcome:
     """Solve ``m`` with ``backend``; never raises for solver failures.
+
+    ``start`` (a value for every variable) is handed to HiGHS and CBC as a
+    starting solution (other backends ignore it); the solvers check it
+    themselves and drop it if it is infeasible.
 
     Examples
     --------
@@ -233,20 +270,23 @@ def run(
     with tempfile.TemporaryDirectory(prefix="placement-solve-") as tmp:
         log_path = os.path.join(tmp, "cbc.log") if backend == "cbc" else None
         try:
-            solver = _make_solver(backend, mip, time_limit_s, gap, threads, msg, log_path)
+            solver = _make_solver(backend, mip, time_limit_s, gap, threads, msg, log_path, start)
         except Exception as exc:  # noqa: BLE001 - unknown name or unsupported options
             return _unavailable(backend, (str(exc) or type(exc).__name__).splitlines()[0])
         if not solver.available():
             return _unavailable(backend, "not installed")
         if hasattr(solver, "tmpDir"):
             solver.tmpDir = tmp
-        start = time.perf_counter()
+        if start and backend == "cbc":  # PuLP writes CBC's MIP start from the initial values
+            for var, value in start.items():
+                var.setInitialValue(value)
+        began = time.perf_counter()
         try:
             m.solve(solver)
         except Exception as exc:  # noqa: BLE001 - solver crashed or refused the model
-            seconds = time.perf_counter() - start
+            seconds = time.perf_counter() - began
             return Outcome("error", f"{backend}: {exc}", False, None, seconds, backend)
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - began
         if backend == "highs":
             return _highs_outcome(m, seconds, mip)
         cbc_log = ""

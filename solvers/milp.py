@@ -49,6 +49,8 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pulp
 
@@ -530,7 +532,29 @@ def build_model(problem: Problem) -> tuple[pulp.LpProblem, Variables]:
     return m, v
 
 
-def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg) -> Solution:
+@dataclass(frozen=True)
+class Start:
+    """What is known about a model before solving it (see :mod:`solvers.twolevel`).
+
+    ``values`` is a value for every variable of the model, a plan whose rows
+    have been checked (``None`` if there is none); ``lower_bound`` a proven
+    bound on the optimum found elsewhere; ``seconds`` the wall time it took
+    (counted in the solve time); ``note`` says where it came from.
+    """
+
+    values: dict[pulp.LpVariable, float] | None = None
+    lower_bound: float | None = None
+    seconds: float = 0.0
+    note: str = ""
+
+
+def primary_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
+    """Σ w·u·n of ``values`` (the objective without tie-breaks)."""
+    return sum(v.primary[key] * round(values.get(var) or 0.0) for key, var in v.n.items())
+
+
+def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg,
+           prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None) -> tuple[Solution, Variables]:
     with gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
         start = time.perf_counter()
         m, v = build_model(problem)
@@ -542,7 +566,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
         if v.index.infeasible:
             return empty_solution(
                 "infeasible", "; ".join(v.index.infeasible), solve_seconds=0.0, **common
-            )
+            ), v
         if stats["variables"] == 0:
             return to_solution(
                 v,
@@ -552,33 +576,55 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
                 solve_seconds=0.0,
                 relaxed=not mip,
                 **common,
-            )
+            ), v
+        known = prepare(m, v) if prepare is not None else Start()
         outcome = run(
             m,
             backend,
             mip=mip,
-            time_limit_s=time_limit_s,
+            time_limit_s=None if time_limit_s is None else time_left(time_limit_s, known.seconds),
             gap=DEFAULT_GAP if gap is None else gap,
             threads=threads,
             msg=msg,
+            start=known.values,
         )
-        if not outcome.has_values:
-            return empty_solution(
-                outcome.status,
-                outcome.message,
-                solve_seconds=outcome.seconds,
-                bound=outcome.bound,
-                **common,
-            )
+        status, message = outcome.status, outcome.message + known.note
+        bounds = [b for b in (outcome.bound, known.lower_bound) if b is not None]
+        bound = max(bounds) if bounds else None
+        solve_seconds = outcome.seconds + known.seconds
+        if known.values is not None and _start_is_better(v, known.values, outcome):
+            for var, value in known.values.items():
+                var.varValue = value
+            status = "time_limit" if status == "time_limit" else "feasible"
+            message += "; the solver found no better plan than the start, returned"
+        elif not outcome.has_values:
+            return empty_solution(status, message, solve_seconds=solve_seconds, bound=bound, **common), v
         return to_solution(
             v,
-            status=outcome.status,
-            message=outcome.message,
-            bound=outcome.bound,
-            solve_seconds=outcome.seconds,
+            status=status,
+            message=message,
+            bound=bound,
+            solve_seconds=solve_seconds,
             relaxed=not mip,
             **common,
-        )
+        ), v
+
+
+def time_left(limit_s: float, spent_s: float) -> float:
+    """What is left of a time limit, but never less than a tenth of it (the solver needs some)."""
+    return max(limit_s - spent_s, 0.1 * limit_s)
+
+
+def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome) -> bool:
+    """Whether the start beats what the solver returned (nothing, or a worse plan).
+
+    A start is a plan whose rows were checked, so it also stands when the
+    solver returns nothing, whatever the reason it gives.
+    """
+    if not outcome.has_values:
+        return True
+    found = {var: var.varValue for var in v.n.values()}
+    return primary_objective(v, values) < primary_objective(v, found) * (1 - 1e-9)
 
 
 def solve(
@@ -588,6 +634,7 @@ def solve(
     gap: float | None = None,
     threads: int | None = None,
     msg: bool = False,
+    prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
 ) -> Solution:
     """Build and solve the placement MILP.
 
@@ -611,6 +658,11 @@ def solve(
         Solver threads (CBC results may then depend on timing).
     msg : bool
         Show the solver log (CBC's log goes to the ``solvers.backends`` logger).
+    prepare : callable, optional
+        Called with the built model and its variables; returns a :class:`Start`
+        (a checked plan to start from, a bound proven elsewhere). The start is
+        handed to the backend and returned if the solver finds nothing better;
+        the bound reported is the better of the two (see :mod:`solvers.twolevel`).
 
     Returns
     -------
@@ -629,7 +681,20 @@ def solve(
     >>> sol.status, sol.objective, sol.replicas[0].replicas
     ('optimal', 3.0, 2)
     """
-    return _solve(problem, backend, True, time_limit_s, gap, threads, msg)
+    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare)[0]
+
+
+def solve_model(
+    problem: Problem,
+    backend: str = "cbc",
+    time_limit_s: float | None = None,
+    gap: float | None = None,
+    threads: int | None = None,
+    msg: bool = False,
+    prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
+) -> tuple[Solution, Variables]:
+    """:func:`solve`, also returning the model's variables, which hold the solution's values."""
+    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare)
 
 
 def relax(
@@ -658,7 +723,7 @@ def relax(
     >>> relax(p).objective
     1.5
     """
-    return _solve(problem, backend, False, time_limit_s, None, threads, msg)
+    return _solve(problem, backend, False, time_limit_s, None, threads, msg)[0]
 
 
 def lp_bound(

@@ -1,0 +1,409 @@
+"""Large models in two levels: a bound from the fleet without its network, a plan from the columns it uses.
+
+On a fleet of ~1,000 domains with attention–FFN pairs the full model has
+hundreds of thousands of variables and its root LP alone can take minutes
+(benchmarks/RESULTS.md). :func:`solve` first works on two small problems:
+
+1. The **collapsed** problem (:func:`collapsed`): the sites of each resource
+   merged into one site (same units per domain, all their domains, the lowest
+   price and power per unit among them), all on one node, with no edges and no
+   transfers. Every plan of the full problem is a plan of the collapsed one at
+   no higher objective — sites merge, the network and its latency limits go,
+   prices can only drop — so the solver's bound on the collapsed optimum is a
+   lower bound LB on the full optimum. It has one site per resource instead of
+   hundreds, so it solves in seconds.
+2. The **restricted** problem (:func:`restricted`): the full problem — sites,
+   network, latency limits — with only the columns the collapsed plan uses.
+   Its plans are plans of the full problem (see :func:`start_values`), so its
+   objective is an upper bound UB. If that is not within the gap, the same
+   again with every column serving those steps on those resources (other
+   batches, sizes and pair latency limits, which the network may call for),
+   when that is at most a tenth of the full problem.
+
+If (UB − LB)/UB is within the requested gap, the restricted plan is the
+answer, with LB as its bound, and the full model is never built: the common
+case when the network and the site boundaries do not bind. Otherwise the full
+model is built and solved starting from the restricted plan (HiGHS
+``setSolution``, CBC's MIP start), with LB as a floor under its bound; the
+start is returned if the solver finds nothing better in the time left. If the
+restricted problems have no plan, the problem without two-part columns (no
+attention–FFN or remote-draft pairs, what makes the full model large) gives
+the start instead. Each small solve gets :data:`SHARE` of the time limit.
+
+A start is a value for every variable of the full model: the columns left out
+have loads, replicas and pairs 0, which satisfies every row they appear in
+(replica capacity, pair balance, their terms in site units, edge capacity,
+power and budget); flows and pairs are rescaled to the full model's units;
+and a single-resource demand that had one possible resource in the smaller
+problem (so no choice variable there) gets w = 1 on the resource serving it.
+:func:`violated_rows` re-checks every row of the full model at the start
+anyway: a start that broke a row would never be used.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+
+import numpy as np
+import pulp
+
+from solvers.milp import DEFAULT_GAP, Start, Variables, time_left, relax, solve_model
+from solvers.problem import Column, Problem, Site
+from solvers.solution import Solution, clean
+
+__all__ = ["MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "start_values", "undominated", "violated_rows"]
+
+log = logging.getLogger(__name__)
+
+#: Problems with at least this many (column, site) combinations are solved in
+#: two levels; smaller ones go straight to the full model, which solves in seconds.
+MIN_SIZE = 20_000
+
+#: Share of the time limit given to each of the small solves (collapsed; restricted, up to twice).
+SHARE = 0.2
+
+#: The second restricted problem is tried only if it is at most this share of the full one.
+NEAR_SHARE = 0.1
+
+#: Tolerance on a scaled row (largest |coefficient| ≈ 1) when checking a start.
+ROW_TOLERANCE = 1e-6
+
+#: The one network node of the collapsed problem.
+FLEET_NODE = "fleet"
+
+
+def solve(
+    problem: Problem,
+    backend: str = "cbc",
+    time_limit_s: float | None = None,
+    gap: float | None = None,
+    threads: int | None = None,
+    msg: bool = False,
+) -> Solution:
+    """Solve ``problem`` as :func:`solvers.milp.solve` does, in two levels when it is large.
+
+    Same parameters and result as :func:`solvers.milp.solve`; see the module
+    docstring for the method and why its bound and plans are valid.
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
+    ...             routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
+    ...                             capacity={"q": 2.0})],
+    ...             sites=[Site(name=f"s{i}", node=f"v{i}", resource="gpu", units_per_domain=1,
+    ...                         domains=1, usd_per_hour_per_unit=1.5, power_w_per_unit=1.0)
+    ...                    for i in range(3)])
+    >>> sol = solve(p, backend="highs")
+    >>> sol.status, sol.objective
+    ('optimal', 3.0)
+    """
+    options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg}
+    if _size(problem) < MIN_SIZE:
+        return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
+    began = time.perf_counter()
+    share = None if time_limit_s is None else time_limit_s * SHARE
+    lower = solve_from_lp_support(collapsed(problem), time_limit_s=share, **options)
+    log.info("collapsed fleet: %s, bound %s, %d variables, %.3g s", lower.status, lower.best_bound,
+             lower.variables, time.perf_counter() - began)
+    plan = part = None
+    for columns in _column_sets(problem, lower):
+        found, found_vars = solve_model(restricted(problem, columns), time_limit_s=share, **options)
+        log.info("restricted to %d columns: %s, objective %s, %d variables, %.3g s", len(columns), found.status,
+                 found.objective, found.variables, time.perf_counter() - began)
+        if found.replicas and (plan is None or found.objective < plan.objective):
+            plan, part = found, found_vars
+        if plan is not None and lower.best_bound is not None and _within(plan.objective, lower.best_bound, gap):
+            return _proven(plan, lower, len(columns), time.perf_counter() - began)
+    note = _note(lower, plan)
+
+    def prepare(m: pulp.LpProblem, v: Variables) -> Start:
+        """Start values for the full model: the restricted plan, else the plan without two-part columns."""
+        source = part if plan is not None and plan.replicas else None
+        singles = restricted(problem)
+        if source is None and singles is not None:
+            first, first_vars = solve_model(singles, time_limit_s=share, **options)
+            source = first_vars if first.replicas else None
+        values = start_values(m, v, source) if source is not None else None
+        return Start(values=values, lower_bound=lower.best_bound, seconds=time.perf_counter() - began, note=note)
+
+    return solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
+
+
+def _column_sets(problem: Problem, lower: Solution):
+    """The columns of the collapsed optimum; then, if few enough, every column serving their steps on
+    their resources (the other batches, sizes and latency limits the network may call for)."""
+    if not lower.replicas:
+        return
+    used = {p.column for p in lower.replicas}
+    yield used
+    near = _near(problem, used)
+    if len(near) > len(used) and len(near) * len(problem.sites) <= _size(problem) * NEAR_SHARE:
+        yield near
+
+
+def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, **options) -> Solution:
+    """Solve ``problem`` starting from the plan of the columns near its LP relaxation's.
+
+    The relaxation names the steps and resources worth using; the problem
+    restricted to the columns that serve those steps on those resources (all
+    their replica sizes, which the integer plan needs to round well) is a
+    small MILP whose plan is a plan of ``problem`` (see :func:`start_values`).
+    With that start HiGHS can stop as soon as its root LP bound is within the
+    gap instead of spending its time on cuts and heuristics before it has an
+    incumbent (20 s → ~2 s on the collapsed 1,000-domain, 8-chip-type fleet
+    of benchmarks/RESULTS.md).
+    """
+    began = time.perf_counter()
+    lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"))
+    support = restricted(problem, _near(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
+    found = None
+    if support is not None:
+        left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
+        sub, sub_vars = solve_model(support, time_limit_s=left, **options)
+        found = sub_vars if sub.replicas else None
+
+    def prepare(m: pulp.LpProblem, v: Variables) -> Start:
+        values = start_values(m, v, found) if found is not None else None
+        return Start(values=values, seconds=time.perf_counter() - began)
+
+    return solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
+
+
+def _near(problem: Problem, used: set[str]) -> set[str]:
+    """Columns serving a step of a ``used`` column with parts only on resources ``used`` columns occupy."""
+    steps = {q for c in problem.columns if c.name in used for q in c.capacity}
+    resources = {p.resource for c in problem.columns if c.name in used for p in c.parts}
+    return {c.name for c in problem.columns
+            if steps.intersection(c.capacity) and {p.resource for p in c.parts} <= resources}
+
+
+def _size(problem: Problem) -> int:
+    return len(problem.columns) * len(problem.sites)
+
+
+def _within(upper: float, lower: float, gap: float | None) -> bool:
+    gap = DEFAULT_GAP if gap is None else gap
+    return upper - lower <= gap * max(abs(upper), 1e-9) + 1e-9
+
+
+def _proven(plan: Solution, lower: Solution, columns: int, seconds: float) -> Solution:
+    """The restricted plan, proven within the gap by the collapsed bound."""
+    bound = clean(min(lower.best_bound, plan.objective))
+    message = (f"two levels: plan from the {columns} columns of the collapsed optimum ({plan.message}); "
+               f"bound from the fleet collapsed to one site per resource ({lower.message}, "
+               f"{lower.variables:,} variables)")
+    return plan.model_copy(update={
+        "status": "optimal", "message": message, "best_bound": bound,
+        "gap": clean((plan.objective - bound) / max(abs(plan.objective), 1e-9)),
+        "solve_seconds": seconds - plan.build_seconds,
+    })
+
+
+def _note(lower: Solution, plan: Solution | None) -> str:
+    if lower.best_bound is None:
+        return f"; the collapsed fleet gave no bound ({lower.message})"
+    text = f"; bound ≥ {lower.best_bound:.6g} from the fleet collapsed to one site per resource"
+    if plan is not None and plan.replicas:
+        text += f"; started from the plan of its columns ({plan.objective:.6g})"
+    return text
+
+
+def collapsed(problem: Problem) -> Problem:
+    """``problem`` with the sites of each resource merged on one node, no edges and no transfers.
+
+    Sites merge per (resource, units per domain); the merged site has all
+    their domains and the lowest price and power per unit among them. See the
+    module docstring for why this is a relaxation.
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> sites = [Site(name=n, node=n, resource="gpu", units_per_domain=8, domains=d,
+    ...               usd_per_hour_per_unit=u, power_w_per_unit=700.0)
+    ...          for n, d, u in [("a", 2, 3.0), ("b", 5, 2.5)]]
+    >>> p = Problem(demands=[Demand(name="d", rate=1.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=8)], capacity={"q": 1.0})],
+    ...             sites=sites)
+    >>> [(s.name, s.domains, s.usd_per_hour_per_unit) for s in collapsed(p).sites]
+    [('gpu@8', 7, 2.5)]
+    """
+    groups: dict[tuple[str, int], list[Site]] = defaultdict(list)
+    for s in problem.sites:
+        groups[s.resource, s.units_per_domain].append(s)
+    sites = [
+        Site(name=f"{resource}@{size}", node=FLEET_NODE, resource=resource, units_per_domain=size,
+             domains=sum(s.domains for s in group),
+             usd_per_hour_per_unit=min(s.usd_per_hour_per_unit for s in group),
+             power_w_per_unit=min(s.power_w_per_unit for s in group))
+        for (resource, size), group in sorted(groups.items())
+    ]
+    columns = undominated(problem.columns)
+    return problem.model_copy(update={"sites": sites, "nodes": [], "edges": [], "transfers": [],
+                                      "columns": columns})
+
+
+def undominated(columns: list[Column]) -> list[Column]:
+    """The columns no other column dominates once the network is gone.
+
+    x is dominated by y when both have parts of the same resources and the
+    same steps, m copies of y fit in x part by part (sizes divide; m the
+    smallest ratio) and serve every step at least as fast. Without a network
+    pair traffic and latency limits no longer matter, so m copies of y can
+    replace x in any plan of the collapsed problem at no more units, cost or
+    power: the collapsed optimum is unchanged. The relation is transitive (a
+    copy of a copy fits), so dropping columns one at a time never drops the
+    last column that dominates another. Equal columns keep the first by name.
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Part
+    >>> def col(name, units, rate):
+    ...     return Column(name=name, parts=[Part(resource="gpu", units=units)], capacity={"q": rate})
+    >>> [c.name for c in undominated([col("a", 2, 3.0), col("b", 1, 2.0), col("c", 4, 9.0)])]
+    ['b', 'c']
+    """
+    groups: dict[tuple, list[Column]] = defaultdict(list)
+    for c in sorted(columns, key=lambda c: c.name):
+        groups[tuple(p.resource for p in c.parts), tuple(sorted(c.capacity))].append(c)
+    kept: list[Column] = []
+    for (_, steps), group in sorted(groups.items()):
+        if len(steps) == 1:  # of columns of one size only the fastest can survive (first by name on ties)
+            fastest: dict[tuple[int, ...], Column] = {}
+            for c in group:
+                size = tuple(p.units for p in c.parts)
+                if size not in fastest or c.capacity[steps[0]] > fastest[size].capacity[steps[0]]:
+                    fastest[size] = c
+            group = list(fastest.values())
+        group = sorted(sorted(group, key=lambda c: c.name), key=lambda c: -_rate_per_unit(c))
+        units = np.array([[p.units for p in c.parts] for c in group], dtype=np.int64)
+        rates = np.array([[c.capacity[q] for q in steps] for c in group])
+        alive = np.zeros(len(group), dtype=bool)
+        for i in range(len(group)):
+            ratio_ok = ((units[i] % units) == 0).all(axis=1)
+            m = np.where(ratio_ok, (units[i] // np.maximum(units, 1)).min(axis=1), 0)
+            if (alive & (m > 0) & ((m[:, None] * rates) >= rates[i] * (1 - 1e-12)).all(axis=1)).any():
+                continue  # m copies of a kept column serve at least as much in x's units
+            back_ok = ((units % units[i]) == 0).all(axis=1)
+            back = np.where(back_ok, (units // units[i]).min(axis=1), 0)
+            alive &= ~((back > 0) & ((back[:, None] * rates[i]) >= rates * (1 - 1e-12)).all(axis=1))
+            alive[i] = True
+        kept += [c for c, a in zip(group, alive, strict=True) if a]
+    return sorted(kept, key=lambda c: c.name)
+
+
+def _rate_per_unit(c: Column) -> float:
+    return sum(c.capacity.values()) / sum(p.units for p in c.parts)
+
+
+def restricted(problem: Problem, columns: set[str] | None = None) -> Problem | None:
+    """``problem`` with only the named ``columns`` — by default its single-part ones.
+
+    ``None`` if that leaves no column or all of them.
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route
+    >>> one = Column(name="a", parts=[Part(resource="gpu", units=1)], capacity={"q": 1.0})
+    >>> two = Column(name="b", parts=[Part(resource="gpu", units=1), Part(resource="lpu", units=1)],
+    ...              capacity={"q": 2.0})
+    >>> p = Problem(demands=[Demand(name="d", rate=1.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[one, two], sites=[])
+    >>> [c.name for c in restricted(p).columns], [c.name for c in restricted(p, {"b"}).columns]
+    (['a'], ['b'])
+    >>> restricted(p.model_copy(update={"columns": [one]})) is None
+    True
+    """
+    keep = [c for c in problem.columns if (len(c.parts) == 1 if columns is None else c.name in columns)]
+    if not keep or len(keep) == len(problem.columns):
+        return None if columns is None else problem
+    return problem.model_copy(update={"columns": keep})
+
+
+def start_values(m: pulp.LpProblem, v: Variables, part: Variables) -> dict[pulp.LpVariable, float] | None:
+    """A value for every variable of the full model ``(m, v)`` from the solved model of a smaller problem.
+
+    ``part`` holds a solution of the same problem with fewer columns (see the
+    module docstring for why its values satisfy the full model); returns
+    ``None`` — and logs why — if they break a row all the same.
+    """
+    values: dict[pulp.LpVariable, float] = {}
+    for family in ("x", "y", "n", "w"):
+        mine, theirs = getattr(v, family), getattr(part, family)
+        for key, var in mine.items():
+            values[var] = _value(theirs[key]) if key in theirs else 0.0
+    for family in ("z", "g"):  # pairs are in units of pair_unit[column], which may differ
+        mine, theirs = getattr(v, family), getattr(part, family)
+        for key, var in mine.items():
+            values[var] = _value(theirs[key]) * part.pair_unit[key[0]] / v.pair_unit[key[0]] if key in theirs else 0.0
+    for (t, e), var in v.f.items():
+        values[var] = _value(part.f[t, e]) * part.flow_unit[t] / v.flow_unit[t]
+    for var in v.n.values():
+        values[var] = float(round(values[var]))
+    serving = _serving_resources(part)
+    for (k, rho), var in v.w.items():
+        if (k, rho) not in part.w:  # one possible resource in the smaller problem: the one serving k
+            values[var] = 1.0 if rho == (serving.get(k) or v.index.choices[k])[0] else 0.0
+        values[var] = float(round(values[var]))
+    # Solvers return values a hair outside the bounds (-1e-12); a start must be inside them.
+    values = {var: _clamp(var, value) for var, value in values.items()}
+    broken = violated_rows(m, values)
+    if broken:
+        log.warning("a start breaks %d rows of the full model (first: %s); not used", len(broken), broken[0])
+        return None
+    return values
+
+
+def _value(var: pulp.LpVariable) -> float:
+    return 0.0 if var.varValue is None else float(var.varValue)
+
+
+def _clamp(var: pulp.LpVariable, value: float) -> float:
+    if var.lowBound is not None:
+        value = max(value, var.lowBound)
+    if var.upBound is not None:
+        value = min(value, var.upBound)
+    return value
+
+
+def _serving_resources(v: Variables) -> dict[str, list[str]]:
+    """Demand -> the part-0 resources whose columns carry some of its load (sorted)."""
+    ix = v.index
+    out: dict[str, set[str]] = defaultdict(set)
+    for (c, q, _s), var in v.y.items():
+        if _value(var) > 0:
+            out[ix.route_of_step[q].demand].add(ix.column[c].parts[0].resource)
+    return {k: sorted(rs) for k, rs in out.items()}
+
+
+def violated_rows(m: pulp.LpProblem, values: dict[pulp.LpVariable, float]) -> list[str]:
+    """Names of the rows of ``m`` that ``values`` break, bounds and integrality included.
+
+    Rows are scaled (largest |coefficient| ≈ 1, see :func:`solvers.variables.add_row`),
+    so one absolute tolerance fits all of them.
+
+    Examples
+    --------
+    >>> m = pulp.LpProblem("t")
+    >>> x = m.add_variable("x", 0, 5, pulp.LpInteger)
+    >>> m.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression({x: 1.0}), pulp.LpConstraintGE, "c", 2))
+    >>> violated_rows(m, {x: 2.0}), violated_rows(m, {x: 1.0}), violated_rows(m, {x: 2.5})
+    ([], ['c'], ['x'])
+    """
+    bad = []
+    for name, row in m._constraints.items():  # (PuLP 3 has no public name -> row map)
+        activity = sum(coef * values.get(var, 0.0) for var, coef in row.items()) + row.constant
+        if (row.sense == pulp.LpConstraintLE and activity > ROW_TOLERANCE) or (
+            row.sense == pulp.LpConstraintGE and activity < -ROW_TOLERANCE) or (
+                row.sense == pulp.LpConstraintEQ and abs(activity) > ROW_TOLERANCE):
+            bad.append(name)
+    for var, value in values.items():
+        low = -float("inf") if var.lowBound is None else var.lowBound
+        high = float("inf") if var.upBound is None else var.upBound
+        if not low - ROW_TOLERANCE <= value <= high + ROW_TOLERANCE or (
+                var.cat == pulp.LpInteger and abs(value - round(value)) > ROW_TOLERANCE):
+            bad.append(var.name)
+    return bad
