@@ -30,10 +30,10 @@ from placement.plan import (
 )
 from placement.schema import Instance
 from placement.verify import verify
-from solvers.twolevel import solve as solve_problem
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
+from solvers.twolevel import solve as solve_problem
 from topology.graph import path_latency_s
 
 __all__ = ["assemble_plan", "solve", "solve_context"]

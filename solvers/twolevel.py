@@ -49,7 +49,7 @@ from collections import defaultdict
 import numpy as np
 import pulp
 
-from solvers.milp import DEFAULT_GAP, Start, Variables, time_left, relax, solve_model
+from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
 

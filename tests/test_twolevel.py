@@ -15,12 +15,11 @@ import math
 import pytest
 
 import solvers.milp
-import solvers.twolevel as twolevel
 from placement.candidates import build_problem
 from placement.context import Context
 from placement.loading import load_instance
 from placement.solve import solve as solve_instance
-from solvers import bruteforce, solve
+from solvers import bruteforce, solve, twolevel
 from solvers.backends import Outcome
 from solvers.milp import build_model, solve_model
 from tests.test_solvers_bruteforce import SEEDS, random_problem
