@@ -247,12 +247,34 @@ def _prune(pend: list[_Pending]) -> list[_Pending]:
     kept = []
     for g in prune_groups(pend):
         survivors = _Survivors(g)
-        for x in g:
-            if not survivors.dominate(x):
-                survivors.drop(survivors.dominated_by(x))
-                survivors.add(x)
+        for start in range(0, len(g), PRUNE_BLOCK):
+            _prune_block(survivors, g[start:start + PRUNE_BLOCK])
         kept.extend(survivors.items)
     return sorted(kept, key=lambda p: p.name)
+
+
+#: Candidates tested against the survivors at once (most are dominated by survivors older than the block).
+PRUNE_BLOCK = 64
+
+
+def _prune_block(survivors: _Survivors, block: list[_Pending]) -> None:
+    """The candidates of ``block`` in turn, exactly as one at a time: each is dropped if a current
+    survivor dominates it, else it drops the survivors it dominates and joins them.
+
+    Which of the survivors present when the block starts dominate which candidate is one matrix
+    test; survivors added within the block are few and tested pair by pair.
+    """
+    hit = survivors.dominate_block(block)
+    alive = np.ones(len(survivors.items), dtype=bool)
+    added: list[_Pending] = []
+    for j, x in enumerate(block):
+        if (hit[j] & alive).any() or any(_dominated(x, y) for y in added):
+            continue
+        alive &= ~survivors.dominated_by(x)
+        added = [y for y in added if not _dominated(y, x)] + [x]
+    survivors.drop(~alive)
+    for x in added:
+        survivors.add(x)
 
 
 def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
@@ -316,6 +338,23 @@ class _Survivors:
                   & (m * t_small <= t_big * (1 + 1e-12) + 1e-9) & (l_small >= l_big))
         equal = (self.kind == k) & (np.abs(c_small - c_big) <= 1e-12 * c_big) & (l_small == l_big)
         return better, equal
+
+    def dominate_block(self, block: list[_Pending]) -> np.ndarray:
+        """``hit[j, i]``: survivor i dominates ``block[j]`` (``_dominated(block[j], items[i])``)."""
+        if not self.items:
+            return np.zeros((len(block), 0), dtype=bool)
+        kind = np.array([self.kind_of[x.units] for x in block], dtype=np.int64)[:, None]
+        cap = np.array([x.capacity for x in block])[:, None]
+        traffic = np.array([x.pair_bytes_per_s for x in block])[:, None]
+        latency = np.array([x.pair_max_latency_s for x in block])[:, None]
+        m = self.copies[kind, self.kind[None, :]]  # copies of survivor i in candidate j
+        better = ((m > 0) & (m * self.capacity >= cap * (1 - 1e-12))
+                  & (m * self.traffic <= traffic * (1 + 1e-12) + 1e-9) & (self.latency >= latency))
+        equal = (kind == self.kind) & (np.abs(self.capacity - cap) <= 1e-12 * cap) & (self.latency == latency)
+        hit = better & ~equal
+        for j, i in zip(*np.nonzero(better & equal), strict=True):  # equal columns: the first by name wins
+            hit[j, i] = self.items[i].name < block[j].name
+        return hit
 
     def dominate(self, x: _Pending) -> bool:
         """Whether any survivor y dominates x (``_dominated(x, y)`` for some y)."""

@@ -107,10 +107,12 @@ class _BatchHiGHS(pulp.HiGHS):
     ``changeColsCost``, ``changeColsIntegrality`` and one ``addRows`` call,
     and reads back only primal values and the PuLP status. Bounds, gap and
     the detailed status are read from ``lp.solverModel`` by the caller.
-    ``start`` (variable -> value), if set, is passed as a starting solution.
+    ``start`` (variable -> value), if set, is passed as a starting solution;
+    ``target``, if set, is HiGHS's ``objective_target`` (stop at a plan this good).
     """
 
     start: dict | None = None
+    target: float | None = None
 
     def actualSolve(self, lp, **kwargs):
         import highspy
@@ -146,6 +148,8 @@ class _BatchHiGHS(pulp.HiGHS):
 
     def _run(self, lp, variables, highspy, start):
         self.createAndConfigureSolver(lp)
+        if self.target is not None:
+            lp.solverModel.setOptionValue("objective_target", float(self.target))
         self._pass_model(lp, variables, highspy)
         if start:
             values = np.array([start.get(var, 0.0) for var in variables], dtype=np.float64)
@@ -216,6 +220,7 @@ def _consistent(h) -> bool:
 def _make_solver(
     backend: str, mip: bool, time_limit_s, gap, threads, msg: bool, log_path: str | None,
     start: dict | None = None,
+    target: float | None = None,
 ):
     common = dict(mip=mip, timeLimit=time_limit_s, gapRel=gap if mip else None, threads=threads)
     if backend == "cbc":
@@ -226,7 +231,7 @@ def _make_solver(
             return pulp.PULP_CBC_CMD(**cbc)
     if backend == "highs":
         solver = _BatchHiGHS(msg=msg, **common)
-        solver.start = start
+        solver.start, solver.target = start, target
         return solver
     options = {k: val for k, val in common.items() if val is not None}
     try:
@@ -246,12 +251,14 @@ def run(
     threads: int | None,
     msg: bool,
     start: dict[pulp.LpVariable, float] | None = None,
+    target: float | None = None,
 ) -> Outcome:
     """Solve ``m`` with ``backend``; never raises for solver failures.
 
     ``start`` (a value for every variable) is handed to HiGHS and CBC as a
     starting solution (other backends ignore it); the solvers check it
-    themselves and drop it if it is infeasible.
+    themselves and drop it if it is infeasible. ``target`` stops HiGHS at the
+    first plan of at most that objective (other backends ignore it).
 
     Examples
     --------
@@ -270,7 +277,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="placement-solve-") as tmp:
         log_path = os.path.join(tmp, "cbc.log") if backend == "cbc" else None
         try:
-            solver = _make_solver(backend, mip, time_limit_s, gap, threads, msg, log_path, start)
+            solver = _make_solver(backend, mip, time_limit_s, gap, threads, msg, log_path, start, target)
         except Exception as exc:  # noqa: BLE001 - unknown name or unsupported options
             return _unavailable(backend, (str(exc) or type(exc).__name__).splitlines()[0])
         if not solver.available():

@@ -539,13 +539,16 @@ class Start:
     ``values`` is a value for every variable of the model, a plan whose rows
     have been checked (``None`` if there is none); ``lower_bound`` a proven
     bound on the optimum found elsewhere; ``seconds`` the wall time it took
-    (counted in the solve time); ``note`` says where it came from.
+    (counted in the solve time); ``note`` says where it came from; ``target``
+    an objective at which to stop (a plan that good is all the caller needs).
     """
 
     values: dict[pulp.LpVariable, float] | None = None
     lower_bound: float | None = None
     seconds: float = 0.0
     note: str = ""
+    #: Stop at the first plan whose objective is at most this (HiGHS ``objective_target``).
+    target: float | None = None
 
 
 def primary_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
@@ -587,6 +590,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
             threads=threads,
             msg=msg,
             start=known.values,
+            target=known.target,
         )
         status, message = outcome.status, outcome.message + known.note
         bounds = [b for b in (outcome.bound, known.lower_bound) if b is not None]
@@ -634,7 +638,6 @@ def solve(
     gap: float | None = None,
     threads: int | None = None,
     msg: bool = False,
-    prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
 ) -> Solution:
     """Build and solve the placement MILP.
 
@@ -658,11 +661,6 @@ def solve(
         Solver threads (CBC results may then depend on timing).
     msg : bool
         Show the solver log (CBC's log goes to the ``solvers.backends`` logger).
-    prepare : callable, optional
-        Called with the built model and its variables; returns a :class:`Start`
-        (a checked plan to start from, a bound proven elsewhere). The start is
-        handed to the backend and returned if the solver finds nothing better;
-        the bound reported is the better of the two (see :mod:`solvers.twolevel`).
 
     Returns
     -------
@@ -681,7 +679,7 @@ def solve(
     >>> sol.status, sol.objective, sol.replicas[0].replicas
     ('optimal', 3.0, 2)
     """
-    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare)[0]
+    return solve_model(problem, backend, time_limit_s, gap, threads, msg)[0]
 
 
 def solve_model(
@@ -693,7 +691,14 @@ def solve_model(
     msg: bool = False,
     prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
 ) -> tuple[Solution, Variables]:
-    """:func:`solve`, also returning the model's variables, which hold the solution's values."""
+    """:func:`solve`, also returning the model's variables, which hold the solution's values.
+
+    ``prepare``, if given, is called with the built model and its variables
+    and returns a :class:`Start` (a checked plan to start from, a bound
+    proven elsewhere): the start is handed to the backend and returned if the
+    solver finds nothing better, and the bound reported is the better of the
+    two (see :mod:`solvers.twolevel`).
+    """
     return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare)
 
 

@@ -70,6 +70,10 @@ NEAR_SHARE = 0.1
 #: Tolerance on a scaled row (largest |coefficient| ≈ 1) when checking a start.
 ROW_TOLERANCE = 1e-6
 
+#: The restricted solve stops at a plan this much (relative) inside the gap, so that the tie-breaks
+#: of the objective (~1e-7 relative, see solvers.milp.set_objective) cannot put it outside.
+GAP_MARGIN = 1e-6
+
 #: The one network node of the collapsed problem.
 FLEET_NODE = "fleet"
 
@@ -110,8 +114,11 @@ def solve(
     log.info("collapsed fleet: %s, bound %s, %d variables, %.3g s", lower.status, lower.best_bound,
              lower.variables, time.perf_counter() - began)
     plan = part = None
+    # A restricted plan within the gap of the collapsed bound is all that is needed: stop at the first.
+    target = None if lower.best_bound is None else lower.best_bound * (1 - GAP_MARGIN) / (1 - _gap(gap))
     for columns in _column_sets(problem, lower):
-        found, found_vars = solve_model(restricted(problem, columns), time_limit_s=share, **options)
+        found, found_vars = solve_model(restricted(problem, columns), time_limit_s=share,
+                                        prepare=lambda m, v: Start(target=target), **options)
         log.info("restricted to %d columns: %s, objective %s, %d variables, %.3g s", len(columns), found.status,
                  found.objective, found.variables, time.perf_counter() - began)
         if found.replicas and (plan is None or found.objective < plan.objective):
@@ -185,9 +192,12 @@ def _size(problem: Problem) -> int:
     return len(problem.columns) * len(problem.sites)
 
 
+def _gap(gap: float | None) -> float:
+    return DEFAULT_GAP if gap is None else gap
+
+
 def _within(upper: float, lower: float, gap: float | None) -> bool:
-    gap = DEFAULT_GAP if gap is None else gap
-    return upper - lower <= gap * max(abs(upper), 1e-9) + 1e-9
+    return upper - lower <= _gap(gap) * max(abs(upper), 1e-9) + 1e-9
 
 
 def _proven(plan: Solution, lower: Solution, columns: int, seconds: float) -> Solution:
