@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 
 #: Problems with at least this many (column, site) combinations are solved in
 #: two levels; smaller ones go straight to the full model, which solves in seconds.
-MIN_SIZE = 20_000
+MIN_SIZE = 5_000
 
 #: Share of the time limit given to each of the small solves (collapsed; restricted, up to twice).
 SHARE = 0.2
