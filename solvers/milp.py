@@ -549,6 +549,8 @@ class Start:
     note: str = ""
     #: Stop at the first plan whose objective is at most this (HiGHS ``objective_target``).
     target: float | None = None
+    #: Variables held at these values (both bounds set): the rest of a plan is to be completed.
+    fixed: dict[pulp.LpVariable, float] | None = None
 
 
 def primary_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
@@ -581,6 +583,8 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
                 **common,
             ), v
         known = prepare(m, v) if prepare is not None else Start()
+        for var, value in (known.fixed or {}).items():
+            var.lowBound = var.upBound = value
         outcome = run(
             m,
             backend,

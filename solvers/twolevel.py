@@ -53,7 +53,8 @@ from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
 
-__all__ = ["MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "start_values", "undominated", "violated_rows"]
+__all__ = ["MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "spread", "start_values", "undominated",
+           "violated_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,15 @@ def solve(
     log.info("collapsed fleet: %s, bound %s, %d variables, %.3g s", lower.status, lower.best_bound,
              lower.variables, time.perf_counter() - began)
     plan = part = None
+    if lower.replicas:  # the collapsed replicas spread over the real groups; the rest is an LP
+        plan, part = solve_model(restricted(problem, {p.column for p in lower.replicas}), time_limit_s=share,
+                                 prepare=lambda m, v: Start(fixed=spread(v, lower)), **options)
+        log.info("collapsed plan spread over the groups: %s, objective %s, %.3g s", plan.status, plan.objective,
+                 time.perf_counter() - began)
+        if not plan.replicas:
+            plan = part = None
+        elif lower.best_bound is not None and _within(plan.objective, lower.best_bound, gap):
+            return _proven(plan, lower, len({p.column for p in lower.replicas}), time.perf_counter() - began)
     # A restricted plan within the gap of the collapsed bound is all that is needed: stop at the first.
     target = None if lower.best_bound is None else lower.best_bound * (1 - GAP_MARGIN) / (1 - _gap(gap))
     for columns in _column_sets(problem, lower):
@@ -138,6 +148,34 @@ def solve(
         return Start(values=values, lower_bound=lower.best_bound, seconds=time.perf_counter() - began, note=note)
 
     return solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
+
+
+def spread(v: Variables, lower: Solution) -> dict[pulp.LpVariable, float]:
+    """Replica counts per real domain group for the collapsed plan ``lower`` (values of ``v.n``).
+
+    Each column's replicas of a resource go one at a time to the group of that
+    resource with the most units still free (ties by name), largest replicas
+    first: an even spread, which leaves the most room on every group's links.
+    A replica that fits nowhere stays unplaced; the plan is then incomplete and
+    the LP that completes it (loads, flows, pairs) is infeasible.
+    """
+    ix = v.index
+    free = {s.name: float(s.units_per_domain * s.domains) for s in ix.problem.sites}
+    sites_of: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for c, p, s in v.n:
+        sites_of[c, p].append(s)
+    counts = dict.fromkeys(v.n, 0)
+    wanted = sorted(((ix.column[r.column].parts[r.part].units, r.column, r.part, r.replicas)
+                     for r in lower.replicas if r.column in ix.column), key=lambda t: (-t[0], t[1], t[2]))
+    for units, c, p, replicas in wanted:
+        hosts = sorted(sites_of[c, p])
+        for _ in range(replicas):
+            s = min(hosts, key=lambda h: (-free[h], h), default=None)
+            if s is None or free[s] < units:
+                break
+            free[s] -= units
+            counts[c, p, s] += 1
+    return {var: float(counts[key]) for key, var in v.n.items()}
 
 
 def _column_sets(problem: Problem, lower: Solution):

@@ -129,3 +129,24 @@ def test_small_problems_go_straight_to_the_full_model(monkeypatch):
     problem = random_problem(SEEDS[0])
     solve(problem, backend="highs")
     assert calls == [problem]
+
+
+def test_spread_places_the_collapsed_replicas_evenly_and_within_each_group(monkeypatch):
+    """5 replicas of 4 units over three groups of 8: the emptiest group first, ties by name."""
+    from solvers.problem import Column, Demand, Part, Problem, Route, Site
+
+    problem = Problem(
+        demands=[Demand(name="d", rate=5.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+        columns=[Column(name="c", parts=[Part(resource="gpu", units=4)], capacity={"q": 1.0})],
+        sites=[Site(name=f"s{i}", node=f"v{i}", resource="gpu", units_per_domain=8, domains=1,
+                    usd_per_hour_per_unit=1.0, power_w_per_unit=1.0) for i in range(3)])
+    lower = solve(twolevel.collapsed(problem), backend="highs")
+    assert [r.replicas for r in lower.replicas] == [5]
+    _m, v = build_model(problem)
+    counts = {key[2]: value for key, value in zip(v.n, twolevel.spread(v, lower).values(), strict=True)}
+    assert counts == {"s0": 2.0, "s1": 2.0, "s2": 1.0}
+    one_level = solve(problem, backend="highs")
+    monkeypatch.setattr(twolevel, "MIN_SIZE", 0)
+    two_levels = solve(problem, backend="highs")  # proven by the spread plan: 5 × 4 units at $1
+    assert two_levels.message.startswith("two levels") and two_levels.status == "optimal"
+    assert one_level.objective == two_levels.objective == 20.0
