@@ -324,21 +324,6 @@ class _Survivors:
             self.kind, self.capacity = self.kind[keep], self.capacity[keep]
             self.traffic, self.latency = self.traffic[keep], self.latency[keep]
 
-    def _against(self, x: _Pending, survivors_dominate: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(dominates, equal) per survivor: ``_dominated(x, y)`` without its name tie-break if
-        ``survivors_dominate``, else ``_dominated(y, x)``; ``equal`` marks the columns it breaks."""
-        k = self.kind_of[x.units]
-        one = (x.capacity, x.pair_bytes_per_s, x.pair_max_latency_s)
-        many = (self.capacity, self.traffic, self.latency)
-        if survivors_dominate:  # m copies of a survivor in x
-            m, (c_big, t_big, l_big), (c_small, t_small, l_small) = self.copies[k, self.kind], one, many
-        else:  # m copies of x in a survivor
-            m, (c_big, t_big, l_big), (c_small, t_small, l_small) = self.copies[self.kind, k], many, one
-        better = ((m > 0) & (m * c_small >= c_big * (1 - 1e-12))
-                  & (m * t_small <= t_big * (1 + 1e-12) + 1e-9) & (l_small >= l_big))
-        equal = (self.kind == k) & (np.abs(c_small - c_big) <= 1e-12 * c_big) & (l_small == l_big)
-        return better, equal
-
     def dominate_block(self, block: list[_Pending]) -> np.ndarray:
         """``hit[j, i]``: survivor i dominates ``block[j]`` (``_dominated(block[j], items[i])``)."""
         if not self.items:
@@ -356,18 +341,17 @@ class _Survivors:
             hit[j, i] = self.items[i].name < block[j].name
         return hit
 
-    def dominate(self, x: _Pending) -> bool:
-        """Whether any survivor y dominates x (``_dominated(x, y)`` for some y)."""
-        if not self.items:
-            return False
-        better, equal = self._against(x, survivors_dominate=True)
-        return any(not equal[i] or self.items[i].name < x.name for i in np.flatnonzero(better))
-
     def dominated_by(self, x: _Pending) -> np.ndarray:
-        """Mask of the survivors y that x dominates (``_dominated(y, x)``)."""
+        """Mask of the survivors y that x dominates (``_dominated(y, x)``): m copies of x in y."""
         if not self.items:
             return np.zeros(0, dtype=bool)
-        better, equal = self._against(x, survivors_dominate=False)
+        k = self.kind_of[x.units]
+        m = self.copies[self.kind, k]
+        better = ((m > 0) & (m * x.capacity >= self.capacity * (1 - 1e-12))
+                  & (m * x.pair_bytes_per_s <= self.traffic * (1 + 1e-12) + 1e-9)
+                  & (x.pair_max_latency_s >= self.latency))
+        equal = (self.kind == k) & (np.abs(x.capacity - self.capacity) <= 1e-12 * self.capacity) & (
+            x.pair_max_latency_s == self.latency)
         names_after = np.array([x.name < y.name for y in self.items], dtype=bool) if equal.any() else equal
         return better & (~equal | names_after)
 

@@ -42,6 +42,7 @@ anyway: a start that broke a row would never be used.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import time
 from collections import defaultdict
@@ -115,32 +116,19 @@ def solve(
     log.info("collapsed fleet: %s, bound %s, %d variables, %.3g s", lower.status, lower.best_bound,
              lower.variables, time.perf_counter() - began)
     plan = part = None
-    if lower.replicas:  # the collapsed replicas spread over the real groups; the rest is an LP
-        plan, part = solve_model(restricted(problem, {p.column for p in lower.replicas}), time_limit_s=share,
-                                 prepare=lambda m, v: Start(fixed=spread(v, lower)), **options)
-        log.info("collapsed plan spread over the groups: %s, objective %s, %.3g s", plan.status, plan.objective,
-                 time.perf_counter() - began)
-        if not plan.replicas:
-            plan = part = None
-        elif lower.best_bound is not None and _within(plan.objective, lower.best_bound, gap):
-            return _proven(plan, lower, len({p.column for p in lower.replicas}), time.perf_counter() - began)
-    # A restricted plan within the gap of the collapsed bound is all that is needed: stop at the first.
-    target = None if lower.best_bound is None else lower.best_bound * (1 - GAP_MARGIN) / (1 - _gap(gap))
-    for columns in _column_sets(problem, lower):
-        found, found_vars = solve_model(restricted(problem, columns), time_limit_s=share,
-                                        prepare=lambda m, v: Start(target=target), **options)
-        log.info("restricted to %d columns: %s, objective %s, %d variables, %.3g s", len(columns), found.status,
+    for what, columns, start in _attempts(problem, lower, gap):
+        found, found_vars = solve_model(restricted(problem, columns), time_limit_s=share, prepare=start, **options)
+        log.info("%s (%d columns): %s, objective %s, %d variables, %.3g s", what, len(columns), found.status,
                  found.objective, found.variables, time.perf_counter() - began)
         if found.replicas and (plan is None or found.objective < plan.objective):
             plan, part = found, found_vars
         if plan is not None and lower.best_bound is not None and _within(plan.objective, lower.best_bound, gap):
-            return _proven(plan, lower, len(columns), time.perf_counter() - began)
+            return _proven(plan, lower, time.perf_counter() - began)
     note = _note(lower, plan)
 
     def prepare(m: pulp.LpProblem, v: Variables) -> Start:
         """Start values for the full model: the restricted plan, else the plan without two-part columns."""
-        source = part if plan is not None and plan.replicas else None
-        singles = restricted(problem)
+        source, singles = part, restricted(problem)
         if source is None and singles is not None:
             first, first_vars = solve_model(singles, time_limit_s=share, **options)
             source = first_vars if first.replicas else None
@@ -168,26 +156,33 @@ def spread(v: Variables, lower: Solution) -> dict[pulp.LpVariable, float]:
     wanted = sorted(((ix.column[r.column].parts[r.part].units, r.column, r.part, r.replicas)
                      for r in lower.replicas if r.column in ix.column), key=lambda t: (-t[0], t[1], t[2]))
     for units, c, p, replicas in wanted:
-        hosts = sorted(sites_of[c, p])
+        emptiest = [(-free[h], h) for h in sites_of[c, p]]  # a heap: the most free units first, then by name
+        heapq.heapify(emptiest)
         for _ in range(replicas):
-            s = min(hosts, key=lambda h: (-free[h], h), default=None)
-            if s is None or free[s] < units:
+            if not emptiest or free[emptiest[0][1]] < units:
                 break
+            s = emptiest[0][1]
             free[s] -= units
             counts[c, p, s] += 1
+            heapq.heapreplace(emptiest, (-free[s], s))
     return {var: float(counts[key]) for key, var in v.n.items()}
 
 
-def _column_sets(problem: Problem, lower: Solution):
-    """The columns of the collapsed optimum; then, if few enough, every column serving their steps on
-    their resources (the other batches, sizes and latency limits the network may call for)."""
+def _attempts(problem: Problem, lower: Solution, gap: float | None):
+    """(what, columns, prepare) of each plan tried on the real fleet, in order: the collapsed replicas
+    spread over the real groups (an LP completes them); the columns of the collapsed optimum; then, if
+    few enough, every column serving their steps on their resources (the other batches, sizes and
+    latency limits the network may call for). The MILPs stop at the first plan the bound proves."""
     if not lower.replicas:
         return
     used = {p.column for p in lower.replicas}
-    yield used
+    yield "collapsed plan spread over the groups", used, lambda m, v: Start(fixed=spread(v, lower))
+    # A plan within the gap of the collapsed bound is all that is needed: stop at the first.
+    target = None if lower.best_bound is None else lower.best_bound * (1 - GAP_MARGIN) / (1 - _gap(gap))
+    yield "restricted", used, lambda m, v: Start(target=target)
     near = _near(problem, used)
     if len(near) > len(used) and len(near) * len(problem.sites) <= _size(problem) * NEAR_SHARE:
-        yield near
+        yield "restricted to their siblings", near, lambda m, v: Start(target=target)
 
 
 def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, **options) -> Solution:
@@ -238,9 +233,10 @@ def _within(upper: float, lower: float, gap: float | None) -> bool:
     return upper - lower <= _gap(gap) * max(abs(upper), 1e-9) + 1e-9
 
 
-def _proven(plan: Solution, lower: Solution, columns: int, seconds: float) -> Solution:
+def _proven(plan: Solution, lower: Solution, seconds: float) -> Solution:
     """The restricted plan, proven within the gap by the collapsed bound."""
     bound = clean(min(lower.best_bound, plan.objective))
+    columns = len({p.column for p in plan.replicas})
     message = (f"two levels: plan from the {columns} columns of the collapsed optimum ({plan.message}); "
                f"bound from the fleet collapsed to one site per resource ({lower.message}, "
                f"{lower.variables:,} variables)")
