@@ -37,8 +37,8 @@ def _api():
         from placement.core.candidates import build_problem
         from placement.core.context import Context
     except ImportError:  # layout before placement/ was split into subpackages
-        from placement.candidates import build_problem
-        from placement.context import Context
+        from placement.core.candidates import build_problem
+        from placement.core.context import Context
     return build_problem, Context
 
 

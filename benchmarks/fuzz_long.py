@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         _run("mangled", fz.mangled_texts(), mangled, args.mangled, args.seed, report)
     report["total"] = {k: sum(report[p][k] for p in ("valid", "invalid", "mangled"))
                        for k in ("examples", "crashes", "violations", "hangs")}
-    from placement.output import write_atomic
+    from placement.core.output import write_atomic
 
     write_atomic(args.out, json.dumps(report, indent=2, default=str) + "\n")
     print(json.dumps(report["total"]))

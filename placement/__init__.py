@@ -8,17 +8,17 @@ Examples
 >>> plan.model_dump_json()                                        # doctest: +SKIP
 """
 
-from placement.errors import (
+from placement.core.errors import (
     InfeasibleError,
     InputError,
     PlacementError,
     SolverError,
     VerificationError,
 )
-from placement.loading import load_instance, parse_instance
-from placement.plan import Plan
-from placement.schema import Instance
-from placement.solve import solve
+from placement.core.loading import load_instance, parse_instance
+from placement.core.plan import Plan
+from placement.core.schema import Instance
+from placement.core.solve import solve
 
 __all__ = [
     "InfeasibleError",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from placement.baselines import class_options, exhaustive, greedy, lp_relaxation
-from placement.candidates import build_problem
-from placement.context import Context
-from placement.generate import build_instance
-from placement.loading import parse_instance
+from placement.bench.baselines import class_options, exhaustive, greedy, lp_relaxation
+from placement.bench.generate import build_instance
+from placement.core.candidates import build_problem
+from placement.core.context import Context
+from placement.core.loading import parse_instance
 from solvers.milp import solve
 from solvers.problem import Column, Demand, Part, Problem, Route, Site
 

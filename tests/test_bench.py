@@ -7,7 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from placement.bench import (
+from placement.bench.generate import build_instance, write_instance
+from placement.bench.runner import (
     baseline_rows,
     bench,
     markdown,
@@ -17,8 +18,7 @@ from placement.bench import (
     summarise,
     table_rows,
 )
-from placement.cli import app
-from placement.generate import build_instance, write_instance
+from placement.cli.app import app
 
 FIELDS = ("build_s", "solve_s", "status", "objective", "best_bound", "gap", "variables", "integer_variables",
           "constraints", "nonzeros", "peak_rss_mb", "solver_child_peak_mb", "candidates_s", "domains", "groups")

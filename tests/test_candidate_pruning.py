@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from placement import candidates
-from placement.candidates import _dominated, _Pending, _prune, prune_groups
+from placement.core import candidates
+from placement.core.candidates import _dominated, _Pending, _prune, prune_groups
 
 
 def _pairwise(pend: list[_Pending]) -> list[_Pending]:
@@ -44,7 +44,7 @@ def _random_pending(rng: np.random.Generator, n: int) -> list[_Pending]:
 @pytest.mark.parametrize("block", [1, 7, 64])
 @pytest.mark.parametrize("seed", range(30))
 def test_vectorised_pruning_equals_pairwise(seed, block, monkeypatch):
-    """Whatever the block size of the block-wise test (placement.candidates._prune_block)."""
+    """Whatever the block size of the block-wise test (placement.core.candidates._prune_block)."""
     monkeypatch.setattr(candidates, "PRUNE_BLOCK", block)
     pend = _random_pending(np.random.default_rng(seed), 120)
     fast, slow = _prune(pend), _pairwise(pend)

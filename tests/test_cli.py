@@ -7,7 +7,7 @@ import json
 import yaml
 from typer.testing import CliRunner
 
-from placement.cli import app
+from placement.cli.app import app
 
 runner = CliRunner()
 TOY = "instances/melange-toy.yaml"

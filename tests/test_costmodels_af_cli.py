@@ -18,8 +18,8 @@ from costmodels import (
     decode_attention_step,
     decode_ffn_step,
 )
-from placement import roofline_report
-from placement.errors import InputError
+from placement.cli import roofline_report
+from placement.core.errors import InputError
 
 # ---- attention–FFN ------------------------------------------------------------------
 

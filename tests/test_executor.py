@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from placement.errors import InputError
-from placement.executor import run_map
-from placement.loading import load_instance
-from placement.pareto import run_pareto
-from placement.sweep import run_sweep
+from placement.core.errors import InputError
+from placement.core.loading import load_instance
+from placement.studies.executor import run_map
+from placement.studies.pareto import run_pareto
+from placement.studies.sweep import run_sweep
 from tests.toy_fixture import toy_instance
 
 ITEMS = ["3", "x", "-7", "10", "1e3", "4"]  # int() fails on "x" and "1e3"

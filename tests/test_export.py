@@ -6,12 +6,12 @@ import highspy
 import pytest
 from typer.testing import CliRunner
 
-from placement.candidates import build_problem
-from placement.cli import app
-from placement.context import Context
-from placement.export import export_instance
-from placement.generate import build_instance, write_instance
-from placement.loading import load_instance
+from placement.bench.export import export_instance
+from placement.bench.generate import build_instance, write_instance
+from placement.cli.app import app
+from placement.core.candidates import build_problem
+from placement.core.context import Context
+from placement.core.loading import load_instance
 from solvers.milp import solve
 
 RATES = {"chat": 30.0, "summarisation": 4.0}

@@ -1,4 +1,4 @@
-"""Fleet families (topology.generators) and the seeded instance builder (placement.generate)."""
+"""Fleet families (topology.generators) and the seeded instance builder (placement.bench.generate)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from placement.cli import app
-from placement.generate import CLASS_TEMPLATES, build_instance, pick_chips, workload, write_instance
-from placement.loading import load_instance, parse_instance
+from placement.bench.generate import (
+    CLASS_TEMPLATES,
+    build_instance,
+    pick_chips,
+    workload,
+    write_instance,
+)
+from placement.cli.app import app
+from placement.core.loading import load_instance, parse_instance
 from topology.chips import load_chip_catalog
 from topology.generators import (
     CHIP_PREFERENCE,

@@ -8,12 +8,12 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from placement.cli import app
-from placement.errors import InputError
-from placement.loading import parse_instance
-from placement.marginal import marginal, variants
-from placement.solve import solve
-from placement.whatif import instance_document
+from placement.cli.app import app
+from placement.core.errors import InputError
+from placement.core.loading import parse_instance
+from placement.core.solve import solve
+from placement.studies.marginal import marginal, variants
+from placement.studies.whatif import instance_document
 
 runner = CliRunner()
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from placement.candidates import build_problem
-from placement.context import Context
-from placement.loading import load_instance, parse_instance
-from placement.solve import solve
+from placement.core.candidates import build_problem
+from placement.core.context import Context
+from placement.core.loading import load_instance, parse_instance
+from placement.core.solve import solve
 from solvers.milp import build_model, lp_bound
 
 ROOT = Path(__file__).resolve().parent.parent

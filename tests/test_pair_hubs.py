@@ -13,11 +13,11 @@ import functools
 import networkx as nx
 import pytest
 
-from placement.candidates import build_problem
-from placement.context import Context
-from placement.generate import build_instance
-from placement.loading import parse_instance
-from placement.solve import solve
+from placement.bench.generate import build_instance
+from placement.core.candidates import build_problem
+from placement.core.context import Context
+from placement.core.loading import parse_instance
+from placement.core.solve import solve
 from solvers import index
 from solvers.index import HubTree, Index
 

@@ -7,17 +7,17 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from placement.cli import app
-from placement.errors import InputError
-from placement.loading import load_instance
-from placement.pareto import (
+from placement.cli.app import app
+from placement.core.errors import InputError
+from placement.core.loading import load_instance
+from placement.studies.pareto import (
     envelope,
     mark_frontier,
     monotone_violations,
     pareto_series,
     run_pareto,
 )
-from placement.sweep import Point, SweepResult
+from placement.studies.sweep import Point, SweepResult
 
 BERTHA = "instances/bertha-lpddr.yaml"
 runner = CliRunner()

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import placement
-from placement.context import Context
-from placement.verify import verify
+from placement.core.context import Context
+from placement.core.verify import verify
 
 TOY = "instances/melange-toy.yaml"
 

@@ -9,12 +9,12 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-import placement.executor
-from placement.cli import app
-from placement.errors import InputError
-from placement.loading import load_instance, parse_instance
-from placement.sweep import run_sweep, to_csv
-from placement.whatif import (
+import placement.studies.executor
+from placement.cli.app import app
+from placement.core.errors import InputError
+from placement.core.loading import load_instance, parse_instance
+from placement.studies.sweep import run_sweep, to_csv
+from placement.studies.whatif import (
     build_points,
     instance_document,
     parse_assignment,
@@ -175,7 +175,7 @@ def no_solve(monkeypatch):
         calls.append(1)
         raise AssertionError("a solve started before every point was validated")
 
-    monkeypatch.setattr(placement.executor, "run_map", boom)
+    monkeypatch.setattr(placement.studies.executor, "run_map", boom)
     return calls
 
 
@@ -201,7 +201,7 @@ def test_a_later_bad_axis_also_fails_before_any_solve(no_solve):
 
 
 def test_grid_points_are_the_product_first_axis_slowest():
-    from placement.whatif import Axis
+    from placement.studies.whatif import Axis
 
     base = instance_document(load_instance(BERTHA))
     pts = build_points(base, [Axis("a", ("workload.classes.interactive.rate_rps",), (1, 2)),
@@ -213,7 +213,7 @@ def test_grid_points_are_the_product_first_axis_slowest():
 # ---- solving -------------------------------------------------------------------------------
 
 def test_rate_sweep_costs_rise_with_rate():
-    from placement.solve import solve
+    from placement.core.solve import solve
 
     res = run_sweep(toy_instance(), ["workload.classes.long-in-long-out.rate_rps=6:60:4"], workers=1)
     costs = [p.cost_usd_per_hour for p in res.points]
@@ -230,7 +230,7 @@ def test_overridden_chip_price_warns():
 
 
 def test_failed_points_are_reported_not_dropped(monkeypatch):
-    from placement import sweep
+    from placement.studies import sweep
 
     real = sweep.solve_job
 

@@ -15,10 +15,10 @@ import math
 import pytest
 
 import solvers.milp
-from placement.candidates import build_problem
-from placement.context import Context
-from placement.loading import load_instance
-from placement.solve import solve as solve_instance
+from placement.core.candidates import build_problem
+from placement.core.context import Context
+from placement.core.loading import load_instance
+from placement.core.solve import solve as solve_instance
 from solvers import bruteforce, solve, twolevel
 from solvers.backends import Outcome
 from solvers.milp import build_model, solve_model

@@ -3,7 +3,7 @@ take milliseconds); independent of the shipped instances, which the cost-model o
 
 import copy
 
-from placement.loading import parse_instance
+from placement.core.loading import parse_instance
 
 TOY = {
     "name": "toy", "model": "llama-2-7b", "modes": ["aggregated"], "only_measured": True,

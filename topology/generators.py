@@ -6,7 +6,7 @@ returns a :class:`FleetSpec`, the ``hardware`` section of an instance file
 (GB/s per direction, µs). :func:`to_graph` turns a spec into the fleet graph of
 :mod:`topology.graph`. Nothing here is random: a family's output is a pure
 function of its arguments, so seeded randomness lives in the caller
-(:mod:`placement.generate` permutes the chip list with its seed).
+(:mod:`placement.bench.generate` permutes the chip list with its seed).
 
 Symmetry grouping
     A *domain group* is ``count`` identical scale-up domains (racks, servers,

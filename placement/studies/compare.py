@@ -7,7 +7,7 @@ the full heterogeneous plan saves against each (1 − full cost / its cost).
 Examples
 --------
 >>> import placement
->>> from placement.compare import compare
+>>> from placement.studies.compare import compare
 >>> rows = compare(placement.load_instance("instances/melange-toy.yaml"))  # doctest: +SKIP
 >>> [(r.label, r.cost_usd_per_hour) for r in rows]                         # doctest: +SKIP
 [('heterogeneous, all modes', 6.7), ('only a100-80gb', 7.34), ('only a10g', 30.3)]
@@ -15,9 +15,9 @@ Examples
 
 from __future__ import annotations
 
-from placement.plan import Comparison, Plan
-from placement.schema import Instance
-from placement.solve import solve
+from placement.core.plan import Comparison, Plan
+from placement.core.schema import Instance
+from placement.core.solve import solve
 
 __all__ = ["compare", "variants", "with_comparisons"]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from placement.output import write_bytes_atomic
-from placement.pareto import envelope
-from placement.sweep import MODE_LABELS, Point, SweepResult
+from placement.core.output import write_bytes_atomic
+from placement.studies.pareto import envelope
+from placement.studies.sweep import MODE_LABELS, Point, SweepResult
 
 __all__ = ["plot_pareto", "plot_sweep"]
 

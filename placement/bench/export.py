@@ -14,7 +14,7 @@ The objective includes the formulation's tie-breaks (at most ~1e-7 relative,
 Examples
 --------
 >>> import tempfile, pathlib
->>> from placement.loading import load_instance
+>>> from placement.core.loading import load_instance
 >>> inst = load_instance("instances/melange-toy.yaml")
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> stats = export_instance(inst, lp=d / "m.lp", mps=d / "m.mps")
@@ -30,8 +30,8 @@ from typing import Annotated
 
 import typer
 
-from placement.errors import InputError
-from placement.schema import Instance
+from placement.core.errors import InputError
+from placement.core.schema import Instance
 
 __all__ = ["export_command", "export_instance"]
 
@@ -46,8 +46,8 @@ def export_instance(instance: Instance, *, lp: str | Path | None = None, mps: st
         ``files`` (paths written), ``variables``, ``integer_variables``,
         ``constraints``, ``nonzeros``, ``candidates_s`` and ``export_s``.
     """
-    from placement.candidates import build_problem
-    from placement.context import Context
+    from placement.core.candidates import build_problem
+    from placement.core.context import Context
     from solvers.extract import model_stats
     from solvers.milp import build_model, export_model
 
@@ -80,7 +80,7 @@ def export_command(
     """Write the instance's MILP as LP and/or MPS (deterministic names) for external solvers."""
     from rich.console import Console
 
-    from placement.loading import load_instance
+    from placement.core.loading import load_instance
 
     inst = load_instance(instance)
     stats = export_instance(inst, lp=lp, mps=mps, source=str(instance))

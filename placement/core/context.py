@@ -2,8 +2,8 @@
 
 Examples
 --------
->>> from placement.context import Context
->>> from placement.loading import parse_instance
+>>> from placement.core.context import Context
+>>> from placement.core.loading import parse_instance
 >>> inst = parse_instance({
 ...     "name": "t", "model": "llama-3.1-8b",
 ...     "workload": {"classes": [{"name": "c", "rate_rps": 1, "prompt_tokens": 100,
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from costmodels.models import ModelSpec
-from placement.loading import chips_of, draft_model_of, model_of
-from placement.schema import DomainGroup, Instance, TrafficClass
+from placement.core.loading import chips_of, draft_model_of, model_of
+from placement.core.schema import DomainGroup, Instance, TrafficClass
 from topology.chips import ChipSpec
 from topology.graph import fleet_graph
 

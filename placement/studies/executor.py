@@ -11,7 +11,7 @@ Ray is an optional extra). ``fn`` must be a picklable top-level function.
 
 Examples
 --------
->>> from placement.executor import run_map
+>>> from placement.studies.executor import run_map
 >>> [o.value for o in run_map(abs, [-1, 2, -3], workers=1)]
 [1, 2, 3]
 """
@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
-from placement.errors import InputError
+from placement.core.errors import InputError
 
 __all__ = ["EXECUTORS", "Outcome", "run_map"]
 
@@ -77,7 +77,7 @@ def run_map(
         raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
     n = len(items)
     if executor == "ray":
-        from placement.ray_executor import run_map_ray
+        from placement.studies.ray_executor import run_map_ray
 
         return run_map_ray(fn, items, address=address, workers=workers, progress=progress)
     workers = workers or os.cpu_count() or 1

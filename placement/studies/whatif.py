@@ -1,7 +1,7 @@
 """What-if instances: the ``PATH=VALUES`` grammar, setting any instance field by path, and
 building and validating every point's instance **before any solve**.
 
-:mod:`placement.sweep` and :mod:`placement.pareto` solve the points built here;
+:mod:`placement.studies.sweep` and :mod:`placement.studies.pareto` solve the points built here;
 a bad path, an empty range or a wrong type fails at once, before any solver runs.
 
 Paths
@@ -48,7 +48,7 @@ Examples
 >>> parse_values("5:1:0")
 Traceback (most recent call last):
 ...
-placement.errors.InputError: 5:1:0: empty range: expected N >= 1 points, got 0
+placement.core.errors.InputError: 5:1:0: empty range: expected N >= 1 points, got 0
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import BaseModel
 
-from placement.errors import InputError
+from placement.core.errors import InputError
 
 __all__ = [
     "MAX_SOLVES",
@@ -304,9 +304,9 @@ def set_path(doc: dict, path: str, value: Any) -> None:
     >>> set_path(d, "workload.classes.chat.tpot", 20)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    placement.errors.InputError: workload.classes.chat.tpot: unknown field 'tpot' in workload.classes.chat; expected one of ...
+    placement.core.errors.InputError: workload.classes.chat.tpot: unknown field 'tpot' in workload.classes.chat; expected one of ...
     """
-    from placement.schema import Instance
+    from placement.core.schema import Instance
 
     segs = path.split(".")
     if any(s == "" for s in segs):
@@ -420,8 +420,8 @@ def build_points(base: dict, axes: list[Axis], source: str) -> list[tuple[dict[s
     InputError
         Naming the path and value of the first point that is not a valid instance.
     """
-    from placement.context import Context
-    from placement.loading import parse_instance
+    from placement.core.context import Context
+    from placement.core.loading import parse_instance
 
     total = math.prod(len(a.values) for a in axes) if axes else 1
     if total > MAX_SOLVES:
@@ -449,7 +449,7 @@ def build_points(base: dict, axes: list[Axis], source: str) -> list[tuple[dict[s
 
 def apply_overrides(inst, overrides: list[str], source: str, option: str = "--set"):
     """The instance with ``PATH=VALUE`` overrides (one value each) applied and validated."""
-    from placement.loading import parse_instance
+    from placement.core.loading import parse_instance
 
     if not overrides:
         return inst, {}

@@ -39,7 +39,7 @@ from itertools import product
 
 import numpy as np
 
-from placement.candidates import (
+from placement.core.candidates import (
     AF_MICRO_BATCHES,
     BATCHES,
     CHUNKS,
@@ -48,10 +48,10 @@ from placement.candidates import (
     _pair_latencies,
     _parts,
 )
-from placement.context import Context
-from placement.evaluate import PoolConfig, evaluate
-from placement.plan import STAGE_OF_KIND
-from placement.schema import TrafficClass
+from placement.core.context import Context
+from placement.core.evaluate import PoolConfig, evaluate
+from placement.core.plan import STAGE_OF_KIND
+from placement.core.schema import TrafficClass
 from solvers.problem import Problem
 
 __all__ = ["Floor", "diagnose", "format_bandwidth", "slo_floor"]
@@ -141,7 +141,7 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
 
     The class's SLOs are lifted so nothing is filtered by them; configurations
     must still fit in memory and serve something. Mirrors
-    :func:`placement.candidates.generate` (same layouts, batches, chunks,
+    :func:`placement.core.candidates.generate` (same layouts, batches, chunks,
     partners and pair latencies) for the modes the instance allows.
     """
     lifted = cls.model_copy(update={"ttft_ms": _LIFTED_MS, "tpot_ms": _LIFTED_MS})

@@ -1,9 +1,9 @@
-"""The Ray branch of :func:`placement.executor.run_map`: the same jobs, on a Ray cluster.
+"""The Ray branch of :func:`placement.studies.executor.run_map`: the same jobs, on a Ray cluster.
 
 Ray is an optional extra (``pip install 'placement[ray]'``). Each item becomes
 one Ray task (1 CPU) running the same wrapper as the local process pool
-(:func:`placement.executor._call`), so a job that raises comes back as a
-failed :class:`~placement.executor.Outcome` with the same error text, and a
+(:func:`placement.studies.executor._call`), so a job that raises comes back as a
+failed :class:`~placement.studies.executor.Outcome` with the same error text, and a
 task that dies with its worker comes back as failed too — never dropped.
 Outcomes are returned in input order, so results do not depend on which node
 ran what, or when.
@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from placement.errors import InputError, SolverError
-from placement.executor import Outcome, _call
+from placement.core.errors import InputError, SolverError
+from placement.studies.executor import Outcome, _call
 
 __all__ = ["ray_available", "run_map_ray"]
 

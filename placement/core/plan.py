@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from placement.evaluate import PoolConfig
+from placement.core.evaluate import PoolConfig
 
 __all__ = [
     "STAGE_OF_KIND",

@@ -1,17 +1,17 @@
 """What-if sweeps over any instance field: the ``sweep`` command, its table, CSV and JSON.
 
 A sweep is many independent solves of modified copies of one instance. Every
-point's instance is built and validated (:func:`placement.loading.parse_instance`)
+point's instance is built and validated (:func:`placement.core.loading.parse_instance`)
 **before any solve**, so a bad path, an empty range or a wrong type fails at
-once; the solves then run in parallel on :func:`placement.executor.run_map`
+once; the solves then run in parallel on :func:`placement.studies.executor.run_map`
 (a local process pool, or a Ray cluster) and come back in input order. A point
 that fails is reported with status ``failed`` and its error — never dropped.
 Results do not depend on the executor or the number of workers (no timings
 are stored in them; a ``--time-limit`` that is hit is the one exception).
 
 The grammar of paths and values, and the building of every point's instance,
-are in :mod:`placement.whatif`; SLO Pareto sweeps and frontiers in
-:mod:`placement.pareto`. This module also holds what both commands share: the
+are in :mod:`placement.studies.whatif`; SLO Pareto sweeps and frontiers in
+:mod:`placement.studies.pareto`. This module also holds what both commands share: the
 result model (:class:`Point`, :class:`SweepResult`), the per-point solve
 (:func:`solve_job`), the outputs and the CLI options.
 """
@@ -28,8 +28,14 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 
-from placement.errors import InputError
-from placement.whatif import Axis, build_points, instance_document, parse_assignment, price_warnings
+from placement.core.errors import InputError
+from placement.studies.whatif import (
+    Axis,
+    build_points,
+    instance_document,
+    parse_assignment,
+    price_warnings,
+)
 
 __all__ = [
     "MODE_LABELS",
@@ -46,7 +52,7 @@ MODE_LABELS = {"aggregated": "aggregated", "pd": "PD", "pd-af": "PD+AF", "pd+dra
 
 
 # ---------------------------------------------------------------------------------------------
-# results (shared with placement.pareto)
+# results (shared with placement.studies.pareto)
 
 
 class AxisInfo(BaseModel):
@@ -186,7 +192,7 @@ class Job:
 
 def solve_job(job: Job) -> dict:
     """Solve one point and summarise it (runs in a worker)."""
-    from placement.solve import solve
+    from placement.core.solve import solve
 
     plan = solve(job.instance, backend=job.backend, time_limit_s=job.time_limit_s, gap=job.gap, source=job.source)
     tokens = {c.name: c.rate_rps * c.output_tokens for c in job.instance.workload.classes}
@@ -199,7 +205,7 @@ def solve_job(job: Job) -> dict:
 
 def _execute(jobs: list[Job], meta: list[dict], *, executor: str, workers: int | None, address: str | None,
              progress) -> list[Point]:
-    from placement.executor import run_map
+    from placement.studies.executor import run_map
 
     outcomes = run_map(solve_job, jobs, executor=executor, workers=workers, address=address, progress=progress)
     points = []
@@ -249,7 +255,7 @@ def run_sweep(
     if validate_only:
         return result
     result.points = _execute(jobs, meta, executor=executor, workers=workers, address=address, progress=progress)
-    from placement.pareto import mark_frontier
+    from placement.studies.pareto import mark_frontier
 
     mark_frontier(result)
     return result
@@ -345,7 +351,7 @@ def print_result(console, result: SweepResult) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# CLI (registered by placement.cli)
+# CLI (registered by placement.cli.app)
 
 _Exec = Annotated[str, typer.Option("--executor", help="local (process pool) | ray")]
 _Addr = Annotated[str | None, typer.Option("--address", help="Ray cluster address (auto, ray://host:10001)")]
@@ -363,17 +369,17 @@ _Inst = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]
 
 def plain_errors(fn):
     """Print a :class:`PlacementError` verbatim (no rich markup or emoji: specs such as 5:100:20
-    must not turn into pictures) and exit with its code; ``placement.cli.guarded`` handles the rest."""
+    must not turn into pictures) and exit with its code; ``placement.cli.app.guarded`` handles the rest."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from placement.errors import PlacementError
+        from placement.core.errors import PlacementError
 
         try:
             return fn(*args, **kwargs)
         except PlacementError as e:
-            from placement.cli import err
+            from placement.cli.app import err
 
             err.print("error: " + str(e), markup=False, emoji=False, highlight=False, soft_wrap=True)
             raise typer.Exit(e.exit_code) from None
@@ -383,7 +389,7 @@ def plain_errors(fn):
 
 def _check_common(executor: str, workers: int | None, time_limit: float | None, gap: float | None,
                   outputs: list[Path | None]) -> None:
-    from placement.executor import EXECUTORS
+    from placement.studies.executor import EXECUTORS
 
     if executor not in EXECUTORS:
         raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
@@ -411,7 +417,7 @@ class progress_bar:
             TimeRemainingColumn,
         )
 
-        from placement.cli import err
+        from placement.cli.app import err
 
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
@@ -430,7 +436,7 @@ class progress_bar:
 
 
 def _write_outputs(result: SweepResult, json_path, csv_path, plot_path, plot_fn) -> None:
-    from placement.output import write_atomic
+    from placement.core.output import write_atomic
 
     if json_path is not None:
         write_atomic(json_path, result.model_dump_json(indent=2))
@@ -441,7 +447,7 @@ def _write_outputs(result: SweepResult, json_path, csv_path, plot_path, plot_fn)
 
 
 def _finish(result: SweepResult) -> None:
-    from placement.errors import EXIT_SOLVER
+    from placement.core.errors import EXIT_SOLVER
 
     if any(p.status in ("failed", "error") for p in result.points):
         raise typer.Exit(EXIT_SOLVER)
@@ -465,9 +471,9 @@ def sweep_cli(
     dry_run: _Dry = False,
 ) -> None:
     """What-if: solve the instance across a grid of values of any of its fields."""
-    from placement.cli import err, out
-    from placement.loading import load_instance
-    from placement.plots import plot_sweep
+    from placement.cli.app import err, out
+    from placement.cli.plots import plot_sweep
+    from placement.core.loading import load_instance
 
     _check_common(executor, workers, time_limit, gap, [plot, json_path, csv_path])
     inst = load_instance(instance)

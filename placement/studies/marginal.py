@@ -8,7 +8,7 @@ domain uplink "what does ×F bandwidth save?" — as changes of the optimal cost
 Method: re-solve, not LP duals
 ------------------------------
 Every variant is a modified instance solved again as its own MILP, the
-variants in parallel on :func:`placement.executor.run_map` (local processes
+variants in parallel on :func:`placement.studies.executor.run_map` (local processes
 or Ray). Exact, and the only answer that means anything here:
 
 * A domain is a whole scale-up domain (8–256 chips) and replicas are
@@ -46,8 +46,8 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 
-from placement.errors import InputError, VerificationError
-from placement.sweep import (
+from placement.core.errors import InputError, VerificationError
+from placement.studies.sweep import (
     _TL,
     Job,
     _Addr,
@@ -64,7 +64,7 @@ from placement.sweep import (
     progress_bar,
     solve_job,
 )
-from placement.whatif import instance_document, set_path
+from placement.studies.whatif import instance_document, set_path
 
 __all__ = ["METHOD", "MarginalResult", "MarginalRow", "marginal", "variants"]
 
@@ -127,7 +127,7 @@ def _link_utilisation(plan, a: str, b: str) -> float | None:
 
 def variants(inst, plan, factor: float, shortcut: bool = True) -> list[tuple[dict, dict | None]]:
     """(row fields, modified document — None when proven unchanged) for every variant, in instance order."""
-    from placement.context import Context
+    from placement.core.context import Context
 
     if not factor > 1:
         raise InputError(f"expected a bandwidth factor > 1, got {factor}", field="--bandwidth-factor")
@@ -198,13 +198,13 @@ def marginal(
     instance, used for utilisations, chips used and the idle-domain shortcut
     (``shortcut=False`` solves those rows too).
     """
-    from placement.executor import run_map
-    from placement.loading import parse_instance
+    from placement.core.loading import parse_instance
+    from placement.studies.executor import run_map
 
     warnings: list[str] = []
     if plan is not None:
-        from placement.context import Context
-        from placement.verify import verify
+        from placement.core.context import Context
+        from placement.core.verify import verify
 
         if plan.instance != inst.name:
             raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", field="instance")
@@ -348,11 +348,11 @@ def marginal_cli(
     """Value of one more / one fewer domain of each group and of more bandwidth on each link (re-solves)."""
     from pydantic import ValidationError
 
-    from placement.cli import out
-    from placement.errors import EXIT_SOLVER
-    from placement.loading import load_instance, read_document
-    from placement.output import write_atomic
-    from placement.plan import Plan
+    from placement.cli.app import out
+    from placement.core.errors import EXIT_SOLVER
+    from placement.core.loading import load_instance, read_document
+    from placement.core.output import write_atomic
+    from placement.core.plan import Plan
 
     _check_common(executor, workers, time_limit, gap, [json_path, csv_path])
     inst = load_instance(instance)

@@ -26,8 +26,8 @@ from typing import Annotated, Any
 
 import typer
 
-from placement.errors import InputError
-from placement.sweep import (
+from placement.core.errors import InputError
+from placement.studies.sweep import (
     _TL,
     MODE_LABELS,
     AxisInfo,
@@ -53,7 +53,7 @@ from placement.sweep import (
     print_result,
     progress_bar,
 )
-from placement.whatif import (
+from placement.studies.whatif import (
     MAX_SOLVES,
     Axis,
     apply_overrides,
@@ -87,7 +87,7 @@ def pareto_series(inst) -> list[tuple[str, str, Any]]:
     the draft (the optimizer picks). Homogeneous fleets keep the draft, which
     then runs co-located on the one chip type.
     """
-    from placement.compare import variants
+    from placement.studies.compare import variants
 
     out = [("heterogeneous", "full", inst)]
     out += [(label.removeprefix("only "), kind, v) for label, kind, v in variants(inst) if kind == "homogeneous"]
@@ -257,7 +257,7 @@ def monotone_violations(result: SweepResult, label: str | None = None, rel_tol: 
 
 
 # ---------------------------------------------------------------------------------------------
-# CLI (registered by placement.cli)
+# CLI (registered by placement.cli.app)
 
 
 @plain_errors
@@ -282,9 +282,9 @@ def pareto_cli(
     dry_run: _Dry = False,
 ) -> None:
     """SLO sweep: cost, throughput per chip and interactivity per point, with Pareto frontiers."""
-    from placement.cli import out
-    from placement.loading import load_instance
-    from placement.plots import plot_pareto
+    from placement.cli.app import out
+    from placement.cli.plots import plot_pareto
+    from placement.core.loading import load_instance
 
     _check_common(executor, workers, time_limit, gap, [plot, json_path, csv_path])
     inst = load_instance(instance)

@@ -30,7 +30,7 @@ names the best TPOT/TTFT the fleet reaches.
 
 Examples
 --------
->>> from placement.schema import Instance
+>>> from placement.core.schema import Instance
 >>> inst = Instance.model_validate({
 ...     "name": "tiny", "model": "llama-3.1-8b",
 ...     "workload": {"classes": [{"name": "chat", "rate_rps": 2, "prompt_tokens": 500,

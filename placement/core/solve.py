@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from placement.candidates import Candidates, build_problem
-from placement.context import Context
-from placement.evaluate import evaluate
-from placement.plan import (
+from placement.core.candidates import Candidates, build_problem
+from placement.core.context import Context
+from placement.core.evaluate import evaluate
+from placement.core.plan import (
     STAGE_OF_KIND,
     CandidateStats,
     ClassPlan,
@@ -28,8 +28,8 @@ from placement.plan import (
     PoolSite,
     SolverStats,
 )
-from placement.schema import Instance
-from placement.verify import verify
+from placement.core.schema import Instance
+from placement.core.verify import verify
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
@@ -48,7 +48,7 @@ def solve(
     gap: float | None = None,
     source: str = "<instance>",
 ) -> Plan:
-    """Solve an instance and return a verified :class:`~placement.plan.Plan`.
+    """Solve an instance and return a verified :class:`~placement.core.plan.Plan`.
 
     The plan's ``status`` says what happened (optimal, feasible, infeasible,
     time_limit, error); a plan that the independent verifier rejects is never
@@ -73,7 +73,7 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
             plan = plan.model_copy(update={"status": "error",
                                            "message": "the verifier rejected the solver's plan: " + violations[0]})
     if plan.status == "infeasible":
-        from placement.diagnose import diagnose
+        from placement.core.diagnose import diagnose
 
         diagnosis = diagnose(ctx, problem, cands, backend=backend, time_limit_s=time_limit_s)
         plan = plan.model_copy(update={"diagnosis": diagnosis})

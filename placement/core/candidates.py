@@ -3,7 +3,7 @@
 For every class, serving mode, stage and chip type this enumerates replica
 configurations — chips per replica, TP/EP/PP layout, batch, prefill chunk,
 micro-batches, the partner chip of a paired replica and the latency level of
-the link between the pair — evaluates each with :mod:`placement.evaluate`,
+the link between the pair — evaluates each with :mod:`placement.core.evaluate`,
 drops those that miss an SLO or do not fit, and drops dominated ones:
 
     X is dominated by Y when m copies of Y fit in X's chips (part by part, m a
@@ -33,9 +33,9 @@ from itertools import product
 import numpy as np
 
 from costmodels import kv_transfer_bytes
-from placement.context import Context, SiteInfo
-from placement.evaluate import PartLayout, PoolConfig, evaluate
-from placement.schema import TrafficClass
+from placement.core.context import Context, SiteInfo
+from placement.core.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.schema import TrafficClass
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
 from topology.graph import path_latency_s
 
@@ -58,7 +58,7 @@ class Candidates:
     columns: list[Column] = field(default_factory=list)
     generated: int = 0
     feasible: int = 0
-    #: Cost-model results shared while generating (see :func:`placement.evaluate.evaluate`).
+    #: Cost-model results shared while generating (see :func:`placement.core.evaluate.evaluate`).
     memo: dict = field(default_factory=dict, repr=False)
 
     @property

@@ -1,7 +1,7 @@
 """The independent verifier: re-derive every constraint of a plan from the cost models.
 
 Nothing here reads the MILP. From the instance and the plan alone it
-recomputes, with :mod:`placement.evaluate` and the fleet graph:
+recomputes, with :mod:`placement.core.evaluate` and the fleet graph:
 
 1. demand: each class's mode shares sum to its rate, and every step of every
    mode carries that mode's rate;
@@ -17,7 +17,7 @@ recomputes, with :mod:`placement.evaluate` and the fleet graph:
 
 Examples
 --------
->>> from placement.verify import verify  # doctest: +SKIP
+>>> from placement.core.verify import verify  # doctest: +SKIP
 >>> verify(ctx, plan)                    # doctest: +SKIP
 []
 """
@@ -28,9 +28,9 @@ import math
 from collections import defaultdict
 from itertools import pairwise
 
-from placement.context import Context
-from placement.evaluate import PoolConfig, evaluate
-from placement.plan import Plan
+from placement.core.context import Context
+from placement.core.evaluate import PoolConfig, evaluate
+from placement.core.plan import Plan
 from solvers.packing import pack_into_domains
 from solvers.problem import Site
 from topology.graph import lowest_latency_path, path_latency_s

@@ -9,13 +9,13 @@
    solve it (``solve_s``) through :func:`solvers.twolevel.solve`, the same path
    as ``placement solve``; status, objective, best bound, gap, variables,
    integer variables, constraints, nonzeros;
-3. optional *baselines* (:mod:`placement.baselines`): exhaustive
+3. optional *baselines* (:mod:`placement.bench.baselines`): exhaustive
    configuration search, greedy, LP relaxation.
 
 Every preparation, case and baseline runs in a **fresh process** (started
 with ``spawn``), so that its memory high-water mark is its own and a runaway
 one can be stopped: a process still running after its hard limit is killed
-and reported as ``killed``. Jobs go through :func:`placement.executor.run_map`,
+and reported as ``killed``. Jobs go through :func:`placement.studies.executor.run_map`,
 the executor sweeps use (``workers=1`` by default: one job at a time gives
 clean timings on a small machine).
 
@@ -28,7 +28,7 @@ Peak memory
     (``base_rss_mb``, measured after loading the problem, is the floor).
 
 Instances come as files, or are generated for ``--sizes`` with
-:func:`placement.generate.build_instance` (family, chip types, classes, model,
+:func:`placement.bench.generate.build_instance` (family, chip types, classes, model,
 modes and seed as given) and written next to the results.
 
 Examples
@@ -63,7 +63,7 @@ from typing import Annotated, Any
 
 import typer
 
-from placement.errors import InputError
+from placement.core.errors import InputError
 
 __all__ = [
     "BASELINES",
@@ -169,9 +169,9 @@ def _isolated(target: str, job: dict, limit_s: float) -> dict:
 
 
 def _prepare_job(job: dict) -> dict:
-    from placement.candidates import build_problem
-    from placement.context import Context
-    from placement.loading import load_instance
+    from placement.core.candidates import build_problem
+    from placement.core.context import Context
+    from placement.core.loading import load_instance
 
     start = time.perf_counter()
     inst = load_instance(job["instance"])
@@ -241,7 +241,7 @@ def _case_job(job: dict) -> dict:
 
 
 def _baseline_job(job: dict) -> dict:
-    from placement import baselines
+    from placement.bench import baselines
 
     problem = _load_problem(job["problem_path"])
     method = job["method"]
@@ -360,7 +360,7 @@ def bench(
         ``cases`` (one per instance × solver × repeat, in that order) and
         ``baselines`` (one per instance × method).
     """
-    from placement.executor import run_map
+    from placement.studies.executor import run_map
 
     bad = [b for b in baselines if b not in BASELINES]
     if bad:
@@ -637,7 +637,7 @@ def generate_sizes(sizes: list[int], out_dir: Path, *, family: str, chip_types: 
                    model: str,
                    modes: list[str], seed: int, load: float | None = None) -> list[Path]:
     """Write one generated instance per size into ``out_dir``; returns the paths."""
-    from placement.generate import DEFAULT_LOAD, build_instance, write_instance
+    from placement.bench.generate import DEFAULT_LOAD, build_instance, write_instance
 
     paths = []
     for n in sizes:
@@ -688,8 +688,8 @@ def bench_command(
     """Benchmark solvers on instances: build and solve time, status, gap, model size, peak memory."""
     from rich.console import Console
 
-    from placement.output import write_atomic
-    from placement.schema import MODES
+    from placement.core.output import write_atomic
+    from placement.core.schema import MODES
 
     console = Console(width=None if sys.stdout.isatty() else 220)
     paths = [str(p) for p in instances or []]

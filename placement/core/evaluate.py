@@ -47,8 +47,8 @@ from costmodels import (
     prefill_step,
     verify_step,
 )
-from placement.context import Context
-from placement.schema import TrafficClass
+from placement.core.context import Context
+from placement.core.schema import TrafficClass
 
 __all__ = ["MAX_UTILISATION", "PartLayout", "Perf", "PoolConfig", "evaluate"]
 

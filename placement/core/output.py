@@ -16,7 +16,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from placement.errors import InputError
+from placement.core.errors import InputError
 
 __all__ = ["check_writable", "write_atomic", "write_bytes_atomic"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from placement.plan import Plan
+from placement.core.plan import Plan
 
 __all__ = ["print_comparison", "print_plan"]
 

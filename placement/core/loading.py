@@ -1,17 +1,17 @@
-"""Reading instance files into validated :class:`~placement.schema.Instance` records.
+"""Reading instance files into validated :class:`~placement.core.schema.Instance` records.
 
-Every problem is reported as an :class:`~placement.errors.InputError` naming the
+Every problem is reported as an :class:`~placement.core.errors.InputError` naming the
 file, the field (a dotted path such as ``workload.classes[1].tpot_ms``) and what
 was expected: schema errors from pydantic, then cross-references (chips, models,
 switches, measured tables) that a schema alone cannot see.
 
 Examples
 --------
->>> from placement.loading import parse_instance
+>>> from placement.core.loading import parse_instance
 >>> parse_instance({"name": "x"}, source="x.yaml")
 Traceback (most recent call last):
 ...
-placement.errors.InputError: x.yaml: model: required field is missing (and 2 more problem(s))
+placement.core.errors.InputError: x.yaml: model: required field is missing (and 2 more problem(s))
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import yaml
 from pydantic import ValidationError
 
 from costmodels.models import ModelSpec, load_model_catalog
-from placement.errors import InputError
-from placement.schema import Instance
+from placement.core.errors import InputError
+from placement.core.schema import Instance
 from topology.chips import ChipSpec, load_chip_catalog
 
 __all__ = ["chips_of", "draft_model_of", "load_instance", "model_of", "parse_instance", "read_document"]
@@ -236,7 +236,7 @@ def _in_size_chain(chips: int, domain: int) -> bool:
     """Whether a replica of ``chips`` chips is one of the sizes candidates use on ``domain``-chip domains.
 
     Those sizes (powers of two dividing the domain, the domain, then the domain doubling, see
-    :func:`placement.candidates.replica_sizes`) form a divisibility chain, which the solver
+    :func:`placement.core.candidates.replica_sizes`) form a divisibility chain, which the solver
     needs to pack replicas exactly; any other size breaks it.
     """
     def power_of_two(n: int) -> bool:

@@ -1,6 +1,6 @@
 """The ``placement`` command line (typer + rich).
 
-Exit codes are those of :mod:`placement.errors`: 0 success, 2 input error,
+Exit codes are those of :mod:`placement.core.errors`: 0 success, 2 input error,
 3 infeasible, 4 solver failure, 5 verification failed. Errors print one clear
 message on stderr, never a traceback.
 """
@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from placement.errors import (
+from placement.core.errors import (
     EXIT_INFEASIBLE,
     EXIT_OK,
     EXIT_SOLVER,
@@ -61,7 +61,7 @@ InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)"
 
 
 def _load(path: Path):
-    from placement.loading import load_instance
+    from placement.core.loading import load_instance
 
     return load_instance(path)
 
@@ -82,7 +82,7 @@ def _plan_exit(plan) -> int:
 @guarded
 def validate(instance: InstanceArg) -> None:
     """Check an instance file and summarise it."""
-    from placement.context import Context
+    from placement.core.context import Context
 
     inst = _load(instance)
     ctx = Context.of(inst, str(instance))
@@ -105,8 +105,8 @@ def solve(
                                                 "each single mode; report the savings")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
-    from placement.report import print_plan
-    from placement.solve import solve as run
+    from placement.cli.report import print_plan
+    from placement.core.solve import solve as run
 
     if objective is not None and objective not in ("cost", "power", "chips"):
         raise InputError(f"expected cost, power or chips, got {objective!r}", field="--objective")
@@ -115,18 +115,18 @@ def solve(
     if gap is not None and not 0 <= gap < 1:
         raise InputError(f"expected a relative gap in [0, 1), got {gap}", field="--gap")
     if json_path is not None:
-        from placement.output import check_writable
+        from placement.core.output import check_writable
 
         check_writable(json_path)  # before the solve, not after it
     inst = _load(instance)
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance))
     if with_compare and plan.verified:
-        from placement.compare import with_comparisons
+        from placement.studies.compare import with_comparisons
 
         plan = with_comparisons(plan, inst if objective is None else inst.model_copy(update={"objective": objective}),
                                 backend=solver, time_limit_s=time_limit, source=str(instance))
     if json_path is not None:
-        from placement.output import write_atomic
+        from placement.core.output import write_atomic
 
         write_atomic(json_path, plan.model_dump_json(indent=2))
     if not quiet:
@@ -146,10 +146,10 @@ def check(instance: InstanceArg,
     """Verify a plan against an instance with the cost models (not the MILP)."""
     from pydantic import ValidationError
 
-    from placement.context import Context
-    from placement.loading import read_document
-    from placement.plan import Plan
-    from placement.verify import verify
+    from placement.core.context import Context
+    from placement.core.loading import read_document
+    from placement.core.plan import Plan
+    from placement.core.verify import verify
 
     inst = _load(instance)
     doc = read_document(plan_path)
@@ -181,17 +181,17 @@ def compare(
     json_path: Annotated[Path | None, typer.Option("--json")] = None,
 ) -> None:
     """Heterogeneous fleet vs each homogeneous fleet and each single mode."""
-    from placement.compare import compare as run
-    from placement.report import print_comparison
+    from placement.cli.report import print_comparison
+    from placement.studies.compare import compare as run
 
     if json_path is not None:
-        from placement.output import check_writable
+        from placement.core.output import check_writable
 
         check_writable(json_path)  # before the solves, not after them
     inst = _load(instance)
     rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance))
     if json_path is not None:
-        from placement.output import write_atomic
+        from placement.core.output import write_atomic
 
         write_atomic(json_path, json.dumps([r.model_dump() for r in rows], indent=2))
     print_comparison(out, rows)
@@ -200,21 +200,21 @@ def compare(
 def _register_optional() -> None:
     """Commands that live in their own modules."""
     try:
-        from placement.roofline_report import catalog, roofline
+        from placement.cli.roofline_report import catalog, roofline
     except ImportError:  # pragma: no cover - during development only
         return
     app.command("roofline")(guarded(roofline))
     app.command("catalog")(guarded(catalog))
-    from placement.marginal import marginal_cli
-    from placement.pareto import pareto_cli
-    from placement.sweep import sweep_cli
+    from placement.studies.marginal import marginal_cli
+    from placement.studies.pareto import pareto_cli
+    from placement.studies.sweep import sweep_cli
 
     app.command("pareto")(guarded(pareto_cli))
     app.command("sweep")(guarded(sweep_cli))
     app.command("marginal")(guarded(marginal_cli))
-    from placement.bench import bench_command
-    from placement.export import export_command
-    from placement.generate import generate_command
+    from placement.bench.export import export_command
+    from placement.bench.generate import generate_command
+    from placement.bench.runner import bench_command
 
     app.command("generate")(guarded(generate_command))
     app.command("bench")(guarded(bench_command))

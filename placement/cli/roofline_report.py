@@ -1,4 +1,4 @@
-"""CLI commands ``roofline`` and ``catalog`` (registered on the app in :mod:`placement.cli`).
+"""CLI commands ``roofline`` and ``catalog`` (registered on the app in :mod:`placement.cli.app`).
 
 ``roofline`` prices one stage of one model on one chip with the cost models and
 prints the step time, throughput, arithmetic intensity against the ridge point,
@@ -33,7 +33,7 @@ from costmodels import (
     usd_per_million_tokens,
 )
 from costmodels.models import ModelSpec, load_model_catalog
-from placement.errors import InputError
+from placement.core.errors import InputError
 from topology.chips import PRECISIONS, ChipSpec, load_chip_catalog
 
 __all__ = ["PLOT_BATCHES", "catalog", "catalog_rows", "roofline", "roofline_summary"]

@@ -1,0 +1,1 @@
+"""Benchmarking tools: seeded instance generation, solver benchmarks, baselines, MILP export."""
