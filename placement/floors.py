@@ -1,88 +1,59 @@
 """Physical floors of a plan's pools: what no hardware can beat, independent of the cost models.
 
-The verifier re-evaluates each pool with the cost models that generated it, so
-it cannot catch a physics error in them. This module is a second, independent
-check. From the catalogue's peak FLOP/s, memory bandwidth, link bandwidth and
-latency alone — no efficiencies, no overheads, nothing imported from
-``costmodels`` or :mod:`placement.evaluate` — it bounds from below each pool's
-TPOT and TTFT and from above its capacity, and :func:`check_floors` reports
-every claim of a plan that beats its bound. Parameter counts, bytes and FLOPs
-are derived here from the model record's architecture fields.
+The verifier re-evaluates pools with the cost models that generated them, so it
+cannot catch their physics errors. This check uses the catalogue's peak FLOP/s,
+memory and link bandwidth and latency alone — no efficiencies or overheads, no
+code from ``costmodels`` or :mod:`placement.evaluate`; sizes, bytes and FLOPs
+are derived here from the architecture fields. A floor is the largest of named
+terms, each a time no schedule can beat (they overlap, so are never added):
 
-What is certain, and therefore in a floor
------------------------------------------
-Every floor is the largest of named terms, each a time no schedule can beat:
+* ``memory``: weights read at least once plus KV bytes, over all chips' peak
+  bandwidth (fastest tier listed). An MoE layer certainly reads only the k
+  experts one token picks (+ shared, router) whatever the batch — B tokens may
+  all pick the same k; the expected E·(1 − (1 − k/E)^B) is not a bound. The
+  input embedding (a lookup) is left out, the LM head read whole.
+* ``compute``: 2 FLOPs per parameter and token, 2·h·(d_qk + d_v) per query–key
+  pair and layer (MLA: the cheaper of absorbed and non-absorbed dims, without
+  decompression), over all chips at peak FLOP/s of the weight (attention core:
+  KV) precision, or the chip's best rate if it lacks that precision.
+* ``TP exchange``: a layer's row-sliced output must be combined before the
+  next, so each chip receives (tp − 1)/tp of its layers' activations (≥ 8 bits
+  per value, 4 for FP4 models) over its fastest link; ``crossing``: in
+  attention–FFN, each token's hidden state goes to the FFN pool and back per layer.
+* ``chain``: one token's causal path: a link latency per layer when tp > 1, per
+  pipeline hop, two per layer between attention and FFN pools, the draft ↔
+  target round trip, the token's FLOPs on each layer's stage chips, and on
+  SRAM-only chips (weights sit in the working tier, read once the token
+  arrives) its weight bytes; chips with caches the catalogue omits could
+  prefetch while they wait, so for them memory stays a separate term.
 
-* ``memory``: the weight bytes a step must read at least once plus the KV bytes
-  it reads, over all the chips' peak working-tier bandwidth (the fastest tier
-  the chip lists). Dense weights are all read every step. An MoE layer reads at
-  least the k experts one token picks (plus shared experts and the router),
-  whatever the batch: B tokens may all pick the same k experts, so k — not the
-  expected E·(1 − (1 − k/E)^B) — is the count certainly read. The input
-  embedding is a lookup of B rows and is left out; the LM head is read whole.
-* ``compute``: 2 FLOPs per parameter per token for the matmuls and 2·h·(d_qk +
-  d_v) per query–key pair and layer for the attention core (MLA: the cheaper of
-  the absorbed and non-absorbed dimensions, without the decompression the
-  latter needs), over all chips at peak FLOP/s of the weight precision (the KV
-  precision for the attention core), or the chip's best rate if it lacks that
-  precision.
-* ``TP exchange``: with tensor parallelism a layer's row-sliced output must be
-  combined before the next layer, so each chip receives at least (tp − 1)/tp of
-  the activations of its layers, over its fastest link (activations at no fewer
-  than 8 bits per value, 4 for FP4 models).
-* ``crossing`` (attention–FFN): every token's hidden state leaves for the FFN
-  pool and comes back once per layer, over the chips' fastest links.
-* ``chain``: one token's causal path, which nothing overlaps: one link latency
-  per layer when tp > 1, one per pipeline hand-off, two per layer between the
-  attention and FFN pools, the draft ↔ target round trip, and the FLOPs of the
-  token itself on the chips of the stage holding each layer. On SRAM-only chips
-  the weights live in the working tier itself, so a stage reads its weights for
-  the token only once it has arrived: their bytes over the stage's bandwidth
-  join the chain. On chips with caches the catalogue does not list, a stage
-  could prefetch while it waits, so there the memory stays a separate term.
-
-Terms that share nothing certain are never added: memory, compute, links and
-the chain overlap in any real schedule, so the floor is their maximum.
-
-Per pool kind (B = batch, c0 = cached prefix, p = prompt, o = output tokens):
-
-* decode, TPOT: one step of B sequences at the mean decode context (the KV
-  terms are linear in context, so the floor at the mean is a floor of the mean).
-* aggregated, TPOT: one step of B decode tokens and a C-token chunk, whose
-  attention pairs and KV bytes are the prompt's, C/p of them per step; TTFT:
-  the prompt alone over ⌈p/C⌉ sequential steps (weights read every step).
-* prefill, TTFT: one prompt (batching only lengthens it); the KV transfer is
-  left out, the first token needs none.
-* decode-spec: a cycle of γ draft steps and a verify of γ + 1 tokens per
-  sequence yields at most γ + 1 tokens: TPOT ≥ cycle floor ÷ (γ + 1). A
-  co-located draft shares the target's chips, so its work adds to the
-  verify's; a remote one runs on its own chips, and the chain adds its steps,
-  the verify and a round trip (the draft waits for the verify's verdict).
-* decode-af: each attention group (batch B) and the FFN pool (dp·B tokens per
-  step) on their own chips, the crossings, and a chain of 2·L link latencies
-  and one token through both halves (the LM head is on neither side: it could
-  be on either, so it is left out).
-* measured: not checked (the capacity is a measurement, not a claim of physics).
-
-Capacity ceilings follow from the floors: a decode slot holds a sequence for
-its o − 1 decode steps, so by Little's law a replica serves at most
-slots ÷ ((o − 1)·TPOT floor) requests/s (the step floor grows with the tokens in
-it, so fewer busy slots only lower the rate); a prefill replica at most one
-prompt per single-prompt throughput floor, with its weights read once per batch.
+Per kind (B batch, p prompt, o output tokens): decode TPOT is a step of B
+sequences at the mean decode context (terms linear in context bound the mean);
+aggregated TPOT a step of B decode tokens and a C-token chunk with C/p of the
+prompt's pairs and KV, TTFT the prompt alone over ⌈p/C⌉ sequential steps;
+prefill TTFT one prompt, without the KV transfer the first token needs not;
+decode-spec TPOT ≥ (γ draft steps + a verify of γ + 1 tokens) ÷ (γ + 1), the
+work summed on shared chips, the chain plus a round trip for a remote draft
+(which waits for the verdict); decode-af each attention group and the FFN pool
+on their own chips, the crossings, and a chain of 2·L latencies and a token
+through both halves (the LM head, on either side, is left out); measured pools
+are not checked. Capacity: by Little's law a replica serves at most slots ÷
+((o − 1)·TPOT floor) requests/s (fewer busy slots only lower it); prefill one
+prompt per single-prompt throughput floor, weights read once per batch.
 
 Examples
 --------
 >>> from placement.floors import model_shape
 >>> from costmodels.models import load_model_catalog
 >>> s = model_shape(load_model_catalog()["llama-3.1-70b"], "fp8")
->>> round(s.full_weight_bytes("fp8") / 1e9, 2)   # all but the input embedding
+>>> round(s.part_params("full") / 1e9, 2)   # all but the input embedding
 69.5
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -129,10 +100,6 @@ class Shape:
     window_tokens: float
     kv_bytes_per_token_layer: float
     flops_per_pair: float
-
-    def full_weight_bytes(self, precision: str) -> float:
-        """Weights one step of the whole model certainly reads."""
-        return (self.attention_params + self.lm_head_params + self.ffn_min_params) * _BYTES_PER_VALUE[precision]
 
     def part_params(self, part: str) -> float:
         """Parameters one token multiplies by in ``full``, ``attention`` (no LM head) or ``ffn``."""
@@ -231,6 +198,9 @@ class Bound:
     def seconds(self) -> float:
         return self.binding.seconds
 
+    def __str__(self) -> str:
+        return f"{self.binding.name}: {self.binding.detail}"
+
     def scaled(self, factor: float, note: str) -> Bound:
         """Every term × ``factor`` (a time per cycle turned into one per token, …)."""
         return Bound(tuple(Term(t.name, t.seconds * factor, f"{t.detail}{note}") for t in self.terms))
@@ -258,13 +228,10 @@ class _Work:
     exchange_bytes_per_chip: float = 0.0
 
     def __add__(self, other: _Work) -> _Work:
-        return _Work(*(getattr(self, f) + getattr(other, f) for f in _WORK_FIELDS))
+        return _Work(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
     def times(self, k: float) -> _Work:
-        return _Work(*(getattr(self, f) * k for f in _WORK_FIELDS))
-
-
-_WORK_FIELDS = ("weight_bytes", "kv_bytes", "matmul_flops", "attention_flops", "exchange_bytes_per_chip")
+        return _Work(*(getattr(self, f.name) * k for f in fields(self)))
 
 
 @dataclass(frozen=True)
@@ -333,9 +300,7 @@ def _activation_bytes(weights: str) -> float:
 
 def _exchange(s: Shape, tokens: float, tp: int, pp: int, weights: str) -> float:
     """Activation bytes each chip receives: (tp − 1)/tp of each token's hidden state, per layer it holds."""
-    if tp <= 1:
-        return 0.0
-    return (s.layers / pp) * tokens * s.hidden * _activation_bytes(weights) * (tp - 1) / tp
+    return 0.0 if tp <= 1 else (s.layers / pp) * tokens * s.hidden * _activation_bytes(weights) * (tp - 1) / tp
 
 
 def _step_work(s: Shape, part: str, *, tokens: float, kv_tokens: float, pairs: float, tp: int, pp: int,
@@ -394,25 +359,18 @@ def _token_path(chain: _Chain, s: Shape, part: str, on: _Chips, *, tp: int, pp: 
 # ---- floors per pool kind ---------------------------------------------------------------------
 
 
-def _decode_steps(cls: TrafficClass) -> int:
-    return max(cls.output_tokens - 1, 1)
-
-
-def _decode_first_context(cls: TrafficClass) -> float:
-    return float(cls.cached_prefix_tokens + cls.prompt_tokens)
-
-
-def _decode_context(cls: TrafficClass) -> float:
-    """Mean context of the decode steps (contexts c0 + p … c0 + p + o − 2)."""
-    return _decode_first_context(cls) + (_decode_steps(cls) - 1) / 2
+def _decode_span(cls: TrafficClass) -> tuple[float, int, float]:
+    """First context, number and mean context of the decode steps (contexts c0 + p … c0 + p + o − 2)."""
+    first, steps = float(cls.cached_prefix_tokens + cls.prompt_tokens), max(cls.output_tokens - 1, 1)
+    return first, steps, first + (steps - 1) / 2
 
 
 def _decode_bound(s: Shape, cls: TrafficClass, on: _Chips, lay: PartLayout, batch: float) -> tuple[list[Term], _Chain]:
     """Terms and chain of one decode step of ``batch`` sequences, one token each."""
-    kv = batch * s.mean_kv_tokens(_decode_first_context(cls), _decode_steps(cls))
+    first, steps, mean = _decode_span(cls)
+    kv = batch * s.mean_kv_tokens(first, steps)
     w = _step_work(s, "full", tokens=batch, kv_tokens=kv, pairs=kv, tp=lay.tp, pp=lay.pp, weights=on.weights)
-    return _work_terms(w, on), _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp,
-                                           context=_decode_context(cls))
+    return _work_terms(w, on), _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=mean)
 
 
 def _little_ceiling(slots: float, cls: TrafficClass, tpot: Bound) -> tuple[float | None, str]:
@@ -442,7 +400,7 @@ def _prompt_work(s: Shape, cls: TrafficClass, steps: int, lay: PartLayout, weigh
 def _prefill(ctx, cfg, cls, s, prec) -> Floors:
     on = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec)
     one = _prompt_work(s, cls, 1, cfg.main, on.weights)
-    chain = _token_path(_Chain(), s, "full", on, tp=cfg.main.tp, pp=cfg.main.pp, context=_decode_first_context(cls))
+    chain = _token_path(_Chain(), s, "full", on, tp=cfg.main.tp, pp=cfg.main.pp, context=_decode_span(cls)[0])
     ttft = Bound((*_work_terms(one, on), chain.term()))
     # Throughput: every prompt's FLOPs and KV, the weights once per batch of prompts.
     per_prompt = Bound(tuple(_work_terms(replace(one, weight_bytes=one.weight_bytes / cfg.batch), on)))
@@ -454,16 +412,17 @@ def _aggregated(ctx, cfg, cls, s, prec) -> Floors:
     on = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec)
     lay, chunk = cfg.main, float(cfg.chunk_tokens or 0)
     p, c0 = float(cls.prompt_tokens), float(cls.cached_prefix_tokens)
-    decode_kv = cfg.batch * s.mean_kv_tokens(_decode_first_context(cls), _decode_steps(cls))
+    first, steps, mean = _decode_span(cls)
+    decode_kv = cfg.batch * s.mean_kv_tokens(first, steps)
     share = chunk / p  # a step carries C of the prompt's p tokens: C/p of its pairs and KV
     step = _step_work(s, "full", tokens=cfg.batch + chunk,
                       kv_tokens=decode_kv + share * s.kv_tokens(c0 + p),
                       pairs=decode_kv + share * s.prefill_pairs(p, c0), tp=lay.tp, pp=lay.pp, weights=on.weights)
-    path = _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=_decode_context(cls))
+    path = _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=mean)
     tpot = Bound((*_work_terms(step, on), path.term()))
-    steps = max(math.ceil(p / chunk), 1) if chunk else 1
-    ttft = Bound((*_work_terms(_prompt_work(s, cls, steps, lay, on.weights), on),
-                  Term("chain", steps * path.seconds, f"{steps} sequential chunk steps × ({path.term().detail})")))
+    n = max(math.ceil(p / chunk), 1) if chunk else 1
+    ttft = Bound((*_work_terms(_prompt_work(s, cls, n, lay, on.weights), on),
+                  Term("chain", n * path.seconds, f"{n} sequential chunk steps × ({path.term().detail})")))
     # Little's law on the decode slots, with steps carrying only decode tokens (the fastest they can be).
     decode_only, _ = _decode_bound(s, cls, on, lay, cfg.batch)
     cap, basis = _little_ceiling(cfg.batch, cls, Bound((*decode_only, path.term())))
@@ -476,7 +435,7 @@ def _spec(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
     target = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec, label="target")
     dlay = cfg.partner or cfg.main
     draft = _Chips(ctx.chips[dlay.chip], dlay.chips, *prec, label="draft")
-    first, steps = _decode_first_context(cls), _decode_steps(cls)
+    first, steps, ctx_mean = _decode_span(cls)
     n = gamma + 1
     kv_t = cfg.batch * s.mean_kv_tokens(first, steps)
     verify = _step_work(s, "full", tokens=cfg.batch * n, kv_tokens=kv_t, pairs=n * kv_t,
@@ -484,7 +443,6 @@ def _spec(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
     kv_d = cfg.batch * ds.mean_kv_tokens(first, steps)
     one_draft = _step_work(ds, "full", tokens=cfg.batch, kv_tokens=kv_d, pairs=kv_d, tp=dlay.tp, pp=dlay.pp,
                            weights=draft.weights)
-    ctx_mean = _decode_context(cls)
     draft_step = _token_path(_Chain(), ds, "full", draft, tp=dlay.tp, pp=dlay.pp, context=ctx_mean)
     chain = _token_path(_Chain().then(draft_step, gamma), s, "full", target, tp=cfg.main.tp, pp=cfg.main.pp,
                         context=ctx_mean)
@@ -505,7 +463,8 @@ def _attention_ffn(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
     group = _Chips(ctx.chips[a_lay.chip], a_lay.chips // a_lay.dp, *prec, label="attention")
     ffn = _Chips(ctx.chips[f_lay.chip], f_lay.chips, *prec, label="FFN")
     b, tokens = float(cfg.batch), float(cfg.batch * a_lay.dp)
-    kv = b * s.mean_kv_tokens(_decode_first_context(cls), _decode_steps(cls))
+    first, steps, ctx_mean = _decode_span(cls)
+    kv = b * s.mean_kv_tokens(first, steps)
     attn = _step_work(s, "attention", tokens=b, kv_tokens=kv, pairs=kv, tp=a_lay.tp, pp=a_lay.pp,
                       weights=group.weights)
     # The FFN's combine can happen on the attention side as the results come back: no certain FFN exchange.
@@ -518,7 +477,6 @@ def _attention_ffn(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
         Term("crossing (FFN side)", tokens * one_way / (ffn.count * ffn.link),
              f"{_gb(tokens * one_way)} each way over {ffn.where()} × {ffn.link / 1e9:.4g} GB/s"),
     ]
-    ctx_mean = _decode_context(cls)
     chain = _Chain().plus(2 * s.layers * crossing_s, f"{2 * s.layers} crossings × {_us(crossing_s)}")
     chain = _token_path(chain, s, "attention", group, tp=a_lay.tp, pp=1, context=ctx_mean, tp_latency=False)
     # A token reaches layer l's FFN stage only through the attention side: no stage hops, one stage at a time.
@@ -554,16 +512,14 @@ def config_floors(cfg: PoolConfig, ctx: Context, *, crossing_latency_s: float | 
     return {"decode": _decode, "prefill": _prefill, "aggregated": _aggregated}[cfg.kind](ctx, cfg, cls, s, prec)
 
 
-def floors(pool: Pool, ctx: Context, *, crossing_latency_s: float | None = None) -> Floors:
+def floors(pool: Pool, ctx: Context, plan: Plan | None = None) -> Floors:
     """Floors of a plan's pool (both parts of a paired pool share the pair's floors).
 
-    Examples
-    --------
-    >>> from placement.floors import floors
-    >>> floors(plan.pools[0], ctx).tpot.binding.name   # doctest: +SKIP
-    'memory'
+    With ``plan``, a paired pool's crossings take the lowest latency among the
+    paths its pairs use (the same site: the faster chip's scale-up latency).
     """
-    return config_floors(pool.config, ctx, crossing_latency_s=crossing_latency_s)
+    lat = None if plan is None else _crossing_latency_s(ctx, plan, pool)
+    return config_floors(pool.config, ctx, crossing_latency_s=lat)
 
 
 # ---- checking a plan --------------------------------------------------------------------------
@@ -575,34 +531,26 @@ def _crossing_latency_s(ctx: Context, plan: Plan, pool: Pool) -> float | None:
     if cfg.partner is None:
         return None
     fastest = min(ctx.chips[p.chip].scale_up_latency_s for p in (cfg.main, cfg.partner))
-    lats = []
-    for pr in plan.pairs:
-        if pr.column != pool.column or pr.replicas <= 1e-9:
-            continue
-        if pr.source_site == pr.target_site:
-            lats.append(fastest)
-            continue
-        try:
-            lats.append(nx.shortest_path_length(ctx.graph, pr.source_site, pr.target_site, weight="latency_s"))
-        except (nx.NetworkXNoPath, nx.NodeNotFound):
-            continue
-    return min(lats) if lats else None
+    lats = [fastest if pr.source_site == pr.target_site else _path_latency_s(ctx, pr.source_site, pr.target_site)
+            for pr in plan.pairs if pr.column == pool.column and pr.replicas > 1e-9]
+    return min((x for x in lats if x is not None), default=None)
+
+
+def _path_latency_s(ctx: Context, source: str, target: str) -> float | None:
+    try:
+        return nx.shortest_path_length(ctx.graph, source, target, weight="latency_s")
+    except (nx.NetworkXNoPath, nx.NodeNotFound):
+        return None
 
 
 def _checkable(ctx: Context, pool: Pool) -> bool:
-    cfg = pool.config
-    parts = [cfg.main] + ([cfg.partner] if cfg.partner else [])
-    return (cfg.kind == "measured" or cfg.traffic_class in ctx.classes) and all(p.chip in ctx.chips for p in parts) \
-        and not (cfg.kind == "decode-spec" and (ctx.draft_model is None or ctx.instance.draft is None))
+    cfg, spec = pool.config, pool.config.kind == "decode-spec"
+    return (cfg.kind == "measured" or cfg.traffic_class in ctx.classes) and not (spec and ctx.draft_model is None) \
+        and all(p.chip in ctx.chips for p in (cfg.main, cfg.partner) if p is not None)
 
 
 def _below(claim_ms: float | None, bound: Bound | None) -> bool:
     return claim_ms is not None and bound is not None and claim_ms < bound.seconds * 1e3 * (1 - RTOL)
-
-
-def _says(bound: Bound) -> str:
-    t = bound.binding
-    return f"{t.name}: {t.detail}"
 
 
 def check_floors(plan: Plan, ctx: Context) -> list[str]:
@@ -626,11 +574,11 @@ def check_floors(plan: Plan, ctx: Context) -> list[str]:
     for pool in plan.pools:
         if not _checkable(ctx, pool):
             continue  # the verifier reports unknown chips and classes
-        f = floors(pool, ctx, crossing_latency_s=_crossing_latency_s(ctx, plan, pool))
+        f = floors(pool, ctx, plan)
         by_pool[pool.id] = f
         for name, claim, bound in (("tpot_ms", pool.tpot_ms, f.tpot), ("ttft_ms", pool.ttft_ms, f.ttft)):
             if _below(claim, bound):
-                v.append(f"pool {pool.id} {name} {claim:.4g} < floor {bound.seconds * 1e3:.4g} ({_says(bound)})")
+                v.append(f"pool {pool.id} {name} {claim:.4g} < floor {bound.seconds * 1e3:.4g} ({bound})")
         if pool.part or f.capacity_rps_per_replica is None:
             continue
         for step, cap in sorted(pool.capacity_rps_per_replica.items()):
@@ -647,5 +595,5 @@ def check_floors(plan: Plan, ctx: Context) -> list[str]:
             bound, pid = max(bounds, key=lambda x: x[0].seconds)
             if _below(claim, bound):
                 v.append(f"class {cp.name} {name} {claim:.4g} < floor {bound.seconds * 1e3:.4g} of pool {pid} "
-                         f"({_says(bound)})")
+                         f"({bound})")
     return v

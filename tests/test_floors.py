@@ -74,7 +74,7 @@ def test_deepseek_v3_moe_reads_at_least_k_experts_whatever_the_batch():
     kv_per_seq = 576 * 61  # (512 latent + 64 RoPE) B per layer at FP8, one token of context
     ctx = _ctx("deepseek-v3", "b200")
     s = model_shape(ctx.model, "fp8")
-    assert s.full_weight_bytes("fp8") == weights
+    assert s.part_params("full") == weights  # one byte per FP8 weight
     one = config_floors(_decode("b200", 8, 1), ctx)
     assert one.tpot.binding.name == "memory"
     assert one.tpot.seconds == pytest.approx((weights + kv_per_seq) / (8 * 8e12), rel=1e-12)
