@@ -13,7 +13,9 @@ recomputes, with :mod:`placement.core.evaluate` and the fleet graph:
 5. network: per transfer, flow conservation at every node against the loads,
    and every edge's transfer + pair traffic within its bandwidth;
 6. pairing: paired pools have equal replicas at both ends;
-7. economics and limits: cost, power and chips recomputed and within the limits.
+7. economics and limits: cost, power and chips recomputed and within the limits;
+8. physics: no pool's TPOT, TTFT or capacity beats the floors of
+   :mod:`placement.floors`, which share no code with the cost models.
 
 Examples
 --------
@@ -30,6 +32,7 @@ from itertools import pairwise
 
 from placement.core.context import Context
 from placement.core.evaluate import PoolConfig, evaluate
+from placement.core.floors import check_floors
 from placement.core.plan import Plan
 from solvers.packing import pack_into_domains
 from solvers.problem import Site
@@ -164,6 +167,8 @@ def verify(ctx: Context, plan: Plan) -> list[str]:
         v.append(f"power {power / 1e3:.6g} kW exceeds the limit of {inst.limits.power_kw} kW")
     if inst.limits.budget_usd_per_hour is not None and _over(cost, inst.limits.budget_usd_per_hour):
         v.append(f"cost ${cost:.6g}/h exceeds the budget of ${inst.limits.budget_usd_per_hour}/h")
+    # ---- 8. physical floors ------------------------------------------------------
+    v.extend(check_floors(plan, ctx))
     return v
 
 

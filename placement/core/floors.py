@@ -1,0 +1,599 @@
+"""Physical floors of a plan's pools: what no hardware can beat, independent of the cost models.
+
+The verifier re-evaluates pools with the cost models that generated them, so it
+cannot catch their physics errors. This check uses the catalogue's peak FLOP/s,
+memory and link bandwidth and latency alone — no efficiencies or overheads, no
+code from ``costmodels`` or :mod:`placement.core.evaluate`; sizes, bytes and FLOPs
+are derived here from the architecture fields. A floor is the largest of named
+terms, each a time no schedule can beat (they overlap, so are never added):
+
+* ``memory``: weights read at least once plus KV bytes, over all chips' peak
+  bandwidth (fastest tier listed). An MoE layer certainly reads only the k
+  experts one token picks (+ shared, router) whatever the batch — B tokens may
+  all pick the same k; the expected E·(1 − (1 − k/E)^B) is not a bound. The
+  input embedding (a lookup) is left out, the LM head read whole.
+* ``compute``: 2 FLOPs per parameter and token, 2·h·(d_qk + d_v) per query–key
+  pair and layer (MLA: the cheaper of absorbed and non-absorbed dims, without
+  decompression), over all chips at peak FLOP/s of the weight (attention core:
+  KV) precision, or the chip's best rate if it lacks that precision.
+* ``TP exchange``: a layer's row-sliced output must be combined before the
+  next, so each chip receives (tp − 1)/tp of its layers' activations (≥ 8 bits
+  per value, 4 for FP4 models) over its fastest link; ``crossing``: in
+  attention–FFN, each token's hidden state goes to the FFN pool and back per layer.
+* ``chain``: one token's causal path: a link latency per layer when tp > 1, per
+  pipeline hop, two per layer between attention and FFN pools, the draft ↔
+  target round trip, the token's FLOPs on each layer's stage chips, and on
+  SRAM-only chips (weights sit in the working tier, read once the token
+  arrives) its weight bytes; chips with caches the catalogue omits could
+  prefetch while they wait, so for them memory stays a separate term.
+
+Per kind (B batch, p prompt, o output tokens): decode TPOT is a step of B
+sequences at the mean decode context (terms linear in context bound the mean);
+aggregated TPOT a step of B decode tokens and a C-token chunk with C/p of the
+prompt's pairs and KV, TTFT the prompt alone over ⌈p/C⌉ sequential steps;
+prefill TTFT one prompt, without the KV transfer the first token needs not;
+decode-spec TPOT ≥ (γ draft steps + a verify of γ + 1 tokens) ÷ (γ + 1), the
+work summed on shared chips, the chain plus a round trip for a remote draft
+(which waits for the verdict); decode-af each attention group and the FFN pool
+on their own chips, the crossings, and a chain of 2·L latencies and a token
+through both halves (the LM head, on either side, is left out); measured pools
+are not checked. Capacity: by Little's law a replica serves at most slots ÷
+((o − 1)·TPOT floor) requests/s (fewer busy slots only lower it); prefill one
+prompt per single-prompt throughput floor, weights read once per batch.
+
+Examples
+--------
+>>> from placement.core.floors import model_shape
+>>> from costmodels.models import load_model_catalog
+>>> s = model_shape(load_model_catalog()["llama-3.1-70b"], "fp8")
+>>> round(s.part_params("full") / 1e9, 2)   # all but the input embedding
+69.5
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+if TYPE_CHECKING:
+    from costmodels.models import ModelSpec
+    from placement.core.context import Context
+    from placement.core.evaluate import PartLayout, PoolConfig
+    from placement.core.plan import Plan, Pool
+    from placement.core.schema import TrafficClass
+    from topology.chips import ChipSpec
+
+__all__ = ["RTOL", "Bound", "Floors", "Shape", "Term", "check_floors", "config_floors", "floors", "model_shape"]
+
+#: Relative slack before a claim counts as beating its floor (solver and float noise).
+RTOL = 1e-6
+#: Bytes per stored value; FP4 packs two values per byte.
+_BYTES_PER_VALUE = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
+#: A multiply-add is two FLOPs.
+_FLOPS_PER_MAC = 2.0
+
+
+# ---- the model's sizes, derived from its architecture ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Sizes of a model per token and layer, derived from its architecture fields.
+
+    ``attention_params`` are all layers' Q, K, V and O projections (MLA: its
+    low-rank factors); ``ffn_min_params`` the FFN parameters one token
+    certainly multiplies by (dense FFNs, routers, k routed + shared experts per
+    MoE layer); ``flops_per_pair`` the attention-core FLOPs per query–key pair
+    and layer; ``kv_bytes_per_token_layer`` the cache one token adds to one layer.
+    """
+
+    layers: int
+    hidden: int
+    attention_params: float
+    lm_head_params: float
+    ffn_min_params: float
+    full_layers: int
+    window_layers: int
+    window_tokens: float
+    kv_bytes_per_token_layer: float
+    flops_per_pair: float
+
+    def part_params(self, part: str) -> float:
+        """Parameters one token multiplies by in ``full``, ``attention`` (no LM head) or ``ffn``."""
+        return {"full": self.attention_params + self.lm_head_params + self.ffn_min_params,
+                "attention": self.attention_params, "ffn": self.ffn_min_params}[part]
+
+    def kv_tokens(self, context: float) -> float:
+        """Cached (token, layer) entries one query at ``context`` attends to: L_full·c + L_swa·min(c, w)."""
+        return self.full_layers * context + self.window_layers * min(context, self.window_tokens)
+
+    def mean_kv_tokens(self, first: float, steps: int) -> float:
+        """Mean of :meth:`kv_tokens` over contexts first, first + 1, …, first + steps − 1."""
+        n = max(int(steps), 1)
+        full = self.full_layers * (first + (n - 1) / 2)
+        if not self.window_layers:
+            return full
+        w = self.window_tokens
+        below = int(min(n, max(0.0, math.floor(w - first) + 1)))  # contexts ≤ w
+        s = below * first + below * (below - 1) / 2 + (n - below) * w
+        return full + self.window_layers * s / n
+
+    def prefill_pairs(self, prompt: float, cached: float) -> float:
+        """Query–key pairs of p new tokens after c0 cached ones, all layers (≤ the discrete count)."""
+        def g(x: float) -> float:  # ∫₀ˣ min(t, w) dt
+            w = self.window_tokens
+            return 0.5 * x * x if x <= w else 0.5 * w * w + w * (x - w)
+
+        full = self.full_layers * (prompt * cached + 0.5 * prompt * prompt)
+        return full + (self.window_layers * (g(cached + prompt) - g(cached)) if self.window_layers else 0.0)
+
+
+def model_shape(model: ModelSpec, kv_precision: str) -> Shape:
+    """Derive a model's :class:`Shape` from its architecture fields (not from its derived properties).
+
+    Examples
+    --------
+    >>> from costmodels.models import load_model_catalog
+    >>> s = model_shape(load_model_catalog()["deepseek-v3"], "fp8")
+    >>> round(s.ffn_min_params / 1e9, 1), s.kv_bytes_per_token_layer
+    (24.3, 576.0)
+    """
+    a, d = model.attention, model.hidden_size
+    if a.kind == "gqa":
+        attn = d * a.heads * a.head_dim * 2 + d * a.kv_heads * a.head_dim * 2
+        kv_layer = 2 * a.kv_heads * a.head_dim
+        per_pair = _FLOPS_PER_MAC * a.heads * 2 * a.head_dim
+    else:
+        q_dim = a.heads * (a.head_dim + a.qk_rope_head_dim)
+        q = d * q_dim if a.q_lora_rank is None else d * a.q_lora_rank + a.q_lora_rank * q_dim
+        kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim)
+        attn = q + kv + a.heads * a.v_head_dim * d
+        kv_layer = a.kv_lora_rank + a.qk_rope_head_dim
+        absorbed = (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
+        plain = (a.head_dim + a.qk_rope_head_dim) + a.v_head_dim
+        per_pair = _FLOPS_PER_MAC * a.heads * min(absorbed, plain)
+    matrices = 3 if model.ffn_gated else 2
+    moe = model.moe
+    dense_layers = model.layers if moe is None else (model.layers if model.dense_layers is None else model.dense_layers)
+    ffn = dense_layers * matrices * d * model.ffn_intermediate_size
+    if moe is not None:
+        expert = matrices * d * moe.expert_intermediate_size
+        ffn += (model.layers - dense_layers) * ((moe.active_experts + moe.shared_experts) * expert + d * moe.experts)
+    window = a.sliding_window_layers
+    return Shape(
+        layers=model.layers, hidden=d, attention_params=float(model.layers * attn),
+        lm_head_params=float(model.vocab_size * d), ffn_min_params=float(ffn),
+        full_layers=model.layers - window, window_layers=window,
+        window_tokens=float(a.sliding_window_tokens) if window else math.inf,
+        kv_bytes_per_token_layer=kv_layer * _BYTES_PER_VALUE[kv_precision], flops_per_pair=float(per_pair),
+    )
+
+
+# ---- terms and bounds -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Term:
+    """One lower bound on a time, with what it is made of."""
+
+    name: str
+    seconds: float
+    detail: str
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The largest of several terms: a time no schedule can beat."""
+
+    terms: tuple[Term, ...]
+
+    @property
+    def binding(self) -> Term:
+        return max(self.terms, key=lambda t: t.seconds)
+
+    @property
+    def seconds(self) -> float:
+        return self.binding.seconds
+
+    def __str__(self) -> str:
+        return f"{self.binding.name}: {self.binding.detail}"
+
+    def scaled(self, factor: float, note: str) -> Bound:
+        """Every term × ``factor`` (a time per cycle turned into one per token, …)."""
+        return Bound(tuple(Term(t.name, t.seconds * factor, f"{t.detail}{note}") for t in self.terms))
+
+
+@dataclass(frozen=True)
+class Floors:
+    """A pool's floors (None where the pool makes no such claim) and its capacity ceiling."""
+
+    kind: str
+    tpot: Bound | None = None
+    ttft: Bound | None = None
+    capacity_rps_per_replica: float | None = None
+    capacity_basis: str = ""
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What a forward step must at least do on one set of chips."""
+
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    matmul_flops: float = 0.0
+    attention_flops: float = 0.0
+    exchange_bytes_per_chip: float = 0.0
+
+    def __add__(self, other: _Work) -> _Work:
+        return _Work(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def times(self, k: float) -> _Work:
+        return _Work(*(getattr(self, f.name) * k for f in fields(self)))
+
+
+@dataclass(frozen=True)
+class _Chips:
+    """``count`` chips of one type doing a piece of work, at precisions (weights, KV)."""
+
+    chip: ChipSpec
+    count: int
+    weights: str
+    kv: str
+    label: str = ""
+
+    @property
+    def bandwidth(self) -> float:
+        return max(t.bandwidth_bytes_per_s for t in self.chip.memory)
+
+    def flops(self, precision: str) -> float:
+        rates = self.chip.flops_per_s
+        return rates.get(precision, max(rates.values()))
+
+    @property
+    def link(self) -> float:
+        return max(self.chip.scale_up_bandwidth_bytes_per_s, self.chip.scale_out_bandwidth_bytes_per_s)
+
+    @property
+    def latency(self) -> float:
+        """The fastest chip-to-chip hop the catalogue lists."""
+        return self.chip.scale_up_latency_s
+
+    def seconds(self, flops_matmul: float, flops_attention: float) -> float:
+        return flops_matmul / (self.count * self.flops(self.weights)) + flops_attention / (
+            self.count * self.flops(self.kv))
+
+    def where(self) -> str:
+        return f"{self.count} × {self.chip.name}"
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.4g} GB"
+
+
+def _us(x: float) -> str:
+    return f"{x * 1e6:.3g} µs"
+
+
+def _work_terms(w: _Work, on: _Chips) -> list[Term]:
+    """The memory, compute and TP-exchange terms of ``w`` spread over all of ``on``'s chips."""
+    pre = f"{on.label} " if on.label else ""
+    terms = [
+        Term(f"{pre}memory", (w.weight_bytes + w.kv_bytes) / (on.count * on.bandwidth),
+             f"weights {_gb(w.weight_bytes)} + KV {_gb(w.kv_bytes)} over {on.where()} × "
+             f"{on.bandwidth / 1e12:.4g} TB/s"),
+        Term(f"{pre}compute", on.seconds(w.matmul_flops, w.attention_flops),
+             f"{(w.matmul_flops + w.attention_flops) / 1e12:.4g} TFLOP over {on.where()} × "
+             f"{on.flops(on.weights) / 1e12:.4g} TFLOP/s"),
+    ]
+    if w.exchange_bytes_per_chip:
+        terms.append(Term(f"{pre}TP exchange", w.exchange_bytes_per_chip / on.link,
+                          f"{w.exchange_bytes_per_chip / 1e6:.4g} MB received per chip over {on.link / 1e9:.4g} GB/s"))
+    return terms
+
+
+def _activation_bytes(weights: str) -> float:
+    return min(_BYTES_PER_VALUE[weights], 1.0)
+
+
+def _exchange(s: Shape, tokens: float, tp: int, pp: int, weights: str) -> float:
+    """Activation bytes each chip receives: (tp − 1)/tp of each token's hidden state, per layer it holds."""
+    return 0.0 if tp <= 1 else (s.layers / pp) * tokens * s.hidden * _activation_bytes(weights) * (tp - 1) / tp
+
+
+def _step_work(s: Shape, part: str, *, tokens: float, kv_tokens: float, pairs: float, tp: int, pp: int,
+               weights: str) -> _Work:
+    """One step of ``tokens`` new tokens reading ``kv_tokens`` cached (token, layer) entries."""
+    b = _BYTES_PER_VALUE[weights]
+    return _Work(
+        weight_bytes=s.part_params(part) * b,
+        kv_bytes=0.0 if part == "ffn" else kv_tokens * s.kv_bytes_per_token_layer,
+        matmul_flops=_FLOPS_PER_MAC * tokens * s.part_params(part),
+        attention_flops=0.0 if part == "ffn" else pairs * s.flops_per_pair,
+        exchange_bytes_per_chip=_exchange(s, tokens, tp, pp, weights),
+    )
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """One token's causal path: latencies that add up, and its work on each stage's chips."""
+
+    seconds: float = 0.0
+    parts: tuple[str, ...] = field(default_factory=tuple)
+
+    def plus(self, seconds: float, what: str) -> _Chain:
+        return self if seconds <= 0 else _Chain(self.seconds + seconds, (*self.parts, what))
+
+    def then(self, other: _Chain, times: int = 1) -> _Chain:
+        """This path followed by ``times`` passes of ``other``."""
+        if times <= 0 or other.seconds <= 0:
+            return self
+        what = " + ".join(other.parts)
+        return _Chain(self.seconds + times * other.seconds, (*self.parts, what if times == 1 else f"{times} × ({what})"))
+
+    def term(self) -> Term:
+        return Term("chain", self.seconds, " + ".join(self.parts) or "nothing")
+
+
+def _token_path(chain: _Chain, s: Shape, part: str, on: _Chips, *, tp: int, pp: int, context: float,
+                tp_latency: bool = True) -> _Chain:
+    """Add one token's pass through ``part`` on stages of ``tp`` chips (``on.count`` = all stages)."""
+    stage = replace(on, count=max(tp, 1))
+    kv = 0.0 if part == "ffn" else s.kv_tokens(context)
+    t = stage.seconds(_FLOPS_PER_MAC * s.part_params(part), kv * s.flops_per_pair)
+    pre = f"{on.label} " if on.label else ""
+    chain = chain.plus(t, f"{pre}1 token's FLOPs on {stage.where()}")
+    if on.chip.sram_only:
+        bytes_ = s.part_params(part) * _BYTES_PER_VALUE[on.weights] + kv * s.kv_bytes_per_token_layer
+        chain = chain.plus(bytes_ / (stage.count * on.bandwidth),
+                           f"{pre}its weights {_gb(bytes_)} from SRAM on {stage.where()}")
+    if tp > 1 and tp_latency:
+        chain = chain.plus(s.layers * on.latency, f"{pre}{s.layers} TP latencies × {_us(on.latency)}")
+    if pp > 1:
+        chain = chain.plus((pp - 1) * on.latency, f"{pre}{pp - 1} stage hops × {_us(on.latency)}")
+    return chain
+
+
+# ---- floors per pool kind ---------------------------------------------------------------------
+
+
+def _decode_span(cls: TrafficClass) -> tuple[float, int, float]:
+    """First context, number and mean context of the decode steps (contexts c0 + p … c0 + p + o − 2)."""
+    first, steps = float(cls.cached_prefix_tokens + cls.prompt_tokens), max(cls.output_tokens - 1, 1)
+    return first, steps, first + (steps - 1) / 2
+
+
+def _decode_bound(s: Shape, cls: TrafficClass, on: _Chips, lay: PartLayout, batch: float) -> tuple[list[Term], _Chain]:
+    """Terms and chain of one decode step of ``batch`` sequences, one token each."""
+    first, steps, mean = _decode_span(cls)
+    kv = batch * s.mean_kv_tokens(first, steps)
+    w = _step_work(s, "full", tokens=batch, kv_tokens=kv, pairs=kv, tp=lay.tp, pp=lay.pp, weights=on.weights)
+    return _work_terms(w, on), _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=mean)
+
+
+def _little_ceiling(slots: float, cls: TrafficClass, tpot: Bound) -> tuple[float | None, str]:
+    steps = cls.output_tokens - 1
+    if steps <= 0:
+        return None, "one output token: no decode step"
+    return slots / (steps * tpot.seconds), (f"{slots:g} slots / ({steps} decode steps × TPOT floor "
+                                             f"{tpot.seconds * 1e3:.4g} ms)")
+
+
+def _decode(ctx, cfg, cls, s, prec) -> Floors:
+    on = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec)
+    terms, chain = _decode_bound(s, cls, on, cfg.main, cfg.batch)
+    tpot = Bound((*terms, chain.term()))
+    cap, basis = _little_ceiling(cfg.batch, cls, tpot)
+    return Floors("decode", tpot=tpot, capacity_rps_per_replica=cap, capacity_basis=basis)
+
+
+def _prompt_work(s: Shape, cls: TrafficClass, steps: int, lay: PartLayout, weights: str) -> _Work:
+    """One prompt's own work: its FLOPs, its KV written and prefix read once, weights read each step."""
+    p, c0 = float(cls.prompt_tokens), float(cls.cached_prefix_tokens)
+    w = _step_work(s, "full", tokens=p, kv_tokens=s.kv_tokens(c0 + p), pairs=s.prefill_pairs(p, c0),
+                   tp=lay.tp, pp=lay.pp, weights=weights)
+    return replace(w, weight_bytes=w.weight_bytes * steps)
+
+
+def _prefill(ctx, cfg, cls, s, prec) -> Floors:
+    on = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec)
+    one = _prompt_work(s, cls, 1, cfg.main, on.weights)
+    chain = _token_path(_Chain(), s, "full", on, tp=cfg.main.tp, pp=cfg.main.pp, context=_decode_span(cls)[0])
+    ttft = Bound((*_work_terms(one, on), chain.term()))
+    # Throughput: every prompt's FLOPs and KV, the weights once per batch of prompts.
+    per_prompt = Bound(tuple(_work_terms(replace(one, weight_bytes=one.weight_bytes / cfg.batch), on)))
+    basis = f"1 prompt per {per_prompt.seconds * 1e3:.4g} ms ({per_prompt.binding.name}: {per_prompt.binding.detail})"
+    return Floors("prefill", ttft=ttft, capacity_rps_per_replica=1.0 / per_prompt.seconds, capacity_basis=basis)
+
+
+def _aggregated(ctx, cfg, cls, s, prec) -> Floors:
+    on = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec)
+    lay, chunk = cfg.main, float(cfg.chunk_tokens or 0)
+    p, c0 = float(cls.prompt_tokens), float(cls.cached_prefix_tokens)
+    first, steps, mean = _decode_span(cls)
+    decode_kv = cfg.batch * s.mean_kv_tokens(first, steps)
+    share = chunk / p  # a step carries C of the prompt's p tokens: C/p of its pairs and KV
+    step = _step_work(s, "full", tokens=cfg.batch + chunk,
+                      kv_tokens=decode_kv + share * s.kv_tokens(c0 + p),
+                      pairs=decode_kv + share * s.prefill_pairs(p, c0), tp=lay.tp, pp=lay.pp, weights=on.weights)
+    path = _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=mean)
+    tpot = Bound((*_work_terms(step, on), path.term()))
+    n = max(math.ceil(p / chunk), 1) if chunk else 1
+    ttft = Bound((*_work_terms(_prompt_work(s, cls, n, lay, on.weights), on),
+                  Term("chain", n * path.seconds, f"{n} sequential chunk steps × ({path.term().detail})")))
+    # Little's law on the decode slots, with steps carrying only decode tokens (the fastest they can be).
+    decode_only, _ = _decode_bound(s, cls, on, lay, cfg.batch)
+    cap, basis = _little_ceiling(cfg.batch, cls, Bound((*decode_only, path.term())))
+    return Floors("aggregated", tpot=tpot, ttft=ttft, capacity_rps_per_replica=cap, capacity_basis=basis)
+
+
+def _spec(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
+    gamma = int(cfg.draft_tokens or len(ctx.instance.draft.acceptance))
+    ds = model_shape(ctx.draft_model, prec[1])
+    target = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec, label="target")
+    dlay = cfg.partner or cfg.main
+    draft = _Chips(ctx.chips[dlay.chip], dlay.chips, *prec, label="draft")
+    first, steps, ctx_mean = _decode_span(cls)
+    n = gamma + 1
+    kv_t = cfg.batch * s.mean_kv_tokens(first, steps)
+    verify = _step_work(s, "full", tokens=cfg.batch * n, kv_tokens=kv_t, pairs=n * kv_t,
+                        tp=cfg.main.tp, pp=cfg.main.pp, weights=target.weights)
+    kv_d = cfg.batch * ds.mean_kv_tokens(first, steps)
+    one_draft = _step_work(ds, "full", tokens=cfg.batch, kv_tokens=kv_d, pairs=kv_d, tp=dlay.tp, pp=dlay.pp,
+                           weights=draft.weights)
+    draft_step = _token_path(_Chain(), ds, "full", draft, tp=dlay.tp, pp=dlay.pp, context=ctx_mean)
+    chain = _token_path(_Chain().then(draft_step, gamma), s, "full", target, tp=cfg.main.tp, pp=cfg.main.pp,
+                        context=ctx_mean)
+    if cfg.partner is None:
+        # Same chips: the draft's γ steps and the verify share their bandwidth and FLOP/s.
+        terms = _work_terms(verify + one_draft.times(gamma), replace(target, label=""))
+    else:
+        terms = [*_work_terms(verify, target), *_work_terms(one_draft.times(gamma), draft)]
+        chain = chain.plus(2 * crossing_s, f"draft↔target round trip 2 × {_us(crossing_s)}")
+    cycle = Bound((*terms, replace(chain.term(), detail=f"{gamma} draft steps + verify: {chain.term().detail}")))
+    tpot = cycle.scaled(1.0 / n, f"; cycle ÷ {n} tokens")
+    cap, basis = _little_ceiling(cfg.batch, cls, tpot)
+    return Floors("decode-spec", tpot=tpot, capacity_rps_per_replica=cap, capacity_basis=basis)
+
+
+def _attention_ffn(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
+    a_lay, f_lay = cfg.main, cfg.partner
+    group = _Chips(ctx.chips[a_lay.chip], a_lay.chips // a_lay.dp, *prec, label="attention")
+    ffn = _Chips(ctx.chips[f_lay.chip], f_lay.chips, *prec, label="FFN")
+    b, tokens = float(cfg.batch), float(cfg.batch * a_lay.dp)
+    first, steps, ctx_mean = _decode_span(cls)
+    kv = b * s.mean_kv_tokens(first, steps)
+    attn = _step_work(s, "attention", tokens=b, kv_tokens=kv, pairs=kv, tp=a_lay.tp, pp=a_lay.pp,
+                      weights=group.weights)
+    # The FFN's combine can happen on the attention side as the results come back: no certain FFN exchange.
+    ffn_work = replace(_step_work(s, "ffn", tokens=tokens, kv_tokens=0.0, pairs=0.0, tp=1, pp=1, weights=ffn.weights),
+                       exchange_bytes_per_chip=0.0)
+    one_way = s.layers * s.hidden * _activation_bytes(prec[0])  # bytes per token per direction
+    crossing = [
+        Term("crossing (attention side)", b * one_way / (group.count * group.link),
+             f"{_gb(b * one_way)} each way per attention group over {group.where()} × {group.link / 1e9:.4g} GB/s"),
+        Term("crossing (FFN side)", tokens * one_way / (ffn.count * ffn.link),
+             f"{_gb(tokens * one_way)} each way over {ffn.where()} × {ffn.link / 1e9:.4g} GB/s"),
+    ]
+    chain = _Chain().plus(2 * s.layers * crossing_s, f"{2 * s.layers} crossings × {_us(crossing_s)}")
+    chain = _token_path(chain, s, "attention", group, tp=a_lay.tp, pp=1, context=ctx_mean, tp_latency=False)
+    # A token reaches layer l's FFN stage only through the attention side: no stage hops, one stage at a time.
+    chain = _token_path(chain, s, "ffn", ffn, tp=f_lay.chips // f_lay.pp, pp=1, context=0.0, tp_latency=False)
+    tpot = Bound((*_work_terms(attn, group), *_work_terms(ffn_work, ffn), *crossing, chain.term()))
+    cap, basis = _little_ceiling(tokens, cls, tpot)
+    return Floors("decode-af", tpot=tpot, capacity_rps_per_replica=cap, capacity_basis=basis)
+
+
+def config_floors(cfg: PoolConfig, ctx: Context, *, crossing_latency_s: float | None = None) -> Floors:
+    """Floors of one pool configuration for its traffic class.
+
+    ``crossing_latency_s`` is the one-way latency between the two parts of a
+    paired configuration (attention–FFN, remote draft); by default the faster
+    chip's scale-up latency, the fastest hop the catalogue lists.
+
+    Raises
+    ------
+    KeyError
+        When the configuration names a chip or class the context lacks.
+    """
+    if cfg.kind == "measured":
+        return Floors("measured", capacity_basis="measured: not checked")
+    cls = ctx.classes[cfg.traffic_class]
+    prec = (ctx.instance.precision.weights, ctx.instance.precision.kv)
+    s = model_shape(ctx.model, prec[1])
+    if cfg.kind in ("decode-spec", "decode-af"):
+        if crossing_latency_s is None:
+            parts = [cfg.main] + ([cfg.partner] if cfg.partner else [])
+            crossing_latency_s = min(ctx.chips[p.chip].scale_up_latency_s for p in parts)
+        fn = _spec if cfg.kind == "decode-spec" else _attention_ffn
+        return fn(ctx, cfg, cls, s, prec, crossing_latency_s)
+    return {"decode": _decode, "prefill": _prefill, "aggregated": _aggregated}[cfg.kind](ctx, cfg, cls, s, prec)
+
+
+def floors(pool: Pool, ctx: Context, plan: Plan | None = None) -> Floors:
+    """Floors of a plan's pool (both parts of a paired pool share the pair's floors).
+
+    With ``plan``, a paired pool's crossings take the lowest latency among the
+    paths its pairs use (the same site: the faster chip's scale-up latency).
+    """
+    lat = None if plan is None else _crossing_latency_s(ctx, plan, pool)
+    return config_floors(pool.config, ctx, crossing_latency_s=lat)
+
+
+# ---- checking a plan --------------------------------------------------------------------------
+
+
+def _crossing_latency_s(ctx: Context, plan: Plan, pool: Pool) -> float | None:
+    """Lowest one-way latency among the pairs a paired pool's column uses (None: no pairs listed)."""
+    cfg = pool.config
+    if cfg.partner is None:
+        return None
+    fastest = min(ctx.chips[p.chip].scale_up_latency_s for p in (cfg.main, cfg.partner))
+    lats = [fastest if pr.source_site == pr.target_site else _path_latency_s(ctx, pr.source_site, pr.target_site)
+            for pr in plan.pairs if pr.column == pool.column and pr.replicas > 1e-9]
+    return min((x for x in lats if x is not None), default=None)
+
+
+def _path_latency_s(ctx: Context, source: str, target: str) -> float | None:
+    try:
+        return nx.shortest_path_length(ctx.graph, source, target, weight="latency_s")
+    except (nx.NetworkXNoPath, nx.NodeNotFound):
+        return None
+
+
+def _checkable(ctx: Context, pool: Pool) -> bool:
+    cfg, spec = pool.config, pool.config.kind == "decode-spec"
+    return (cfg.kind == "measured" or cfg.traffic_class in ctx.classes) and not (spec and ctx.draft_model is None) \
+        and all(p.chip in ctx.chips for p in (cfg.main, cfg.partner) if p is not None)
+
+
+def _below(claim_ms: float | None, bound: Bound | None) -> bool:
+    return claim_ms is not None and bound is not None and claim_ms < bound.seconds * 1e3 * (1 - RTOL)
+
+
+def check_floors(plan: Plan, ctx: Context) -> list[str]:
+    """Every claim of ``plan`` that beats its physical floor, as a sentence naming the binding term.
+
+    Checks each pool's ``tpot_ms`` and ``ttft_ms``, each main pool's capacity
+    per replica for its class against the ceiling the floors imply, and each
+    class's ``ttft_ms``/``tpot_ms`` (the worst of its pools) against the
+    largest floor among the pools serving it.
+
+    Examples
+    --------
+    >>> from placement.core.floors import check_floors
+    >>> check_floors(plan, ctx)   # doctest: +SKIP
+    []
+    """
+    if plan.status not in ("optimal", "feasible", "time_limit"):
+        return []
+    v: list[str] = []
+    by_pool: dict[str, Floors] = {}
+    for pool in plan.pools:
+        if not _checkable(ctx, pool):
+            continue  # the verifier reports unknown chips and classes
+        f = floors(pool, ctx, plan)
+        by_pool[pool.id] = f
+        for name, claim, bound in (("tpot_ms", pool.tpot_ms, f.tpot), ("ttft_ms", pool.ttft_ms, f.ttft)):
+            if _below(claim, bound):
+                v.append(f"pool {pool.id} {name} {claim:.4g} < floor {bound.seconds * 1e3:.4g} ({bound})")
+        if pool.part or f.capacity_rps_per_replica is None:
+            continue
+        for step, cap in sorted(pool.capacity_rps_per_replica.items()):
+            if step.split("|")[0] == pool.config.traffic_class and cap > f.capacity_rps_per_replica * (1 + RTOL):
+                v.append(f"pool {pool.id} capacity_rps_per_replica[{step}] {cap:.4g} > ceiling "
+                         f"{f.capacity_rps_per_replica:.4g} ({f.capacity_basis})")
+    for cp in plan.classes:
+        serving = [p for p in plan.pools if p.part == 0 and p.id in by_pool and any(
+            st.split("|")[0] == cp.name and r > 1e-12 for s in p.sites for st, r in s.load_rps.items())]
+        for name, claim, pick in (("ttft_ms", cp.ttft_ms, lambda f: f.ttft), ("tpot_ms", cp.tpot_ms, lambda f: f.tpot)):
+            bounds = [(pick(by_pool[p.id]), p.id) for p in serving if pick(by_pool[p.id]) is not None]
+            if not bounds:
+                continue
+            bound, pid = max(bounds, key=lambda x: x[0].seconds)
+            if _below(claim, bound):
+                v.append(f"class {cp.name} {name} {claim:.4g} < floor {bound.seconds * 1e3:.4g} of pool {pid} "
+                         f"({bound})")
+    return v
