@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
+from solvers.tolerances import REL_OBJECTIVE_REPORT
+
 __all__ = ["Outcome", "available_backends", "run"]
 
 log = logging.getLogger(__name__)
@@ -214,7 +216,7 @@ def _consistent(h) -> bool:
     if info.primal_solution_status != 2:
         return True
     reported, actual = info.objective_function_value, _solution_objective(h)
-    return abs(reported - actual) <= 1e-6 * max(1.0, abs(actual))
+    return abs(reported - actual) <= REL_OBJECTIVE_REPORT * max(1.0, abs(actual))
 
 
 def _make_solver(

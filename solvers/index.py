@@ -482,15 +482,6 @@ class Index:
             choices=choices,
         )
 
-    def unit_coefficient(self, site: Site) -> float:
-        """Primary objective per unit placed in ``site`` ($/h, W or 1)."""
-        objective = self.problem.objective
-        if objective == "cost":
-            return site.usd_per_hour_per_unit
-        if objective == "power":
-            return site.power_w_per_unit
-        return 1.0
-
     def replica_units(self, key: tuple[str, int, str]) -> int:
         """u_p of the replica key ``(column, part, site)`` (also ``units[key]``)."""
         return self.units[key]

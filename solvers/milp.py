@@ -61,6 +61,7 @@ from solvers.index import Index
 from solvers.packing import check_packable, pack_into_domains
 from solvers.problem import Problem
 from solvers.solution import Solution
+from solvers.tolerances import REL_OBJECTIVE, TIE_BREAK
 from solvers.variables import Key3, Variables, add_row, define_variables, gc_paused
 
 __all__ = [
@@ -90,10 +91,6 @@ __all__ = [
 
 #: Relative MIP gap used when ``gap=None``: prove optimality (HiGHS' own default is 1e-4).
 DEFAULT_GAP = 1e-9
-
-# Tie-break weight relative to the cheapest unit, small enough that the
-# primary objective moves by at most ~1e-7 relative (see set_objective).
-_TIE = 1e-7
 
 #: Relative slack of the big-M of the single-resource rows (see add_single_resource).
 CHOICE_SLACK = 2.0**-10
@@ -475,10 +472,10 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
     units = ix.units
     weights = [w / units[k] for k, w in v.primary.items() if w > 0]
     w_min = min(weights) if weights else 1.0
-    eps_u = 0.0 if ix.problem.objective == "units" else _TIE * w_min
+    eps_u = 0.0 if ix.problem.objective == "units" else TIE_BREAK * w_min
     primary = v.primary
     coefs = {var: primary[k] + eps_u * units[k] for k, var in v.n.items()}
-    coefs.update(dict.fromkeys(v.f.values(), _TIE * w_min))
+    coefs.update(dict.fromkeys(v.f.values(), TIE_BREAK * w_min))
     m.setObjective(pulp.LpAffineExpression(coefs))
 
 
@@ -632,7 +629,7 @@ def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome
     if not outcome.has_values:
         return True
     found = {var: var.varValue for var in v.n.values()}
-    return primary_objective(v, values) < primary_objective(v, found) * (1 - 1e-9)
+    return primary_objective(v, values) < primary_objective(v, found) * (1 - REL_OBJECTIVE)
 
 
 def solve(
