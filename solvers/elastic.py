@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from solvers.backends import run
+from solvers.backends import SolveOptions, run
 from solvers.extract import model_stats, to_solution
 from solvers.milp import Variables, build_model
 from solvers.problem import Problem
@@ -213,7 +213,7 @@ def elastic_shortfall(
     ix = v.index
     stats = model_stats(m)
     common = {"backend": backend, "build_seconds": time.perf_counter() - start, "stats": stats}
-    outcome = run(m, backend, mip=True, time_limit_s=time_limit_s, gap=gap, threads=None, msg=False)
+    outcome = run(m, backend, SolveOptions(time_limit_s=time_limit_s, gap=gap))
     if not outcome.has_values:
         return Shortfalls(status=outcome.status, message=outcome.message)
     sol = to_solution(v, status=outcome.status, message=outcome.message, bound=None,

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import pulp
 
-from solvers.backends import available_backends, run
+from solvers.backends import SolveOptions, available_solvers, run
 from solvers.export import export_model
 from solvers.extract import empty_solution, model_stats, to_solution
 from solvers.index import Index
@@ -77,7 +77,7 @@ __all__ = [
     "add_site_units",
     "add_step_coverage",
     "add_transfer_conservation",
-    "available_backends",
+    "available_solvers",
     "build_model",
     "check_packable",
     "define_variables",
@@ -582,9 +582,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
         known = prepare(m, v) if prepare is not None else Start()
         for var, value in (known.fixed or {}).items():
             var.lowBound = var.upBound = value
-        outcome = run(
-            m,
-            backend,
+        options = SolveOptions(
             mip=mip,
             time_limit_s=None if time_limit_s is None else time_left(time_limit_s, known.seconds),
             gap=DEFAULT_GAP if gap is None else gap,
@@ -593,6 +591,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
             start=known.values,
             target=known.target,
         )
+        outcome = run(m, backend, options)
         status, message = outcome.status, outcome.message + known.note
         bounds = [b for b in (outcome.bound, known.lower_bound) if b is not None]
         bound = max(bounds) if bounds else None
@@ -647,9 +646,10 @@ def solve(
     problem : Problem
         The problem.
     backend : str
-        ``"cbc"`` (bundled CBC), ``"highs"`` (highspy API) or any name
-        :func:`pulp.getSolver` knows. An unavailable backend gives
-        ``status="error"`` naming the available ones, never an exception.
+        A solver name of :func:`solvers.backends.get_solver`: ``"cbc"``
+        (bundled CBC), ``"highs"`` (highspy API), a registered backend or any
+        name :func:`pulp.getSolver` knows. An unknown or unavailable backend
+        gives ``status="error"`` naming the available ones, never an exception.
     time_limit_s : float, optional
         Wall-clock limit of the solver. When hit, ``status="time_limit"``
         with the incumbent if there is one (no placement otherwise). Model
