@@ -50,6 +50,7 @@ from collections import defaultdict
 import numpy as np
 import pulp
 
+from solvers.index import PairSplit
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
@@ -81,6 +82,7 @@ def solve(
     gap: float | None = None,
     threads: int | None = None,
     msg: bool = False,
+    pair_split: PairSplit = "auto",
 ) -> Solution:
     """Solve ``problem`` as :func:`solvers.milp.solve` does, in two levels when it is large.
 
@@ -101,7 +103,7 @@ def solve(
     >>> sol.status, sol.objective
     ('optimal', 3.0)
     """
-    options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg}
+    options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split}
     if _size(problem) < MIN_SIZE:
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
     began = time.perf_counter()
@@ -192,7 +194,8 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     of benchmarks/RESULTS.md).
     """
     began = time.perf_counter()
-    lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"))
+    lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"),
+               pair_split=options.get("pair_split", "auto"))
     support = restricted(problem, _near(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
     found = None
     if support is not None:
