@@ -247,7 +247,7 @@ class _Placements:
     hub_edges: dict[tuple[str, int, str, str], EdgeUse] = field(default_factory=dict)
 
 
-class RoundTrips:
+class _RoundTrips:
     """Round trips between two nodes along the routing's paths, cached per node pair.
 
     ``trips(a, b)`` is (worst one-way latency in ps, edges used there and back
@@ -329,7 +329,7 @@ class Index:
         demands = _active_demands(problem)
         transfers = _active_transfers(problem, {r.name for r in demands.routes})
         network = _network(problem)
-        trips = RoundTrips(network.routing, network.capacity)
+        trips = _RoundTrips(network.routing, network.capacity)
         placed = _place_columns(problem, demands, network, trips, pair_split)
         return cls(
             problem=problem,
@@ -435,15 +435,41 @@ def _network(problem: Problem) -> _Network:
     return _Network(nodes, capacity, edges, graph, Routing(graph))
 
 
+class _Pairing:
+    """The site pairs (or, on tree fleets, half-pairs at hubs) a two-part column may use."""
+
+    def __init__(self, network: _Network, trips: _RoundTrips, pair_split: PairSplit):
+        self.tree = HubTree.of(network.graph, network.capacity) if pair_split != "pairs" else None
+        self.trips = trips
+        self.pair_split = pair_split
+        self._halves_of: dict[tuple, list[tuple[int, str, str, EdgeUse]] | None] = {}
+
+    def of(self, c: Column, hosts: list[list[Site]]) -> tuple[list[tuple[str, str, EdgeUse]],
+                                                              list[tuple[int, str, str, EdgeUse]]]:
+        """(pairs, half-pairs) of ``c`` on ``hosts``: one of the two lists is used, the other is empty."""
+        limit = math.inf if math.isinf(c.pair_max_latency_s) else latency_ps(c.pair_max_latency_s)
+        if self.tree is not None:
+            traffic = c.pair_bytes_per_s > 0
+            signature = (*(tuple(s.name for s in h) for h in hosts), limit, traffic)
+            if signature not in self._halves_of:
+                found = self.tree.halves(hosts, limit, traffic)
+                # Halves where they are fewer than the pairs they replace (at most |S0|·|S1|).
+                fewer = self.pair_split == "hubs" or len(found) < len(hosts[0]) * len(hosts[1])
+                self._halves_of[signature] = found if fewer else None
+            found = self._halves_of[signature]
+            if found is not None:
+                return [], found
+        return _allowed_pairs(c, hosts, limit, self.trips), []
+
+
 def _place_columns(
-    problem: Problem, demands: _Demands, network: _Network, trips: RoundTrips, pair_split: PairSplit
+    problem: Problem, demands: _Demands, network: _Network, trips: _RoundTrips, pair_split: PairSplit
 ) -> _Placements:
     """Keys of the variables of every column that serves an active step on some site, by column name."""
     sites_of: dict[str, list[Site]] = defaultdict(list)
     for s in sorted(problem.sites, key=lambda s: s.name):
         sites_of[s.resource].append(s)
-    tree = HubTree.of(network.graph, network.capacity) if pair_split != "pairs" else None
-    halves_of: dict[tuple, list[tuple[int, str, str, EdgeUse]] | None] = {}
+    pairing = _Pairing(network, trips, pair_split)
     out = _Placements()
     for c in sorted(problem.columns, key=lambda c: c.name):
         steps = sorted(q for q in c.capacity if q in demands.active_steps)
@@ -454,27 +480,8 @@ def _place_columns(
         pairs: list[tuple[str, str, EdgeUse]] = []
         halves: list[tuple[int, str, str, EdgeUse]] = []
         if len(c.parts) == 2 and steps:
-            limit = (
-                math.inf
-                if math.isinf(c.pair_max_latency_s)
-                else latency_ps(c.pair_max_latency_s)
-            )
-            found = None
-            if tree is not None:
-                traffic = c.pair_bytes_per_s > 0
-                signature = (*(tuple(s.name for s in h) for h in hosts), limit, traffic)
-                if signature not in halves_of:
-                    found = tree.halves(hosts, limit, traffic)
-                    # Halves where they are fewer than the pairs they replace (at most |S0|·|S1|).
-                    fewer = pair_split == "hubs" or len(found) < len(hosts[0]) * len(hosts[1])
-                    halves_of[signature] = found if fewer else None
-                found = halves_of[signature]
-            if found is not None:
-                halves = found
-                used = [{h[1] for h in halves if h[0] == p} for p in (0, 1)]
-            else:
-                pairs = _allowed_pairs(c, hosts, limit, trips)
-                used = [{p[0] for p in pairs}, {p[1] for p in pairs}]
+            pairs, halves = pairing.of(c, hosts)
+            used = [{pair[p] for pair in pairs} | {h[1] for h in halves if h[0] == p} for p in (0, 1)]
             hosts = [[s for s in hosts[p] if s.name in used[p]] for p in (0, 1)]
         if not steps or not hosts[0]:
             continue
@@ -495,7 +502,7 @@ def _place_columns(
 
 
 def _allowed_pairs(
-    c: Column, hosts: list[list[Site]], limit_ps: float, trips: RoundTrips
+    c: Column, hosts: list[list[Site]], limit_ps: float, trips: _RoundTrips
 ) -> list[tuple[str, str, EdgeUse]]:
     """(site of part 0, site of part 1, round-trip edges) of every pair within the latency limit."""
     pairs = []
