@@ -4,14 +4,15 @@ Public entry points::
 
     from solvers import Problem, solve, relax, lp_bound, export_model, bruteforce
     from solvers import elastic_shortfall   # why a problem is infeasible (solvers.elastic)
+    from solvers import available_solvers, get_solver, register_solver   # backends by name
 """
 
+from solvers.backends import available_solvers, get_solver, register_solver
 from solvers.bruteforce import bruteforce
 from solvers.elastic import Shortfalls, elastic_shortfall
 from solvers.milp import (
     DEFAULT_GAP,
     Variables,
-    available_backends,
     build_model,
     check_packable,
     export_model,
@@ -43,14 +44,16 @@ __all__ = [
     "Solution",
     "Transfer",
     "Variables",
-    "available_backends",
+    "available_solvers",
     "bruteforce",
     "build_model",
     "check_packable",
     "elastic_shortfall",
     "export_model",
+    "get_solver",
     "lp_bound",
     "pack_into_domains",
+    "register_solver",
     "relax",
     "solve",
 ]

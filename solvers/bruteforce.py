@@ -1,7 +1,8 @@
 """Reference solver for tiny problems: enumerate replica counts, check the rest with an LP.
 
-Written independently of :mod:`solvers.milp` (own path computation with
-networkx, own unscaled LP) so that agreement between the two is evidence.
+Written independently of :mod:`solvers.milp` (own unscaled LP, own
+enumeration) so that agreement between the two is evidence; paths are the one
+routing definition, :class:`topology.routing.Routing`, tested on its own.
 
 Every integer vector n with 0 ≤ n_{c,p,s} ≤ D_s·m_s // u_p is enumerated;
 vectors violating units per site, the power cap or the budget are dropped;
@@ -22,8 +23,10 @@ from itertools import pairwise
 import networkx as nx
 import pulp
 
-from solvers.problem import Problem
+from solvers.problem import Problem, unit_weight
 from solvers.solution import Flow, Load, Pair, Placement, Solution, clean
+from solvers.tolerances import REL_FEASIBILITY, TIE_BREAK
+from topology.routing import Routing
 
 __all__ = ["allowed_pairs", "bruteforce", "replicas_feasible"]
 
@@ -52,7 +55,8 @@ def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple
     graph.add_nodes_from(s.node for s in problem.sites)
     for e in problem.edges:
         if e.source != e.target:
-            graph.add_edge(e.source, e.target, latency=e.latency_s)
+            graph.add_edge(e.source, e.target, latency_s=e.latency_s)
+    routing = Routing(graph)
     out = {}
     for c in problem.columns:
         if len(c.parts) != 2:
@@ -64,30 +68,14 @@ def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple
             for s1 in problem.sites:
                 if s1.resource != c.parts[1].resource:
                     continue
-                try:
-                    lat_f, there = nx.single_source_dijkstra(
-                        graph, s0.node, s1.node, weight="latency"
-                    )
-                    lat_b, back = nx.single_source_dijkstra(
-                        graph, s1.node, s0.node, weight="latency"
-                    )
-                except nx.NetworkXNoPath:
+                there, back = routing.path(s0.node, s1.node), routing.path(s1.node, s0.node)
+                if there is None or back is None:
                     continue
-                if max(lat_f, lat_b) <= c.pair_max_latency_s * (1 + 1e-9):
+                lat_s = max(routing.latency_s(s0.node, s1.node), routing.latency_s(s1.node, s0.node))
+                if lat_s <= c.pair_max_latency_s * (1 + REL_FEASIBILITY):
                     edges = list(pairwise(there)) + list(pairwise(back))
                     out[c.name].append((s0.name, s1.name, edges))
     return out
-
-
-def _weights(problem: Problem):
-    def weight(site):
-        if problem.objective == "cost":
-            return site.usd_per_hour_per_unit
-        if problem.objective == "power":
-            return site.power_w_per_unit
-        return 1.0
-
-    return weight
 
 
 def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_000) -> Solution:
@@ -121,7 +109,6 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
     3.0
     """
     start = time.perf_counter()
-    weight = _weights(problem)
     site = {s.name: s for s in problem.sites}
     pairs = allowed_pairs(problem)
     paired = {c: ({p[0] for p in ps}, {p[1] for p in ps}) for c, ps in pairs.items()}
@@ -156,14 +143,12 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
             used[s] += u
             power += site[s].power_w_per_unit * u
             cost += site[s].usd_per_hour_per_unit * u
-            objective += weight(site[s]) * u
+            objective += unit_weight(problem.objective, site[s]) * u
         if any(used[s] > site[s].units_per_domain * site[s].domains for s in used):
             continue
-        if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + 1e-9):
+        if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + REL_FEASIBILITY):
             continue
-        if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (
-            1 + 1e-9
-        ):
+        if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + REL_FEASIBILITY):
             continue
         candidates.append((objective, vec, cost, power))
     candidates.sort()
@@ -252,9 +237,9 @@ def replicas_feasible(
         cost += site[s].usd_per_hour_per_unit * u
     if any(used[s] > site[s].units_per_domain * site[s].domains for s in used):
         return False
-    if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + 1e-9):
+    if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + REL_FEASIBILITY):
         return False
-    if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + 1e-9):
+    if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + REL_FEASIBILITY):
         return False
     pairs = allowed_pairs(problem)
     keys = sorted(replicas)
@@ -407,7 +392,7 @@ def _feasibility_lp(problem: Problem, keys, pairs):
             terms += [(z[c, s0, s1], col[c].pair_bytes_per_s / _GB)] * used.count(key)
         row(terms, pulp.LpConstraintLE, e.capacity_bytes_per_s / _GB, f"edge{ri}")
         ri += 1
-    lp.setObjective(pulp.LpAffineExpression({v: 1e-6 for v in f.values()}))
+    lp.setObjective(pulp.LpAffineExpression({v: TIE_BREAK for v in f.values()}))
     return lp, n, {"x": x, "a": a, "z": z, "f": f, "col": col}
 
 

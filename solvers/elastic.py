@@ -50,11 +50,12 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from solvers.backends import run
+from solvers.backends import SolveOptions, run
 from solvers.extract import model_stats, to_solution
 from solvers.milp import Variables, build_model
 from solvers.problem import Problem
 from solvers.solution import Solution
+from solvers.tolerances import ROW_FEASIBILITY, TIE_BREAK
 
 __all__ = ["W_DEMAND", "W_LIMIT", "ElasticModel", "Shortfalls", "build_elastic_model", "elastic_shortfall"]
 
@@ -62,10 +63,6 @@ __all__ = ["W_DEMAND", "W_LIMIT", "ElasticModel", "Shortfalls", "build_elastic_m
 W_LIMIT = 1.0
 #: Penalty per class left entirely unserved.
 W_DEMAND = 1e6
-#: Tie-break per flow unit (``Variables.flow_unit`` bytes/s), against circulating flow.
-_FLOW_TIE = 1e-7
-#: Relative slack below this is solver noise, not a shortfall.
-_TOL = 1e-6
 #: Default time limit of the elastic solve (seconds); diagnosis must not hang.
 DEFAULT_TIME_LIMIT_S = 30.0
 #: Relative gap: within 1 % of the smallest total raise. CBC can take minutes to close the last
@@ -179,7 +176,7 @@ def build_elastic_model(problem: Problem) -> ElasticModel:
     if missing:  # pragma: no cover - add_route_split writes one row per active demand
         raise ValueError(f"elastic model: no route_split row for demands {missing}")
     objective = dict(penalties)
-    objective.update({var: _FLOW_TIE for var in v.f.values()})
+    objective.update({var: TIE_BREAK for var in v.f.values()})
     m.setObjective(pulp.LpAffineExpression(objective))
     return em
 
@@ -216,7 +213,7 @@ def elastic_shortfall(
     ix = v.index
     stats = model_stats(m)
     common = {"backend": backend, "build_seconds": time.perf_counter() - start, "stats": stats}
-    outcome = run(m, backend, mip=True, time_limit_s=time_limit_s, gap=gap, threads=None, msg=False)
+    outcome = run(m, backend, SolveOptions(time_limit_s=time_limit_s, gap=gap))
     if not outcome.has_values:
         return Shortfalls(status=outcome.status, message=outcome.message)
     sol = to_solution(v, status=outcome.status, message=outcome.message, bound=None,
@@ -224,7 +221,7 @@ def elastic_shortfall(
     unserved = {}
     for k, s in sorted(em.demand.items()):
         share = min(1.0, _value(s))
-        if share > _TOL:
+        if share > ROW_FEASIBILITY:
             unserved[k] = ix.rate[k] * share
     used: dict[str, float] = {}
     for p in sol.replicas:
@@ -234,19 +231,19 @@ def elastic_shortfall(
         site = ix.site[name]
         has = float(site.units_per_domain * site.domains)
         need = used.get(name, 0.0)
-        if _value(s) > _TOL and need > has:
+        if _value(s) > ROW_FEASIBILITY and need > has:
             sites[name] = (need, has)
     load = {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads}
     edges = {}
     for e, s in sorted(em.edge.items()):
         cap = ix.capacity[e]
-        if _value(s) > _TOL:
+        if _value(s) > ROW_FEASIBILITY:
             edges[e] = (max(load.get(e, 0.0), cap * (1 + _value(s))), cap)
     power = budget = None
-    if em.power is not None and _value(em.power) > _TOL:
+    if em.power is not None and _value(em.power) > ROW_FEASIBILITY:
         cap = float(problem.power_cap_w)
         power = (max(sol.power_w, cap * (1 + _value(em.power))), cap)
-    if em.budget is not None and _value(em.budget) > _TOL:
+    if em.budget is not None and _value(em.budget) > ROW_FEASIBILITY:
         cap = float(problem.budget_usd_per_hour)
         budget = (max(sol.cost_usd_per_hour, cap * (1 + _value(em.budget))), cap)
     return Shortfalls(status=outcome.status, message=outcome.message, unserved_rps=unserved, sites=sites,

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pulp
 
-from solvers.solution import ZERO, EdgeLoad, Flow, Load, Pair, Placement, Solution, clean
+from solvers.solution import EdgeLoad, Flow, Load, Pair, Placement, Solution, clean
+from solvers.tolerances import INTEGRALITY, ZERO
 
 if TYPE_CHECKING:
     from solvers.milp import Variables
@@ -166,7 +167,7 @@ def match_hubs(halves: dict[tuple[str, int, str, str], float]) -> dict[tuple[str
     """
     sides: dict[tuple[str, str], tuple[list, list]] = defaultdict(lambda: ([], []))
     for (c, p, s, h), count in sorted(halves.items()):
-        if count > 1e-9:
+        if count > ZERO:
             sides[c, h][p].append([s, count])
     out: dict[tuple[str, str, str], float] = defaultdict(float)
     for (c, _), (zeros, ones) in sorted(sides.items()):
@@ -176,9 +177,9 @@ def match_hubs(halves: dict[tuple[str, int, str, str], float]) -> dict[tuple[str
             out[c, zeros[i][0], ones[j][0]] += amount
             zeros[i][1] -= amount
             ones[j][1] -= amount
-            if zeros[i][1] <= 1e-9:
+            if zeros[i][1] <= ZERO:
                 i += 1
-            if ones[j][1] <= 1e-9:
+            if ones[j][1] <= ZERO:
                 j += 1
     return dict(out)
 
@@ -297,7 +298,7 @@ def to_solution(
         edge_loads=edge_loads,
         cost_usd_per_hour=clean(cost),
         power_w=clean(power),
-        units=math.ceil(units - 1e-6) if relaxed else round(units),
+        units=math.ceil(units - INTEGRALITY) if relaxed else round(units),
         **stats,
     )
     return Solution(**fields)

@@ -1,6 +1,8 @@
 """The placement MILP, one function per constraint family (notation: :mod:`solvers.problem`).
 
-:func:`build_model` reads like the formulation::
+:func:`build_model` reads like the formulation (the families are in
+:mod:`solvers.constraints` and :mod:`solvers.network_rows`, the objective in
+:mod:`solvers.objective`, the variables in :mod:`solvers.variables`)::
 
     min   Σ w_s·u_p·n_{c,p,s}  (+ a tiny tie-break, see set_objective)
     s.t.  route split, step coverage, replica capacity, single resource, site units,
@@ -46,25 +48,45 @@ LP name back to its family and original key.
 
 from __future__ import annotations
 
-import math
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pulp
 
-from solvers.backends import available_backends, run
+from solvers.backends import SolveOptions, available_solvers, run
+from solvers.constraints import (
+    CHOICE_SLACK,
+    add_budget,
+    add_power_cap,
+    add_replica_capacity,
+    add_route_split,
+    add_single_resource,
+    add_site_units,
+    add_step_coverage,
+)
 from solvers.export import export_model
 from solvers.extract import empty_solution, model_stats, to_solution
-from solvers.index import Index
+from solvers.index import Index, PairSplit
+from solvers.network_rows import (
+    NEGLIGIBLE,
+    add_edge_capacity,
+    add_pair_balance,
+    add_transfer_conservation,
+)
+from solvers.objective import primary_objective, set_objective
 from solvers.packing import check_packable, pack_into_domains
 from solvers.problem import Problem
 from solvers.solution import Solution
-from solvers.variables import Key3, Variables, add_row, define_variables, gc_paused
+from solvers.tolerances import REL_OBJECTIVE
+from solvers.variables import Variables, define_variables, gc_paused
 
 __all__ = [
+    "CHOICE_SLACK",
     "DEFAULT_GAP",
+    "NEGLIGIBLE",
+    "PairSplit",
+    "Start",
     "Variables",
     "add_budget",
     "add_edge_capacity",
@@ -76,419 +98,34 @@ __all__ = [
     "add_site_units",
     "add_step_coverage",
     "add_transfer_conservation",
-    "available_backends",
+    "available_solvers",
     "build_model",
     "check_packable",
     "define_variables",
     "export_model",
     "lp_bound",
     "pack_into_domains",
+    "primary_objective",
     "relax",
     "set_objective",
     "solve",
+    "solve_model",
 ]
 
 #: Relative MIP gap used when ``gap=None``: prove optimality (HiGHS' own default is 1e-4).
 DEFAULT_GAP = 1e-9
 
-# Tie-break weight relative to the cheapest unit, small enough that the
-# primary objective moves by at most ~1e-7 relative (see set_objective).
-_TIE = 1e-7
 
-#: Relative slack of the big-M of the single-resource rows (see add_single_resource).
-CHOICE_SLACK = 2.0**-10
-
-#: Pair traffic is left out of an edge row while the most it could ever put on
-#: the edge, summed over the terms left out, stays below this share of the
-#: edge's capacity (see add_edge_capacity).
-NEGLIGIBLE = 1e-9
-
-
-def add_route_split(m: pulp.LpProblem, v: Variables) -> None:
-    """Route split, for each demand k with λ_k > 0::
-
-        Σ_{r∈k} x_r = 1
-
-    x_r is the fraction of λ_k sent down route r. Unit coefficients: the row is
-    not rescaled.
-    """
-    ix = v.index
-    routes_of: dict[str, list[str]] = defaultdict(list)
-    for r in ix.routes:
-        routes_of[r.demand].append(r.name)
-    for k in sorted(ix.rate):
-        terms = [(v.x[r], 1.0) for r in routes_of[k]]
-        add_row(
-            m,
-            v,
-            "route_split",
-            (k,),
-            [ix.names.tokens["demand", k]],
-            terms,
-            pulp.LpConstraintEQ,
-            1.0,
-            scaled=1.0,
-        )
-
-
-def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
-    """Step coverage, for each step q of route r of demand k (requests/s)::
-
-        Σ_{c,s} cap_{c,q}·y_{c,q,s} − λ_k·x_r = 0
-
-    i.e. Σ a_{c,q,s} = λ_k·x_r with a = cap·y. add_row divides the row by the
-    power of two nearest max(λ_k, max_c cap_{c,q}), which keeps every ratio
-    cap/λ exact (cap/λ = 1/3 written as 0.333333333333 once made CBC's
-    preprocessing round 3 replicas up to 4; 0.3/0.1 ≠ 3 made it miss an
-    optimum).
-    """
-    ix = v.index
-    loads_of: dict[str, list[Key3]] = defaultdict(list)
-    for key in ix.load_keys:
-        loads_of[key[1]].append(key)
-    for r in ix.routes:
-        lam = ix.rate[r.demand]
-        for q in r.steps:
-            terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in loads_of[q]]
-            terms.append((v.x[r.name], -lam))
-            add_row(
-                m,
-                v,
-                "step_coverage",
-                (q,),
-                [ix.names.tokens["step", q]],
-                terms,
-                pulp.LpConstraintEQ,
-                0.0,
-            )
-
-
-def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
-    """Replica capacity, for each column c and site s of part 0::
-
-        Σ_q y_{c,q,s} ≤ n_{c,0,s}
-
-    i.e. Σ_q a_{c,q,s}/cap_{c,q} ≤ n_{c,0,s}: mixing steps shares a replica linearly.
-    Unit coefficients: the row is not rescaled.
-    """
-    ix = v.index
-    loads_at: dict[tuple[str, str], list[Key3]] = defaultdict(list)
-    for key in ix.load_keys:
-        loads_at[key[0], key[2]].append(key)
-    for (c, s), keys in loads_at.items():
-        terms = [(v.y[key], 1.0) for key in keys] + [(v.n[c, 0, s], -1.0)]
-        tokens = [ix.names.tokens["column", c], ix.names.tokens["site", s]]
-        add_row(
-            m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0, scaled=1.0
-        )
-
-
-def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
-    """Single-resource demands: one part-0 resource ρ serves all of demand k (binary w)::
-
-        Σ_ρ w_{k,ρ} = 1  and  Σ_{c,s: parts[0] of c is ρ} cap_{c,q}·y_{c,q,s} − (1+ε)·λ_k·w_{k,ρ} ≤ 0
-
-    for every step q of every route of k. The first term of the second row is
-    the load of demand k that ρ serves at step q (≤ λ_k·x_r ≤ λ_k), so no
-    larger big-M is needed. ε = 2^-10 (:data:`CHOICE_SLACK`): with ε = 0 the
-    row is tight exactly when ρ serves all of k, and λ_k written with a
-    different rounding here and in the coverage row (17/3 scaled by 1/8 and
-    1/16) made CBC's preprocessing call a feasible model infeasible. Demands with a single possible resource get no rows. The
-    second row (requests/s) is divided by the power of two nearest its largest
-    coefficient, max(λ_k, max cap_{c,q}), as the coverage rows are; the first
-    has unit coefficients and is not rescaled.
-    """
-    ix = v.index
-    loads_of: dict[tuple[str, str], list[Key3]] = defaultdict(list)
-    for key in ix.load_keys:
-        loads_of[key[1], ix.column[key[0]].parts[0].resource].append(key)
-    for r in ix.routes:
-        options = ix.choices.get(r.demand)
-        if not options:
-            continue
-        lam = ix.rate[r.demand]
-        for q in r.steps:
-            for rho in options:
-                keys = loads_of[q, rho]
-                if keys:
-                    terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in keys]
-                    terms.append((v.w[r.demand, rho], -lam * (1.0 + CHOICE_SLACK)))
-                    tokens = [ix.names.tokens["step", q], ix.names.tokens["resource", rho]]
-                    add_row(
-                        m, v, "resource_choice", (q, rho), tokens, terms, pulp.LpConstraintLE, 0.0
-                    )
-    for k, options in ix.choices.items():
-        terms = [(v.w[k, rho], 1.0) for rho in options]
-        tokens = [ix.names.tokens["demand", k]]
-        add_row(m, v, "single_resource", (k,), tokens, terms, pulp.LpConstraintEQ, 1.0, scaled=1.0)
-
-
-def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
-    """Units per site, for each site s::
-
-        Σ_{c,p: parts[p].resource = s.resource} u_p·n_{c,p,s} ≤ D_s·m_s
-
-    Exact for divisibility chains of part sizes (see check_packable). The row
-    (units) is divided by the power of two nearest the largest u_p in it.
-    """
-    ix = v.index
-    units = ix.units
-    at: dict[str, list] = defaultdict(list)
-    for key, var in v.n.items():
-        at[key[2]].append((var, float(units[key])))
-    for s in sorted(at):
-        site = ix.site[s]
-        rhs = float(site.units_per_domain * site.domains)
-        add_row(
-            m, v, "site_units", (s,), [ix.names.tokens["site", s]], at[s], pulp.LpConstraintLE, rhs
-        )
-
-
-def add_pair_balance(m: pulp.LpProblem, v: Variables) -> None:
-    """Pair balance of two-part columns, for each site s of part 0 and s' of part 1::
-
-        Σ_{s'} μ_c·z_{c,s,s'} − n_{c,0,s} = 0   and   Σ_s μ_c·z_{c,s,s'} − n_{c,1,s'} = 0
-
-    z is continuous, in units of μ_c pairs (``Variables.pair_unit``, a power
-    of ten, 1 for most columns); only allowed pairs (see solvers.index) have a
-    z. On tree fleets the pairs are half-pairs g at hubs h instead (z_{c,s,s'}
-    replaced by g_{c,0,s,h} and g_{c,1,s',h}, see solvers.index), with the
-    same two rows over g and a hub balance, in units of μ_c pairs::
-
-        Σ_s g_{c,0,s,h} − Σ_{s'} g_{c,1,s',h} = 0
- Each row (replicas) is divided by the power of two nearest max(μ_c, 1);
-    z has no upper bound of its own, these rows bound it by n's bounds.
-    """
-    ix = v.index
-    # Scaled here as add_row would (2^j nearest max(μ_c, 1)), once per column:
-    # column -> (coefficient of z, of n, divisor).
-    coef = {}
-    for c, mu in v.pair_unit.items():
-        div = 2.0 ** round(math.log2(mu)) if mu > 1.0 else 1.0
-        coef[c] = (mu / div, -1.0 / div, div)
-    out: dict[tuple[str, str], list] = defaultdict(list)
-    into: dict[tuple[str, str], list] = defaultdict(list)
-    for (c, s0, s1), var in v.z.items():
-        term = (var, coef[c][0])
-        out[c, s0].append(term)
-        into[c, s1].append(term)
-    hub: dict[tuple[str, str], list] = defaultdict(list)
-    for (c, p, s, h), var in v.g.items():
-        (out if p == 0 else into)[c, s].append((var, coef[c][0]))
-        hub[c, h].append((var, 1.0 if p == 0 else -1.0))
-    tok = ix.names.tokens
-    for (c, h), terms in hub.items():
-        tokens = [tok["column", c], tok["hub", h]]
-        add_row(m, v, "pair_hub", (c, h), tokens, terms, pulp.LpConstraintEQ, 0.0, scaled=1.0)
-    for family, part, groups in (("pair_out", 0, out), ("pair_in", 1, into)):
-        for (c, s), terms in groups.items():
-            _, coef_n, div = coef[c]
-            terms.append((v.n[c, part, s], coef_n))
-            tokens = [tok["column", c], tok["site", s]]
-            add_row(m, v, family, (c, s), tokens, terms, pulp.LpConstraintEQ, 0.0, scaled=div)
-
-
-def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
-    """Transfer flow conservation, for each transfer t (src → tgt) and node v (bytes/s)::
-
-        Σ_{e out of v} F_t·f_{t,e} − Σ_{e into v} F_t·f_{t,e} = b_t·(Σ_c a_{c,src,v} − Σ_c a_{c,tgt,v})
-
-    with a = cap·y. a at a node sums the loads of the sites on that node, so a
-    transfer between steps hosted on the same node nets out there and uses no
-    edge. f is in units of F_t bytes/s (``Variables.flow_unit``, the power of
-    ten nearest b_t·λ_k, so b_t·cap_{c,q}/F_t ≈ cap_{c,q}/λ_k); add_row
-    divides the row by the power of two nearest max(F_t, max b_t·cap_{c,q}).
-    """
-    ix = v.index
-    node_of = {name: site.node for name, site in ix.site.items()}
-    loads_of: dict[str, list[Key3]] = defaultdict(list)
-    for key in ix.load_keys:
-        loads_of[key[1]].append(key)
-    out_of: dict[str, list] = defaultdict(list)
-    into: dict[str, list] = defaultdict(list)
-    for e in ix.edges:
-        out_of[e[0]].append(e)
-        into[e[1]].append(e)
-    for t in ix.transfers:
-        unit = v.flow_unit[t.name]
-        per_node: dict[str, list] = defaultdict(list)
-        for node in ix.nodes:
-            per_node[node] += [(v.f[t.name, e], unit) for e in out_of[node]]
-            per_node[node] += [(v.f[t.name, e], -unit) for e in into[node]]
-        for step, sign in ((t.source, -1.0), (t.target, 1.0)):
-            for key in loads_of[step]:
-                coef = sign * t.bytes_per_request * ix.column[key[0]].capacity[step]
-                per_node[node_of[key[2]]].append((v.y[key], coef))
-        for node in ix.nodes:
-            if per_node[node]:
-                tokens = [ix.names.tokens["transfer", t.name], ix.names.tokens["node", node]]
-                add_row(
-                    m,
-                    v,
-                    "flow_conservation",
-                    (t.name, node),
-                    tokens,
-                    per_node[node],
-                    pulp.LpConstraintEQ,
-                    0.0,
-                )
-
-
-def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
-    """Edge capacity, for each edge e with capacity > 0 (bytes/s)::
-
-        Σ_t F_t·f_{t,e} + Σ_{(c,s,s')} k_e(s,s')·B_c·μ_c·z_{c,s,s'} ≤ cap_e
-
-    B_c is ``pair_bytes_per_s`` of column c, sent each way on the lowest-latency
-    path of that direction; k_e(s,s') counts how often e lies on the paths
-    s → s' and s' → s (0, 1, or 2); a half-pair g_{c,p,s,h} counts the same for
-    the path s → h and back. f is in units of F_t bytes/s and z in units
-    of μ_c pairs (``Variables.flow_unit``, ``Variables.pair_unit``). add_row
-    divides the row by the power of two nearest its largest coefficient.
-
-    Negligible pair traffic is left out deliberately. The most traffic a term
-    can put on e is k_e·B_c times the most pairs z can hold (the smaller of
-    the bounds of the two n it pairs); the terms are taken from the smallest
-    such total up and left out while their sum stays below NEGLIGIBLE (1e-9)
-    of cap_e. Together they can never use more than 1e-9·cap_e, a thousandth
-    of placement/verify.py's 1e-6 relative tolerance, so they cannot bind;
-    keeping them would only stretch the row's coefficient range (1 kB/s per
-    pair beside 10 TB/s edges gave 1e-10 coefficients, below HiGHS's 1e-9
-    cut-off). Reported edge loads and placement/verify.py still count every
-    pair's real traffic.
-    """
-    ix = v.index
-    load: dict[tuple[str, str], list] = defaultdict(list)
-    for (t, e), var in v.f.items():
-        load[e].append((var, v.flow_unit[t]))
-    budget = {e: NEGLIGIBLE * ix.capacity[e] for e in ix.edges}
-    any_budget = max(budget.values(), default=0.0)
-    # column -> (B_c·μ_c, whether a term of c may be small); a pair holds ≥ 1 replica
-    traffic = {
-        c.name: (c.pair_bytes_per_s * v.pair_unit[c.name], c.pair_bytes_per_s < any_budget)
-        for c in ix.columns
-        if c.pair_bytes_per_s > 0 and len(c.parts) == 2
-    }
-    small: dict[tuple[str, str], list] = defaultdict(list)  # terms that might be left out
-    for c, var, edges, most_pairs in _pair_terms(v):
-        if c not in traffic:
-            continue
-        coef, maybe_small = traffic[c]
-        if not maybe_small:
-            for e, times in edges:
-                load[e].append((var, coef * times))
-            continue
-        most = ix.column[c].pair_bytes_per_s * most_pairs
-        for e, times in edges:
-            if times * most < budget[e]:
-                small[e].append((times * most, var.name, var, coef * times))
-            else:
-                load[e].append((var, coef * times))
-    for e, terms in small.items():  # smallest first, while the sum stays below the budget
-        left_out = 0.0
-        for most, _, var, coef in sorted(terms, key=lambda term: term[:2]):
-            if left_out + most < budget[e]:
-                left_out += most
-            else:
-                load[e].append((var, coef))
-    for e in ix.edges:
-        if load[e]:
-            tokens = [ix.names.tokens["node", e[0]], ix.names.tokens["node", e[1]]]
-            add_row(
-                m,
-                v,
-                "edge_capacity",
-                e,
-                tokens,
-                load[e],
-                pulp.LpConstraintLE,
-                ix.capacity[e],
-            )
-
-
-def _pair_terms(v: Variables):
-    """(column, variable, round-trip edges, most pairs it can hold) of every z and g."""
-    ix = v.index
-    for (c, s0, s1), var in v.z.items():
-        yield c, var, ix.pair_edges[c, s0, s1], min(ix.replica_ub[c, 0, s0], ix.replica_ub[c, 1, s1])
-    for (c, p, s, h), var in v.g.items():
-        yield c, var, ix.hub_edges[c, p, s, h], ix.replica_ub[c, p, s]
-
-
-def _per_replica(v: Variables, attr: str) -> list:
-    ix = v.index
-    units = ix.units
-    return [(var, getattr(ix.site[key[2]], attr) * units[key]) for key, var in v.n.items()]
-
-
-def add_power_cap(m: pulp.LpProblem, v: Variables) -> None:
-    """Power cap (if set), in W::
-
-        Σ power_w_per_unit_s·u_p·n_{c,p,s} ≤ power_cap_w
-
-    divided by the power of two nearest the largest W per replica.
-    """
-    cap = v.index.problem.power_cap_w
-    if cap is not None:
-        add_row(
-            m, v, "power_cap", (), [], _per_replica(v, "power_w_per_unit"), pulp.LpConstraintLE, cap
-        )
-
-
-def add_budget(m: pulp.LpProblem, v: Variables) -> None:
-    """Budget (if set), in $/h::
-
-        Σ usd_per_hour_per_unit_s·u_p·n_{c,p,s} ≤ budget_usd_per_hour
-
-    divided by the power of two nearest the largest $/h per replica.
-    """
-    budget = v.index.problem.budget_usd_per_hour
-    if budget is not None:
-        add_row(
-            m,
-            v,
-            "budget",
-            (),
-            [],
-            _per_replica(v, "usd_per_hour_per_unit"),
-            pulp.LpConstraintLE,
-            budget,
-        )
-
-
-def set_objective(m: pulp.LpProblem, v: Variables) -> None:
-    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} (w: $/h, W or 1 per unit).
-
-    The tie-breaks prefer fewer units among equal-cost placements and forbid
-    needless or circulating flow. With w_min the cheapest positive unit weight,
-    ε = 1e-7·w_min per unit placed (none for the "units" objective) and per
-    unit of flow (F_t bytes/s, about the whole traffic of transfer t, see
-    ``Variables.flow_unit``): a flow variable's tie-break is as visible to the
-    solvers as a replica's, while a circulation-free transfer crosses only a
-    few edges, so the tie-broken optimum stays within ~1e-7 (relative) of the
-    primary optimum. (Solvers may still ignore a tie-break this small, so
-    :func:`solvers.extract.to_solution` also cancels circulating flow.) The
-    objective is not rescaled; reported objectives are always the primary
-    one, recomputed from the solution.
-    """
-    ix = v.index
-    units = ix.units
-    weights = [w / units[k] for k, w in v.primary.items() if w > 0]
-    w_min = min(weights) if weights else 1.0
-    eps_u = 0.0 if ix.problem.objective == "units" else _TIE * w_min
-    primary = v.primary
-    coefs = {var: primary[k] + eps_u * units[k] for k, var in v.n.items()}
-    coefs.update(dict.fromkeys(v.f.values(), _TIE * w_min))
-    m.setObjective(pulp.LpAffineExpression(coefs))
-
-
-def build_model(problem: Problem) -> tuple[pulp.LpProblem, Variables]:
+def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.LpProblem, Variables]:
     """Build the placement MILP of ``problem``.
 
     Parameters
     ----------
     problem : Problem
         The solver-neutral problem.
+    pair_split : {"auto", "hubs", "pairs"}
+        How pairs of two-part columns are modelled on tree fleets (see
+        :mod:`solvers.index`); the optimum is the same.
 
     Returns
     -------
@@ -515,7 +152,7 @@ def build_model(problem: Problem) -> tuple[pulp.LpProblem, Variables]:
     """
     check_packable(problem)
     with gc_paused():
-        ix = Index.from_problem(problem)
+        ix = Index.from_problem(problem, pair_split)
         m = pulp.LpProblem(name="placement", sense=pulp.LpMinimize)
         v = define_variables(m, ix)
         add_route_split(m, v)
@@ -553,21 +190,17 @@ class Start:
     fixed: dict[pulp.LpVariable, float] | None = None
 
 
-def primary_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
-    """Σ w·u·n of ``values`` (the objective without tie-breaks)."""
-    return sum(v.primary[key] * round(values.get(var) or 0.0) for key, var in v.n.items())
-
-
 def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg,
-           prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None) -> tuple[Solution, Variables]:
+           prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
+           pair_split: PairSplit = "auto") -> tuple[Solution, Variables]:
     with gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
         start = time.perf_counter()
-        m, v = build_model(problem)
+        m, v = build_model(problem, pair_split)
         build_seconds = time.perf_counter() - start
         stats = model_stats(m, v)
         if not mip:
             stats["integer_variables"] = 0  # the relaxation has none
-        common = dict(backend=backend, build_seconds=build_seconds, stats=stats)
+        common = {"backend": backend, "build_seconds": build_seconds, "stats": stats}
         if v.index.infeasible:
             return empty_solution(
                 "infeasible", "; ".join(v.index.infeasible), solve_seconds=0.0, **common
@@ -585,9 +218,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
         known = prepare(m, v) if prepare is not None else Start()
         for var, value in (known.fixed or {}).items():
             var.lowBound = var.upBound = value
-        outcome = run(
-            m,
-            backend,
+        options = SolveOptions(
             mip=mip,
             time_limit_s=None if time_limit_s is None else time_left(time_limit_s, known.seconds),
             gap=DEFAULT_GAP if gap is None else gap,
@@ -596,6 +227,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
             start=known.values,
             target=known.target,
         )
+        outcome = run(m, backend, options)
         status, message = outcome.status, outcome.message + known.note
         bounds = [b for b in (outcome.bound, known.lower_bound) if b is not None]
         bound = max(bounds) if bounds else None
@@ -632,7 +264,7 @@ def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome
     if not outcome.has_values:
         return True
     found = {var: var.varValue for var in v.n.values()}
-    return primary_objective(v, values) < primary_objective(v, found) * (1 - 1e-9)
+    return primary_objective(v, values) < primary_objective(v, found) * (1 - REL_OBJECTIVE)
 
 
 def solve(
@@ -642,6 +274,7 @@ def solve(
     gap: float | None = None,
     threads: int | None = None,
     msg: bool = False,
+    pair_split: PairSplit = "auto",
 ) -> Solution:
     """Build and solve the placement MILP.
 
@@ -650,9 +283,10 @@ def solve(
     problem : Problem
         The problem.
     backend : str
-        ``"cbc"`` (bundled CBC), ``"highs"`` (highspy API) or any name
-        :func:`pulp.getSolver` knows. An unavailable backend gives
-        ``status="error"`` naming the available ones, never an exception.
+        A solver name of :func:`solvers.backends.get_solver`: ``"cbc"``
+        (bundled CBC), ``"highs"`` (highspy API), a registered backend or any
+        name :func:`pulp.getSolver` knows. An unknown or unavailable backend
+        gives ``status="error"`` naming the available ones, never an exception.
     time_limit_s : float, optional
         Wall-clock limit of the solver. When hit, ``status="time_limit"``
         with the incumbent if there is one (no placement otherwise). Model
@@ -665,6 +299,8 @@ def solve(
         Solver threads (CBC results may then depend on timing).
     msg : bool
         Show the solver log (CBC's log goes to the ``solvers.backends`` logger).
+    pair_split : {"auto", "hubs", "pairs"}
+        How pairs of two-part columns are modelled (see :func:`build_model`).
 
     Returns
     -------
@@ -683,7 +319,7 @@ def solve(
     >>> sol.status, sol.objective, sol.replicas[0].replicas
     ('optimal', 3.0, 2)
     """
-    return solve_model(problem, backend, time_limit_s, gap, threads, msg)[0]
+    return solve_model(problem, backend, time_limit_s, gap, threads, msg, pair_split=pair_split)[0]
 
 
 def solve_model(
@@ -694,6 +330,7 @@ def solve_model(
     threads: int | None = None,
     msg: bool = False,
     prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
+    pair_split: PairSplit = "auto",
 ) -> tuple[Solution, Variables]:
     """:func:`solve`, also returning the model's variables, which hold the solution's values.
 
@@ -703,7 +340,7 @@ def solve_model(
     solver finds nothing better, and the bound reported is the better of the
     two (see :mod:`solvers.twolevel`).
     """
-    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare)
+    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare, pair_split)
 
 
 def relax(
@@ -712,6 +349,7 @@ def relax(
     time_limit_s: float | None = None,
     threads: int | None = None,
     msg: bool = False,
+    pair_split: PairSplit = "auto",
 ) -> Solution:
     """Solve the LP relaxation (integrality of n dropped).
 
@@ -732,7 +370,7 @@ def relax(
     >>> relax(p).objective
     1.5
     """
-    return _solve(problem, backend, False, time_limit_s, None, threads, msg)[0]
+    return _solve(problem, backend, False, time_limit_s, None, threads, msg, pair_split=pair_split)[0]
 
 
 def lp_bound(

@@ -45,8 +45,10 @@ __all__ = [
     "Route",
     "Site",
     "Transfer",
+    "unit_weight",
 ]
 
+#: What the primary objective sums over the units placed: $/h (``cost``), W (``power``) or units.
 Objective = Literal["cost", "power", "units"]
 
 
@@ -157,3 +159,20 @@ class Problem(_Record):
     objective: Objective = "cost"
     power_cap_w: float | None = Field(default=None, gt=0)
     budget_usd_per_hour: float | None = Field(default=None, gt=0)
+
+
+def unit_weight(objective: Objective, site: Site) -> float:
+    """Primary objective per unit placed in ``site``: $/h for ``cost``, W for ``power``, 1 for ``units``.
+
+    Examples
+    --------
+    >>> s = Site(name="s", node="v", resource="r", units_per_domain=8, domains=1,
+    ...          usd_per_hour_per_unit=2.5, power_w_per_unit=700.0)
+    >>> unit_weight("cost", s), unit_weight("power", s), unit_weight("units", s)
+    (2.5, 700.0, 1.0)
+    """
+    if objective == "cost":
+        return site.usd_per_hour_per_unit
+    if objective == "power":
+        return site.power_w_per_unit
+    return 1.0

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solvers.tolerances import ZERO
+
 __all__ = [
     "TIMING_FIELDS",
     "ZERO",
@@ -31,8 +33,6 @@ Status = Literal["optimal", "feasible", "infeasible", "time_limit", "unbounded",
 #: Fields that vary from run to run; exclude them when comparing solutions.
 TIMING_FIELDS = frozenset({"build_seconds", "solve_seconds"})
 
-#: Magnitudes below this are reported as zero and their entries dropped.
-ZERO = 1e-9
 
 # Significant digits kept: solver values carry ~1e-9 relative noise, and a
 # fixed precision makes the JSON of equal solutions byte-identical.

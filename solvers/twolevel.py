@@ -50,9 +50,11 @@ from collections import defaultdict
 import numpy as np
 import pulp
 
+from solvers.index import PairSplit
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
+from solvers.tolerances import INTEGRALITY, REL_DOMINANCE, REL_GAP_MARGIN, ROW_FEASIBILITY, ZERO
 
 __all__ = ["MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "spread", "start_values", "undominated",
            "violated_rows"]
@@ -69,13 +71,6 @@ SHARE = 0.2
 #: The second restricted problem is tried only if it is at most this share of the full one.
 NEAR_SHARE = 0.1
 
-#: Tolerance on a scaled row (largest |coefficient| ≈ 1) when checking a start.
-ROW_TOLERANCE = 1e-6
-
-#: The restricted solve stops at a plan this much (relative) inside the gap, so that the tie-breaks
-#: of the objective (~1e-7 relative, see solvers.milp.set_objective) cannot put it outside.
-GAP_MARGIN = 1e-6
-
 #: The one network node of the collapsed problem.
 FLEET_NODE = "fleet"
 
@@ -87,6 +82,7 @@ def solve(
     gap: float | None = None,
     threads: int | None = None,
     msg: bool = False,
+    pair_split: PairSplit = "auto",
 ) -> Solution:
     """Solve ``problem`` as :func:`solvers.milp.solve` does, in two levels when it is large.
 
@@ -107,7 +103,7 @@ def solve(
     >>> sol.status, sol.objective
     ('optimal', 3.0)
     """
-    options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg}
+    options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split}
     if _size(problem) < MIN_SIZE:
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
     began = time.perf_counter()
@@ -178,7 +174,7 @@ def _attempts(problem: Problem, lower: Solution, gap: float | None):
     used = {p.column for p in lower.replicas}
     yield "collapsed plan spread over the groups", used, lambda m, v: Start(fixed=spread(v, lower))
     # A plan within the gap of the collapsed bound is all that is needed: stop at the first.
-    target = None if lower.best_bound is None else lower.best_bound * (1 - GAP_MARGIN) / (1 - _gap(gap))
+    target = None if lower.best_bound is None else lower.best_bound * (1 - REL_GAP_MARGIN) / (1 - _gap(gap))
     yield "restricted", used, lambda m, v: Start(target=target)
     near = _near(problem, used)
     if len(near) > len(used) and len(near) * len(problem.sites) <= _size(problem) * NEAR_SHARE:
@@ -198,7 +194,8 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     of benchmarks/RESULTS.md).
     """
     began = time.perf_counter()
-    lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"))
+    lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"),
+               pair_split=options.get("pair_split", "auto"))
     support = restricted(problem, _near(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
     found = None
     if support is not None:
@@ -230,7 +227,7 @@ def _gap(gap: float | None) -> float:
 
 
 def _within(upper: float, lower: float, gap: float | None) -> bool:
-    return upper - lower <= _gap(gap) * max(abs(upper), 1e-9) + 1e-9
+    return upper - lower <= _gap(gap) * max(abs(upper), ZERO) + ZERO
 
 
 def _proven(plan: Solution, lower: Solution, seconds: float) -> Solution:
@@ -242,7 +239,7 @@ def _proven(plan: Solution, lower: Solution, seconds: float) -> Solution:
                f"{lower.variables:,} variables)")
     return plan.model_copy(update={
         "status": "optimal", "message": message, "best_bound": bound,
-        "gap": clean((plan.objective - bound) / max(abs(plan.objective), 1e-9)),
+        "gap": clean((plan.objective - bound) / max(abs(plan.objective), ZERO)),
         "solve_seconds": seconds - plan.build_seconds,
     })
 
@@ -329,11 +326,11 @@ def undominated(columns: list[Column]) -> list[Column]:
         for i in range(len(group)):
             ratio_ok = ((units[i] % units) == 0).all(axis=1)
             m = np.where(ratio_ok, (units[i] // np.maximum(units, 1)).min(axis=1), 0)
-            if (alive & (m > 0) & ((m[:, None] * rates) >= rates[i] * (1 - 1e-12)).all(axis=1)).any():
+            if (alive & (m > 0) & ((m[:, None] * rates) >= rates[i] * (1 - REL_DOMINANCE)).all(axis=1)).any():
                 continue  # m copies of a kept column serve at least as much in x's units
             back_ok = ((units % units[i]) == 0).all(axis=1)
             back = np.where(back_ok, (units // units[i]).min(axis=1), 0)
-            alive &= ~((back > 0) & ((back[:, None] * rates[i]) >= rates * (1 - 1e-12)).all(axis=1))
+            alive &= ~((back > 0) & ((back[:, None] * rates[i]) >= rates * (1 - REL_DOMINANCE)).all(axis=1))
             alive[i] = True
         kept += [c for c, a in zip(group, alive, strict=True) if a]
     return sorted(kept, key=lambda c: c.name)
@@ -440,14 +437,14 @@ def violated_rows(m: pulp.LpProblem, values: dict[pulp.LpVariable, float]) -> li
     bad = []
     for name, row in m._constraints.items():  # (PuLP 3 has no public name -> row map)
         activity = sum(coef * values.get(var, 0.0) for var, coef in row.items()) + row.constant
-        if (row.sense == pulp.LpConstraintLE and activity > ROW_TOLERANCE) or (
-            row.sense == pulp.LpConstraintGE and activity < -ROW_TOLERANCE) or (
-                row.sense == pulp.LpConstraintEQ and abs(activity) > ROW_TOLERANCE):
+        if (row.sense == pulp.LpConstraintLE and activity > ROW_FEASIBILITY) or (
+            row.sense == pulp.LpConstraintGE and activity < -ROW_FEASIBILITY) or (
+                row.sense == pulp.LpConstraintEQ and abs(activity) > ROW_FEASIBILITY):
             bad.append(name)
     for var, value in values.items():
         low = -float("inf") if var.lowBound is None else var.lowBound
         high = float("inf") if var.upBound is None else var.upBound
-        if not low - ROW_TOLERANCE <= value <= high + ROW_TOLERANCE or (
-                var.cat == pulp.LpInteger and abs(value - round(value)) > ROW_TOLERANCE):
+        if not low - ROW_FEASIBILITY <= value <= high + ROW_FEASIBILITY or (
+                var.cat == pulp.LpInteger and abs(value - round(value)) > INTEGRALITY):
             bad.append(var.name)
     return bad

@@ -18,6 +18,7 @@ from operator import itemgetter
 import pulp
 
 from solvers.index import Index
+from solvers.problem import unit_weight
 
 __all__ = [
     "Key3",
@@ -200,7 +201,7 @@ def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
         v.n[key] = add_var(
             m, v, "n", key, [tok["column", c], str(p), tok["site", s]], ub=ub, integer=True
         )
-        v.primary[key] = ix.unit_coefficient(ix.site[s]) * ix.units[key]
+        v.primary[key] = unit_weight(ix.problem.objective, ix.site[s]) * ix.units[key]
     for c, s0, s1 in ix.pair_keys:
         v.z[c, s0, s1] = add_var(
             m, v, "z", (c, s0, s1), [tok["column", c], tok["site", s0], tok["site", s1]]

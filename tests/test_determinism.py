@@ -160,14 +160,15 @@ def test_a_solver_crash_is_a_status_not_an_exception(monkeypatch):
     assert r.exit_code == EXIT_SOLVER and "signal 11" in r.output, r.output
 
 
-def test_a_time_limit_without_a_plan_is_a_status(monkeypatch):
-    import solvers.milp
-    from solvers.backends import Outcome
+def test_a_time_limit_without_a_plan_is_a_status(request):
+    from solvers.backends import CbcBackend, Outcome, register_solver
 
-    def out_of_time(m, backend, **kw):
-        return Outcome("time_limit", f"{backend}: stopped on time limit", False, None, kw["time_limit_s"], backend)
+    class OutOfTime(CbcBackend):
+        def solve(self, model, options):
+            return Outcome("time_limit", "cbc: stopped on time limit", False, None, options.time_limit_s, "cbc")
 
-    monkeypatch.setattr(solvers.milp, "run", out_of_time)
+    register_solver("cbc", OutOfTime)
+    request.addfinalizer(lambda: register_solver("cbc", CbcBackend))
     plan = solve(load_instance(TOY), time_limit_s=0.5)
     assert plan.status == "time_limit" and plan.pools == []
     r = _solve_cli("--time-limit", "0.5")

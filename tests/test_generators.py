@@ -30,7 +30,7 @@ from topology.generators import (
     to_graph,
     uniform,
 )
-from topology.graph import path_latency_s
+from topology.routing import Routing
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 EIGHT = list(CHIP_PREFERENCE[:8])
@@ -77,8 +77,8 @@ def test_leaf_spine_oversubscription_and_latency_tiers():
     assert links["p00-l0", "p00-spine"]["bandwidth_gb_per_s"] == pytest.approx(8 * rack_gb / 2)
     assert links["p00-spine", "core"]["bandwidth_gb_per_s"] == pytest.approx(2 * 8 * rack_gb / 2 / 4)
     G = to_graph(spec)
-    assert path_latency_s(G, "p00-l0-h100", "p00-l1-h100") == pytest.approx(6e-6)
-    assert path_latency_s(G, "p00-l0-h100", "p01-l0-b200") == pytest.approx(10e-6)
+    assert Routing(G).latency_s("p00-l0-h100", "p00-l1-h100") == pytest.approx(6e-6)
+    assert Routing(G).latency_s("p00-l0-h100", "p01-l0-b200") == pytest.approx(10e-6)
     # every pod is homogeneous when there are at least as many pods as chip types
     for d in spec.domains:
         assert d["chip"] == ("h100" if d["name"].startswith(("p00", "p02")) else "b200")
@@ -91,7 +91,7 @@ def test_mixed_pods_put_several_types_in_one_pod():
         pods.setdefault(d["name"][:3], set()).add(d["chip"])
     assert all(len(types) == 2 for types in pods.values())
     G = to_graph(spec)
-    assert path_latency_s(G, "p00-l0-rubin", "p00-l1-lp30") == pytest.approx(6e-6)
+    assert Routing(G).latency_s("p00-l0-rubin", "p00-l1-lp30") == pytest.approx(6e-6)
 
 
 def test_rail_units_have_parallel_spine_planes():
@@ -99,7 +99,7 @@ def test_rail_units_have_parallel_spine_planes():
     assert [d["count"] for d in spec.domains] == [32] * 4
     G = to_graph(spec)
     assert len(list(nx.all_shortest_paths(G, "su00-h100", "su01-h100"))) == 4
-    assert path_latency_s(G, "su00-h100", "su01-h100") == pytest.approx(6e-6)
+    assert Routing(G).latency_s("su00-h100", "su01-h100") == pytest.approx(6e-6)
 
 
 def test_uniform_is_the_symmetry_grouping_knob():
@@ -136,7 +136,7 @@ def test_workload_is_realistic_and_unique():
 
 def test_build_instance_is_seeded_valid_and_written(tmp_path):
     rates = {"chat": 20.0, "summarisation": 3.0}
-    kw = dict(domains=40, chip_types=3, classes=2, family="mixed", rates=rates)
+    kw = {"domains": 40, "chip_types": 3, "classes": 2, "family": "mixed", "rates": rates}
     a, b, c = build_instance(seed=1, **kw), build_instance(seed=1, **kw), build_instance(seed=2, **kw)
     assert a == b and a != c
     inst = parse_instance(a)

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-import solvers.index
 from solvers import Column, Demand, Edge, Part, Problem, Route, Site, Transfer, bruteforce, solve
 from solvers.bruteforce import replicas_feasible
+from solvers.index import Index
 
 # Seeds chosen (by inspection, after cycle cancelling) to cover binding transfer edges, pair
 # latency/bandwidth, power caps, budgets, single-resource demands, all three
@@ -148,17 +148,17 @@ def references():
 
 @pytest.mark.parametrize("split", ["auto", "hubs"])
 @pytest.mark.parametrize("backend", ["cbc", "highs"])
-def test_milp_matches_bruteforce(references, backend, split, monkeypatch):
+def test_milp_matches_bruteforce(references, backend, split):
     """Every seed, with pairs as the Index chooses them and with half-pairs at hubs forced on every
     tree fleet (see solvers.index)."""
-    monkeypatch.setattr(solvers.index, "PAIR_SPLIT", split)
-    mismatches = [m for seed in SEEDS if (m := _mismatch(seed, random_problem(seed), references[seed], backend))]
+    mismatches = [m for seed in SEEDS
+                  if (m := _mismatch(seed, random_problem(seed), references[seed], backend, split))]
     assert not mismatches
 
 
-def _mismatch(seed: int, problem: Problem, ref, backend: str):
+def _mismatch(seed: int, problem: Problem, ref, backend: str, split: str = "auto"):
     """None when the MILP agrees with the brute-force reference ``ref``, else what differs."""
-    sol = solve(problem, backend=backend)
+    sol = solve(problem, backend=backend, pair_split=split)
     same = sol.status == ref.status and (
         ref.objective is None
         or math.isclose(sol.objective, ref.objective, rel_tol=1e-6, abs_tol=1e-9)
@@ -268,15 +268,14 @@ TREE_SEEDS = PAIR_SEEDS + PAIR_FLOW_SEEDS
 
 
 @pytest.mark.parametrize("backend", ["cbc", "highs"])
-def test_milp_with_hubs_matches_bruteforce_on_trees(backend, monkeypatch):
-    monkeypatch.setattr(solvers.index, "PAIR_SPLIT", "hubs")
+def test_milp_with_hubs_matches_bruteforce_on_trees(backend):
     mismatches, with_hubs, optimal = [], 0, 0
     for seed in TREE_SEEDS:
         problem = tree_problem(seed)
         ref = bruteforce(problem)
-        with_hubs += bool(solvers.index.Index.from_problem(problem).hub_keys)
+        with_hubs += bool(Index.from_problem(problem, "hubs").hub_keys)
         optimal += ref.status == "optimal"
-        if m := _mismatch(seed, problem, ref, backend):
+        if m := _mismatch(seed, problem, ref, backend, "hubs"):
             mismatches.append(m)
     assert not mismatches
     assert with_hubs >= 12 and optimal >= 8, (with_hubs, optimal)

@@ -14,13 +14,12 @@ import math
 
 import pytest
 
-import solvers.milp
 from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.loading import load_instance
 from placement.core.solve import solve as solve_instance
 from solvers import bruteforce, solve, twolevel
-from solvers.backends import Outcome
+from solvers.backends import HighsBackend, Outcome, register_solver
 from solvers.milp import build_model, solve_model
 from tests.test_solvers_bruteforce import SEEDS, random_problem
 
@@ -97,22 +96,24 @@ def test_a_broken_start_is_caught():
 
 
 @pytest.mark.parametrize("full_status", ["time_limit", "error"])
-def test_start_is_the_plan_when_the_full_solve_finds_none(full_status, monkeypatch):
+def test_start_is_the_plan_when_the_full_solve_finds_none(full_status, monkeypatch, request):
     """The full model's solver ends without an incumbent (as HiGHS does at 1,000 domains with
     attention–FFN pairs, benchmarks/RESULTS.md): the start comes back, verified, with the collapsed
     fleet's bound and the gap between them."""
     monkeypatch.setattr(twolevel, "MIN_SIZE", 0)
     monkeypatch.setattr(twolevel, "_within", lambda *args: False)  # never proven by the two small solves
-    real_run, starts = solvers.milp.run, []
+    starts = []
     full_size = len(build_model(_shipped_problem(SHIPPED[0]))[0].variables())
 
-    def full_finds_nothing(m, backend, **kwargs):
-        if len(m.variables()) != full_size:  # the collapsed and restricted solves: the real thing
-            return real_run(m, backend, **kwargs)
-        starts.append(kwargs.get("start"))
-        return Outcome(full_status, f"highs: {full_status}", False, None, 1.0, backend)
+    class FullFindsNothing(HighsBackend):
+        def solve(self, model, options):
+            if len(model.variables()) != full_size:  # the collapsed and restricted solves: the real thing
+                return super().solve(model, options)
+            starts.append(options.start)
+            return Outcome(full_status, f"highs: {full_status}", False, None, 1.0, "highs")
 
-    monkeypatch.setattr(solvers.milp, "run", full_finds_nothing)
+    register_solver("highs", FullFindsNothing)
+    request.addfinalizer(lambda: register_solver("highs", HighsBackend))
     plan = solve_instance(load_instance(SHIPPED[0]), backend="highs", time_limit_s=60)
     assert len(starts) == 1 and starts[0]  # the full solve was handed the start
     assert plan.verified and not plan.violations

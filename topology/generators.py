@@ -96,10 +96,6 @@ class FleetSpec:
         """Scale-up domains in the fleet (sum of group counts)."""
         return sum(d["count"] for d in self.domains)
 
-    def chips_total(self) -> int:
-        """Chips in the fleet."""
-        return sum(d["count"] * d["chips_per_domain"] for d in self.domains)
-
     def chip_types(self) -> list[str]:
         """Distinct chip names, sorted."""
         return sorted({d["chip"] for d in self.domains})

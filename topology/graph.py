@@ -14,18 +14,20 @@ Examples
 ...     switches=["leaf"], links=[])
 >>> G.edges["rack", "leaf"]["bandwidth_bytes_per_s"]
 1600000000000.0
->>> path_latency_s(G, "rack", "rack")
-0.0
+>>> from topology.routing import Routing
+>>> Routing(G).latency_s("rack", "leaf")
+2e-06
+
+Paths and latencies over the graph are :mod:`topology.routing`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import pairwise
 
 import networkx as nx
 
-__all__ = ["domain_groups", "fleet_graph", "lowest_latency_path", "path_latency_s"]
+__all__ = ["domain_groups", "fleet_graph"]
 
 
 def fleet_graph(
@@ -73,21 +75,3 @@ def domain_groups(G: nx.DiGraph) -> list[str]:
     """Names of the domain-group nodes, sorted."""
     return sorted(n for n, k in G.nodes(data="kind") if k == "domains")
 
-
-def lowest_latency_path(G: nx.DiGraph, source: str, target: str) -> list[str] | None:
-    """The lowest-latency path (ties broken by fewest hops, then names); None if unreachable."""
-    if source == target:
-        return [source]
-    try:
-        paths = list(nx.all_shortest_paths(G, source, target, weight="latency_s"))
-    except nx.NetworkXNoPath:
-        return None
-    return min(paths, key=lambda p: (len(p), p))
-
-
-def path_latency_s(G: nx.DiGraph, source: str, target: str) -> float:
-    """One-way latency of the lowest-latency path; ``inf`` if unreachable."""
-    path = lowest_latency_path(G, source, target)
-    if path is None:
-        return float("inf")
-    return float(sum(G.edges[u, v]["latency_s"] for u, v in pairwise(path)))

@@ -63,7 +63,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from solvers.problem import Column, Problem
+from solvers.problem import Column, Problem, unit_weight
 
 __all__ = ["BaselineResult", "Option", "class_options", "exhaustive", "greedy", "lp_relaxation", "resources"]
 
@@ -123,7 +123,7 @@ def resources(problem: Problem) -> tuple[list[str], np.ndarray, dict[str, tuple[
     price: dict[str, tuple[float, float, float]] = {}
     for s in problem.sites:
         units[s.resource] += s.units_per_domain * s.domains
-        w = {"cost": s.usd_per_hour_per_unit, "power": s.power_w_per_unit, "units": 1.0}[problem.objective]
+        w = unit_weight(problem.objective, s)
         cur = price.get(s.resource)
         if cur is None or w < cur[0]:
             price[s.resource] = (w, s.usd_per_hour_per_unit, s.power_w_per_unit)

@@ -37,7 +37,6 @@ from placement.core.context import Context, SiteInfo
 from placement.core.evaluate import PartLayout, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
-from topology.graph import path_latency_s
 
 __all__ = ["BATCHES", "CHUNKS", "Candidates", "build_problem", "generate", "replica_sizes"]
 
@@ -154,7 +153,7 @@ def _pair_latencies(ctx: Context, res_a: str, res_b: str, memo: dict | None = No
     for a, sa in ctx.sites.items():
         for b, sb in ctx.sites.items():
             if sa.resource == res_a and sb.resource == res_b:
-                lat = path_latency_s(ctx.graph, a, b)
+                lat = ctx.routing.latency_s(a, b)
                 if math.isfinite(lat):
                     lats.add(round(lat, 12))
     if memo is not None:

@@ -16,6 +16,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import networkx as nx
 
@@ -24,6 +25,7 @@ from placement.core.loading import chips_of, draft_model_of, model_of
 from placement.core.schema import DomainGroup, Instance, TrafficClass
 from topology.chips import ChipSpec
 from topology.graph import fleet_graph
+from topology.routing import Routing
 
 __all__ = ["Context", "SiteInfo", "resource_key"]
 
@@ -99,6 +101,11 @@ class Context:
             source=source,
             classes={c.name: c for c in inst.workload.classes},
         )
+
+    @cached_property
+    def routing(self) -> Routing:
+        """Lowest-latency paths of the fleet graph, computed once per context (as the MILP routes)."""
+        return Routing(self.graph)
 
     def resources(self) -> dict[str, SiteInfo]:
         """One representative site per resource (chip type @ domain size), sorted."""

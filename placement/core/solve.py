@@ -34,7 +34,6 @@ from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
 from solvers.twolevel import solve as solve_problem
-from topology.graph import path_latency_s
 
 __all__ = ["assemble_plan", "solve", "solve_context"]
 
@@ -167,7 +166,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         flows=[FlowPlan(transfer=f.transfer, source=f.source, target=f.target, bytes_per_s=f.bytes_per_s)
                for f in sol.flows],
         pairs=[PairPlan(column=p.column, source_site=p.source_site, target_site=p.target_site, replicas=p.replicas,
-                        latency_us=round(path_latency_s(ctx.graph, p.source_site, p.target_site) * 1e6, 6))
+                        latency_us=round(ctx.routing.latency_s(p.source_site, p.target_site) * 1e6, 6))
                for p in sol.pairs],
         message=sol.message,
         **base,
@@ -175,7 +174,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
 
 
 def _pair_latency(ctx: Context, sol: Solution, column: str) -> float:
-    lats = [path_latency_s(ctx.graph, p.source_site, p.target_site) for p in sol.pairs
+    lats = [ctx.routing.latency_s(p.source_site, p.target_site) for p in sol.pairs
             if p.column == column and p.replicas > 1e-9]
     return max(lats, default=0.0)
 

@@ -15,7 +15,7 @@ recomputes, with :mod:`placement.core.evaluate` and the fleet graph:
 6. pairing: paired pools have equal replicas at both ends;
 7. economics and limits: cost, power and chips recomputed and within the limits;
 8. physics: no pool's TPOT, TTFT or capacity beats the floors of
-   :mod:`placement.floors`, which share no code with the cost models.
+   :mod:`placement.core.floors`, which share no code with the cost models.
 
 Examples
 --------
@@ -36,7 +36,6 @@ from placement.core.floors import check_floors
 from placement.core.plan import Plan
 from solvers.packing import pack_into_domains
 from solvers.problem import Site
-from topology.graph import lowest_latency_path, path_latency_s
 
 __all__ = ["RTOL", "pair_latency_of", "verify"]
 
@@ -50,7 +49,7 @@ def _over(value: float, limit: float) -> bool:
 
 def pair_latency_of(ctx: Context, plan: Plan, column: str) -> float:
     """Worst one-way path latency among the pairs a paired column uses (0 if unpaired)."""
-    lats = [path_latency_s(ctx.graph, p.source_site, p.target_site) for p in plan.pairs
+    lats = [ctx.routing.latency_s(p.source_site, p.target_site) for p in plan.pairs
             if p.column == column and p.replicas > 1e-9]
     return max(lats, default=0.0)
 
@@ -242,7 +241,7 @@ def _check_network(ctx: Context, plan: Plan) -> list[str]:
         lat = pair_latency_of(ctx, plan, pr.column)
         per_replica = float(evaluate(ctx, pool.config, cls, pair_latency_s=lat).pair_bytes_per_s)
         for a, b in ((pr.source_site, pr.target_site), (pr.target_site, pr.source_site)):
-            path = lowest_latency_path(G, a, b)
+            path = ctx.routing.path(a, b)
             if path is None:
                 v.append(f"pair {pr.column}: no path {a}->{b}")
                 continue

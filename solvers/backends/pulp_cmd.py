@@ -1,0 +1,161 @@
+"""Backends run through PuLP's solver classes: CBC (bundled) and any other solver PuLP names.
+
+* :class:`CbcBackend` (``"cbc"``): PuLP's bundled CBC binary. Its MPS,
+  solution and log files go to a fresh temporary directory per call (removed
+  afterwards, even on failure); the log is parsed for the result line and,
+  when CBC stops early, the lower bound; a proven optimum has bound =
+  objective.
+* :class:`PulpBackend`: any name :func:`pulp.getSolver` knows; the bound is
+  the objective when optimal, otherwise unknown.
+
+No state is shared between calls, so concurrent solves from threads or
+processes are safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import time
+
+import pulp
+
+from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none
+
+__all__ = ["CbcBackend", "PulpBackend", "unavailable"]
+
+log = logging.getLogger("solvers.backends")
+
+_CBC_RESULT = re.compile(r"^Result - (.*)$", re.MULTILINE)
+_CBC_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
+
+
+def unavailable(backend: str, why: str) -> Outcome:
+    """The error outcome of a backend that cannot run, naming the ones that can."""
+    from solvers.backends import available_solvers
+
+    message = f"backend {backend!r} unavailable ({why}); available: {', '.join(available_solvers())}"
+    return Outcome("error", message, False, None, 0.0, backend)
+
+
+def pulp_options(options: SolveOptions) -> dict:
+    """The options every PuLP solver class takes, as PuLP names them."""
+    return {"mip": options.mip, "timeLimit": options.time_limit_s,
+            "gapRel": options.gap if options.mip else None, "threads": options.threads}
+
+
+class PulpBackend:
+    """Any solver PuLP knows by ``pulp_name`` (:func:`pulp.getSolver`), with the options it accepts."""
+
+    capabilities = Capabilities(start=False, best_bound=False, objective_target=False, time_limit=True)
+
+    def __init__(self, name: str, pulp_name: str | None = None):
+        self.name = name
+        self.pulp_name = pulp_name or name
+
+    def available(self) -> bool:
+        try:
+            return bool(self.make_solver(SolveOptions(), None).available())
+        except Exception:  # noqa: BLE001 - unknown to PuLP or refuses default options
+            return False
+
+    def make_solver(self, options: SolveOptions, log_path: str | None) -> pulp.LpSolver:
+        """The configured PuLP solver object."""
+        given = {k: val for k, val in pulp_options(options).items() if val is not None}
+        try:
+            return pulp.getSolver(self.pulp_name, msg=options.msg, **given)
+        except TypeError:  # this solver does not take gapRel/threads: run it without them
+            given = {k: val for k, val in given.items() if k in ("mip", "timeLimit")}
+            return pulp.getSolver(self.pulp_name, msg=options.msg, **given)
+
+    def log_path(self, tmp: str) -> str | None:
+        """Where the solver writes its log inside the call's private directory (None: nowhere)."""
+        return None
+
+    def prepare(self, model: pulp.LpProblem, options: SolveOptions) -> None:
+        """Set what the solver reads from the model itself before solving (nothing here)."""
+
+    def solve(self, model: pulp.LpProblem, options: SolveOptions) -> Outcome:
+        # Command-line solvers write the model, solution and log into a private
+        # directory that is removed afterwards, even when the solver fails.
+        with tempfile.TemporaryDirectory(prefix="placement-solve-") as tmp:
+            log_path = self.log_path(tmp)
+            try:
+                solver = self.make_solver(options, log_path)
+            except Exception as exc:  # noqa: BLE001 - unknown name or unsupported options
+                return unavailable(self.name, (str(exc) or type(exc).__name__).splitlines()[0])
+            if not solver.available():
+                return unavailable(self.name, "not installed")
+            if hasattr(solver, "tmpDir"):
+                solver.tmpDir = tmp
+            self.prepare(model, options)
+            began = time.perf_counter()
+            try:
+                model.solve(solver)
+            except Exception as exc:  # noqa: BLE001 - solver crashed or refused the model
+                return Outcome("error", f"{self.name}: {exc}", False, None, time.perf_counter() - began, self.name)
+            seconds = time.perf_counter() - began
+            return self.outcome(model, options, seconds, log_path)
+
+    def outcome(self, model: pulp.LpProblem, options: SolveOptions, seconds: float, log_path: str | None) -> Outcome:
+        """Status, bound and message from PuLP's status and the solver log, if any."""
+        solver_log = ""
+        if log_path is not None and os.path.exists(log_path):
+            with open(log_path, errors="replace") as fh:
+                solver_log = fh.read()
+            if options.msg:
+                log.info("%s", solver_log)
+        return pulp_outcome(model, self.name, seconds, options.time_limit_s, solver_log)
+
+
+class CbcBackend(PulpBackend):
+    """PuLP's bundled CBC (``"cbc"``): MIP start, bound from its log, time limit."""
+
+    capabilities = Capabilities(start=True, best_bound=True, objective_target=False, time_limit=True)
+
+    def __init__(self) -> None:
+        super().__init__("cbc", "PULP_CBC_CMD")
+
+    def make_solver(self, options: SolveOptions, log_path: str | None) -> pulp.LpSolver:
+        cbc = {"msg": False, "logPath": log_path, "warmStart": bool(options.start), **pulp_options(options)}
+        try:
+            return pulp.PULP_CBC_CMD(_skip_v4_deprecation=True, **cbc)
+        except TypeError:  # PuLP without the v4 deprecation switch
+            return pulp.PULP_CBC_CMD(**cbc)
+
+    def log_path(self, tmp: str) -> str | None:
+        return os.path.join(tmp, "cbc.log")
+
+    def prepare(self, model: pulp.LpProblem, options: SolveOptions) -> None:
+        if options.start:  # PuLP writes CBC's MIP start from the initial values
+            for var, value in options.start.items():
+                var.setInitialValue(value)
+
+
+def pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s: float | None,
+                 cbc_log: str) -> Outcome:
+    """The outcome from PuLP's status, refined by CBC's result and bound lines when there is a log."""
+    status, sol_status = m.status, m.sol_status
+    has_values = sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+    result = _CBC_RESULT.search(cbc_log)
+    text = result.group(1).strip() if result else pulp.LpStatus[status]
+    lowered = text.lower()
+    if "infeasible" in lowered or status == pulp.LpStatusInfeasible:
+        return Outcome("infeasible", f"{backend}: {text}", False, None, seconds, backend)
+    if "unbounded" in lowered or status == pulp.LpStatusUnbounded:
+        return Outcome("unbounded", f"{backend}: {text}", False, None, seconds, backend)
+    bound_match = _CBC_BOUND.search(cbc_log)
+    bound = float(bound_match.group(1)) if bound_match else None
+    if "time" in lowered or (time_limit_s is not None and status == pulp.LpStatusNotSolved):
+        name = "time_limit"
+    elif status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal:
+        name = "optimal"
+        if bound is None:
+            bound = pulp.value(m.objective)
+    elif has_values:
+        name = "feasible"
+    else:
+        name = "error"
+    return Outcome(name, f"{backend}: {text}", has_values, finite_or_none(bound), seconds, backend)

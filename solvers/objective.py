@@ -1,0 +1,41 @@
+"""The objective of the placement MILP: the primary objective on the replicas, plus tie-breaks."""
+
+from __future__ import annotations
+
+import pulp
+
+from solvers.tolerances import TIE_BREAK
+from solvers.variables import Variables
+
+__all__ = ["primary_objective", "set_objective"]
+
+
+def set_objective(m: pulp.LpProblem, v: Variables) -> None:
+    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} (w: $/h, W or 1 per unit).
+
+    The tie-breaks prefer fewer units among equal-cost placements and forbid
+    needless or circulating flow. With w_min the cheapest positive unit weight,
+    ε = 1e-7·w_min per unit placed (none for the "units" objective) and per
+    unit of flow (F_t bytes/s, about the whole traffic of transfer t, see
+    ``Variables.flow_unit``): a flow variable's tie-break is as visible to the
+    solvers as a replica's, while a circulation-free transfer crosses only a
+    few edges, so the tie-broken optimum stays within ~1e-7 (relative) of the
+    primary optimum. (Solvers may still ignore a tie-break this small, so
+    :func:`solvers.extract.to_solution` also cancels circulating flow.) The
+    objective is not rescaled; reported objectives are always the primary
+    one, recomputed from the solution.
+    """
+    ix = v.index
+    units = ix.units
+    weights = [w / units[k] for k, w in v.primary.items() if w > 0]
+    w_min = min(weights) if weights else 1.0
+    eps_u = 0.0 if ix.problem.objective == "units" else TIE_BREAK * w_min
+    primary = v.primary
+    coefs = {var: primary[k] + eps_u * units[k] for k, var in v.n.items()}
+    coefs.update(dict.fromkeys(v.f.values(), TIE_BREAK * w_min))
+    m.setObjective(pulp.LpAffineExpression(coefs))
+
+
+def primary_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
+    """Σ w·u·n of ``values`` (the objective without tie-breaks)."""
+    return sum(v.primary[key] * round(values.get(var) or 0.0) for key, var in v.n.items())
