@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 from typer.testing import CliRunner
+from verify_plans import pool, solved, write
 
 from placement.cli.app import app
 from placement.core.plan import parse_plan
 from placement.core.verify import verify
-from verify_plans import pool, solved, write
 
 RUBIN = "rubin-lpx-deepseek"
 runner = CliRunner()

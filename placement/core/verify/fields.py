@@ -151,12 +151,15 @@ def check_links(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
         exact[fl.source, fl.target] += fl.bytes_per_s
     level_bytes = {f.pool.column: f.level_pair_bytes_per_s for f in facts if f.main}
     anywhere = 0.0
+    paths: dict[tuple[str, str], list[tuple[str, str]] | None] = {}
     for pr in plan.pairs:
         traffic = pr.replicas * level_bytes.get(pr.column, 0.0)
         if traffic <= 0:
             continue
         for a, b in ((pr.source_site, pr.target_site), (pr.target_site, pr.source_site)):
-            edges = _pair_path_edges(G, a, b)
+            if (a, b) not in paths:
+                paths[a, b] = _pair_path_edges(G, a, b)
+            edges = paths[a, b]
             if edges is None:
                 anywhere += traffic
             for e in edges or ():

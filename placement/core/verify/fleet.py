@@ -69,8 +69,11 @@ def check_domains(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]
         except ValueError as e:
             v.append(f"domain group {name}: replicas do not pack into its domains ({e})")
             continue
-        packed = {k: sorted(d for d, items in hosted.items() if any(key == k for key, _ in items)) for k in sizes}
-        if any(packed[k] != listed for k, (_, _, listed) in sizes.items()):
+        packed: dict[str, set[int]] = defaultdict(set)
+        for d, items in hosted.items():
+            for key, _ in items:
+                packed[key].add(d)
+        if any(sorted(packed[k]) != listed for k, (_, _, listed) in sizes.items()):
             problem = assign_in_listed_domains(site, sizes)
             if problem is not None:
                 v.append(f"domain group {name}: {problem}")
@@ -139,11 +142,14 @@ def check_network(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]
             if abs(got - want) > RTOL * max(abs(want), scale) + 1e-3:
                 v.append(f"transfer {tname}: node {node} sends {got:.6g} B/s net, its loads need {want:.6g}")
     per_replica = {f.pool.column: f.pair_bytes_per_s for f in facts if f.main}
+    paths: dict[tuple[str, str], list[str] | None] = {}
     for pr in plan.pairs:
         if pr.replicas <= 1e-9 or per_replica.get(pr.column, 0.0) <= 0:
             continue
         for a, b in ((pr.source_site, pr.target_site), (pr.target_site, pr.source_site)):
-            path = lowest_latency_path(G, a, b)
+            if (a, b) not in paths:
+                paths[a, b] = lowest_latency_path(G, a, b)
+            path = paths[a, b]
             if path is None:
                 v.append(f"pair {pr.column}: no path {a}->{b}")
                 continue
