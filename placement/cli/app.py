@@ -144,21 +144,12 @@ def solve(
 def check(instance: InstanceArg,
           plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")]) -> None:
     """Verify a plan against an instance with the cost models (not the MILP)."""
-    from pydantic import ValidationError
-
     from placement.core.context import Context
-    from placement.core.loading import read_document
-    from placement.core.plan import Plan
+    from placement.core.plan import read_plan
     from placement.core.verify import verify
 
     inst = _load(instance)
-    doc = read_document(plan_path)
-    try:
-        plan = Plan.model_validate(doc)
-    except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        raise InputError(f"{first['msg'].lower()}", file=str(plan_path),
-                         field=".".join(str(x) for x in first["loc"])) from None
+    plan = read_plan(plan_path)
     if plan.instance != inst.name:
         raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
                          field="instance")

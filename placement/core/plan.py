@@ -9,11 +9,16 @@ cost, power and $/M output tokens, and the solver's statistics.
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
+from placement.core.loading import read_document
 
 __all__ = [
     "STAGE_OF_KIND",
@@ -27,7 +32,13 @@ __all__ = [
     "Pool",
     "PoolSite",
     "SolverStats",
+    "bad_numbers",
+    "parse_plan",
+    "read_plan",
 ]
+
+#: Largest integer a plan may hold: counts beyond 2^53 are not exact as floats (cost = replicas·chips·price).
+MAX_PLAN_INT = 2**53
 
 #: Wall-clock fields: the only part of a plan that differs between identical runs.
 TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
@@ -88,8 +99,6 @@ class Pool(_Record):
     sites: list[PoolSite]
     config: PoolConfig
     part: int = 0
-
-
 
 
 class ClassPlan(_Record):
@@ -191,3 +200,69 @@ class Plan(_Record):
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings: byte-identical across runs."""
         return self.model_dump_json(exclude={"solver": set(TIMING_FIELDS)})
+
+
+def bad_numbers(doc: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """(field path, value) of every NaN, infinity or integer beyond ±2^53 in a JSON-like document.
+
+    Examples
+    --------
+    >>> list(bad_numbers({"pools": [{"replicas": 2, "load_rps": {"a|pd|decode": float("nan")}}]}))
+    [('pools[0].load_rps.a|pd|decode', nan)]
+    >>> list(bad_numbers({"chips": 10**20, "ok": True}))
+    [('chips', 100000000000000000000)]
+    """
+    if isinstance(doc, bool) or doc is None or isinstance(doc, str):
+        return
+    if isinstance(doc, float):
+        if not math.isfinite(doc):
+            yield path, doc
+    elif isinstance(doc, int):
+        if abs(doc) > MAX_PLAN_INT:
+            yield path, doc
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from bad_numbers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(doc, list | tuple):
+        for i, v in enumerate(doc):
+            yield from bad_numbers(v, f"{path}[{i}]")
+
+
+def parse_plan(doc: Any, source: str = "<plan>") -> Plan:
+    """A :class:`Plan` from a parsed JSON document, or an :class:`InputError` naming the field.
+
+    Every number must be finite (JSON's ``NaN``/``Infinity`` and overflowing literals are
+    refused) and every integer within ±2^53; the rest is the schema (``extra="forbid"``).
+
+    Examples
+    --------
+    >>> parse_plan({"instance": "t", "status": "optimal", "objective": "cost", "power_w": float("inf")})
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: <plan>: power_w: expected a finite number, got inf
+    >>> parse_plan({"instance": "t", "status": "optimal", "objective": "cost"}).pools
+    []
+    """
+    if not isinstance(doc, dict):
+        raise InputError(f"expected a JSON object (a plan written by solve --json), got {type(doc).__name__}",
+                         file=source)
+    for where, value in bad_numbers(doc):
+        what = "a finite number" if isinstance(value, float) else f"an integer within ±2^53 ({MAX_PLAN_INT})"
+        shown = value if isinstance(value, float) else f"{str(value)[:12]}… ({len(str(abs(value)))} digits)"
+        raise InputError(f"expected {what}, got {shown}", file=source, field=where)
+    try:
+        return Plan.model_validate(doc)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise InputError(first["msg"].lower(), file=source, field=".".join(str(x) for x in first["loc"])) from None
+
+
+def read_plan(path: str | Path) -> Plan:
+    """Read and parse a plan JSON file (see :func:`parse_plan`); errors name the file and field."""
+    try:
+        doc = read_document(path)
+    except InputError:
+        raise
+    except ValueError as e:  # e.g. an integer literal beyond Python's digit limit
+        raise InputError(f"invalid JSON: {e}", file=str(path)) from None
+    return parse_plan(doc, source=str(path))

@@ -1,0 +1,98 @@
+"""The independent verifier: a plan is accepted only for what can be re-derived from the instance.
+
+Nothing here reads the MILP or trusts a plan's own numbers. First the plan
+must be well formed (:mod:`~placement.core.verify.structure`): finite
+numbers, unique ids, names that exist, configurations the cost models can
+evaluate on the chips they sit on. Then every pool is re-derived from its
+configuration, the catalogue, the domain groups and the cost models
+(:mod:`~placement.core.verify.facts`), and each constraint family is one
+check, its rule in its docstring:
+
+========================  ==================================================================
+``check_pool_fields``     every field of a pool = its re-derived value
+``check_class_fields``    a class's rate, SLOs, TTFT and TPOT = the instance's and its pools'
+``check_totals``          cost, power, chips (by type), tokens/s, $/M tokens = sums over pools
+``check_pair_fields``     a pair's latency = its path's
+``check_links``           a link's capacity, utilisation and load = the fleet's and its flows'
+``check_demand``          mode shares sum to 1, each step carries its mode's share of the rate
+``check_routes``          loads only on steps a configuration serves, of modes its class uses
+``check_capacity``        each site's load fits its replicas at the pairs' actual latency
+``check_slos_and_memory`` each configuration fits in memory and meets its class's TTFT/TPOT
+``check_pairing``         paired parts balance site by site within their latency level
+``check_domains``         domain indices in range, replicas fit the domains listed, packing
+``check_network``         transfer conservation per node, link loads within bandwidth
+``check_limits``          power and budget limits
+``check_floors``          no TPOT, TTFT or capacity beats its physical floor (:mod:`placement.core.floors`,
+                          which shares no code with the cost models)
+========================  ==================================================================
+
+Examples
+--------
+>>> from placement.core.verify import verify  # doctest: +SKIP
+>>> verify(ctx, plan)                    # doctest: +SKIP
+[]
+"""
+
+from __future__ import annotations
+
+from placement.core.context import Context
+from placement.core.floors import check_floors
+from placement.core.plan import Plan
+from placement.core.verify.facts import RTOL, derive, pair_latency_of
+from placement.core.verify.fields import (
+    check_class_fields,
+    check_links,
+    check_pair_fields,
+    check_pool_fields,
+    check_totals,
+)
+from placement.core.verify.fleet import check_domains, check_limits, check_network
+from placement.core.verify.serving import (
+    check_capacity,
+    check_demand,
+    check_pairing,
+    check_routes,
+    check_slos_and_memory,
+)
+from placement.core.verify.structure import check_configurations, check_numbers, check_references
+
+__all__ = ["RTOL", "pair_latency_of", "verify"]
+
+#: Plan statuses that carry a placement to verify.
+CHECKED_STATUSES = ("optimal", "feasible", "time_limit")
+
+
+def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]:
+    """Every violated constraint of ``plan`` as a sentence naming the pool or field; empty when it holds.
+
+    ``stated_fields=False`` asks only whether the placement is feasible for ``ctx``'s instance, not whether
+    the figures the plan states (pool and class fields, totals, links) are this instance's: for a plan
+    written for an earlier version of the instance (other prices or capacities), as ``marginal`` asks.
+    """
+    if plan.status not in CHECKED_STATUSES:
+        return []
+    malformed = [*check_numbers(plan), *check_references(ctx, plan), *check_configurations(ctx, plan)]
+    if malformed:
+        return malformed  # the checks below re-derive from the configurations: only from sound ones
+    facts = derive(ctx, plan)
+    unevaluable = [f.problem for f in facts if f.problem]
+    if unevaluable:
+        return unevaluable
+    stated = [
+        *check_pool_fields(ctx, plan, facts),
+        *check_class_fields(ctx, plan, facts),
+        *check_totals(ctx, plan, facts),
+        *check_pair_fields(ctx, plan),
+        *check_links(ctx, plan, facts),
+    ] if stated_fields else []
+    return stated + [
+        *check_demand(ctx, plan, facts),
+        *check_routes(ctx, plan, facts),
+        *check_capacity(ctx, plan, facts),
+        *check_slos_and_memory(ctx, plan, facts),
+        *check_pairing(ctx, plan, facts),
+        *check_domains(ctx, plan, facts),
+        *check_network(ctx, plan, facts),
+        *check_limits(ctx, plan, facts),
+        *check_floors(plan, ctx),
+    ]

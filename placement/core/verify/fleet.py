@@ -1,0 +1,171 @@
+"""Checks against the fleet: domains, chips per domain, network and limits.
+
+Examples
+--------
+>>> from placement.core.verify.fleet import assign_in_listed_domains
+>>> from solvers.problem import Site
+>>> site = Site(name="s", node="s", resource="gpu@8", units_per_domain=8, domains=2,
+...             usd_per_hour_per_unit=0.0, power_w_per_unit=0.0)
+>>> assign_in_listed_domains(site, {"a": (4, 3, [0, 1]), "b": (8, 1, [1])})
+'domains [0, 1] cannot host 3 × 4 chips of a beside what is placed there'
+>>> assign_in_listed_domains(site, {"a": (4, 2, [0]), "b": (8, 1, [1])}) is None
+True
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import pairwise
+
+from placement.core.context import Context
+from placement.core.plan import Plan
+from placement.core.verify.facts import RTOL, PoolFacts, over, transfers
+from solvers.packing import pack_into_domains
+from solvers.problem import Site
+
+__all__ = ["assign_in_listed_domains", "check_domains", "check_limits", "check_network"]
+
+
+def _site(ctx: Context, name: str) -> Site:
+    info = ctx.sites[name]
+    return Site(name=name, node=name, resource=info.resource, units_per_domain=info.chips_per_domain,
+                domains=info.group.count, usd_per_hour_per_unit=0.0, power_w_per_unit=0.0)
+
+
+def check_domains(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
+    """Per group Σ replicas·chips ≤ domains·chips per domain; every domain index in [0, count); each
+    pool's replicas fit the domains it lists, domain by domain, beside the other pools listed there."""
+    v: list[str] = []
+    per_site: dict[str, dict[str, tuple[int, int, list[int]]]] = defaultdict(dict)
+    for f in facts:
+        for s in f.pool.sites:
+            per_site[s.site][f.pool.id] = (f.chips_per_replica, s.replicas, sorted(set(s.domains)))
+    for name, sizes in sorted(per_site.items()):
+        site = _site(ctx, name)
+        chips = sum(units * count for units, count, _ in sizes.values())
+        if chips > site.units_per_domain * site.domains:
+            v.append(f"domain group {name}: replicas do not pack into its domains ({chips} chips, the group "
+                     f"holds {site.units_per_domain * site.domains})")
+    for f in facts:
+        for j, s in enumerate(f.pool.sites):
+            info = ctx.sites[s.site]
+            where = f"pools[{f.index}].sites[{j}].domains"
+            bad = [d for d in s.domains if not 0 <= d < info.group.count]
+            if bad:
+                v.append(f"{where}: index {bad[0]} is outside {s.site}'s domains 0 … {info.group.count - 1}")
+            if len(set(s.domains)) != len(s.domains):
+                v.append(f"{where}: {s.domains} lists a domain more than once")
+            room = len(set(s.domains)) * info.chips_per_domain
+            if s.replicas * f.chips_per_replica > room:
+                v.append(f"{where}: {s.replicas} × {f.chips_per_replica} chips of pool {f.pool.id} in "
+                         f"{len(set(s.domains))} domain(s) of {info.chips_per_domain} chips")
+    if v:
+        return v
+    for name, sizes in sorted(per_site.items()):
+        site = _site(ctx, name)
+        try:
+            hosted = pack_into_domains(site, {k: (u, n) for k, (u, n, _) in sizes.items()})
+        except ValueError as e:
+            v.append(f"domain group {name}: replicas do not pack into its domains ({e})")
+            continue
+        packed: dict[str, set[int]] = defaultdict(set)
+        for d, items in hosted.items():
+            for key, _ in items:
+                packed[key].add(d)
+        if any(sorted(packed[k]) != listed for k, (_, _, listed) in sizes.items()):
+            problem = assign_in_listed_domains(site, sizes)
+            if problem is not None:
+                v.append(f"domain group {name}: {problem}")
+    return v
+
+
+def assign_in_listed_domains(site: Site, sizes: dict[str, tuple[int, int, list[int]]]) -> str | None:
+    """Place every replica in a domain its pool lists (largest first, first fit), every listed domain used.
+
+    ``sizes``: pool -> (chips per replica, replicas, listed domain indices). A replica larger than a
+    domain takes consecutive whole listed domains. None when it works, else what does not fit.
+    """
+    size_d = site.units_per_domain
+    free = [size_d] * site.domains
+    for key, (units, count, listed) in sorted(sizes.items(), key=lambda kv: (-kv[1][0], kv[0])):
+        span = -(-units // size_d)
+        used: set[int] = set()
+        at = 0  # first fit only moves forward: free space only shrinks and every replica is the same size
+        for _ in range(count):
+            while at + span <= len(listed) and not _fits(free, listed[at:at + span], units, size_d):
+                at += 1
+            if at + span > len(listed):
+                return f"domains {listed} cannot host {count} × {units} chips of {key} beside what is placed there"
+            for d in listed[at:at + span]:
+                free[d] -= min(units, size_d)
+                used.add(d)
+        if used != set(listed):
+            return f"{key} lists domains {sorted(set(listed) - used)} that none of its replicas needs"
+    return None
+
+
+def _fits(free: list[int], run: list[int], units: int, size_d: int) -> bool:
+    """One replica of ``units`` chips fits in ``run`` (one domain, or consecutive whole free domains)."""
+    if units <= size_d:
+        return free[run[0]] >= units
+    return run[-1] - run[0] == len(run) - 1 and all(free[d] == size_d for d in run)
+
+
+def check_network(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
+    """Per transfer and node, net flow out = b·(source-step load − target-step load) there; per link,
+    Σ flows + pair traffic (both ways, on lowest-latency paths, at the pairs' latency) ≤ bandwidth."""
+    v: list[str] = []
+    G = ctx.graph
+    load: dict[tuple[str, str], float] = defaultdict(float)
+    net: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for fl in plan.flows:
+        if not G.has_edge(fl.source, fl.target):
+            continue
+        load[fl.source, fl.target] += fl.bytes_per_s
+        net[fl.transfer][fl.source] += fl.bytes_per_s
+        net[fl.transfer][fl.target] -= fl.bytes_per_s
+    site_of_step: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for pool in plan.pools:
+        if pool.part:
+            continue
+        for s in pool.sites:
+            for step, rate in s.load_rps.items():
+                site_of_step[step][s.site] += rate
+    for tname, (src_step, dst_step, b) in transfers(ctx).items():
+        # The solver meets each step's coverage to ~1e-7 of the class's rate, so a node's net
+        # (a difference of two loads) is only that exact relative to the bytes of the whole step.
+        scale = b * max(sum(site_of_step[src_step].values()), sum(site_of_step[dst_step].values()), 1.0)
+        for node in G.nodes:
+            want = b * (site_of_step[src_step].get(node, 0.0) - site_of_step[dst_step].get(node, 0.0))
+            got = net.get(tname, {}).get(node, 0.0)
+            if abs(got - want) > RTOL * max(abs(want), scale) + 1e-3:
+                v.append(f"transfer {tname}: node {node} sends {got:.6g} B/s net, its loads need {want:.6g}")
+    per_replica = {f.pool.column: f.pair_bytes_per_s for f in facts if f.main}
+    for pr in plan.pairs:
+        if pr.replicas <= 1e-9 or per_replica.get(pr.column, 0.0) <= 0:
+            continue
+        for a, b in ((pr.source_site, pr.target_site), (pr.target_site, pr.source_site)):
+            path = ctx.routing.path(a, b)
+            if path is None:
+                v.append(f"pair {pr.column}: no path {a}->{b}")
+                continue
+            for u, w in pairwise(path):
+                load[u, w] += per_replica[pr.column] * pr.replicas
+    for (u, w), x in sorted(load.items()):
+        cap = G.edges[u, w]["bandwidth_bytes_per_s"]
+        if over(x, cap):
+            v.append(f"link {u}->{w}: carries {x / 1e9:.6g} GB/s, capacity {cap / 1e9:.6g} GB/s")
+    return v
+
+
+def check_limits(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
+    """Σ power ≤ the power limit and Σ cost ≤ the budget, both re-derived from the pools' configurations."""
+    limits = ctx.instance.limits
+    cost = sum(f.usd_per_hour for f in facts)
+    power = sum(f.power_w for f in facts)
+    v = []
+    if limits.power_kw is not None and over(power, limits.power_kw * 1e3):
+        v.append(f"power {power / 1e3:.6g} kW exceeds the limit of {limits.power_kw} kW")
+    if limits.budget_usd_per_hour is not None and over(cost, limits.budget_usd_per_hour):
+        v.append(f"cost ${cost:.6g}/h exceeds the budget of ${limits.budget_usd_per_hour}/h")
+    return v

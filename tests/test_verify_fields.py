@@ -1,0 +1,161 @@
+"""The verifier re-derives every field a consumer reads: edited plans are rejected, naming the field.
+
+Issue 11 item 9: ``placement check`` accepted the 2,048-chip LP30 replica of the Rubin + LPX plan edited
+to 256 chips (cost and power lowered to match) and a decode pool's flat ``stage``, ``tpot_ms``, ``batch``,
+``tp``, ``utilisation`` and ``memory_per_chip_gb`` edited. Each edit here must give exit 5 naming the field.
+"""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+from verify_plans import pool, solved, write
+
+from placement.cli.app import app
+from placement.core.plan import parse_plan
+from placement.core.verify import verify
+
+RUBIN = "rubin-lpx-deepseek"
+runner = CliRunner()
+
+
+def _check(tmp_path, name: str, doc: dict):
+    return runner.invoke(app, ["check", f"instances/{name}.yaml", write(tmp_path, doc)])
+
+
+def test_the_untouched_plans_pass_check(tmp_path):
+    for name in (RUBIN, "spec-decode-draft", "melange-toy"):
+        r = _check(tmp_path, name, solved(name)[2])
+        assert r.exit_code == 0, r.output
+
+
+def _lp30_to_256(doc: dict, config_too: bool) -> None:
+    """The 2,048-chip FFN replica shrunk to 256 chips, its cost, power and the plan's totals lowered to match."""
+    ffn = pool(doc, stage="decode-ffn", chip="lp30")
+    assert ffn["chips_per_replica"] == 2048
+    scale = 256 / 2048
+    saved_usd, saved_w = ffn["usd_per_hour"] * (1 - scale), ffn["power_w"] * (1 - scale)
+    ffn.update(chips=256 * ffn["replicas"], chips_per_replica=256, usd_per_hour=ffn["usd_per_hour"] * scale,
+               power_w=ffn["power_w"] * scale)
+    ffn["sites"][0]["domains"] = ffn["sites"][0]["domains"][:1]
+    doc["cost_usd_per_hour"] -= saved_usd
+    doc["power_w"] -= saved_w
+    doc["chips"] -= 2048 - 256
+    doc["chips_by_type"]["lp30"] = 256
+    if config_too:  # the configuration edited as well: tp 64 × pp 4 = 256 chips, in both halves' copies
+        for p in doc["pools"]:
+            if p["column"] == ffn["column"]:
+                p["config"]["partner"].update(chips=256, pp=4)
+        ffn["pp"] = 4
+
+
+@pytest.mark.parametrize("config_too", [False, True], ids=["flat-fields", "flat-fields-and-config"])
+def test_lp30_replica_cut_to_256_chips_is_rejected(tmp_path, config_too):
+    _, ctx, doc = solved(RUBIN)
+    _lp30_to_256(doc, config_too)
+    violations = verify(ctx, parse_plan(doc))
+    assert violations
+    r = _check(tmp_path, RUBIN, doc)
+    assert r.exit_code == 5, r.output
+    if config_too:  # consistent fields, but 256 LP30 chips cannot hold the FFN weights
+        assert "does not fit in memory" in r.output
+    else:
+        assert "chips_per_replica says 256" in r.output and "gives 2048" in r.output
+
+
+DECODE_EDITS = {
+    "stage": "prefill",
+    "tpot_ms": 10.0,
+    "batch": 256,
+    "tp": 2,
+    "utilisation": 0.5,
+    "memory_per_chip_gb": 80.0,
+}
+
+
+@pytest.mark.parametrize("field", sorted(DECODE_EDITS))
+def test_decode_pool_flat_field_edited_is_rejected(tmp_path, field):
+    _, ctx, doc = solved(RUBIN)
+    decode = pool(doc, stage="decode")
+    assert decode[field] != DECODE_EDITS[field]
+    decode[field] = DECODE_EDITS[field]
+    assert any(f"{field} says" in v for v in verify(ctx, parse_plan(doc)))
+    r = _check(tmp_path, RUBIN, doc)
+    assert r.exit_code == 5, r.output
+    assert f"pool {decode['id']}: {field} says" in r.output
+
+
+POOL_EDITS = {  # field -> a function giving the edited value from the current one
+    "chip": lambda x: "b200",
+    "chips": lambda x: x - 1,
+    "ep": lambda x: 1 if x > 1 else 2,
+    "pp": lambda x: x + 1,
+    "chunk_tokens": lambda x: 4096,
+    "micro_batches": lambda x: x + 1,
+    "paired_with": lambda x: "pool-01",
+    "capacity_rps_per_replica": lambda x: {k: 2 * c for k, c in x.items()} or {"x": 1.0},
+    "ttft_ms": lambda x: 1.0,
+    "usd_per_hour": lambda x: x / 2,
+    "power_w": lambda x: x / 2,
+    "domains": lambda x: ["lpx"],
+    "traffic_class": lambda x: "chat" if x != "chat" else "reasoning",
+}
+
+
+@pytest.mark.parametrize("field", sorted(POOL_EDITS))
+def test_every_other_pool_field_edited_is_rejected(field):
+    _, ctx, doc = solved(RUBIN)
+    for p in doc["pools"]:
+        p[field] = POOL_EDITS[field](p[field])
+    assert any(f"{field} says" in v for v in verify(ctx, parse_plan(doc)))
+
+
+@pytest.mark.parametrize(("field", "value"), [("ttft_ms", 1.0), ("tpot_ms", 1.0), ("rate_rps", 1.0),
+                                              ("tpot_slo_ms", 1000.0), ("ttft_slo_ms", 1e5)])
+def test_class_fields_edited_are_rejected(field, value):
+    _, ctx, doc = solved(RUBIN)
+    doc["classes"][1][field] = value
+    assert any(f"class reasoning: {field} says" in v for v in verify(ctx, parse_plan(doc)))
+
+
+def test_class_modes_edited_are_rejected():
+    _, ctx, doc = solved(RUBIN)
+    doc["classes"][0]["modes"] = {"aggregated": 0.5, "pd": 0.5}
+    assert any("carries" in v and "expected" in v for v in verify(ctx, parse_plan(doc)))
+    doc = solved(RUBIN)[2]
+    doc["classes"][1]["modes"] = {"pd": 1.0}
+    violations = verify(ctx, parse_plan(doc))
+    assert any("a mode its class does not use" in v for v in violations), violations
+
+
+@pytest.mark.parametrize(("field", "edit"), [
+    ("cost_usd_per_hour", lambda d: d["cost_usd_per_hour"] * 0.9),
+    ("power_w", lambda d: d["power_w"] * 0.9),
+    ("chips", lambda d: d["chips"] - 8),
+    ("chips_by_type", lambda d: {**d["chips_by_type"], "lp30": 256}),
+    ("output_tokens_per_s", lambda d: d["output_tokens_per_s"] * 2),
+    ("usd_per_million_output_tokens", lambda d: d["usd_per_million_output_tokens"] / 2),
+])
+def test_plan_totals_edited_are_rejected(field, edit):
+    _, ctx, doc = solved(RUBIN)
+    doc[field] = edit(doc)
+    violations = verify(ctx, parse_plan(doc))
+    assert any(v.startswith(("cost:", "power:")) or f"plan: {field} says" in v for v in violations), violations
+
+
+@pytest.mark.parametrize(("field", "edit"), [
+    ("load_bytes_per_s", lambda x: x * 1.01),
+    ("capacity_bytes_per_s", lambda x: x * 2),
+    ("utilisation", lambda x: x + 0.1),
+])
+def test_link_fields_edited_are_rejected(field, edit):
+    _, ctx, doc = solved(RUBIN)
+    link = doc["links"][0]
+    link[field] = edit(link[field])
+    assert any(field in v for v in verify(ctx, parse_plan(doc)))
+
+
+def test_pair_latency_edited_is_rejected():
+    _, ctx, doc = solved(RUBIN)
+    doc["pairs"][0]["latency_us"] = 1.0
+    assert any("latency_us says 1.0" in v for v in verify(ctx, parse_plan(doc)))
