@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
@@ -44,7 +45,7 @@ def test_unknown_backend_is_a_solver_failure_not_a_traceback():
 
 
 def test_demand_beyond_the_fleet_is_infeasible_with_a_diagnosis(tmp_path):
-    doc = yaml.safe_load(open(TOY))
+    doc = yaml.safe_load(Path(TOY).read_text())
     doc["workload"]["classes"][0]["rate_rps"] = 100_000
     p = tmp_path / "big.yaml"
     p.write_text(yaml.safe_dump(doc))
@@ -102,3 +103,10 @@ def test_quiet_solve_prints_nothing_on_stdout_not_even_the_highs_banner(tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout == "", done.stdout
     assert json.loads(out.read_text())["status"] == "optimal"
+
+
+def test_version_comes_from_the_package_metadata():
+    from importlib.metadata import version
+
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.output.strip() == f"placement {version('placement')}"

@@ -136,7 +136,7 @@ def test_workload_is_realistic_and_unique():
 
 def test_build_instance_is_seeded_valid_and_written(tmp_path):
     rates = {"chat": 20.0, "summarisation": 3.0}
-    kw = dict(domains=40, chip_types=3, classes=2, family="mixed", rates=rates)
+    kw = {"domains": 40, "chip_types": 3, "classes": 2, "family": "mixed", "rates": rates}
     a, b, c = build_instance(seed=1, **kw), build_instance(seed=1, **kw), build_instance(seed=2, **kw)
     assert a == b and a != c
     inst = parse_instance(a)
