@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -110,3 +112,33 @@ def test_version_comes_from_the_package_metadata():
 
     r = runner.invoke(app, ["--version"])
     assert r.exit_code == 0 and r.output.strip() == f"placement {version('placement')}"
+
+
+def test_option_choices_are_the_library_words():
+    """The CLI's enums repeat the library's tuples (so that --help need not import them)."""
+    from costmodels.roofline import STAGES
+    from placement.cli.options import Executor, Family, Precision, Stage
+    from placement.studies.executor import EXECUTORS
+    from topology.chips import PRECISIONS
+    from topology.generators import FAMILIES
+
+    assert [e.value for e in Executor] == list(EXECUTORS)
+    assert [e.value for e in Stage] == list(STAGES)
+    assert sorted(e.value for e in Precision) == sorted(PRECISIONS)
+    assert [e.value for e in Family] == list(FAMILIES)
+
+
+def test_a_wrong_choice_is_a_usage_error_listing_the_choices():
+    r = runner.invoke(app, ["roofline", "--chip", "h100", "--model", "llama-3.1-70b", "--stage", "encode"])
+    assert r.exit_code == 2 and "--stage" in r.output and "decode-attention" in r.output
+
+
+def test_help_imports_no_heavy_module():
+    """``placement --help`` loads typer, not the cost models, solvers, plots or rich tables."""
+    code = ("import sys; from placement.cli.app import app\n"
+            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = ['numpy', 'pulp', 'highspy', 'networkx', 'matplotlib', 'ray', 'rich.table', 'pydantic', "
+            "'costmodels', 'solvers', 'placement.core.loading']\n"
+            "print(sorted(m for m in heavy if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
