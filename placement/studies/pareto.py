@@ -1,4 +1,4 @@
-"""SLO Pareto frontiers: the ``pareto`` command, the series beside the instance, frontier marking.
+"""SLO Pareto frontiers: the SLO sweep, the series beside the instance, frontier marking.
 
 Pareto
 ------

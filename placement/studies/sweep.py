@@ -1,4 +1,4 @@
-"""What-if sweeps over any instance field: the ``sweep`` command, its table, CSV and JSON.
+"""What-if sweeps over any instance field: the points, their solves, the result and its CSV.
 
 A sweep is many independent solves of modified copies of one instance. Every
 point's instance is built and validated (:func:`placement.core.loading.parse_instance`)
@@ -11,9 +11,9 @@ are stored in them; a ``--time-limit`` that is hit is the one exception).
 
 The grammar of paths and values, and the building of every point's instance,
 are in :mod:`placement.studies.whatif`; SLO Pareto sweeps and frontiers in
-:mod:`placement.studies.pareto`. This module also holds what both commands share: the
+:mod:`placement.studies.pareto`. This module also holds what both share: the
 result model (:class:`Point`, :class:`SweepResult`), the per-point solve
-(:func:`solve_job`), the outputs and the CLI options.
+(:func:`solve_job`) and the CSV. The ``sweep`` command is :mod:`placement.cli.studies`.
 """
 
 from __future__ import annotations
