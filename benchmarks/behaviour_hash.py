@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("instances", nargs="*", type=Path, default=INSTANCES)
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = ap.parse_args(argv)
-    rows = [fingerprint(p.resolve()) for p in args.instances]
+    # absolute(), not resolve(): instances/ is a symlink to placement/instances and the labels keep its name.
+    rows = [fingerprint(p.absolute()) for p in args.instances]
     keys = ["instance", "columns", "columns_sha256", "problem_sha256", "highs_plan_sha256", "cbc_plan_sha256",
             "highs_cost_usd_per_hour"]
     print("| " + " | ".join(keys) + " |")

@@ -9,7 +9,7 @@
 # result is written as JSON (+ PNG) into benchmarks/. Each case runs in a fresh
 # process (its peak RSS is its own) with a 12 GB address-space cap.
 # The markdown tables of RESULTS.md are rendered from the JSON files:
-#   .venv/bin/python -c "import json,sys; from placement.bench.runner import report_markdown; \
+#   .venv/bin/python -c "import json,sys; from placement.bench.report import report_markdown; \
 #     print(report_markdown(json.load(open(sys.argv[1]))))" benchmarks/bench_scaling.json
 set -euo pipefail
 cd "$(dirname "$0")/.."

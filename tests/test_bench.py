@@ -8,17 +8,12 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.bench.generate import build_instance, write_instance
-from placement.bench.runner import (
-    baseline_rows,
-    bench,
-    markdown,
-    ratios,
-    run_case,
-    scaling_plot,
-    summarise,
-    table_rows,
-)
+from placement.bench.options import BenchOptions
+from placement.bench.plots import scaling_plot
+from placement.bench.report import baseline_rows, markdown, ratios, summarise, table_rows
+from placement.bench.runner import bench, run_case
 from placement.cli.app import app
+from placement.core.errors import InputError
 
 FIELDS = ("build_s", "solve_s", "status", "objective", "best_bound", "gap", "variables", "integer_variables",
           "constraints", "nonzeros", "peak_rss_mb", "solver_child_peak_mb", "candidates_s", "domains", "groups")
@@ -93,3 +88,18 @@ def test_cli_bench_generates_sizes_and_writes_json(tmp_path):
     assert list(tmp_path.glob("bench-leaf-spine-d8-*.yaml"))
     bad = CliRunner().invoke(app, ["bench", "--solvers", "highs"])
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize(("kwargs", "option"), [
+    ({}, "INSTANCES"),
+    ({"instances": ("a.yaml",), "solvers": ()}, "--solvers"),
+    ({"instances": ("a.yaml",), "repeat": 0}, "--repeat"),
+    ({"instances": ("a.yaml",), "time_limit_s": 0.0}, "--time-limit"),
+    ({"instances": ("a.yaml",), "baselines": ("random",)}, "--baselines"),
+    ({"sizes": (8,), "modes": ("pd-magic",)}, "--modes"),
+    ({"instances": ("a.yaml",), "plot_x": "chips"}, "--plot-x"),
+])
+def test_bench_options_are_checked_when_built(kwargs, option):
+    with pytest.raises(InputError) as e:
+        BenchOptions(**kwargs)
+    assert e.value.field == option

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
@@ -44,7 +47,7 @@ def test_unknown_backend_is_a_solver_failure_not_a_traceback():
 
 
 def test_demand_beyond_the_fleet_is_infeasible_with_a_diagnosis(tmp_path):
-    doc = yaml.safe_load(open(TOY))
+    doc = yaml.safe_load(Path(TOY).read_text())
     doc["workload"]["classes"][0]["rate_rps"] = 100_000
     p = tmp_path / "big.yaml"
     p.write_text(yaml.safe_dump(doc))
@@ -102,3 +105,40 @@ def test_quiet_solve_prints_nothing_on_stdout_not_even_the_highs_banner(tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout == "", done.stdout
     assert json.loads(out.read_text())["status"] == "optimal"
+
+
+def test_version_comes_from_the_package_metadata():
+    from importlib.metadata import version
+
+    r = runner.invoke(app, ["--version"])
+    assert r.exit_code == 0 and r.output.strip() == f"placement {version('placement')}"
+
+
+def test_option_choices_are_the_library_words():
+    """The CLI's enums repeat the library's tuples (so that --help need not import them)."""
+    from costmodels.roofline import STAGES
+    from placement.cli.options import Executor, Family, Precision, Stage
+    from placement.studies.executor import EXECUTORS
+    from topology.chips import PRECISIONS
+    from topology.generators import FAMILIES
+
+    assert [e.value for e in Executor] == list(EXECUTORS)
+    assert [e.value for e in Stage] == list(STAGES)
+    assert sorted(e.value for e in Precision) == sorted(PRECISIONS)
+    assert [e.value for e in Family] == list(FAMILIES)
+
+
+def test_a_wrong_choice_is_a_usage_error_listing_the_choices():
+    r = runner.invoke(app, ["roofline", "--chip", "h100", "--model", "llama-3.1-70b", "--stage", "encode"])
+    assert r.exit_code == 2 and "--stage" in r.output and "decode-attention" in r.output
+
+
+def test_help_imports_no_heavy_module():
+    """``placement --help`` loads typer, not the cost models, solvers, plots or rich tables."""
+    code = ("import sys; from placement.cli.app import app\n"
+            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = ['numpy', 'pulp', 'highspy', 'networkx', 'matplotlib', 'ray', 'rich.table', 'pydantic', "
+            "'costmodels', 'solvers', 'placement.core.loading']\n"
+            "print(sorted(m for m in heavy if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

@@ -13,9 +13,9 @@ import functools
 import networkx as nx
 import pytest
 
+from placement.bench.generate import build_instance
 from placement.core.candidates import build_problem
 from placement.core.context import Context
-from placement.bench.generate import build_instance
 from placement.core.loading import parse_instance
 from placement.core.plan import Plan
 from placement.core.solve import assemble_plan

@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from placement.core.errors import InputError
 from placement.core.schema import Instance
 
-__all__ = ["export_command", "export_instance"]
+__all__ = ["export_instance"]
 
 
 def export_instance(instance: Instance, *, lp: str | Path | None = None, mps: str | Path | None = None,
@@ -70,23 +67,3 @@ def export_instance(instance: Instance, *, lp: str | Path | None = None, mps: st
     export_s = time.perf_counter() - start
     m, _ = build_model(problem)
     return {"files": targets, **model_stats(m), "candidates_s": cands_s, "export_s": export_s}
-
-
-def export_command(
-    instance: Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")],
-    lp: Annotated[Path | None, typer.Option("--lp", help="write the model in CPLEX LP format here")] = None,
-    mps: Annotated[Path | None, typer.Option("--mps", help="write the model in (free) MPS format here")] = None,
-) -> None:
-    """Write the instance's MILP as LP and/or MPS (deterministic names) for external solvers."""
-    from rich.console import Console
-
-    from placement.core.loading import load_instance
-
-    inst = load_instance(instance)
-    stats = export_instance(inst, lp=lp, mps=mps, source=str(instance))
-    console = Console()
-    for p in stats["files"]:
-        console.print(f"[green]wrote[/green] {p} ({p.stat().st_size:,} bytes)", highlight=False)
-    console.print(f"{stats['variables']:,} variables ({stats['integer_variables']:,} integer), "
-                  f"{stats['constraints']:,} constraints, {stats['nonzeros']:,} nonzeros; "
-                  f"candidates {stats['candidates_s']:.2f} s, export {stats['export_s']:.2f} s", highlight=False)

@@ -40,10 +40,8 @@ import hashlib
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import typer
 import yaml
 
 from placement.core.errors import InputError
@@ -55,7 +53,7 @@ __all__ = [
     "MODELS",
     "build_instance",
     "calibrate_rates",
-    "generate_command",
+    "generate_sizes",
     "pick_chips",
     "workload",
     "write_instance",
@@ -306,35 +304,15 @@ def write_instance(doc: dict, path: str | Path) -> Path:
     return Path(path)
 
 
-def generate_command(
-    domains: Annotated[int, typer.Option("--domains", help="scale-up domains in the fleet")],
-    out_path: Annotated[Path, typer.Option("--out", help="instance YAML to write")],
-    chip_types: Annotated[int, typer.Option("--chip-types", help="number of chip types (1..18)")] = 8,
-    classes: Annotated[int, typer.Option("--classes", help="traffic classes (1..20)")] = 6,
-    family: Annotated[str, typer.Option("--family", help="leaf-spine | rail | mixed | uniform")] = "leaf-spine",
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    model: Annotated[str, typer.Option("--model", help="catalogue model")] = "llama-3.1-70b",
-    load: Annotated[float, typer.Option("--load", help="fraction of the fleet the demand needs")] = DEFAULT_LOAD,
-    modes: Annotated[str | None, typer.Option("--modes", help="comma list (default: all)")] = None,
-    groups: Annotated[int | None, typer.Option("--groups", help="uniform family: leaves (1 = one group)")] = None,
-    chips: Annotated[str | None, typer.Option("--chips", help="comma list of chip names (overrides "
-                                                              "--chip-types)")] = None,
-) -> None:
-    """Write a seeded benchmark instance (fleet family, traffic mix, calibrated rates)."""
-    from rich.console import Console
-
-    mode_list = [m.strip() for m in modes.split(",")] if modes else list(MODES)
-    bad = [m for m in mode_list if m not in MODES]
-    if bad:
-        raise InputError(f"expected modes among {', '.join(MODES)}, got {bad[0]!r}", field="--modes")
-    options = {"groups": groups} if groups is not None and family == "uniform" else None
-    if groups is not None and family != "uniform":
-        raise InputError("--groups applies to --family uniform only", field="--groups")
-    chip_list = [c.strip() for c in chips.split(",") if c.strip()] if chips else chip_types
-    doc = build_instance(domains=domains, chip_types=chip_list, classes=classes, family=family, seed=seed,
-                         model=model, modes=mode_list, load=load, fleet_options=options)
-    write_instance(doc, out_path)
-    hw = doc["hardware"]
-    Console().print(f"[green]wrote[/green] {out_path}: {domains} domains in {len(hw['domains'])} groups, "
-                    f"{len(hw['switches'])} switches, {len(doc['workload']['classes'])} classes, "
-                    f"model {model}", highlight=False)
+def generate_sizes(sizes: Sequence[int], out_dir: Path, *, family: str, chip_types: int | Sequence[str],
+                   classes: int, model: str, modes: Sequence[str], seed: int,
+                   load: float | None = None) -> list[Path]:
+    """Write one generated instance per size (domain count) into ``out_dir``; returns the paths."""
+    paths = []
+    for n in sizes:
+        doc = build_instance(domains=n, chip_types=chip_types, classes=classes, family=family, seed=seed,
+                             model=model, modes=list(modes), load=load or DEFAULT_LOAD)
+        path = out_dir / f"{doc['name']}.yaml"
+        write_instance(doc, path)
+        paths.append(path)
+    return paths

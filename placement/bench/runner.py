@@ -31,55 +31,35 @@ Instances come as files, or are generated for ``--sizes`` with
 :func:`placement.bench.generate.build_instance` (family, chip types, classes, model,
 modes and seed as given) and written next to the results.
 
-Examples
---------
->>> rows = [{"instance": "a", "domains": 10, "groups": 2, "solver": "highs", "repeat": 0, "build_s": 0.1,
-...          "solve_s": 1.0, "status": "optimal", "gap": 0.0, "variables": 5, "constraints": 3,
-...          "nonzeros": 9, "peak_rss_mb": 100.0, "objective": 3.0},
-...         {"instance": "a", "domains": 10, "groups": 2, "solver": "cbc", "repeat": 0, "build_s": 0.1,
-...          "solve_s": 3.0, "status": "optimal", "gap": 0.0, "variables": 5, "constraints": 3,
-...          "nonzeros": 9, "peak_rss_mb": 90.0, "objective": 3.0}]
->>> s = summarise(rows)
->>> [(r["solver"], r["solve_s"]) for r in s], ratios(s)
-([('highs', 1.0), ('cbc', 3.0)], {'a': 3.0})
+The tables of the results are in :mod:`placement.bench.report`, the scaling chart in
+:mod:`placement.bench.plots`, the options record of ``placement bench`` in :mod:`placement.bench.options`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import multiprocessing
 import os
 import pickle
 import platform
 import resource
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
 
 from placement.core.errors import InputError
 
 __all__ = [
     "BASELINES",
+    "PREPARE_LIMIT_S",
     "bench",
-    "bench_command",
     "machine_info",
     "mark_out_of_memory",
-    "markdown",
     "prepare",
-    "ratios",
-    "report_markdown",
     "run_baseline",
     "run_case",
-    "scaling_plot",
-    "summarise",
-    "summary_table",
 ]
 
 BASELINES = ("exhaustive", "greedy", "lp")
@@ -318,7 +298,7 @@ def _code_version() -> dict:
     """The git commit the benchmark ran on and the source files modified since (code in flux)."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # the repository: placement/bench/runner.py
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=False,
                                 timeout=10).stdout.strip()
@@ -466,289 +446,3 @@ def _attach_reference(cases: list[dict], base: list[dict]) -> None:
         else:
             b["gap_to_milp"] = None
             b["reaches_milp_optimum"] = None
-
-
-# --------------------------------------------------------------------------- reporting
-
-
-def summarise(cases: list[dict]) -> list[dict]:
-    """One row per (instance, solver): medians of times and memory over repeats, the last outcome."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for c in cases:
-        groups.setdefault((c["instance"], c["solver"]), []).append(c)
-    out = []
-    for rows in groups.values():
-        last = dict(rows[-1])
-        for key in ("build_s", "solve_s", "total_s", "peak_rss_mb", "solver_child_peak_mb", "wall_s"):
-            vals = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
-            if vals:
-                last[key] = statistics.median(vals)
-        last["repeats"] = len(rows)
-        out.append(last)
-    return out
-
-
-def ratios(summary: list[dict], numerator: str = "cbc", denominator: str = "highs") -> dict[str, float | None]:
-    """Per instance, solve-time ratio ``numerator / denominator`` (CBC / HiGHS by default)."""
-    times: dict[str, dict[str, float]] = {}
-    for r in summary:
-        if isinstance(r.get("solve_s"), (int, float)):
-            times.setdefault(r["instance"], {})[r["solver"]] = r["solve_s"]
-    out = {}
-    for inst, t in times.items():
-        if numerator in t and denominator in t:
-            out[inst] = round(t[numerator] / t[denominator], 3) if t[denominator] > 0 else None
-    return out
-
-
-def _fmt(x, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        if x == 0:
-            return "0"
-        if abs(x) >= 1e4:
-            return f"{x:,.0f}"
-        return f"{x:.{digits}g}"
-    if isinstance(x, int):
-        return f"{x:,}"
-    return str(x)
-
-
-def table_rows(summary: list[dict]) -> list[list[str]]:
-    """Header and rows of the summary table (plain strings; used by the CLI and RESULTS.md)."""
-    rat = ratios(summary)
-    header = ["instance", "domains", "groups", "solver", "cands s", "build s", "solve s", "status", "objective",
-              "gap", "vars", "int", "rows", "nnz", "peak MB", "CBC/HiGHS"]
-    rows = [header]
-    for r in summary:
-        peak = r.get("peak_rss_mb")
-        child = r.get("solver_child_peak_mb") or 0.0
-        peak_s = _fmt(peak) if r["solver"] != "cbc" or not child else f"{_fmt(peak)} + {_fmt(child)}"
-        rows.append([r["instance"], _fmt(r.get("domains")), _fmt(r.get("groups")), r["solver"],
-                     _fmt(r.get("candidates_s")), _fmt(r.get("build_s")), _fmt(r.get("solve_s")),
-                     r.get("status", "?"), _fmt(r.get("objective"), 6),
-                     "—" if r.get("gap") is None else f"{100 * r['gap']:.3g}%",
-                     _fmt(r.get("variables")), _fmt(r.get("integer_variables")), _fmt(r.get("constraints")),
-                     _fmt(r.get("nonzeros")), peak_s,
-                     _fmt(rat.get(r["instance"])) if r["solver"] == "highs" else ""])
-    return rows
-
-
-def baseline_rows(base: list[dict]) -> list[list[str]]:
-    """Header and rows of the baseline table."""
-    header = ["instance", "domains", "method", "status", "seconds", "objective", "MILP objective", "gap to MILP",
-              "reaches optimum", "evaluated / combinations"]
-    rows = [header]
-    for b in base:
-        combos = ""
-        if b.get("method") == "exhaustive":
-            total = b.get("combinations")
-            combos = f"{_fmt(b.get('evaluated'))} / {'> budget' if total == -1 else _fmt(total)}"
-        gap = b.get("gap_to_milp")
-        rows.append([b["instance"], _fmt(b.get("domains")), b["method"], b.get("status", "?"),
-                     _fmt(b.get("seconds")), _fmt(b.get("objective"), 6), _fmt(b.get("milp_objective"), 6),
-                     "—" if gap is None else f"{100 * gap:.3g}%",
-                     "—" if b.get("reaches_milp_optimum") is None else ("yes" if b["reaches_milp_optimum"] else "no"),
-                     combos])
-    return rows
-
-
-def markdown(rows: list[list[str]]) -> str:
-    """A GitHub markdown table of :func:`table_rows` / :func:`baseline_rows` output."""
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "|".join(" --- " for _ in rows[0]) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
-    return "\n".join(lines)
-
-
-def report_markdown(result: dict) -> str:
-    """The summary table (and the baseline table, if any) of a :func:`bench` result as markdown."""
-    text = markdown(table_rows(summarise(result["cases"])))
-    if result.get("baselines"):
-        text += "\n\n" + markdown(baseline_rows(result["baselines"]))
-    return text + "\n"
-
-
-def summary_table(summary: list[dict], title: str = "placement bench"):
-    """A rich table of the summary rows."""
-    from rich.table import Table
-
-    rows = table_rows(summary)
-    t = Table(title=title)
-    for h in rows[0]:
-        t.add_column(h, justify="left" if h in ("instance", "solver", "status") else "right")
-    for r in rows[1:]:
-        t.add_row(*r)
-    return t
-
-
-def scaling_plot(summary: list[dict], path: str | Path, x: str = "domains", title: str | None = None,
-                 preps: list[dict] | None = None) -> Path:
-    """Log-log plot of solve (solid) and build (dashed) time against ``x`` per solver; candidates dotted."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    solvers = sorted({r["solver"] for r in summary})
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, solver in enumerate(solvers):
-        pts = sorted((r[x], r.get("solve_s"), r.get("build_s"), r.get("status")) for r in summary
-                     if r["solver"] == solver and isinstance(r.get("solve_s"), (int, float)))
-        if not pts:
-            continue
-        c = colors[i % len(colors)]
-        ax.plot([p[0] for p in pts], [max(p[1], 1e-3) for p in pts], "o-", color=c, label=f"{solver} solve")
-        ax.plot([p[0] for p in pts], [max(p[2], 1e-3) for p in pts], "s--", color=c, alpha=0.7,
-                label=f"{solver} model build")
-        for xv, yv, _, st in pts:
-            if st != "optimal":
-                ax.annotate(st, (xv, max(yv, 1e-3)), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    seen = {}
-    for r in summary:
-        if isinstance(r.get("candidates_s"), (int, float)):
-            seen[r[x]] = r["candidates_s"]
-    if seen:
-        xs = sorted(seen)
-        ax.plot(xs, [max(seen[v], 1e-3) for v in xs], "^:", color="gray", label="candidates (all solvers)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel({"domains": "scale-up domains in the fleet", "groups": "domain groups (MILP sites)"}.get(x, x))
-    ax.set_ylabel("wall time (s)")
-    ax.set_title(title or "placement bench: time vs fleet size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def _csv(value: str | None) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else []
-
-
-def generate_sizes(sizes: list[int], out_dir: Path, *, family: str, chip_types: int | list[str], classes: int,
-                   model: str,
-                   modes: list[str], seed: int, load: float | None = None) -> list[Path]:
-    """Write one generated instance per size into ``out_dir``; returns the paths."""
-    from placement.bench.generate import DEFAULT_LOAD, build_instance, write_instance
-
-    paths = []
-    for n in sizes:
-        doc = build_instance(domains=n, chip_types=chip_types, classes=classes, family=family, seed=seed,
-                             model=model, modes=modes, load=load or DEFAULT_LOAD)
-        path = out_dir / f"{doc['name']}.yaml"
-        write_instance(doc, path)
-        paths.append(path)
-    return paths
-
-
-def bench_command(
-    instances: Annotated[list[Path] | None, typer.Argument(help="instance files (or use --sizes)")] = None,
-    sizes: Annotated[str | None, typer.Option("--sizes", help="generate fleets of these domain counts, e.g. "
-                                                              "10,100,1000")] = None,
-    solvers: Annotated[str, typer.Option("--solvers", help="comma list: cbc,highs or PuLP names")] = "cbc,highs",
-    repeat: Annotated[int, typer.Option("--repeat", help="runs per instance and solver")] = 1,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="solver seconds per case")] = 60.0,
-    gap: Annotated[float | None, typer.Option("--gap", help="relative MIP gap to stop at (default: prove "
-                                                            "optimality)")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="solver threads")] = None,
-    json_path: Annotated[Path | None, typer.Option("--json", help="write all records here")] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="scaling plot PNG")] = None,
-    plot_x: Annotated[str, typer.Option("--plot-x", help="x axis of the plot: domains | groups")] = "domains",
-    title: Annotated[str | None, typer.Option("--title", help="plot title")] = None,
-    markdown_path: Annotated[Path | None, typer.Option("--markdown", help="write the tables as markdown here")]
-    = None,
-    baselines: Annotated[str | None, typer.Option("--baselines", help="comma list: exhaustive,greedy,lp")] = None,
-    exhaustive_budget: Annotated[float, typer.Option("--exhaustive-budget", help="seconds")] = 60.0,
-    workers: Annotated[int, typer.Option("--workers", help="jobs in parallel (1 = clean timings)")] = 1,
-    memory_limit: Annotated[float | None, typer.Option("--memory-limit", help="GB of address space per job "
-                                                                              "(0 = none)")] = 12.0,
-    prepare_limit: Annotated[float, typer.Option("--prepare-limit", help="seconds per candidate generation")]
-    = PREPARE_LIMIT_S,
-    family: Annotated[str, typer.Option("--family", help="with --sizes: leaf-spine | rail | mixed | uniform")]
-    = "leaf-spine",
-    chip_types: Annotated[int, typer.Option("--chip-types", help="with --sizes")] = 8,
-    chips: Annotated[str | None, typer.Option("--chips", help="with --sizes: chip names (overrides "
-                                                              "--chip-types)")] = None,
-    classes: Annotated[int, typer.Option("--classes", help="with --sizes")] = 6,
-    model: Annotated[str, typer.Option("--model", help="with --sizes")] = "llama-3.1-70b",
-    modes: Annotated[str | None, typer.Option("--modes", help="with --sizes: comma list (default all)")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="with --sizes")] = 0,
-    instances_dir: Annotated[Path | None, typer.Option("--instances-dir", help="where generated instances go "
-                                                                               "(default: next to --json)")]
-    = None,
-) -> None:
-    """Benchmark solvers on instances: build and solve time, status, gap, model size, peak memory."""
-    from rich.console import Console
-
-    from placement.core.output import write_atomic
-    from placement.core.schema import MODES
-
-    console = Console(width=None if sys.stdout.isatty() else 220)
-    paths = [str(p) for p in instances or []]
-    if sizes:
-        try:
-            size_list = [int(s) for s in _csv(sizes)]
-        except ValueError:
-            raise InputError(f"expected comma-separated integers, got {sizes!r}", field="--sizes") from None
-        mode_list = _csv(modes) or list(MODES)
-        out_dir = instances_dir or (json_path.parent if json_path else Path(tempfile.mkdtemp(prefix="bench-inst-")))
-        out_dir.mkdir(parents=True, exist_ok=True)
-        kinds = _csv(chips) or chip_types
-        paths += [str(p) for p in generate_sizes(size_list, out_dir, family=family, chip_types=kinds,
-                                                 classes=classes, model=model, modes=mode_list, seed=seed)]
-    if not paths:
-        raise InputError("expected instance files or --sizes", field="INSTANCES")
-    solver_list = _csv(solvers)
-    if not solver_list:
-        raise InputError("expected at least one solver", field="--solvers")
-    if time_limit is not None and time_limit <= 0:
-        raise InputError(f"expected seconds > 0, got {time_limit}", field="--time-limit")
-
-    def progress(done: int, total: int) -> None:
-        console.print(f"  {done}/{total} done", highlight=False)
-
-    result = bench(paths, solvers=solver_list, repeat=repeat, time_limit_s=time_limit, gap=gap, threads=threads,
-                   baselines=_csv(baselines), exhaustive_budget_s=exhaustive_budget, workers=workers,
-                   memory_limit_gb=memory_limit or None, prepare_limit_s=prepare_limit, progress=progress)
-    # The exact command line when run as the CLI; a library or test caller gets the bare name.
-    from_cli = bool(sys.argv) and Path(sys.argv[0]).name == "placement"
-    result["command"] = " ".join(["placement", *sys.argv[1:]]) if from_cli else "placement bench"
-    for prep in result["instances"]:
-        if prep.get("status") != "ok":
-            console.print(f"[red]preparation failed[/red] {prep.get('path')}: {prep.get('error')}", highlight=False)
-    summary = summarise(result["cases"])
-    console.print(summary_table(summary))
-    if result["baselines"]:
-        from rich.table import Table
-
-        rows = baseline_rows(result["baselines"])
-        t = Table(title="baselines")
-        for h in rows[0]:
-            t.add_column(h)
-        for r in rows[1:]:
-            t.add_row(*r)
-        console.print(t)
-    if json_path is not None:
-        write_atomic(json_path, json.dumps(result, indent=2, default=str))
-        console.print(f"wrote {json_path}", highlight=False)
-    if markdown_path is not None:
-        write_atomic(markdown_path, report_markdown(result))
-        console.print(f"wrote {markdown_path}", highlight=False)
-    if plot is not None and summary:
-        if plot_x not in ("domains", "groups"):
-            raise InputError(f"expected domains or groups, got {plot_x!r}", field="--plot-x")
-        scaling_plot(summary, plot, x=plot_x, title=title, preps=result["instances"])
-        console.print(f"wrote {plot}", highlight=False)
-
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Read a ``--json`` file back."""
-    return json.loads(Path(path).read_text())

@@ -1,4 +1,7 @@
-"""The ``placement`` command line (typer + rich).
+"""The ``placement`` command line (typer + rich): the app, its callback (``--version``) and the core
+commands; the others are registered from :mod:`placement.cli.studies`, :mod:`~placement.cli.bench` and
+:mod:`~placement.cli.roofline_report`. Heavy modules are imported inside the commands, so that
+``placement --help`` starts fast.
 
 Exit codes are those of :mod:`placement.core.errors`: 0 success, 2 input error,
 3 infeasible, 4 solver failure, 5 verification failed. Errors print one clear
@@ -7,57 +10,42 @@ message on stderr, never a traceback.
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from placement.core.errors import (
-    EXIT_INFEASIBLE,
-    EXIT_OK,
-    EXIT_SOLVER,
-    EXIT_VERIFY,
-    InputError,
-    PlacementError,
-)
+from placement.cli.bench import bench_command, export_command, generate_command
+from placement.cli.guard import guarded
+from placement.cli.options import InstanceArg, Objective, PlanArg, check_run_options
+from placement.cli.roofline_report import catalog, roofline
+from placement.cli.studies import marginal_command, pareto_command, sweep_command
+from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# Plain click help and usage errors (rich_markup_mode=None): typer's rich help costs ~0.3 s of imports
+# (rich.markdown, markdown_it) on every `placement --help`.
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Placement optimizer for heterogeneous LLM inference.")
-# Wide tables when piped (rich would otherwise wrap at 80 columns).
-out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 __all__ = ["app", "main"]
 
 
-def guarded(fn):
-    """Turn every failure into a message on stderr and an exit code."""
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except PlacementError as e:
-            err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(e.exit_code) from None
-        except KeyboardInterrupt:
-            err.print("interrupted")
-            raise typer.Exit(130) from None
-        except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
-            err.print(f"[red]internal error:[/red] {type(e).__name__}: {escape(str(e))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-
-    return wrapper
+        typer.echo(f"placement {version('placement')}")
+        raise typer.Exit()
 
 
-InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """Placement optimizer for heterogeneous LLM inference."""
 
 
 def _load(path: Path):
@@ -82,6 +70,7 @@ def _plan_exit(plan) -> int:
 @guarded
 def validate(instance: InstanceArg) -> None:
     """Check an instance file and summarise it."""
+    from placement.cli.consoles import out
     from placement.core.context import Context
 
     inst = _load(instance)
@@ -96,7 +85,7 @@ def validate(instance: InstanceArg) -> None:
 def solve(
     instance: InstanceArg,
     solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
-    objective: Annotated[str | None, typer.Option(help="cost | power | chips (default: the instance's)")] = None,
+    objective: Annotated[Objective | None, typer.Option(help="what to minimise (default: the instance's)")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds")] = None,
     gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the plan as JSON here")] = None,
@@ -105,15 +94,14 @@ def solve(
                                                 "each single mode; report the savings")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
+    from rich.markup import escape
+
+    from placement.cli.consoles import err, out
     from placement.cli.report import print_plan
     from placement.core.solve import solve as run
 
-    if objective is not None and objective not in ("cost", "power", "chips"):
-        raise InputError(f"expected cost, power or chips, got {objective!r}", field="--objective")
-    if time_limit is not None and time_limit <= 0:
-        raise InputError(f"expected seconds > 0, got {time_limit}", field="--time-limit")
-    if gap is not None and not 0 <= gap < 1:
-        raise InputError(f"expected a relative gap in [0, 1), got {gap}", field="--gap")
+    objective = None if objective is None else str(objective)
+    check_run_options(time_limit_s=time_limit, gap=gap)
     if json_path is not None:
         from placement.core.output import check_writable
 
@@ -141,9 +129,11 @@ def solve(
 
 @app.command()
 @guarded
-def check(instance: InstanceArg,
-          plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")]) -> None:
+def check(instance: InstanceArg, plan_path: PlanArg) -> None:
     """Verify a plan against an instance with the cost models (not the MILP)."""
+    from rich.markup import escape
+
+    from placement.cli.consoles import err, out
     from placement.core.context import Context
     from placement.core.plan import read_plan
     from placement.core.verify import verify
@@ -172,9 +162,11 @@ def compare(
     json_path: Annotated[Path | None, typer.Option("--json")] = None,
 ) -> None:
     """Heterogeneous fleet vs each homogeneous fleet and each single mode."""
+    from placement.cli.consoles import out
     from placement.cli.report import print_comparison
     from placement.studies.compare import compare as run
 
+    check_run_options(time_limit_s=time_limit)
     if json_path is not None:
         from placement.core.output import check_writable
 
@@ -188,31 +180,14 @@ def compare(
     print_comparison(out, rows)
 
 
-def _register_optional() -> None:
-    """Commands that live in their own modules."""
-    try:
-        from placement.cli.roofline_report import catalog, roofline
-    except ImportError:  # pragma: no cover - during development only
-        return
-    app.command("roofline")(guarded(roofline))
-    app.command("catalog")(guarded(catalog))
-    from placement.studies.marginal import marginal_cli
-    from placement.studies.pareto import pareto_cli
-    from placement.studies.sweep import sweep_cli
-
-    app.command("pareto")(guarded(pareto_cli))
-    app.command("sweep")(guarded(sweep_cli))
-    app.command("marginal")(guarded(marginal_cli))
-    from placement.bench.export import export_command
-    from placement.bench.generate import generate_command
-    from placement.bench.runner import bench_command
-
-    app.command("generate")(guarded(generate_command))
-    app.command("bench")(guarded(bench_command))
-    app.command("export")(guarded(export_command))
-
-
-_register_optional()
+app.command("roofline")(guarded(roofline))
+app.command("catalog")(guarded(catalog))
+app.command("pareto")(guarded(pareto_command))
+app.command("sweep")(guarded(sweep_command))
+app.command("marginal")(guarded(marginal_command))
+app.command("generate")(guarded(generate_command))
+app.command("bench")(guarded(bench_command))
+app.command("export")(guarded(export_command))
 
 
 def main() -> None:  # pragma: no cover

@@ -14,32 +14,21 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from costmodels import (
-    STAGES,
-    decode_attention_step,
-    decode_ffn_step,
-    decode_step,
-    fits,
-    memory_per_chip_bytes,
-    prefill_step,
-    tokens_per_s_per_mw,
-    usd_per_million_tokens,
-)
-from costmodels.models import ModelSpec, load_model_catalog
+from placement.cli.options import CatalogKind, Precision, Stage
 from placement.core.errors import InputError
-from topology.chips import PRECISIONS, ChipSpec, load_chip_catalog
+
+if TYPE_CHECKING:
+    from costmodels.models import ModelSpec
+    from topology.chips import ChipSpec
 
 __all__ = ["PLOT_BATCHES", "catalog", "catalog_rows", "roofline", "roofline_summary"]
 
 #: Batch sizes drawn on the roofline plot: powers of two from 1 to 4096.
-PLOT_BATCHES = 2.0 ** np.arange(0, 13)
+PLOT_BATCHES = tuple(2.0**k for k in range(13))
 _MS = 1e3
 _GB = 1e9
 _TERA = 1e12
@@ -47,6 +36,8 @@ _CATALOG_KINDS = ("chips", "models")
 
 
 def _chips() -> dict[str, ChipSpec]:
+    from topology.chips import load_chip_catalog
+
     try:
         return load_chip_catalog()
     except FileNotFoundError as e:
@@ -54,6 +45,8 @@ def _chips() -> dict[str, ChipSpec]:
 
 
 def _models() -> dict[str, ModelSpec]:
+    from costmodels.models import load_model_catalog
+
     try:
         return load_model_catalog()
     except FileNotFoundError as e:
@@ -72,6 +65,8 @@ def _check_choice(value: str, allowed, option: str, what: str) -> None:
 
 
 def _step(chip, model, stage, batch, context, cached, tp, ep, pp, precision, kv_precision):
+    from costmodels import decode_attention_step, decode_ffn_step, decode_step, prefill_step
+
     args = {"tp": tp, "ep": ep, "pp": pp, "precision": precision, "kv_precision": kv_precision}
     if stage == "prefill":
         return prefill_step(chip, model, prompt=context, cached=cached, batch=batch, **args)
@@ -103,6 +98,15 @@ def roofline_summary(
     ``context`` is the decode context (tokens in the KV cache) or, for
     ``prefill``, the prompt length (after ``cached`` prefix tokens).
     """
+    from costmodels import (
+        STAGES,
+        fits,
+        memory_per_chip_bytes,
+        tokens_per_s_per_mw,
+        usd_per_million_tokens,
+    )
+    from topology.chips import PRECISIONS
+
     c = _pick("chip", chip, _chips() if chips is None else chips, "--chip")
     m = _pick("model", model, _models() if models is None else models, "--model")
     _check_choice(stage, STAGES, "--stage", "stage")
@@ -174,6 +178,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any]) -> None:
     """Roofline PNG: the chip's roof (peak and achievable), its ridge, the stage's batch sweep."""
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -181,8 +186,8 @@ def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any])
     s = summary
     prec = s["precision"]
     flops, bw = chip.flops(prec), chip.memory_bandwidth_bytes_per_s
-    sweep = _step(chip, model, s["stage"], PLOT_BATCHES, s["context_tokens"], s["cached_tokens"], s["tp"], s["ep"],
-                  s["pp"], prec, s["kv_precision"])
+    sweep = _step(chip, model, s["stage"], np.asarray(PLOT_BATCHES), s["context_tokens"], s["cached_tokens"],
+                  s["tp"], s["ep"], s["pp"], prec, s["kv_precision"])
     g = s["chips_per_replica"]
     achieved = np.asarray(sweep.flops) / np.asarray(sweep.time_s) / g
     intensity = np.asarray(sweep.intensity_flop_per_byte)
@@ -232,6 +237,9 @@ _ROWS = (
 
 
 def _print_summary(s: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     t = Table(title=f"{s['model']} · {s['stage']} on {s['chip']} · B={s['batch']} context={s['context_tokens']} · "
                     f"tp={s['tp']} ep={s['ep']} pp={s['pp']} ({s['chips_per_replica']} chips) · {s['precision']}")
     t.add_column("quantity")
@@ -250,12 +258,13 @@ def _print_summary(s: dict[str, Any]) -> None:
 def roofline(
     chip: Annotated[str, typer.Option("--chip", help="chip name from the catalogue")],
     model: Annotated[str, typer.Option("--model", help="model name from the catalogue")],
-    stage: Annotated[str, typer.Option("--stage", help="prefill | decode | decode-attention | decode-ffn | draft")] = "decode",
+    stage: Annotated[Stage, typer.Option("--stage", help="stage of the model")] = Stage.decode,
     batch: Annotated[int, typer.Option("--batch", min=1, help="sequences per replica")] = 1,
     context: Annotated[int, typer.Option("--context", min=0, help="decode: tokens in the KV cache; prefill: prompt tokens")] = 4096,
     cached: Annotated[int, typer.Option("--cached", min=0, help="prefill: cached prefix tokens")] = 0,
-    precision: Annotated[str, typer.Option("--precision", help="weight precision: bf16 | fp8 | fp4")] = "bf16",
-    kv_precision: Annotated[str | None, typer.Option("--kv-precision", help="KV precision (default: --precision)")] = None,
+    precision: Annotated[Precision, typer.Option("--precision", help="weight precision")] = Precision.bf16,
+    kv_precision: Annotated[Precision | None, typer.Option("--kv-precision",
+                                                           help="KV precision (default: --precision)")] = None,
     tp: Annotated[int, typer.Option("--tp", min=1, help="tensor parallel ranks")] = 1,
     ep: Annotated[int, typer.Option("--ep", min=1, help="expert parallel: 1 or = tp")] = 1,
     pp: Annotated[int, typer.Option("--pp", min=1, help="pipeline stages")] = 1,
@@ -263,8 +272,9 @@ def roofline(
     plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline PNG here")] = None,
 ) -> None:
     """Roofline of one stage on one chip: step time, throughput, intensity vs ridge, memory fit."""
-    s = roofline_summary(chip, model, stage=stage, batch=batch, context=context, cached=cached, precision=precision,
-                         kv_precision=kv_precision, tp=tp, ep=ep, pp=pp)
+    s = roofline_summary(chip, model, stage=str(stage), batch=batch, context=context, cached=cached,
+                         precision=str(precision), kv_precision=None if kv_precision is None else str(kv_precision),
+                         tp=tp, ep=ep, pp=pp)
     if plot is not None:
         _plot(plot, _chips()[chip], _models()[model], s)
     if json_out:
@@ -272,6 +282,8 @@ def roofline(
     else:
         _print_summary(s)
         if plot is not None:
+            from rich.console import Console
+
             Console().print(f"wrote {plot}")
 
 
@@ -287,10 +299,14 @@ def catalog_rows(kind: str) -> list[dict[str, Any]]:
 
 
 def catalog(
-    kind: Annotated[str, typer.Argument(help="chips | models")] = "chips",
+    kind: Annotated[CatalogKind, typer.Argument(help="what to list")] = CatalogKind.chips,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
 ) -> None:
     """List the shipped chip or model catalogue."""
+    from rich.console import Console
+    from rich.table import Table
+
+    kind = str(kind)
     rows = catalog_rows(kind)
     if json_out:
         typer.echo(json.dumps(rows, indent=2))

@@ -200,14 +200,9 @@ def _part_tag(p: PartLayout) -> str:
     return f"{p.site_resource}-g{p.chips}{dp}-tp{p.tp}-ep{p.ep}-pp{p.pp}"
 
 
-def _column_name(cfg: PoolConfig, batch: int, latency: float | None) -> str:
-    """``class|kind|main[|partner]|b<batch>[|c<chunk>][|k<draft>][|l<latency>us]``."""
-    head, tail = _name_around_batch(cfg, latency)
-    return f"{head}|b{batch}{tail}"
-
-
 def _name_around_batch(cfg: PoolConfig, latency: float | None) -> tuple[str, str]:
-    """The column name before and after its batch field (one grid shares them)."""
+    """The column name ``class|kind|main[|partner]|b<batch>[|c<chunk>][|k<draft>][|l<latency>us]`` before
+    and after its batch field (one grid shares them)."""
     head = [cfg.traffic_class, cfg.kind, _part_tag(cfg.main)] + ([_part_tag(cfg.partner)] if cfg.partner else [])
     tail = ([f"c{cfg.chunk_tokens}"] if cfg.chunk_tokens else []) + ([f"k{cfg.draft_tokens}"] if cfg.draft_tokens else [])
     if latency is not None:

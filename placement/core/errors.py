@@ -19,7 +19,6 @@ __all__ = [
     "EXIT_OK",
     "EXIT_SOLVER",
     "EXIT_VERIFY",
-    "InfeasibleError",
     "InputError",
     "PlacementError",
     "SolverError",
@@ -54,10 +53,6 @@ class InputError(PlacementError, ValueError):
         self.file, self.field, self.detail = file, field, message
         parts = [p for p in (file, field) if p]
         super().__init__(": ".join([*parts, message]))
-
-
-class InfeasibleError(PlacementError):
-    exit_code = EXIT_INFEASIBLE
 
 
 class SolverError(PlacementError):

@@ -91,12 +91,12 @@ def _solver_stats(sol: Solution) -> SolverStats:
 def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
     """Turn a solver solution into pools, classes, links and totals."""
     inst = ctx.instance
-    base = dict(
-        instance=inst.name,
-        objective=inst.objective,
-        solver=_solver_stats(sol),
-        candidates=CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),
-    )
+    base = {
+        "instance": inst.name,
+        "objective": inst.objective,
+        "solver": _solver_stats(sol),
+        "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),
+    }
     if not sol.ok:
         status = sol.status if sol.status in ("infeasible", "time_limit", "error") else "error"
         return Plan(status=status, message=sol.message, **base)

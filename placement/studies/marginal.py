@@ -40,30 +40,12 @@ from __future__ import annotations
 import copy
 import csv
 import io
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from pydantic import BaseModel, ConfigDict, Field
 
 from placement.core.errors import InputError, VerificationError
-from placement.studies.sweep import (
-    _TL,
-    Job,
-    _Addr,
-    _check_common,
-    _Csv,
-    _Exec,
-    _Gap,
-    _Json,
-    _mix,
-    _Quiet,
-    _Solver,
-    _Workers,
-    plain_errors,
-    progress_bar,
-    solve_job,
-)
+from placement.studies.sweep import Job, solve_job
 from placement.studies.whatif import instance_document, set_path
 
 __all__ = ["METHOD", "MarginalResult", "MarginalRow", "marginal", "variants"]
@@ -300,73 +282,3 @@ def to_csv(result: MarginalResult) -> str:
                     f(r.usd_per_million_output_tokens), f(r.delta_usd_per_million_output_tokens), f(r.utilisation),
                     f(r.chips_used)] + [r.chips_by_type.get(c, 0) for c in chips] + [r.message])
     return buf.getvalue()
-
-
-def print_marginal(console, result: MarginalResult) -> None:
-    from rich.table import Table
-
-    head = f"[bold]{result.instance}[/bold]: base optimum "
-    head += ("-" if result.base_cost_usd_per_hour is None else f"${result.base_cost_usd_per_hour:,.2f}/h, "
-             f"${result.base_usd_per_million_output_tokens:.3f}/M output tokens")
-    if result.plan_cost_usd_per_hour is not None:
-        head += f" (plan: ${result.plan_cost_usd_per_hour:,.2f}/h)"
-    console.print(head, highlight=False)
-    t = Table(title="marginal value of fleet changes (negative Δ = saves money)")
-    for c in ("change", "target", "what", "use in plan", "status", "$/h", "Δ $/h", "Δ $/M tok", "chips by type",
-              "modes", "method"):
-        t.add_column(c, overflow="fold")
-    for r in result.rows:
-        use = ("" if r.utilisation is None else f"{r.utilisation:.0%}" if r.utilisation >= 0.01 or not r.utilisation
-               else f"{r.utilisation:.2%}") if r.kind in ("uplink", "link") else \
-            ("" if r.chips_used is None else f"{r.chips_used} chips")
-        d = "-" if r.delta_usd_per_hour is None else f"{r.delta_usd_per_hour:+,.2f}"
-        dm = "-" if r.delta_usd_per_million_output_tokens is None else f"{r.delta_usd_per_million_output_tokens:+.3f}"
-        t.add_row(r.kind, r.target, r.change, use, r.status,
-                  "-" if r.cost_usd_per_hour is None else f"{r.cost_usd_per_hour:,.2f}", d, dm,
-                  _mix(r.chips_by_type), _mix(r.modes, pct=True), r.method)
-    console.print(t)
-    console.print("method: " + result.method, markup=False, emoji=False, highlight=False, soft_wrap=True)
-    for w in result.warnings:
-        console.print("warning: " + w, style="yellow", markup=False, emoji=False, highlight=False, soft_wrap=True)
-
-
-@plain_errors
-def marginal_cli(
-    instance: Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")],
-    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")],
-    bandwidth_factor: Annotated[float, typer.Option("--bandwidth-factor",
-                                                    help="multiply each link's / uplink's bandwidth by this")] = 2.0,
-    json_path: _Json = None,
-    csv_path: _Csv = None,
-    solver: _Solver = "cbc",
-    time_limit: _TL = None,
-    gap: _Gap = None,
-    executor: _Exec = "local",
-    address: _Addr = None,
-    workers: _Workers = None,
-    quiet: _Quiet = False,
-) -> None:
-    """Value of one more / one fewer domain of each group and of more bandwidth on each link (re-solves)."""
-
-    from placement.cli.app import out
-    from placement.core.errors import EXIT_SOLVER
-    from placement.core.loading import load_instance
-    from placement.core.output import write_atomic
-    from placement.core.plan import read_plan
-
-    _check_common(executor, workers, time_limit, gap, [json_path, csv_path])
-    inst = load_instance(instance)
-    plan = read_plan(plan_path)
-    n = 1 + len(variants(inst, plan, bandwidth_factor))
-    with progress_bar(f"marginal {inst.name}", n) as bar:
-        result = marginal(inst, plan, source=str(instance), bandwidth_factor=bandwidth_factor, backend=solver,
-                          time_limit_s=time_limit, gap=gap, executor=executor, workers=workers, address=address,
-                          progress=bar)
-    if json_path is not None:
-        write_atomic(json_path, result.model_dump_json(indent=2))
-    if csv_path is not None:
-        write_atomic(csv_path, to_csv(result))
-    if not quiet:
-        print_marginal(out, result)
-    if result.base_status == "failed" or any(r.status in ("failed", "error") for r in result.rows):
-        raise typer.Exit(EXIT_SOLVER)

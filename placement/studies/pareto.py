@@ -1,4 +1,4 @@
-"""SLO Pareto frontiers: the ``pareto`` command, the series beside the instance, frontier marking.
+"""SLO Pareto frontiers: the SLO sweep, the series beside the instance, frontier marking.
 
 Pareto
 ------
@@ -20,39 +20,11 @@ the SLO grows: :func:`monotone_violations` checks this on any result.
 
 from __future__ import annotations
 
-import math
 from itertools import pairwise
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from placement.core.errors import InputError
-from placement.studies.sweep import (
-    _TL,
-    MODE_LABELS,
-    AxisInfo,
-    Job,
-    Point,
-    SweepResult,
-    _Addr,
-    _check_common,
-    _Csv,
-    _Dry,
-    _Exec,
-    _execute,
-    _finish,
-    _Gap,
-    _Inst,
-    _Json,
-    _Plot,
-    _Quiet,
-    _Solver,
-    _Workers,
-    _write_outputs,
-    plain_errors,
-    print_result,
-    progress_bar,
-)
+from placement.studies.sweep import MODE_LABELS, AxisInfo, Job, Point, SweepResult, _execute
 from placement.studies.whatif import (
     MAX_SOLVES,
     Axis,
@@ -254,51 +226,3 @@ def monotone_violations(result: SweepResult, label: str | None = None, rel_tol: 
                     out.append(f"{s}: cost rose from {a.cost_usd_per_hour:g} at {label}={a.values[label]} to "
                                f"{b.cost_usd_per_hour:g} at {b.values[label]}")
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI (registered by placement.cli.app)
-
-
-@plain_errors
-def pareto_cli(
-    instance: _Inst,
-    sweep: Annotated[list[str], typer.Option("--sweep", help="tpot_ms=LO:HI:N | ttft_ms=LO:HI:N (repeatable; grammar as for sweep --set)")],
-    class_: Annotated[list[str] | None, typer.Option("--class", help="sweep only this class (repeatable)")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="PATH=VALUE fixed for every point, e.g. "
-                                                                 "workload.classes.chat.rate_rps=1600 (repeatable)")] = None,
-    variants: Annotated[bool, typer.Option("--variants/--no-variants",
-                                           help="also solve each homogeneous fleet and each mode")] = True,
-    plot: _Plot = None,
-    json_path: _Json = None,
-    csv_path: _Csv = None,
-    solver: _Solver = "cbc",
-    time_limit: _TL = None,
-    gap: _Gap = None,
-    executor: _Exec = "local",
-    address: _Addr = None,
-    workers: _Workers = None,
-    quiet: _Quiet = False,
-    dry_run: _Dry = False,
-) -> None:
-    """SLO sweep: cost, throughput per chip and interactivity per point, with Pareto frontiers."""
-    from placement.cli.app import out
-    from placement.cli.plots import plot_pareto
-    from placement.core.loading import load_instance
-
-    _check_common(executor, workers, time_limit, gap, [plot, json_path, csv_path])
-    inst = load_instance(instance)
-    kw = {"classes": class_ or None, "overrides": set_ or None, "source": str(instance), "backend": solver, "time_limit_s": time_limit, "gap": gap,
-              "variants": variants, "executor": executor, "workers": workers, "address": address}
-    plan = run_pareto(inst, sweep, validate_only=True, **kw)
-    n = math.prod(len(a.values) for a in plan.axes) * len(plan.series)
-    if dry_run:
-        out.print(f"[green]ok[/green] {n} solves ({len(plan.series)} series: {', '.join(plan.series)}); "
-                  "every point is a valid instance", highlight=False)
-        return
-    with progress_bar(f"pareto {inst.name}", n) as bar:
-        result = run_pareto(inst, sweep, progress=bar, **kw)
-    _write_outputs(result, json_path, csv_path, plot, plot_pareto)
-    if not quiet:
-        print_result(out, result)
-    _finish(result)

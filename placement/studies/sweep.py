@@ -1,4 +1,4 @@
-"""What-if sweeps over any instance field: the ``sweep`` command, its table, CSV and JSON.
+"""What-if sweeps over any instance field: the points, their solves, the result and its CSV.
 
 A sweep is many independent solves of modified copies of one instance. Every
 point's instance is built and validated (:func:`placement.core.loading.parse_instance`)
@@ -11,21 +11,18 @@ are stored in them; a ``--time-limit`` that is hit is the one exception).
 
 The grammar of paths and values, and the building of every point's instance,
 are in :mod:`placement.studies.whatif`; SLO Pareto sweeps and frontiers in
-:mod:`placement.studies.pareto`. This module also holds what both commands share: the
+:mod:`placement.studies.pareto`. This module also holds what both share: the
 result model (:class:`Point`, :class:`SweepResult`), the per-point solve
-(:func:`solve_job`), the outputs and the CLI options.
+(:func:`solve_job`) and the CSV. The ``sweep`` command is :mod:`placement.cli.studies`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from pydantic import BaseModel, ConfigDict, Field
 
 from placement.core.errors import InputError
@@ -297,198 +294,3 @@ def to_csv(result: SweepResult) -> str:
                    + [p.chips_by_type.get(c, 0) for c in chips] + [p.modes.get(m, 0) for m in modes]
                    + [f(p.class_tpot_ms.get(c)) for c in classes] + [p.message])
     return buf.getvalue()
-
-
-def _fmt(x, spec=".3g") -> str:
-    return "-" if x is None else format(x, spec)
-
-
-def _mix(d: dict[str, Any], pct: bool = False) -> str:
-    if pct:
-        return ", ".join(f"{MODE_LABELS.get(k, k)} {v:.0%}" for k, v in d.items() if v >= 0.005)
-    return ", ".join(f"{v}×{k}" for k, v in d.items())
-
-
-def print_result(console, result: SweepResult) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    title = (f"{result.command} of {result.instance}: " + ", ".join(f"{a.label} × {len(a.values)}"
-                                                                   for a in result.axes)
-             + (f" (classes {', '.join(result.focus_classes)})" if result.command == "pareto" else ""))
-    t = Table(title=title)
-    cols = (["series"] if len(result.series) > 1 else []) + [a.label.split(".")[-1] if result.command == "pareto"
-                                                              else a.label for a in result.axes]
-    pareto = result.command == "pareto"
-    cols += ["status", "$/h", "$/M tok", "tok/s/chip", "tok/s/user", "kW", "chips by type", "modes"]
-    cols += ["frontier"] if pareto else []
-    for c in cols:
-        t.add_column(c, overflow="fold")
-    for p in result.points:
-        row = ([p.series] if len(result.series) > 1 else []) + [str(p.values.get(a.label)) for a in result.axes]
-        if p.ok:
-            row += [p.status, _fmt(p.cost_usd_per_hour, ",.2f"), _fmt(p.usd_per_million_output_tokens, ".3f"),
-                    _fmt(p.tokens_per_s_per_chip, ",.1f"), _fmt(p.tokens_per_s_per_user, ",.1f"),
-                    _fmt(None if p.power_w is None else p.power_w / 1e3, ",.1f"), _mix(p.chips_by_type),
-                    _mix(p.modes, pct=True)]
-            row += [("★" if p.frontier else "") + ("◆" if p.frontier_throughput else "")
-                    + (" H" if p.envelope else "")] if pareto else []
-        else:
-            row += [Text(p.status, style="red" if p.status in ("failed", "error") else "")] + [""] * 6
-            row += [Text(p.message[:100])] + ([""] if pareto else [])
-        t.add_row(*row)
-    console.print(t)
-    if pareto:
-        console.print("★ cheapest $/M tokens at its interactivity (cost frontier of its series); "
-                      "◆ most tokens/s per chip at its interactivity (throughput frontier of its series); "
-                      "H on the heterogeneous instance's cost frontier (over every series' plans: each is also "
-                      "a plan of the instance)", highlight=False)
-    failed = [p for p in result.points if p.status in ("failed", "error")]
-    if failed:
-        console.print(f"[red]{len(failed)} point(s) failed[/red]; they are listed above and in the outputs")
-    for w in result.warnings:
-        console.print(Text("warning: " + w, style="yellow"))
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI (registered by placement.cli.app)
-
-_Exec = Annotated[str, typer.Option("--executor", help="local (process pool) | ray")]
-_Addr = Annotated[str | None, typer.Option("--address", help="Ray cluster address (auto, ray://host:10001)")]
-_Workers = Annotated[int | None, typer.Option("--workers", help="parallel workers (default: CPU count)")]
-_Solver = Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")]
-_TL = Annotated[float | None, typer.Option("--time-limit", help="seconds per solve (breaks determinism if hit)")]
-_Gap = Annotated[float | None, typer.Option("--gap", help="relative MIP gap per solve")]
-_Plot = Annotated[Path | None, typer.Option("--plot", help="write a PNG chart here")]
-_Json = Annotated[Path | None, typer.Option("--json", help="write every point as JSON here")]
-_Csv = Annotated[Path | None, typer.Option("--csv", help="write every point as CSV here")]
-_Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no table")]
-_Dry = Annotated[bool, typer.Option("--dry-run", help="validate every point, solve nothing")]
-_Inst = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]
-
-
-def plain_errors(fn):
-    """Print a :class:`PlacementError` verbatim (no rich markup or emoji: specs such as 5:100:20
-    must not turn into pictures) and exit with its code; ``placement.cli.app.guarded`` handles the rest."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from placement.core.errors import PlacementError
-
-        try:
-            return fn(*args, **kwargs)
-        except PlacementError as e:
-            from placement.cli.app import err
-
-            err.print("error: " + str(e), markup=False, emoji=False, highlight=False, soft_wrap=True)
-            raise typer.Exit(e.exit_code) from None
-
-    return wrapper
-
-
-def _check_common(executor: str, workers: int | None, time_limit: float | None, gap: float | None,
-                  outputs: list[Path | None]) -> None:
-    from placement.studies.executor import EXECUTORS
-
-    if executor not in EXECUTORS:
-        raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
-    if workers is not None and workers < 1:
-        raise InputError(f"expected workers >= 1, got {workers}", field="--workers")
-    if time_limit is not None and time_limit <= 0:
-        raise InputError(f"expected seconds > 0, got {time_limit}", field="--time-limit")
-    if gap is not None and not 0 <= gap < 1:
-        raise InputError(f"expected a relative gap in [0, 1), got {gap}", field="--gap")
-    for p in outputs:
-        if p is not None and not p.parent.exists():
-            raise InputError(f"folder {p.parent} does not exist", file=str(p))
-
-
-class progress_bar:
-    """A rich progress bar on stderr, as a ``progress(done, total)`` callback."""
-
-    def __init__(self, description: str, total: int):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        from placement.cli.app import err
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
-        self.total = total
-        self.task = self.progress.add_task(description, total=total)
-
-    def __enter__(self):
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.progress.__exit__(*exc)
-
-    def __call__(self, done: int, total: int) -> None:
-        self.progress.update(self.task, completed=done, total=total)
-
-
-def _write_outputs(result: SweepResult, json_path, csv_path, plot_path, plot_fn) -> None:
-    from placement.core.output import write_atomic
-
-    if json_path is not None:
-        write_atomic(json_path, result.model_dump_json(indent=2))
-    if csv_path is not None:
-        write_atomic(csv_path, to_csv(result))
-    if plot_path is not None:
-        plot_fn(result, plot_path)
-
-
-def _finish(result: SweepResult) -> None:
-    from placement.core.errors import EXIT_SOLVER
-
-    if any(p.status in ("failed", "error") for p in result.points):
-        raise typer.Exit(EXIT_SOLVER)
-
-
-@plain_errors
-def sweep_cli(
-    instance: _Inst,
-    set_: Annotated[list[str], typer.Option("--set", help="PATH=VALUES, e.g. workload.classes.chat.rate_rps="
-                                                          "10:1000:log10 (repeatable: a grid)")],
-    plot: _Plot = None,
-    json_path: _Json = None,
-    csv_path: _Csv = None,
-    solver: _Solver = "cbc",
-    time_limit: _TL = None,
-    gap: _Gap = None,
-    executor: _Exec = "local",
-    address: _Addr = None,
-    workers: _Workers = None,
-    quiet: _Quiet = False,
-    dry_run: _Dry = False,
-) -> None:
-    """What-if: solve the instance across a grid of values of any of its fields."""
-    from placement.cli.app import err, out
-    from placement.cli.plots import plot_sweep
-    from placement.core.loading import load_instance
-
-    _check_common(executor, workers, time_limit, gap, [plot, json_path, csv_path])
-    inst = load_instance(instance)
-    kw = {"source": str(instance), "backend": solver, "time_limit_s": time_limit, "gap": gap, "executor": executor,
-              "workers": workers, "address": address}
-    plan = run_sweep(inst, set_, validate_only=True, **kw)
-    n = math.prod(len(a.values) for a in plan.axes)
-    if dry_run:
-        out.print(f"[green]ok[/green] {n} points; every point is a valid instance", highlight=False)
-        for w in plan.warnings:
-            err.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
-        return
-    with progress_bar(f"sweep {inst.name}", n) as bar:
-        result = run_sweep(inst, set_, progress=bar, **kw)
-    _write_outputs(result, json_path, csv_path, plot, plot_sweep)
-    if not quiet:
-        print_result(out, result)
-    _finish(result)

@@ -1,0 +1,165 @@
+"""Option types of the command line, shared by every command, and their checks.
+
+Closed sets of words are enums, so that typer turns them into click choices: a wrong word
+fails at parse time with exit code 2 and the list of choices, and shell completion offers them.
+The enums repeat tuples of the library (``EXECUTORS``, ``STAGES``, ``PRECISIONS``, ``FAMILIES``)
+rather than importing them, because those live beside NumPy and the cost models and
+``placement --help`` must not load them; ``tests/test_architecture.py`` checks they agree.
+
+Checks of values typer cannot express (a gap in [0, 1), seconds > 0, an output folder that
+exists) raise :class:`~placement.core.errors.InputError` naming the option.
+
+Examples
+--------
+>>> Executor("ray"), str(Stage.decode_ffn)
+(<Executor.ray: 'ray'>, 'decode-ffn')
+>>> check_run_options(time_limit_s=-1)
+Traceback (most recent call last):
+...
+placement.core.errors.InputError: --time-limit: expected seconds > 0, got -1
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from placement.core.errors import InputError
+
+__all__ = [
+    "Addr",
+    "CatalogKind",
+    "CsvPath",
+    "DryRun",
+    "Executor",
+    "ExecutorOpt",
+    "Family",
+    "Gap",
+    "InstanceArg",
+    "JsonPath",
+    "Objective",
+    "PlanArg",
+    "PlotAxis",
+    "PlotPath",
+    "Precision",
+    "Quiet",
+    "SolverOpt",
+    "Stage",
+    "TimeLimit",
+    "Workers",
+    "check_outputs",
+    "check_run_options",
+    "comma_list",
+]
+
+
+class Executor(StrEnum):
+    """Where the solves of a study run (:data:`placement.studies.executor.EXECUTORS`)."""
+
+    local = "local"
+    ray = "ray"
+
+
+class Objective(StrEnum):
+    """What ``solve`` minimises (the instance's ``objective`` field)."""
+
+    cost = "cost"
+    power = "power"
+    chips = "chips"
+
+
+class Stage(StrEnum):
+    """A stage of the model (:data:`costmodels.roofline.STAGES`)."""
+
+    prefill = "prefill"
+    decode = "decode"
+    decode_attention = "decode-attention"
+    decode_ffn = "decode-ffn"
+    draft = "draft"
+
+
+class Precision(StrEnum):
+    """Number formats (:data:`topology.chips.PRECISIONS`)."""
+
+    bf16 = "bf16"
+    fp8 = "fp8"
+    fp4 = "fp4"
+
+
+class Family(StrEnum):
+    """Generated fleet families (:data:`topology.generators.FAMILIES`)."""
+
+    leaf_spine = "leaf-spine"
+    rail = "rail"
+    mixed = "mixed"
+    uniform = "uniform"
+
+
+class PlotAxis(StrEnum):
+    """The x axis of the ``bench`` scaling plot."""
+
+    domains = "domains"
+    groups = "groups"
+
+
+class CatalogKind(StrEnum):
+    """What ``catalog`` lists."""
+
+    chips = "chips"
+    models = "models"
+
+
+InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]
+PlanArg = Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")]
+SolverOpt = Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")]
+TimeLimit = Annotated[float | None, typer.Option("--time-limit",
+                                                 help="seconds per solve (breaks determinism if hit)")]
+Gap = Annotated[float | None, typer.Option("--gap", help="relative MIP gap per solve, e.g. 0.001")]
+ExecutorOpt = Annotated[Executor, typer.Option("--executor", help="local (process pool) | ray")]
+Addr = Annotated[str | None, typer.Option("--address", help="Ray cluster address (auto, ray://host:10001)")]
+Workers = Annotated[int | None, typer.Option("--workers", help="parallel workers (default: CPU count)")]
+PlotPath = Annotated[Path | None, typer.Option("--plot", help="write a PNG chart here")]
+JsonPath = Annotated[Path | None, typer.Option("--json", help="write every result as JSON here")]
+CsvPath = Annotated[Path | None, typer.Option("--csv", help="write every result as CSV here")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no table")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="validate every point, solve nothing")]
+
+
+def check_run_options(*, time_limit_s: float | None = None, gap: float | None = None,
+                      workers: int | None = None) -> None:
+    """Raise :class:`InputError` naming the option unless seconds > 0, gap in [0, 1), workers ≥ 1."""
+    if time_limit_s is not None and time_limit_s <= 0:
+        raise InputError(f"expected seconds > 0, got {time_limit_s}", field="--time-limit")
+    if gap is not None and not 0 <= gap < 1:
+        raise InputError(f"expected a relative gap in [0, 1), got {gap}", field="--gap")
+    if workers is not None and workers < 1:
+        raise InputError(f"expected workers >= 1, got {workers}", field="--workers")
+
+
+def check_outputs(*paths: Path | None) -> None:
+    """Raise :class:`InputError` naming the file when an output's folder does not exist (before any solve).
+
+    Examples
+    --------
+    >>> check_outputs(None, Path("no/such/folder/plan.json"))
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: no/such/folder/plan.json: folder no/such/folder does not exist
+    """
+    for p in paths:
+        if p is not None and not p.parent.exists():
+            raise InputError(f"folder {p.parent} does not exist", file=str(p))
+
+
+def comma_list(value: str | None) -> list[str]:
+    """``"a, b,,c"`` → ``["a", "b", "c"]``; None or empty → ``[]``.
+
+    Examples
+    --------
+    >>> comma_list("cbc, highs,"), comma_list(None)
+    (['cbc', 'highs'], [])
+    """
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []
