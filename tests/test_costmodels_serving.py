@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pydantic
 import pytest
-from costmodel_fixtures import deepseek_v3, h100, llama_8b, llama_70b, lpu_500mb
 
 from costmodels import (
     MeasuredCapacity,
@@ -34,6 +33,7 @@ from costmodels import (
     usd_per_million_tokens,
     verify_step,
 )
+from costmodels.examples import deepseek_v3, h100, llama_8b, llama_70b, lpu_500mb
 
 MELANGE_TOY = Path("/work/shared/data/cases/melange_toy.json")
 
