@@ -10,7 +10,7 @@ ping-pong is the one place where overlap is modelled (:func:`af_tpot_s`).
 
 Examples
 --------
->>> from tests.costmodel_fixtures import h100
+>>> from costmodels.examples import h100
 >>> round(tp_allreduce_s(h100(), 2 * 2**20, 8) * 1e6, 1)  # Vidur measures ~34 µs
 33.4
 """
@@ -84,7 +84,7 @@ def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100
+    >>> from costmodels.examples import h100
     >>> tp_allreduce_s(h100(), 1e6, 1)
     0.0
     """
@@ -109,7 +109,7 @@ def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep):
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100
+    >>> from costmodels.examples import h100
     >>> round(ep_alltoall_s(h100(), 256, 8, 7168, 2, 8) * 1e6, 1)
     17.9
     """
@@ -173,7 +173,7 @@ def kv_transfer_bytes(model: ModelSpec, prompt, cached=0, kv_precision: str = "b
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import llama_70b
+    >>> from costmodels.examples import llama_70b
     >>> kv_transfer_bytes(llama_70b(), 1000, 3000, "bf16")
     1310720000.0
     >>> kv_transfer_bytes(llama_70b(), 1000, 3000, "bf16", True)
@@ -211,7 +211,7 @@ def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import llama_70b
+    >>> from costmodels.examples import llama_70b
     >>> af_activation_bytes_per_token(llama_70b())
     2621440.0
     """

@@ -94,35 +94,50 @@ class MeasuredStepTable(_Record):
 
 
 class MeasuredCapacity(_Record):
-    """Measured max requests/s of one replica for one traffic class at its SLO (Mélange)."""
+    """Measured max requests/s of one replica of ``chips`` chips for one traffic class at its SLO.
+
+    Mélange style: replaces the roofline for that chip and class (aggregated
+    mode). This is also the ``measured_capacity`` entry of an instance file,
+    where the class is given as ``class``.
+
+    Examples
+    --------
+    >>> c = MeasuredCapacity.model_validate({"chip": "a100", "class": "chat", "max_rps_per_replica": 20,
+    ...                                      "chips": 2})
+    >>> c.traffic_class, c.max_rps_per_chip
+    ('chat', 10.0)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     chip: str
-    class_name: str
-    max_rps_per_replica: float = Field(ge=0)
-    chips_per_replica: int = Field(default=1, ge=1)
-    source: str = ""
+    traffic_class: str = Field(alias="class")
+    max_rps_per_replica: float = Field(gt=0, allow_inf_nan=False)
+    chips: int = Field(default=1, ge=1)
 
     @property
     def max_rps_per_chip(self) -> float:
-        return self.max_rps_per_replica / self.chips_per_replica
+        return self.max_rps_per_replica / self.chips
 
 
-def capacities_from_melange(case: dict[str, Any], *, source: str = "Mélange case") -> list[MeasuredCapacity]:
+def capacities_from_melange(case: dict[str, Any]) -> list[MeasuredCapacity]:
     """Capacities from a Mélange case (``gpus: {name: {max_rps_per_gpu: [[…]]}}``).
 
     Bucket (i, j) of the input × output grid becomes class ``bucket_i_j``; one
-    GPU is one replica.
+    GPU is one replica. A bucket a GPU serves at 0 requests/s gets no record
+    (that GPU has no capacity for it).
 
     Examples
     --------
     >>> case = {"gpus": {"A10G": {"usd_per_hour": 1.01, "max_rps_per_gpu": [[2, 1], [5, 2]]}}}
-    >>> [c.class_name for c in capacities_from_melange(case)]
+    >>> [c.traffic_class for c in capacities_from_melange(case)]
     ['bucket_0_0', 'bucket_0_1', 'bucket_1_0', 'bucket_1_1']
     """
     out: list[MeasuredCapacity] = []
     for gpu, spec in case["gpus"].items():
         for i, row in enumerate(spec["max_rps_per_gpu"]):
             for j, rps in enumerate(row):
-                out.append(MeasuredCapacity(chip=gpu, class_name=f"bucket_{i}_{j}", max_rps_per_replica=float(rps),
-                                            source=source))
+                if rps > 0:
+                    out.append(MeasuredCapacity(chip=gpu, traffic_class=f"bucket_{i}_{j}",
+                                                max_rps_per_replica=float(rps)))
     return out

@@ -21,7 +21,7 @@ replica for a 70B BF16 model.
 
 Examples
 --------
->>> from tests.costmodel_fixtures import lpu_500mb, llama_70b
+>>> from costmodels.examples import lpu_500mb, llama_70b
 >>> min_chips_for_weights(lpu_500mb(), llama_70b(), precision="bf16")
 314
 """
@@ -85,7 +85,7 @@ def memory_per_chip_bytes(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> m = memory_per_chip_bytes(h100(), llama_70b(), stage="decode", batch=32, context=8192, tp=8)
     >>> round(m / 1e9, 1)
     36.4
@@ -107,7 +107,7 @@ def fits(chip: ChipSpec, memory_or_model, **stage_kwargs):
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import lpu_500mb, llama_70b
+    >>> from costmodels.examples import lpu_500mb, llama_70b
     >>> fits(lpu_500mb(), llama_70b(), stage="decode", batch=1, context=1024, tp=8, pp=8)
     False
     >>> fits(lpu_500mb(), llama_70b(), stage="decode", batch=1, context=1024, tp=8, pp=64)
@@ -151,7 +151,7 @@ def max_batch_that_fits(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> max_batch_that_fits(h100(), llama_70b(), stage="decode", context=131072, tp=8)
     10.0
     """

@@ -50,7 +50,7 @@ hand-offs. ``tokens/s = batch / time_s`` holds for every layout.
 
 Examples
 --------
->>> from tests.costmodel_fixtures import h100, llama_70b
+>>> from costmodels.examples import h100, llama_70b
 >>> st = decode_step(h100(), llama_70b(), batch=1, context=1024)
 >>> bool(st.memory_bound), round(st.time_s * 1e3, 1)
 (True, 54.0)
@@ -191,7 +191,7 @@ def experts_touched_per_layer(model: ModelSpec, tokens: ArrayLike, *, include_sh
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import deepseek_v3
+    >>> from costmodels.examples import deepseek_v3
     >>> experts_touched_per_layer(deepseek_v3(), 1)
     9.0
     >>> round(experts_touched_per_layer(deepseek_v3(), 4096, include_shared=False))
@@ -442,7 +442,7 @@ def decode_step(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> st = decode_step(h100(), llama_70b(), batch=[1, 64], context=1024, tp=8)
     >>> (st.time_s * 1e3).round(2).tolist()
     [12.54, 14.17]
@@ -470,7 +470,7 @@ def decode_attention_step(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> st = decode_attention_step(h100(), llama_70b(), batch=64, context=131072)
     >>> round(st.intensity_flop_per_byte, 1)
     8.5
@@ -499,7 +499,7 @@ def decode_ffn_step(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> decode_ffn_step(h100(), llama_70b(), batch=64).intensity_flop_per_byte
     64.0
     """
@@ -528,7 +528,7 @@ def prefill_step(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> st = prefill_step(h100(), llama_70b(), prompt=8192, tp=8)
     >>> bool(st.memory_bound), round(st.time_s, 3)
     (False, 0.311)
@@ -571,7 +571,7 @@ def aggregated_step(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> st = aggregated_step(h100(), llama_70b(), batch=32, context=2048, chunk_tokens=512, tp=8)
     >>> round(st.time_s * 1e3, 1)
     25.3

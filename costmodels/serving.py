@@ -136,7 +136,7 @@ def optimal_decode_batch(chip: ChipSpec, model: ModelSpec, precision: str = "bf1
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> round(optimal_decode_batch(h100(), llama_70b()))
     258
     """
@@ -175,7 +175,7 @@ def optimal_batch_closed_form(chip: ChipSpec, model: ModelSpec, precision: str =
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> round(optimal_batch_closed_form(h100(), llama_70b(), use_efficiencies=False))
     295
     """
@@ -231,7 +231,7 @@ def aggregated_serving(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> s = aggregated_serving(h100(), llama_70b(), prompt=2000, output=200, batch=64,
     ...                        token_budget=2048, tp=8)
     >>> round(s.requests_per_s, 1), round(s.ttft_service_s, 3)

@@ -111,7 +111,7 @@ def verify_step(
 
     Examples
     --------
-    >>> from tests.costmodel_fixtures import h100, llama_70b
+    >>> from costmodels.examples import h100, llama_70b
     >>> v = verify_step(h100(), llama_70b(), batch=8, context=2048, gamma=4, tp=8)
     >>> bool(v.memory_bound)
     True

@@ -6,10 +6,10 @@ import doctest
 import importlib
 import json
 
-import costmodel_fixtures as fx
 import numpy as np
 import pytest
 
+import costmodels.examples as fx
 from costmodels import (
     af_activation_bytes_per_token,
     af_comm_hidden,

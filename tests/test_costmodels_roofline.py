@@ -6,7 +6,6 @@ import itertools
 
 import numpy as np
 import pytest
-from costmodel_fixtures import bertha, deepseek_v3, gb200, h100, llama_8b, llama_70b, swa_model
 
 from costmodels import (
     aggregated_step,
@@ -21,6 +20,7 @@ from costmodels import (
     prefill_step,
     weight_bytes_touched,
 )
+from costmodels.examples import bertha, deepseek_v3, gb200, h100, llama_8b, llama_70b, swa_model
 
 
 def test_h100_bf16_ridge_is_295():

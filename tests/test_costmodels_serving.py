@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pydantic
 import pytest
-from costmodel_fixtures import deepseek_v3, h100, llama_8b, llama_70b, lpu_500mb
 
 from costmodels import (
     MeasuredCapacity,
@@ -34,6 +33,7 @@ from costmodels import (
     usd_per_million_tokens,
     verify_step,
 )
+from costmodels.examples import deepseek_v3, h100, llama_8b, llama_70b, lpu_500mb
 
 MELANGE_TOY = Path("/work/shared/data/cases/melange_toy.json")
 
@@ -236,12 +236,12 @@ def test_measured_step_table_interpolates_and_flags():
 
 
 def test_measured_capacity_and_melange_toy():
-    c = MeasuredCapacity(chip="a100", class_name="chat", max_rps_per_replica=20, chips_per_replica=2)
+    c = MeasuredCapacity(chip="a100", traffic_class="chat", max_rps_per_replica=20, chips=2)
     assert c.max_rps_per_chip == 10
     if not MELANGE_TOY.exists():
         pytest.skip("shared data not mounted")
     case = json.loads(MELANGE_TOY.read_text())
     caps = capacities_from_melange(case)
     assert len(caps) == 8
-    lookup = {(x.chip, x.class_name): x.max_rps_per_replica for x in caps}
+    lookup = {(x.chip, x.traffic_class): x.max_rps_per_replica for x in caps}
     assert lookup[("A10G", "bucket_1_0")] == 5 and lookup[("A100-80GB", "bucket_1_0")] == 40

@@ -46,6 +46,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
@@ -178,18 +179,6 @@ class Hardware(_Record):
 class Limits(_Record):
     power_kw: PositiveFinite | None = Field(default=None, le=1e7)
     budget_usd_per_hour: PositiveFinite | None = Field(default=None, le=1e9)
-
-
-class MeasuredCapacity(_Record):
-    """Measured max requests/s of one replica of ``chips`` chips for a class at its SLO
-    (Mélange style); replaces the roofline for that chip and class (aggregated mode)."""
-
-    chip: str
-    traffic_class: str = Field(alias="class")
-    max_rps_per_replica: PositiveFinite
-    chips: int = Field(default=1, ge=1)
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 class MeasuredStepTime(_Record):

@@ -1,10 +1,16 @@
-"""Chip and model records built in code for the cost-model tests.
+"""Small fixed chip and model records for the cost-model examples and tests.
 
 The shipped catalogues (``topology/catalog/chips.yaml``,
-``costmodels/catalog/models.yaml``) are maintained separately; the cost-model
-tests build their own records here so they pin the numbers they check.
-Numbers follow ``/work/shared/data/hardware_and_models.md`` (vendor pages) and
-the seed digest; efficiencies and overheads are test choices, not claims.
+``costmodels/catalog/models.yaml``) are maintained and calibrated separately;
+the docstring examples of this package and the cost-model tests build their
+own records here so that the numbers they show stay pinned when the catalogue
+changes. Capacities, bandwidths and FLOP/s follow the vendors' pages;
+efficiencies and overheads are example choices, not claims.
+
+Examples
+--------
+>>> h100().flops_per_s["fp8"], llama_70b().layers
+(1978900000000000.0, 80)
 """
 
 from __future__ import annotations
@@ -43,9 +49,9 @@ _SOURCED = (
 
 
 def make_chip(**fields: Any) -> ChipSpec:
-    """A ChipSpec with every sourced field attributed to the test fixture."""
-    fields.setdefault("sources", {f: "test fixture" for f in _SOURCED})
-    fields.setdefault("price_basis", "test fixture")
+    """A ChipSpec with every sourced field attributed to the example record."""
+    fields.setdefault("sources", {f: "example record" for f in _SOURCED})
+    fields.setdefault("price_basis", "example record")
     return ChipSpec.model_validate(fields)
 
 
@@ -144,7 +150,7 @@ def gb200(**overrides: Any) -> ChipSpec:
 
 
 def _model(**fields: Any) -> ModelSpec:
-    fields.setdefault("sources", {"architecture": "test fixture (config.json)"})
+    fields.setdefault("sources", {"architecture": "example record (config.json)"})
     return ModelSpec.model_validate(fields)
 
 
@@ -222,8 +228,10 @@ def swa_model() -> ModelSpec:
 
 
 def all_chips() -> dict[str, ChipSpec]:
+    """The example chips by name."""
     return {c.name: c for c in (h100(), bertha(), lpu_500mb(), gb200())}
 
 
 def all_models() -> dict[str, ModelSpec]:
+    """The example models by name."""
     return {m.name: m for m in (llama_70b(), llama_8b(), deepseek_v3(), swa_model())}
