@@ -4,7 +4,8 @@ For every class, serving mode, stage and chip type this enumerates replica
 configurations — chips per replica, TP/EP/PP layout, batch, prefill chunk,
 micro-batches, the partner chip of a paired replica and the latency level of
 the link between the pair — evaluates each with :mod:`placement.core.evaluate`,
-drops those that miss an SLO or do not fit, and drops dominated ones:
+drops those that miss an SLO or do not fit, and drops dominated ones
+(:mod:`solvers.dominance`):
 
     X is dominated by Y when m copies of Y fit in X's chips (part by part, m a
     whole number) and serve at least as much, with no more pair traffic and
@@ -36,6 +37,7 @@ from costmodels import kv_transfer_bytes
 from placement.core.context import Context, SiteInfo
 from placement.core.evaluate import PartLayout, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
+from solvers.dominance import Columns, Row, dominates, undominated
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
 from topology.graph import path_latency_s
 
@@ -217,64 +219,23 @@ def _name_around_batch(cfg: PoolConfig, latency: float | None) -> tuple[str, str
 
 
 def _dominated(x: _Pending, y: _Pending) -> bool:
-    """Whether m copies of y (m whole) fit in x's chips and serve at least as much."""
-    if len(x.units) != len(y.units) or x is y:
-        return False
-    ratios = []
-    for ux, uy in zip(x.units, y.units):
-        if ux % uy:
-            return False
-        ratios.append(ux // uy)
-    m = min(ratios)
-    better_or_equal = (m * y.capacity >= x.capacity * (1 - 1e-12)
-                       and m * y.pair_bytes_per_s <= x.pair_bytes_per_s * (1 + 1e-12) + 1e-9
-                       and y.pair_max_latency_s >= x.pair_max_latency_s)
-    if not better_or_equal:
-        return False
-    # Equal columns: keep the one that sorts first so pruning is deterministic.
-    same = (m == 1 and y.units == x.units and abs(y.capacity - x.capacity) <= 1e-12 * x.capacity
-            and y.pair_max_latency_s == x.pair_max_latency_s)
-    return (y.name < x.name) if same else True
+    """Whether y dominates x (:func:`solvers.dominance.dominates`; equal columns: the first by name stays)."""
+    def row(p: _Pending, other: _Pending) -> Row:
+        return Row(p.units, (p.capacity,), (p.pair_bytes_per_s,), (p.pair_max_latency_s,), int(p.name > other.name))
+
+    return x is not y and dominates(row(y, x), row(x, y))
 
 
-def _prune(pend: list[_Pending]) -> list[_Pending]:
-    """Drop dominated candidates (:func:`_dominated`), best capacity per chip first.
-
-    The test of one candidate against all survivors, and of all survivors
-    against it, is vectorised (:class:`_Survivors`); the result is the same
-    as calling :func:`_dominated` pair by pair.
-    """
-    kept = []
-    for g in prune_groups(pend):
-        survivors = _Survivors(g)
-        for start in range(0, len(g), PRUNE_BLOCK):
-            _prune_block(survivors, g[start:start + PRUNE_BLOCK])
-        kept.extend(survivors.items)
-    return sorted(kept, key=lambda p: p.name)
+def _columns(group: list[_Pending]) -> Columns:
+    """The numbers dominance compares, ranked by name (equal columns: the first by name stays)."""
+    rank = {name: r for r, name in enumerate(sorted(p.name for p in group))}
+    return Columns.of(units=[p.units for p in group], supply=[[p.capacity] for p in group],
+                      load=[[p.pair_bytes_per_s] for p in group], limit=[[p.pair_max_latency_s] for p in group],
+                      rank=[rank[p.name] for p in group])
 
 
-#: Candidates tested against the survivors at once (most are dominated by survivors older than the block).
+#: Candidates tested against the survivors at once (see :func:`solvers.dominance.undominated`).
 PRUNE_BLOCK = 64
-
-
-def _prune_block(survivors: _Survivors, block: list[_Pending]) -> None:
-    """The candidates of ``block`` in turn, exactly as one at a time: each is dropped if a current
-    survivor dominates it, else it drops the survivors it dominates and joins them.
-
-    Which of the survivors present when the block starts dominate which candidate is one matrix
-    test; survivors added within the block are few and tested pair by pair.
-    """
-    hit = survivors.dominate_block(block)
-    alive = np.ones(len(survivors.items), dtype=bool)
-    added: list[_Pending] = []
-    for j, x in enumerate(block):
-        if (hit[j] & alive).any() or any(_dominated(x, y) for y in added):
-            continue
-        alive &= ~survivors.dominated_by(x)
-        added = [y for y in added if not _dominated(y, x)] + [x]
-    survivors.drop(~alive)
-    for x in added:
-        survivors.add(x)
 
 
 def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
@@ -288,72 +249,12 @@ def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
             for key in sorted(groups, key=str)]
 
 
-class _Survivors:
-    """The undominated candidates of one group, with their numbers as arrays for vectorised tests.
-
-    A group has few distinct unit tuples (replica sizes), so how many copies
-    of one fit in another is a table, ``copies[i, j]`` (0 when the sizes do
-    not divide part by part), looked up instead of recomputed per test.
-    """
-
-    def __init__(self, group: list[_Pending]):
-        kinds = sorted({p.units for p in group})
-        if len({len(u) for u in kinds}) > 1:
-            raise ValueError("candidates of one group have different part counts")  # pragma: no cover
-        self.kind_of = {u: i for i, u in enumerate(kinds)}
-        self.copies = np.array([[min(b // s for b, s in zip(big, small, strict=True))
-                                 if all(b % s == 0 for b, s in zip(big, small, strict=True)) else 0
-                                 for small in kinds] for big in kinds], dtype=np.int64)
-        self.items: list[_Pending] = []
-        self.kind = np.zeros(0, dtype=np.int64)
-        self.capacity = np.zeros(0)
-        self.traffic = np.zeros(0)
-        self.latency = np.zeros(0)
-
-    def add(self, x: _Pending) -> None:
-        self.items.append(x)
-        self.kind = np.append(self.kind, self.kind_of[x.units])
-        self.capacity = np.append(self.capacity, x.capacity)
-        self.traffic = np.append(self.traffic, x.pair_bytes_per_s)
-        self.latency = np.append(self.latency, x.pair_max_latency_s)
-
-    def drop(self, mask: np.ndarray) -> None:
-        if mask.any():
-            keep = ~mask
-            self.items = [y for y, k in zip(self.items, keep, strict=True) if k]
-            self.kind, self.capacity = self.kind[keep], self.capacity[keep]
-            self.traffic, self.latency = self.traffic[keep], self.latency[keep]
-
-    def dominate_block(self, block: list[_Pending]) -> np.ndarray:
-        """``hit[j, i]``: survivor i dominates ``block[j]`` (``_dominated(block[j], items[i])``)."""
-        if not self.items:
-            return np.zeros((len(block), 0), dtype=bool)
-        kind = np.array([self.kind_of[x.units] for x in block], dtype=np.int64)[:, None]
-        cap = np.array([x.capacity for x in block])[:, None]
-        traffic = np.array([x.pair_bytes_per_s for x in block])[:, None]
-        latency = np.array([x.pair_max_latency_s for x in block])[:, None]
-        m = self.copies[kind, self.kind[None, :]]  # copies of survivor i in candidate j
-        better = ((m > 0) & (m * self.capacity >= cap * (1 - 1e-12))
-                  & (m * self.traffic <= traffic * (1 + 1e-12) + 1e-9) & (self.latency >= latency))
-        equal = (kind == self.kind) & (np.abs(self.capacity - cap) <= 1e-12 * cap) & (self.latency == latency)
-        hit = better & ~equal
-        for j, i in zip(*np.nonzero(better & equal), strict=True):  # equal columns: the first by name wins
-            hit[j, i] = self.items[i].name < block[j].name
-        return hit
-
-    def dominated_by(self, x: _Pending) -> np.ndarray:
-        """Mask of the survivors y that x dominates (``_dominated(y, x)``): m copies of x in y."""
-        if not self.items:
-            return np.zeros(0, dtype=bool)
-        k = self.kind_of[x.units]
-        m = self.copies[self.kind, k]
-        better = ((m > 0) & (m * x.capacity >= self.capacity * (1 - 1e-12))
-                  & (m * x.pair_bytes_per_s <= self.traffic * (1 + 1e-12) + 1e-9)
-                  & (x.pair_max_latency_s >= self.latency))
-        equal = (self.kind == k) & (np.abs(x.capacity - self.capacity) <= 1e-12 * self.capacity) & (
-            x.pair_max_latency_s == self.latency)
-        names_after = np.array([x.name < y.name for y in self.items], dtype=bool) if equal.any() else equal
-        return better & (~equal | names_after)
+def _prune(pend: list[_Pending]) -> list[_Pending]:
+    """The undominated candidates of every group (:func:`solvers.dominance.undominated`), by name."""
+    kept = []
+    for g in prune_groups(pend):
+        kept.extend(g[i] for i in undominated(_columns(g), block=PRUNE_BLOCK))
+    return sorted(kept, key=lambda p: p.name)
 
 
 def _steps(ctx: Context, cls: TrafficClass) -> dict[str, list[str]]:
