@@ -39,19 +39,15 @@ from itertools import product
 
 import numpy as np
 
-from placement.core.candidates import (
-    AF_MICRO_BATCHES,
-    BATCHES,
-    CHUNKS,
-    PREFILL_BATCHES,
-    Candidates,
-    _pair_latencies,
-    _parts,
-)
+from placement.core.candidates import Candidates
 from placement.core.context import Context
 from placement.core.evaluate import PoolConfig, evaluate
-from placement.core.plan import STAGE_OF_KIND
 from placement.core.schema import TrafficClass
+from placement.modes import STAGE_OF_KIND, StepId, enabled_modes
+from placement.modes.aggregated import CHUNKS
+from placement.modes.layouts import BATCHES, pair_latencies, parts
+from placement.modes.pd import PREFILL_BATCHES
+from placement.modes.pd_af import MICRO_BATCHES
 from solvers.problem import Problem
 
 __all__ = ["Floor", "diagnose", "format_bandwidth", "slo_floor"]
@@ -118,22 +114,13 @@ class Floor:
 
 
 def _kinds(ctx: Context) -> set[str]:
-    modes = set(ctx.instance.modes)
-    kinds = set()
-    if "aggregated" in modes:
-        kinds.add("aggregated")
-    if not ctx.instance.only_measured:
-        if modes & {"pd", "pd-af"}:
-            kinds.add("prefill")
-        if "pd" in modes:
-            kinds.add("decode")
-            if ctx.draft_model is not None:
-                kinds.add("decode-spec")
-        if "pd-af" in modes:
-            kinds.add("decode-af")
-    else:
-        kinds.discard("aggregated")  # measured capacities already include the SLO
-    return kinds
+    """The replica kinds the cost models evaluate for the instance's enabled modes.
+
+    None with ``only_measured``: measured capacities already include the SLO.
+    """
+    if ctx.instance.only_measured:
+        return set()
+    return {k.name for mode in enabled_modes(ctx) for k in mode.kinds if not k.measured}
 
 
 def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
@@ -169,7 +156,7 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
     draft = ctx.instance.draft
     for res, site in resources.items():
         chip = site.chip.name
-        for part in _parts(ctx, site, "prefill", w_all):
+        for part in parts(ctx, site, "prefill", w_all):
             if "prefill" in kinds:
                 consider(PoolConfig(kind="prefill", traffic_class=cls.name, main=part, batch=1), PREFILL_BATCHES, chip)
             if "decode" in kinds:
@@ -185,8 +172,8 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
             for res_d, site_d in resources.items():
                 if res_d == res:
                     continue
-                lats = _pair_latencies(ctx, res, res_d)
-                for part, dpart in product(_parts(ctx, site, "decode", w_all), _parts(ctx, site_d, "decode", dw)):
+                lats = pair_latencies(ctx, res, res_d)
+                for part, dpart in product(parts(ctx, site, "decode", w_all), parts(ctx, site_d, "decode", dw)):
                     base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart, batch=1)
                     for lat in lats[:1]:  # the lowest latency gives the lowest TPOT
                         consider(base, BATCHES, f"{chip} with a draft on {site_d.chip.name}", lat)
@@ -194,11 +181,11 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
             for res_f, site_f in resources.items():
                 if res_f == res:
                     continue
-                lats = _pair_latencies(ctx, res, res_f)
-                for apart, fpart in product(_parts(ctx, site, "decode-attention", w_attn),
-                                            _parts(ctx, site_f, "decode-ffn", w_ffn)):
+                lats = pair_latencies(ctx, res, res_f)
+                for apart, fpart in product(parts(ctx, site, "decode-attention", w_attn),
+                                            parts(ctx, site_f, "decode-ffn", w_ffn)):
                     base = PoolConfig(kind="decode-af", traffic_class=cls.name, main=apart, partner=fpart,
-                                      batch=1, micro_batches=AF_MICRO_BATCHES)
+                                      batch=1, micro_batches=MICRO_BATCHES)
                     for lat in lats[:1]:
                         consider(base, BATCHES, f"{chip} attention + {site_f.chip.name} FFN", lat)
     ttft, ttft_where = best["ttft"]
@@ -366,7 +353,7 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
         kind = cfg.kind if cfg is not None else "aggregated"
         stage = STAGE_OF_KIND.get(kind, ("aggregated", None))[p.part] or "decode"
         for step, y in loads.items():
-            chips[step.split("|", 1)[0], stage][p.site] += units * y / total
+            chips[StepId.parse(step).traffic_class, stage][p.site] += units * y / total
     out = []
     for (name, stage), where in sorted(chips.items()):
         total = sum(where.values())

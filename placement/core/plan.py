@@ -9,11 +9,12 @@ cost, power and $/M output tokens, and the solver's statistics.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from placement.core.evaluate import PoolConfig
+from placement.modes import STAGE_OF_KIND, check_stage
 
 __all__ = [
     "STAGE_OF_KIND",
@@ -33,17 +34,8 @@ __all__ = [
 TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
 
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
-Stage = Literal["prefill", "decode", "decode-attention", "decode-ffn", "draft", "aggregated"]
-
-#: The stage each part of a pool kind runs: (main part, partner part).
-STAGE_OF_KIND: dict[str, tuple[str, str | None]] = {
-    "prefill": ("prefill", None),
-    "decode": ("decode", None),
-    "aggregated": ("aggregated", None),
-    "measured": ("aggregated", None),
-    "decode-spec": ("decode", "draft"),
-    "decode-af": ("decode-attention", "decode-ffn"),
-}
+#: A stage a part of a replica runs (:func:`placement.modes.stages`; STAGE_OF_KIND maps pool kinds to them).
+Stage = Annotated[str, AfterValidator(check_stage)]
 
 
 class _Record(BaseModel):
