@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from placement.core.candidates import build_problem
+from placement.core.candidates import build_problem, generate
 from placement.core.context import Context
+from placement.core.diagnose import slo_floor
 from placement.core.errors import InputError
 from placement.core.evaluate import PartLayout, Perf, PoolConfig
 from placement.core.loading import load_instance, parse_instance
@@ -96,6 +97,35 @@ def test_kinds_and_options_are_checked_against_the_registry():
     part = PartLayout(chip="h100", site_resource="h100@8", chips=1, tp=1, ep=1, pp=1)
     with pytest.raises(ValidationError, match="Input should be 'aggregated', 'measured', 'prefill'"):
         PoolConfig(kind="decode-magic", traffic_class="c", main=part, batch=1)
+
+
+# ---- the SLO floor is the enumerator of generation --------------------------------------------
+
+
+def _with_slo(inst, name: str, tpot_ms: float):
+    """``inst`` with class ``name``'s TPOT SLO set and its TTFT lifted (as the floor search lifts it)."""
+    classes = [c.model_copy(update={"tpot_ms": tpot_ms, "ttft_ms": 1e9}) if c.name == name else c
+               for c in inst.workload.classes]
+    return inst.model_copy(update={"workload": inst.workload.model_copy(update={"classes": classes})})
+
+
+def _decoding_columns(inst, name: str) -> int:
+    """Kept columns serving a decoding step of class ``name``."""
+    cands = generate(Context.of(inst))
+    return sum(1 for c in cands.columns for s in c.capacity
+               if StepId.parse(s).traffic_class == name and StepId.parse(s).stage in ("decode", "serve"))
+
+
+def test_slo_floor_is_the_best_tpot_generation_reaches():
+    """spec-decode-draft: the copy of the enumerator diagnose used to keep tried only the longest draft
+    and reported 1.41 ms; generation reaches a lower TPOT with a shorter draft."""
+    inst = load_instance("instances/spec-decode-draft.yaml")
+    cls = inst.workload.classes[0]
+    floor = slo_floor(Context.of(inst), cls)
+    assert floor.tpot_s is not None and floor.tpot_where
+    at = _decoding_columns(_with_slo(inst, cls.name, floor.tpot_s * 1e3 * (1 + 1e-7)), cls.name)
+    below = _decoding_columns(_with_slo(inst, cls.name, floor.tpot_s * 1e3 * (1 - 1e-6)), cls.name)
+    assert at > 0 and below == 0
 
 
 # ---- a mode registered from outside is generated, routed and solved -----------------------------
