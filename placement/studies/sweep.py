@@ -29,6 +29,7 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field
 
 from placement.core.errors import InputError
+from placement.modes import labels
 from placement.studies.whatif import (
     Axis,
     build_points,
@@ -48,7 +49,8 @@ __all__ = [
     "to_csv",
 ]
 
-MODE_LABELS = {"aggregated": "aggregated", "pd": "PD", "pd-af": "PD+AF", "pd+draft": "PD+draft"}
+#: Serving mode name -> its label in tables and charts.
+MODE_LABELS = labels()
 
 
 # ---------------------------------------------------------------------------------------------
