@@ -149,15 +149,20 @@ def _dominates(cols: Columns, rows: np.ndarray, by: np.ndarray, m: np.ndarray, s
 
     ``m[j, i]``: copies of ``by[i]`` that fit in ``rows[j]`` (0: none);
     ``same[j, i]``: the two have the same units (the only way they can tie).
+    One (rows × by) comparison per component, so one component costs what a
+    scalar test would.
     """
-    m = m[:, :, None]
-    x_supply, y_supply = cols.supply[rows][:, None, :], cols.supply[by][None, :, :]
-    x_limit, y_limit = cols.limit[rows][:, None, :], cols.limit[by][None, :, :]
-    better = ((m[:, :, 0] > 0)
-              & (m * y_supply >= x_supply * (1 - RTOL)).all(axis=2)
-              & (m * cols.load[by][None, :, :] <= cols.load[rows][:, None, :] * (1 + RTOL) + LOAD_ATOL).all(axis=2)
-              & (y_limit >= x_limit).all(axis=2))
-    tie = same & (np.abs(y_supply - x_supply) <= RTOL * x_supply).all(axis=2) & (y_limit == x_limit).all(axis=2)
+    better, tie = m > 0, same.copy()
+    for c in range(cols.supply.shape[1]):
+        x, y = cols.supply[rows, c][:, None], cols.supply[by, c][None, :]
+        better &= m * y >= x * (1 - RTOL)
+        tie &= np.abs(y - x) <= RTOL * x
+    for c in range(cols.load.shape[1]):
+        better &= m * cols.load[by, c][None, :] <= cols.load[rows, c][:, None] * (1 + RTOL) + LOAD_ATOL
+    for c in range(cols.limit.shape[1]):
+        x, y = cols.limit[rows, c][:, None], cols.limit[by, c][None, :]
+        better &= y >= x
+        tie &= y == x
     return better & (~tie | (cols.rank[by][None, :] < cols.rank[rows][:, None]))
 
 
@@ -174,16 +179,23 @@ def undominated(cols: Columns, block: int = BLOCK) -> list[int]:
         return _dominates(cols, rows, by, table[a, b], a == b)
 
     survivors = np.zeros(0, dtype=np.int64)
-    rows = cols.rows()
+    lists = (cols.units.tolist(), cols.supply.tolist(), cols.load.tolist(), cols.limit.tolist(), cols.rank.tolist())
+    rows: dict[int, Row] = {}  # made when first tested pair by pair
+
+    def row(i: int) -> Row:
+        if i not in rows:
+            rows[i] = Row(*(tuple(a[i]) for a in lists[:4]), lists[4][i])
+        return rows[i]
+
     for start in range(0, len(cols), block):
         chunk = np.arange(start, min(start + block, len(cols)))
         hit = test(chunk, survivors)
         alive = np.ones(len(survivors), dtype=bool)
         added: list[int] = []
         for j, x in enumerate(chunk.tolist()):
-            if (hit[j] & alive).any() or any(dominates(rows[y], rows[x]) for y in added):
+            if (hit[j] & alive).any() or any(dominates(row(y), row(x)) for y in added):
                 continue
             alive &= ~test(survivors, np.array([x]))[:, 0]
-            added = [y for y in added if not dominates(rows[x], rows[y])] + [x]
+            added = [y for y in added if not dominates(row(x), row(y))] + [x]
         survivors = np.concatenate([survivors[alive], np.array(added, dtype=np.int64)])
     return sorted(survivors.tolist())
