@@ -82,6 +82,11 @@ class Columns:
     def __len__(self) -> int:
         return len(self.units)
 
+    def row(self, i: int) -> Row:
+        """Column ``i``'s numbers."""
+        return Row(tuple(self.units[i].tolist()), tuple(self.supply[i].tolist()), tuple(self.load[i].tolist()),
+                   tuple(self.limit[i].tolist()), int(self.rank[i]))
+
     def rows(self) -> list[Row]:
         """Every column's numbers."""
         return [Row(tuple(u), tuple(s), tuple(ld), tuple(k), r) for u, s, ld, k, r in
@@ -144,58 +149,76 @@ def dominates(y: Row, x: Row) -> bool:
     return not tie or y.rank < x.rank
 
 
-def _dominates(cols: Columns, rows: np.ndarray, by: np.ndarray, m: np.ndarray, same: np.ndarray) -> np.ndarray:
-    """``out[j, i]``: column ``by[i]`` dominates column ``rows[j]``.
+@dataclass(frozen=True)
+class _Side:
+    """Some columns' numbers as arrays: ``size`` indexes the table of copies, the rest as in :class:`Columns`."""
 
-    ``m[j, i]``: copies of ``by[i]`` that fit in ``rows[j]`` (0: none);
-    ``same[j, i]``: the two have the same units (the only way they can tie).
-    One (rows × by) comparison per component, so one component costs what a
-    scalar test would.
+    size: np.ndarray
+    supply: np.ndarray
+    load: np.ndarray
+    limit: np.ndarray
+    rank: np.ndarray
+
+    def take(self, idx) -> _Side:
+        return _Side(self.size[idx], self.supply[idx], self.load[idx], self.limit[idx], self.rank[idx])
+
+    @staticmethod
+    def concat(a: _Side, b: _Side) -> _Side:
+        return _Side(*(np.concatenate([u, v]) for u, v in zip(
+            (a.size, a.supply, a.load, a.limit, a.rank), (b.size, b.supply, b.load, b.limit, b.rank), strict=True)))
+
+
+def _dominates(table: np.ndarray, x: _Side, y: _Side) -> np.ndarray:
+    """``out[j, i]``: column ``y[i]`` dominates column ``x[j]``; ``table[a, b]``: copies of size b in size a.
+
+    One (x × y) comparison per component, so one component costs what a
+    scalar test would. Only columns of the same size can tie.
     """
-    better, tie = m > 0, same.copy()
-    for c in range(cols.supply.shape[1]):
-        x, y = cols.supply[rows, c][:, None], cols.supply[by, c][None, :]
-        better &= m * y >= x * (1 - RTOL)
-        tie &= np.abs(y - x) <= RTOL * x
-    for c in range(cols.load.shape[1]):
-        better &= m * cols.load[by, c][None, :] <= cols.load[rows, c][:, None] * (1 + RTOL) + LOAD_ATOL
-    for c in range(cols.limit.shape[1]):
-        x, y = cols.limit[rows, c][:, None], cols.limit[by, c][None, :]
-        better &= y >= x
-        tie &= y == x
-    return better & (~tie | (cols.rank[by][None, :] < cols.rank[rows][:, None]))
+    a, b = x.size[:, None], y.size[None, :]
+    m = table[a, b]
+    better, tie = m > 0, a == b
+    for c in range(x.supply.shape[1]):
+        xs, ys = x.supply[:, c][:, None], y.supply[:, c][None, :]
+        better &= m * ys >= xs * (1 - RTOL)
+        tie &= np.abs(ys - xs) <= RTOL * xs
+    for c in range(x.load.shape[1]):
+        better &= m * y.load[:, c][None, :] <= x.load[:, c][:, None] * (1 + RTOL) + LOAD_ATOL
+    for c in range(x.limit.shape[1]):
+        xk, yk = x.limit[:, c][:, None], y.limit[:, c][None, :]
+        better &= yk >= xk
+        tie &= yk == xk
+    return better & (~tie | (y.rank[None, :] < x.rank[:, None]))
 
 
 def undominated(cols: Columns, block: int = BLOCK) -> list[int]:
     """Indices of the columns no survivor dominates, visiting them in order (see the module docstring)."""
-    if len(cols) == 0:
+    n = len(cols)
+    if n == 0:
         return []
     sizes, size_of = np.unique(cols.units, axis=0, return_inverse=True)
-    size_of = size_of.reshape(-1)
-    table = copies(sizes, sizes)  # table[a, b]: copies of size b in size a
-
-    def test(rows: np.ndarray, by: np.ndarray) -> np.ndarray:
-        a, b = size_of[rows][:, None], size_of[by][None, :]
-        return _dominates(cols, rows, by, table[a, b], a == b)
-
-    survivors = np.zeros(0, dtype=np.int64)
-    lists = (cols.units.tolist(), cols.supply.tolist(), cols.load.tolist(), cols.limit.tolist(), cols.rank.tolist())
-    rows: dict[int, Row] = {}  # made when first tested pair by pair
+    table = copies(sizes, sizes)
+    every = _Side(size_of.reshape(-1), cols.supply, cols.load, cols.limit, cols.rank)
+    rows: list[Row | None] = [None] * n  # made when first tested pair by pair
 
     def row(i: int) -> Row:
-        if i not in rows:
-            rows[i] = Row(*(tuple(a[i]) for a in lists[:4]), lists[4][i])
+        if rows[i] is None:
+            rows[i] = cols.row(i)
         return rows[i]
 
-    for start in range(0, len(cols), block):
-        chunk = np.arange(start, min(start + block, len(cols)))
-        hit = test(chunk, survivors)
+    survivors, frontier = np.zeros(0, dtype=np.int64), every.take(slice(0, 0))
+    for start in range(0, n, block):
+        end = min(start + block, n)
+        hit = _dominates(table, every.take(slice(start, end)), frontier)
         alive = np.ones(len(survivors), dtype=bool)
         added: list[int] = []
-        for j, x in enumerate(chunk.tolist()):
-            if (hit[j] & alive).any() or any(dominates(row(y), row(x)) for y in added):
+        for x in range(start, end):
+            if (hit[x - start] & alive).any():
                 continue
-            alive &= ~test(survivors, np.array([x]))[:, 0]
-            added = [y for y in added if not dominates(row(x), row(y))] + [x]
+            rx = row(x)
+            if any(dominates(rows[y], rx) for y in added):
+                continue
+            alive &= ~_dominates(table, frontier, every.take(slice(x, x + 1)))[:, 0]
+            added = [y for y in added if not dominates(rx, rows[y])] + [x]
         survivors = np.concatenate([survivors[alive], np.array(added, dtype=np.int64)])
+        frontier = _Side.concat(frontier.take(alive), every.take(np.array(added, dtype=np.int64)))
     return sorted(survivors.tolist())
