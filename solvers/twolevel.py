@@ -47,14 +47,14 @@ import logging
 import time
 from collections import defaultdict
 
-import numpy as np
 import pulp
 
+from solvers import dominance
 from solvers.index import PairSplit
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
-from solvers.tolerances import INTEGRALITY, REL_DOMINANCE, REL_GAP_MARGIN, ROW_FEASIBILITY, ZERO
+from solvers.tolerances import INTEGRALITY, REL_GAP_MARGIN, ROW_FEASIBILITY, ZERO
 
 __all__ = ["MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "spread", "start_values", "undominated",
            "violated_rows"]
@@ -290,14 +290,16 @@ def collapsed(problem: Problem) -> Problem:
 def undominated(columns: list[Column]) -> list[Column]:
     """The columns no other column dominates once the network is gone.
 
-    x is dominated by y when both have parts of the same resources and the
-    same steps, m copies of y fit in x part by part (sizes divide; m the
-    smallest ratio) and serve every step at least as fast. Without a network
+    x is dominated by y (:mod:`solvers.dominance`, supply = capacity per
+    step) when both have parts of the same resources and the same steps, m
+    copies of y fit in x part by part (sizes divide; m the smallest ratio)
+    and serve every step at least as fast. Without a network
     pair traffic and latency limits no longer matter, so m copies of y can
     replace x in any plan of the collapsed problem at no more units, cost or
     power: the collapsed optimum is unchanged. The relation is transitive (a
     copy of a copy fits), so dropping columns one at a time never drops the
-    last column that dominates another. Equal columns keep the first by name.
+    last column that dominates another. Columns are visited by rate per unit,
+    then by name; of equal columns the first visited stays.
 
     Examples
     --------
@@ -320,19 +322,9 @@ def undominated(columns: list[Column]) -> list[Column]:
                     fastest[size] = c
             group = list(fastest.values())
         group = sorted(sorted(group, key=lambda c: c.name), key=lambda c: -_rate_per_unit(c))
-        units = np.array([[p.units for p in c.parts] for c in group], dtype=np.int64)
-        rates = np.array([[c.capacity[q] for q in steps] for c in group])
-        alive = np.zeros(len(group), dtype=bool)
-        for i in range(len(group)):
-            ratio_ok = ((units[i] % units) == 0).all(axis=1)
-            m = np.where(ratio_ok, (units[i] // np.maximum(units, 1)).min(axis=1), 0)
-            if (alive & (m > 0) & ((m[:, None] * rates) >= rates[i] * (1 - REL_DOMINANCE)).all(axis=1)).any():
-                continue  # m copies of a kept column serve at least as much in x's units
-            back_ok = ((units % units[i]) == 0).all(axis=1)
-            back = np.where(back_ok, (units // units[i]).min(axis=1), 0)
-            alive &= ~((back > 0) & ((back[:, None] * rates[i]) >= rates * (1 - REL_DOMINANCE)).all(axis=1))
-            alive[i] = True
-        kept += [c for c, a in zip(group, alive, strict=True) if a]
+        cols = dominance.Columns.of(units=[[p.units for p in c.parts] for c in group],
+                          supply=[[c.capacity[q] for q in steps] for c in group])
+        kept += [group[i] for i in dominance.undominated(cols)]
     return sorted(kept, key=lambda c: c.name)
 
 

@@ -39,12 +39,13 @@ FORBIDDEN_TOP = {
 #: Subpackage of placement -> subpackages of placement it may import (itself always).
 ALLOWED_SUB = {
     "": {"core"},  # placement/__init__.py: the public API, from core
-    "core": set(),
-    "studies": {"core"},
-    "bench": {"core", "studies"},
-    "cli": {"core", "studies", "bench"},
+    "core": {"modes"},  # the serving modes are core's extension point: generation and the verifier read them
+    "modes": {"core"},
+    "studies": {"core", "modes"},
+    "bench": {"core", "modes", "studies"},
+    "cli": {"core", "modes", "studies", "bench"},
 }
-SUBPACKAGES = {"core", "studies", "bench", "cli"}
+SUBPACKAGES = {"core", "modes", "studies", "bench", "cli"}
 
 
 def _modules() -> list[Path]:

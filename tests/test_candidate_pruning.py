@@ -44,7 +44,7 @@ def _random_pending(rng: np.random.Generator, n: int) -> list[_Pending]:
 @pytest.mark.parametrize("block", [1, 7, 64])
 @pytest.mark.parametrize("seed", range(30))
 def test_vectorised_pruning_equals_pairwise(seed, block, monkeypatch):
-    """Whatever the block size of the block-wise test (placement.core.candidates._prune_block)."""
+    """Whatever the block size of the block-wise test (solvers.dominance.undominated)."""
     monkeypatch.setattr(candidates, "PRUNE_BLOCK", block)
     pend = _random_pending(np.random.default_rng(seed), 120)
     fast, slow = _prune(pend), _pairwise(pend)

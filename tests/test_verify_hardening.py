@@ -142,6 +142,10 @@ def unknown_transfer(doc):
     doc["flows"] = [{"transfer": "chat|teleport|kv", "source": "vr-nvl72", "target": "spine", "bytes_per_s": 1.0}]
 
 
+def malformed_step_id(doc):
+    doc["pools"][0]["sites"][0]["load_rps"]["garbage"] = 1.0
+
+
 def infinite_power(doc):
     doc["power_w"] = float("inf")
 
@@ -171,6 +175,7 @@ CASES = [
     ("rubin-lpx-deepseek", pair_to_a_site_without_replicas),
     ("rubin-lpx-deepseek", unknown_pool_site),
     ("rubin-lpx-deepseek", unknown_transfer),
+    ("melange-toy", malformed_step_id),
     ("spec-decode-draft", infinite_power),
     ("spec-decode-draft", huge_integer),
 ]
@@ -198,6 +203,7 @@ EXPECTED = {  # a phrase of the message each case must give
     domain_index_negative: "index -1 is outside",
     all_rubin_in_rack_0: "domain(s) of 72 chips",
     negative_load_on_unused_mode: "loads must be ≥ 0",
+    malformed_step_id: "load on 'garbage', which is no step",
     positive_load_on_unused_mode: "a mode its class does not use",
     config_chip_not_in_catalogue: "is not in the catalogue",
     config_kind_decode_to_decode_af: "needs a partner part",

@@ -15,6 +15,7 @@ import io
 from pathlib import Path
 
 from placement.core.output import write_bytes_atomic
+from placement.modes import colors
 from placement.studies.pareto import envelope
 from placement.studies.sweep import MODE_LABELS, Point, SweepResult
 
@@ -22,7 +23,7 @@ __all__ = ["plot_pareto", "plot_sweep"]
 
 _HOMOGENEOUS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
                 "tab:olive", "tab:cyan"]
-_MODES = {"aggregated": "tab:gray", "PD": "tab:cyan", "PD+AF": "tab:red", "PD+draft": "tab:green"}
+_MODES = colors()
 
 
 def _pyplot():

@@ -1,52 +1,45 @@
 """Candidate replica configurations and the solver-neutral problem they feed.
 
-For every class, serving mode, stage and chip type this enumerates replica
-configurations — chips per replica, TP/EP/PP layout, batch, prefill chunk,
-micro-batches, the partner chip of a paired replica and the latency level of
-the link between the pair — evaluates each with :mod:`placement.core.evaluate`,
-drops those that miss an SLO or do not fit, and drops dominated ones:
+For every class, the enabled serving modes (:mod:`placement.modes`) offer
+grids of replica configurations — chips per replica, TP/EP/PP layout, prefill
+chunk, draft length, the partner chip of a paired replica and the latency
+level of the link between the pair — over batches. Each grid is evaluated
+with :mod:`placement.core.evaluate`; configurations that miss an SLO or do
+not fit are dropped, and so are dominated ones (:mod:`solvers.dominance`):
 
     X is dominated by Y when m copies of Y fit in X's chips (part by part, m a
     whole number) and serve at least as much, with no more pair traffic and
     no stricter latency limit.
 
-Replica sizes per chip type form a divisibility chain with the domain size
-(powers of two dividing the domain, then whole-domain multiples doubling), so
-the solver's aggregate chip constraint packs exactly (see
-:func:`solvers.milp.check_packable`).
+Only columns of one class, kind and resources are compared. Replica sizes
+form a divisibility chain with the domain size
+(:func:`placement.modes.layouts.replica_sizes`), so the solver's aggregate
+chip constraint packs exactly (see :func:`solvers.milp.check_packable`).
 
-Serving modes become routes (DESIGN §4): ``aggregated`` (one step), ``pd``
-(prefill → decode, KV crosses the network), ``pd-af`` (prefill → paired
-attention/FFN decode) and, with a draft model, ``pd+draft`` (prefill →
-speculative decode, draft co-located or on a remote chip). Roofline columns
-serve one class each — a batch that meets one class's TPOT need not meet it
-when mixed with longer contexts — while measured (Mélange-style) capacities mix
-classes linearly on one replica as the measurements were taken.
+Serving modes become routes (DESIGN §4), one per class and enabled mode, with
+the mode's transfers between their steps. Roofline columns serve one class
+each — a batch that meets one class's TPOT need not meet it when mixed with
+longer contexts — while a mode's shared columns (measured, Mélange-style
+capacities) serve several classes at once as the measurements were taken.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from itertools import product
 
 import numpy as np
 
-from costmodels import kv_transfer_bytes
-from placement.core.context import Context, SiteInfo
+from placement.core.context import Context
 from placement.core.evaluate import PartLayout, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
+from placement.modes import Grid, configurations, enabled_modes, transfers
+from solvers.dominance import Columns, Row, dominates, undominated
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
 
-__all__ = ["BATCHES", "CHUNKS", "Candidates", "build_problem", "generate", "replica_sizes"]
+__all__ = ["Candidates", "build_problem", "generate"]
 
-BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
-PREFILL_BATCHES = np.array([1.0])
-CHUNKS = (512, 2048, 8192)
-#: Ping-pong depth of attention–FFN replicas (MegaScale-Infer uses 2–3).
-AF_MICRO_BATCHES = 2
-#: Largest replica considered, as a multiple of the smallest one that holds the weights.
-SIZE_HEADROOM = 8
+#: Candidates tested against the survivors at once (see :func:`solvers.dominance.undominated`).
+PRUNE_BLOCK = 64
 
 
 @dataclass
@@ -63,102 +56,6 @@ class Candidates:
     @property
     def kept(self) -> int:
         return len(self.columns)
-
-
-def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:
-    """Chips per replica: powers of two dividing the domain, then the domain doubling.
-
-    Examples
-    --------
-    >>> replica_sizes(72, 500)
-    [1, 2, 4, 8, 72, 144, 288]
-    >>> replica_sizes(1, 4)
-    [1, 2, 4]
-    """
-    sizes = [1 << i for i in range(20) if (1 << i) <= domain_chips and domain_chips % (1 << i) == 0]
-    if sizes[-1] != domain_chips:
-        sizes.append(domain_chips)
-    s = domain_chips * 2
-    while s <= max_chips:
-        sizes.append(s)
-        s *= 2
-    return sizes
-
-
-def _layouts(ctx: Context, site: SiteInfo, chips: int, stage: str) -> list[tuple[int, int, int]]:
-    """(tp, ep, pp) with tp·pp = chips, tp inside one domain and dividing the heads."""
-    m = ctx.model
-    out = []
-    tp = 1
-    while tp <= min(chips, site.chips_per_domain):
-        pp = chips // tp
-        if chips % tp == 0 and m.attention.heads % tp == 0 and pp <= m.layers:
-            eps = [1]
-            if m.moe is not None and tp > 1 and m.moe.experts % tp == 0 and stage != "decode-attention":
-                eps.append(tp)
-            out.extend((tp, ep, pp) for ep in eps)
-        tp *= 2
-    return out
-
-
-def _min_chips_for_weights(ctx: Context, site: SiteInfo, weight_bytes: float) -> int:
-    return max(1, math.ceil(weight_bytes / site.chip.memory_bytes))
-
-
-def _parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None) -> list[PartLayout]:
-    """Replica layouts of ``stage`` on ``site``'s resource (kept in ``memo``: every class asks again)."""
-    key = ("parts", site.resource, stage, weight_bytes)
-    if memo is not None and key in memo:
-        return memo[key]
-    need = _min_chips_for_weights(ctx, site, weight_bytes)
-    fleet_chips = sum(s.chips for s in ctx.sites.values() if s.resource == site.resource)
-    max_chips = min(fleet_chips, need * SIZE_HEADROOM)
-    out = []
-    for g in replica_sizes(site.chips_per_domain, max(max_chips, site.chips_per_domain)):
-        if g < need:
-            continue
-        for tp, ep, pp in _layouts(ctx, site, g, stage):
-            out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp))
-    if memo is not None:
-        memo[key] = out
-    return out
-
-
-def _attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[PartLayout]:
-    """Attention halves: dp groups of tp chips filling a chain size (no pipeline)."""
-    need = _min_chips_for_weights(ctx, site, weight_bytes)
-    fleet_chips = sum(s.chips for s in ctx.sites.values() if s.resource == site.resource)
-    out = []
-    for g in replica_sizes(site.chips_per_domain, max(min(fleet_chips, site.chips_per_domain * 4),
-                                                      site.chips_per_domain)):
-        tp = 1
-        while tp <= min(g, site.chips_per_domain):
-            if g % tp == 0 and tp >= need and ctx.model.attention.heads % tp == 0:
-                out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=1,
-                                      pp=1, dp=g // tp))
-            tp *= 2
-    return out
-
-
-def _pair_latencies(ctx: Context, res_a: str, res_b: str, memo: dict | None = None) -> list[float]:
-    """Distinct one-way path latencies between sites of two resources (finite only).
-
-    ``memo`` keeps them per resource pair: every class asks again, and each
-    asks for a path between every two sites.
-    """
-    key = ("pair latencies", res_a, res_b)
-    if memo is not None and key in memo:
-        return memo[key]
-    lats = set()
-    for a, sa in ctx.sites.items():
-        for b, sb in ctx.sites.items():
-            if sa.resource == res_a and sb.resource == res_b:
-                lat = ctx.routing.latency_s(a, b)
-                if math.isfinite(lat):
-                    lats.add(round(lat, 12))
-    if memo is not None:
-        memo[key] = sorted(lats)
-    return sorted(lats)
 
 
 @dataclass
@@ -179,96 +76,51 @@ class _Pending:
         return self.cfg.model_copy(update={"batch": self.batch})
 
 
-def _grid(out: Candidates, pend: list[_Pending], ctx: Context, base: PoolConfig, cls: TrafficClass,
-          steps: list[str], batches: np.ndarray, latency: float = 0.0, with_latency: bool = False) -> None:
-    perf = evaluate(ctx, base, cls, batch=batches, pair_latency_s=latency, memo=out.memo)
-    ok = perf.ok(cls)
-    out.generated += len(batches)
-    out.feasible += int(ok.sum())
-    units = (base.main.chips,) + ((base.partner.chips,) if base.partner else ())
-    head, tail = _name_around_batch(base, latency if with_latency else None)
-    for i in np.flatnonzero(ok):
-        batch = int(batches[i])
-        pend.append(_Pending(f"{head}|b{batch}{tail}", base, cls.name, steps,
-                             float(perf.capacity_rps[i]), units,
-                             float(perf.pair_bytes_per_s[i]) if base.partner else 0.0,
-                             latency if with_latency else float("inf"), batch))
-
-
 def _part_tag(p: PartLayout) -> str:
     dp = f"-dp{p.dp}" if p.dp > 1 else ""
     return f"{p.site_resource}-g{p.chips}{dp}-tp{p.tp}-ep{p.ep}-pp{p.pp}"
 
 
-def _name_around_batch(cfg: PoolConfig, latency: float | None) -> tuple[str, str]:
-    """The column name ``class|kind|main[|partner]|b<batch>[|c<chunk>][|k<draft>][|l<latency>us]`` before
-    and after its batch field (one grid shares them)."""
+def _name_around_batch(cfg: PoolConfig, latency_s: float | None) -> tuple[str, str]:
+    """The column name before and after its batch field (one grid shares them)."""
     head = [cfg.traffic_class, cfg.kind, _part_tag(cfg.main)] + ([_part_tag(cfg.partner)] if cfg.partner else [])
     tail = ([f"c{cfg.chunk_tokens}"] if cfg.chunk_tokens else []) + ([f"k{cfg.draft_tokens}"] if cfg.draft_tokens else [])
-    if latency is not None:
-        tail.append(f"l{latency * 1e6:.3g}us")
+    if latency_s is not None:
+        tail.append(f"l{latency_s * 1e6:.3g}us")
     return "|".join(head), "".join(f"|{t}" for t in tail)
 
 
+def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Grid, cls: TrafficClass,
+                   steps: list[str]) -> None:
+    """Evaluate one grid; each batch that meets the class's SLOs and fits awaits pruning."""
+    base, lat = grid.config, grid.pair_latency_s
+    perf = evaluate(ctx, base, cls, batch=grid.batches, pair_latency_s=lat or 0.0, memo=out.memo)
+    ok = perf.ok(cls)
+    out.generated += len(grid.batches)
+    out.feasible += int(ok.sum())
+    units = (base.main.chips,) + ((base.partner.chips,) if base.partner else ())
+    head, tail = _name_around_batch(base, lat)
+    for i in np.flatnonzero(ok):
+        batch = int(grid.batches[i])
+        pend.append(_Pending(f"{head}|b{batch}{tail}", base, cls.name, steps, float(perf.capacity_rps[i]), units,
+                             float(perf.pair_bytes_per_s[i]) if base.partner else 0.0,
+                             float("inf") if lat is None else lat, batch))
+
+
+def _columns(group: list[_Pending]) -> Columns:
+    """The numbers dominance compares, ranked by name (equal columns: the first by name stays)."""
+    rank = {name: r for r, name in enumerate(sorted(p.name for p in group))}
+    return Columns.of(units=[p.units for p in group], supply=[[p.capacity] for p in group],
+                      load=[[p.pair_bytes_per_s] for p in group], limit=[[p.pair_max_latency_s] for p in group],
+                      rank=[rank[p.name] for p in group])
+
+
 def _dominated(x: _Pending, y: _Pending) -> bool:
-    """Whether m copies of y (m whole) fit in x's chips and serve at least as much."""
-    if len(x.units) != len(y.units) or x is y:
-        return False
-    ratios = []
-    for ux, uy in zip(x.units, y.units):
-        if ux % uy:
-            return False
-        ratios.append(ux // uy)
-    m = min(ratios)
-    better_or_equal = (m * y.capacity >= x.capacity * (1 - 1e-12)
-                       and m * y.pair_bytes_per_s <= x.pair_bytes_per_s * (1 + 1e-12) + 1e-9
-                       and y.pair_max_latency_s >= x.pair_max_latency_s)
-    if not better_or_equal:
-        return False
-    # Equal columns: keep the one that sorts first so pruning is deterministic.
-    same = (m == 1 and y.units == x.units and abs(y.capacity - x.capacity) <= 1e-12 * x.capacity
-            and y.pair_max_latency_s == x.pair_max_latency_s)
-    return (y.name < x.name) if same else True
+    """Whether y dominates x (:func:`solvers.dominance.dominates`; equal columns: the first by name stays)."""
+    def row(p: _Pending, other: _Pending) -> Row:
+        return Row(p.units, (p.capacity,), (p.pair_bytes_per_s,), (p.pair_max_latency_s,), int(p.name > other.name))
 
-
-def _prune(pend: list[_Pending]) -> list[_Pending]:
-    """Drop dominated candidates (:func:`_dominated`), best capacity per chip first.
-
-    The test of one candidate against all survivors, and of all survivors
-    against it, is vectorised (:class:`_Survivors`); the result is the same
-    as calling :func:`_dominated` pair by pair.
-    """
-    kept = []
-    for g in prune_groups(pend):
-        survivors = _Survivors(g)
-        for start in range(0, len(g), PRUNE_BLOCK):
-            _prune_block(survivors, g[start:start + PRUNE_BLOCK])
-        kept.extend(survivors.items)
-    return sorted(kept, key=lambda p: p.name)
-
-
-#: Candidates tested against the survivors at once (most are dominated by survivors older than the block).
-PRUNE_BLOCK = 64
-
-
-def _prune_block(survivors: _Survivors, block: list[_Pending]) -> None:
-    """The candidates of ``block`` in turn, exactly as one at a time: each is dropped if a current
-    survivor dominates it, else it drops the survivors it dominates and joins them.
-
-    Which of the survivors present when the block starts dominate which candidate is one matrix
-    test; survivors added within the block are few and tested pair by pair.
-    """
-    hit = survivors.dominate_block(block)
-    alive = np.ones(len(survivors.items), dtype=bool)
-    added: list[_Pending] = []
-    for j, x in enumerate(block):
-        if (hit[j] & alive).any() or any(_dominated(x, y) for y in added):
-            continue
-        alive &= ~survivors.dominated_by(x)
-        added = [y for y in added if not _dominated(y, x)] + [x]
-    survivors.drop(~alive)
-    for x in added:
-        survivors.add(x)
+    return x is not y and dominates(row(y, x), row(x, y))
 
 
 def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
@@ -282,154 +134,21 @@ def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
             for key in sorted(groups, key=str)]
 
 
-class _Survivors:
-    """The undominated candidates of one group, with their numbers as arrays for vectorised tests.
-
-    A group has few distinct unit tuples (replica sizes), so how many copies
-    of one fit in another is a table, ``copies[i, j]`` (0 when the sizes do
-    not divide part by part), looked up instead of recomputed per test.
-    """
-
-    def __init__(self, group: list[_Pending]):
-        kinds = sorted({p.units for p in group})
-        if len({len(u) for u in kinds}) > 1:
-            raise ValueError("candidates of one group have different part counts")  # pragma: no cover
-        self.kind_of = {u: i for i, u in enumerate(kinds)}
-        self.copies = np.array([[min(b // s for b, s in zip(big, small, strict=True))
-                                 if all(b % s == 0 for b, s in zip(big, small, strict=True)) else 0
-                                 for small in kinds] for big in kinds], dtype=np.int64)
-        self.items: list[_Pending] = []
-        self.kind = np.zeros(0, dtype=np.int64)
-        self.capacity = np.zeros(0)
-        self.traffic = np.zeros(0)
-        self.latency = np.zeros(0)
-
-    def add(self, x: _Pending) -> None:
-        self.items.append(x)
-        self.kind = np.append(self.kind, self.kind_of[x.units])
-        self.capacity = np.append(self.capacity, x.capacity)
-        self.traffic = np.append(self.traffic, x.pair_bytes_per_s)
-        self.latency = np.append(self.latency, x.pair_max_latency_s)
-
-    def drop(self, mask: np.ndarray) -> None:
-        if mask.any():
-            keep = ~mask
-            self.items = [y for y, k in zip(self.items, keep, strict=True) if k]
-            self.kind, self.capacity = self.kind[keep], self.capacity[keep]
-            self.traffic, self.latency = self.traffic[keep], self.latency[keep]
-
-    def dominate_block(self, block: list[_Pending]) -> np.ndarray:
-        """``hit[j, i]``: survivor i dominates ``block[j]`` (``_dominated(block[j], items[i])``)."""
-        if not self.items:
-            return np.zeros((len(block), 0), dtype=bool)
-        kind = np.array([self.kind_of[x.units] for x in block], dtype=np.int64)[:, None]
-        cap = np.array([x.capacity for x in block])[:, None]
-        traffic = np.array([x.pair_bytes_per_s for x in block])[:, None]
-        latency = np.array([x.pair_max_latency_s for x in block])[:, None]
-        m = self.copies[kind, self.kind[None, :]]  # copies of survivor i in candidate j
-        better = ((m > 0) & (m * self.capacity >= cap * (1 - 1e-12))
-                  & (m * self.traffic <= traffic * (1 + 1e-12) + 1e-9) & (self.latency >= latency))
-        equal = (kind == self.kind) & (np.abs(self.capacity - cap) <= 1e-12 * cap) & (self.latency == latency)
-        hit = better & ~equal
-        for j, i in zip(*np.nonzero(better & equal), strict=True):  # equal columns: the first by name wins
-            hit[j, i] = self.items[i].name < block[j].name
-        return hit
-
-    def dominated_by(self, x: _Pending) -> np.ndarray:
-        """Mask of the survivors y that x dominates (``_dominated(y, x)``): m copies of x in y."""
-        if not self.items:
-            return np.zeros(0, dtype=bool)
-        k = self.kind_of[x.units]
-        m = self.copies[self.kind, k]
-        better = ((m > 0) & (m * x.capacity >= self.capacity * (1 - 1e-12))
-                  & (m * x.pair_bytes_per_s <= self.traffic * (1 + 1e-12) + 1e-9)
-                  & (x.pair_max_latency_s >= self.latency))
-        equal = (self.kind == k) & (np.abs(x.capacity - self.capacity) <= 1e-12 * self.capacity) & (
-            x.pair_max_latency_s == self.latency)
-        names_after = np.array([x.name < y.name for y in self.items], dtype=bool) if equal.any() else equal
-        return better & (~equal | names_after)
-
-
-def _steps(ctx: Context, cls: TrafficClass) -> dict[str, list[str]]:
-    """Route name -> its step names, for the modes the instance allows."""
-    k = cls.name
-    modes = ctx.instance.modes
-    routes: dict[str, list[str]] = {}
-    if "aggregated" in modes:
-        routes[f"{k}|aggregated"] = [f"{k}|aggregated|serve"]
-    if not ctx.instance.only_measured:
-        if "pd" in modes:
-            routes[f"{k}|pd"] = [f"{k}|pd|prefill", f"{k}|pd|decode"]
-            if ctx.draft_model is not None:
-                routes[f"{k}|pd+draft"] = [f"{k}|pd+draft|prefill", f"{k}|pd+draft|decode"]
-        if "pd-af" in modes:
-            routes[f"{k}|pd-af"] = [f"{k}|pd-af|prefill", f"{k}|pd-af|decode"]
-    return routes
+def _prune(pend: list[_Pending]) -> list[_Pending]:
+    """The undominated candidates of every group, by name."""
+    kept = []
+    for g in prune_groups(pend):
+        kept.extend(g[i] for i in undominated(_columns(g), block=PRUNE_BLOCK))
+    return sorted(kept, key=lambda p: p.name)
 
 
 def generate(ctx: Context) -> Candidates:
     """Enumerate, evaluate and prune every replica configuration of the instance."""
     out = Candidates()
     pend: list[_Pending] = []
-    resources = ctx.resources()
-    m, prec = ctx.model, ctx.instance.precision
-    w_all = m.weight_bytes(prec.weights)
-    w_attn = m.attention_params * (w_all / m.total_params) + m.embedding_params * (w_all / m.total_params)
-    w_ffn = m.ffn_params * (w_all / m.total_params)
-    draft = ctx.instance.draft
     for cls in ctx.instance.workload.classes:
-        routes = _steps(ctx, cls)
-        prefill_steps = [steps[0] for steps in routes.values() if len(steps) == 2]
-        agg = [steps[0] for steps in routes.values() if len(steps) == 1]
-        pd = routes.get(f"{cls.name}|pd", [None, None])[1]
-        spec = routes.get(f"{cls.name}|pd+draft", [None, None])[1]
-        af = routes.get(f"{cls.name}|pd-af", [None, None])[1]
-        if ctx.instance.only_measured:
-            continue
-        for res, site in resources.items():
-            for part in _parts(ctx, site, "prefill", w_all, out.memo):
-                if prefill_steps:
-                    base = PoolConfig(kind="prefill", traffic_class=cls.name, main=part, batch=1)
-                    _grid(out, pend, ctx, base, cls, prefill_steps, PREFILL_BATCHES)
-                if pd:
-                    base = PoolConfig(kind="decode", traffic_class=cls.name, main=part, batch=1)
-                    _grid(out, pend, ctx, base, cls, [pd], BATCHES)
-                if agg:
-                    for chunk in CHUNKS:
-                        base = PoolConfig(kind="aggregated", traffic_class=cls.name, main=part, batch=1,
-                                          chunk_tokens=chunk)
-                        _grid(out, pend, ctx, base, cls, agg, BATCHES)
-                if spec and draft.placement in ("any", "colocated"):
-                    for gamma in range(1, draft.gamma + 1):
-                        base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, batch=1,
-                                          draft_tokens=gamma)
-                        _grid(out, pend, ctx, base, cls, [spec], BATCHES)
-            if spec and draft.placement in ("any", "remote"):
-                dw = ctx.draft_model.weight_bytes(prec.weights)
-                for res_d, site_d in resources.items():
-                    if res_d == res:
-                        continue
-                    lats = _pair_latencies(ctx, res, res_d, out.memo)
-                    drafts = _parts(ctx, site_d, "decode", dw, out.memo)
-                    # A draft model is small: replicas beyond twice the smallest that holds it add nothing.
-                    drafts = [d for d in drafts if d.chips <= 2 * drafts[0].chips] if drafts else []
-                    for part, dpart, gamma in product(_parts(ctx, site, "decode", w_all, out.memo), drafts,
-                                                      range(1, draft.gamma + 1)):
-                        base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart,
-                                          batch=1, draft_tokens=gamma)
-                        for lat in lats:
-                            _grid(out, pend, ctx, base, cls, [spec], BATCHES, lat, with_latency=True)
-            if af:
-                for res_f, site_f in resources.items():
-                    if res_f == res:
-                        continue
-                    lats = _pair_latencies(ctx, res, res_f, out.memo)
-                    for apart, fpart in product(_attention_parts(ctx, site, w_attn),
-                                                _parts(ctx, site_f, "decode-ffn", w_ffn, out.memo)):
-                        base = PoolConfig(kind="decode-af", traffic_class=cls.name, main=apart, partner=fpart,
-                                          batch=1, micro_batches=AF_MICRO_BATCHES)
-                        for lat in lats:
-                            _grid(out, pend, ctx, base, cls, [af], BATCHES, lat, with_latency=True)
+        for grid, steps in configurations(ctx, cls, out.memo):
+            _evaluate_grid(out, pend, ctx, grid, cls, steps)
     for p in _prune(pend):
         out.configs[p.name] = p.config()
         out.columns.append(Column(
@@ -440,42 +159,28 @@ def generate(ctx: Context) -> Candidates:
             pair_bytes_per_s=p.pair_bytes_per_s,
             pair_max_latency_s=p.pair_max_latency_s,
         ))
-    _measured_columns(ctx, out)
+    for mode in enabled_modes(ctx):
+        for shared in mode.shared_columns(ctx) if mode.shared_columns else []:
+            main = shared.config.main
+            out.configs[shared.name] = shared.config
+            out.columns.append(Column(name=shared.name, parts=[Part(resource=main.site_resource, units=main.chips)],
+                                      capacity=shared.capacity_rps))
+            out.generated += len(shared.capacity_rps)
+            out.feasible += len(shared.capacity_rps)
     out.memo.clear()  # only needed while generating; plans and executors need not carry it
     return out
-
-
-def _measured_columns(ctx: Context, out: Candidates) -> None:
-    """One column per (chip, chips) measured, serving every class it was measured for."""
-    if "aggregated" not in ctx.instance.modes:
-        return
-    by_chip: dict[tuple[str, int], dict[str, float]] = {}
-    for mc in ctx.instance.measured_capacity:
-        by_chip.setdefault((mc.chip, mc.chips), {})[f"{mc.traffic_class}|aggregated|serve"] = mc.max_rps_per_replica
-    for (chip, chips), caps in sorted(by_chip.items()):
-        res = next(s.resource for _, s in sorted(ctx.sites.items()) if s.chip.name == chip)
-        part = PartLayout(chip=chip, site_resource=res, chips=chips, tp=chips, ep=1, pp=1)
-        name = f"measured|{res}-g{chips}"
-        out.configs[name] = PoolConfig(kind="measured", traffic_class="*", main=part, batch=1)
-        out.columns.append(Column(name=name, parts=[Part(resource=res, units=chips)], capacity=dict(sorted(caps.items()))))
-        out.generated += len(caps)
-        out.feasible += len(caps)
 
 
 def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Problem, Candidates]:
     """The solver-neutral problem of an instance (and the candidates behind it)."""
     cands = generate(ctx) if cands is None else cands
     inst = ctx.instance
-    demands, routes, transfers = [], [], []
-    for cls in inst.workload.classes:
-        demands.append(Demand(name=cls.name, rate=cls.rate_rps, single_resource=cls.single_chip_type))
-        kv = kv_transfer_bytes(ctx.model, cls.prompt_tokens, cls.cached_prefix_tokens, inst.precision.kv,
-                               cls.prefix_cached_on_decode)
-        for rname, steps in _steps(ctx, cls).items():
-            routes.append(Route(name=rname, demand=cls.name, steps=steps))
-            if len(steps) == 2:
-                transfers.append(Transfer(name=f"{rname}|kv", route=rname, source=steps[0], target=steps[1],
-                                          bytes_per_request=float(kv)))
+    demands = [Demand(name=cls.name, rate=cls.rate_rps, single_resource=cls.single_chip_type)
+               for cls in inst.workload.classes]
+    routes = [Route(name=str(mode.route(cls.name)), demand=cls.name, steps=[str(s) for s in mode.steps(cls.name)])
+              for cls in inst.workload.classes for mode in enabled_modes(ctx)]
+    flows = [Transfer(name=t.id, route=str(t.route), source=str(t.source), target=str(t.target),
+                      bytes_per_request=t.bytes_per_request) for t in transfers(ctx)]
     sites = [
         Site(name=n, node=n, resource=s.resource, units_per_domain=s.chips_per_domain, domains=s.group.count,
              usd_per_hour_per_unit=s.usd_per_hour_per_chip, power_w_per_unit=s.chip.power_w)
@@ -488,7 +193,7 @@ def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Proble
         name=inst.name,
         demands=demands,
         routes=routes,
-        transfers=transfers,
+        transfers=flows,
         columns=cands.columns,
         sites=sites,
         nodes=sorted(inst.hardware.switches),

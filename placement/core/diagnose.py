@@ -35,23 +35,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from itertools import product
 
 import numpy as np
 
-from placement.core.candidates import (
-    AF_MICRO_BATCHES,
-    BATCHES,
-    CHUNKS,
-    PREFILL_BATCHES,
-    Candidates,
-    _pair_latencies,
-    _parts,
-)
+from placement.core.candidates import Candidates
 from placement.core.context import Context
-from placement.core.evaluate import PoolConfig, evaluate
-from placement.core.plan import STAGE_OF_KIND
+from placement.core.evaluate import evaluate
 from placement.core.schema import TrafficClass
+from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
 from solvers.problem import Problem
 
 __all__ = ["Floor", "diagnose", "format_bandwidth", "slo_floor"]
@@ -118,89 +109,37 @@ class Floor:
 
 
 def _kinds(ctx: Context) -> set[str]:
-    modes = set(ctx.instance.modes)
-    kinds = set()
-    if "aggregated" in modes:
-        kinds.add("aggregated")
-    if not ctx.instance.only_measured:
-        if modes & {"pd", "pd-af"}:
-            kinds.add("prefill")
-        if "pd" in modes:
-            kinds.add("decode")
-            if ctx.draft_model is not None:
-                kinds.add("decode-spec")
-        if "pd-af" in modes:
-            kinds.add("decode-af")
-    else:
-        kinds.discard("aggregated")  # measured capacities already include the SLO
-    return kinds
+    """The replica kinds the cost models evaluate for the instance's enabled modes.
+
+    None with ``only_measured``: measured capacities already include the SLO.
+    """
+    if ctx.instance.only_measured:
+        return set()
+    return {k.name for mode in enabled_modes(ctx) for k in mode.kinds if not k.measured}
 
 
 def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
-    """Lowest TTFT / TPOT over every configuration the candidate generator would try.
+    """Lowest TTFT / TPOT over every configuration candidate generation tries for ``cls``.
 
-    The class's SLOs are lifted so nothing is filtered by them; configurations
-    must still fit in memory and serve something. Mirrors
-    :func:`placement.core.candidates.generate` (same layouts, batches, chunks,
-    partners and pair latencies) for the modes the instance allows.
+    The same grids as :func:`placement.core.candidates.generate`
+    (:func:`placement.modes.configurations`) and the same test, with the
+    class's SLOs lifted: configurations must still fit in memory and serve
+    something.
     """
     lifted = cls.model_copy(update={"ttft_ms": _LIFTED_MS, "tpot_ms": _LIFTED_MS})
-    kinds = _kinds(ctx)
-    m, prec = ctx.model, ctx.instance.precision
-    w_all = m.weight_bytes(prec.weights)
-    w_attn = (m.attention_params + m.embedding_params) * (w_all / m.total_params)
-    w_ffn = m.ffn_params * (w_all / m.total_params)
     best = {"ttft": (math.inf, ""), "tpot": (math.inf, "")}
     count = 0
-
-    def consider(base: PoolConfig, batches: np.ndarray, where: str, lat: float = 0.0) -> None:
-        nonlocal count
-        perf = evaluate(ctx, base, lifted, batch=batches, pair_latency_s=lat)
-        ok = np.asarray(perf.fits, dtype=bool) & (np.asarray(perf.capacity_rps) > 0)
-        ok = np.broadcast_to(ok, np.shape(batches))
+    memo: dict = {}
+    for grid, _ in configurations(ctx, lifted, memo):
+        perf = evaluate(ctx, grid.config, lifted, batch=grid.batches, pair_latency_s=grid.pair_latency_s or 0.0,
+                        memo=memo)
+        ok = perf.ok(lifted)
         count += int(ok.sum())
         for key, arr in (("ttft", perf.ttft_s), ("tpot", perf.tpot_s)):
-            vals = np.broadcast_to(np.asarray(arr, dtype=float), np.shape(batches))[ok]
+            vals = np.broadcast_to(np.asarray(arr, dtype=float), ok.shape)[ok]
             vals = vals[vals > 0]
             if vals.size and float(vals.min()) < best[key][0]:
-                best[key] = (float(vals.min()), where)
-
-    resources = ctx.resources()
-    draft = ctx.instance.draft
-    for res, site in resources.items():
-        chip = site.chip.name
-        for part in _parts(ctx, site, "prefill", w_all):
-            if "prefill" in kinds:
-                consider(PoolConfig(kind="prefill", traffic_class=cls.name, main=part, batch=1), PREFILL_BATCHES, chip)
-            if "decode" in kinds:
-                consider(PoolConfig(kind="decode", traffic_class=cls.name, main=part, batch=1), BATCHES, chip)
-            if "aggregated" in kinds:
-                for chunk in CHUNKS:
-                    consider(PoolConfig(kind="aggregated", traffic_class=cls.name, main=part, batch=1,
-                                        chunk_tokens=chunk), BATCHES, chip)
-            if "decode-spec" in kinds and draft.placement in ("any", "colocated"):
-                consider(PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, batch=1), BATCHES, chip)
-        if "decode-spec" in kinds and draft.placement in ("any", "remote"):
-            dw = ctx.draft_model.weight_bytes(prec.weights)
-            for res_d, site_d in resources.items():
-                if res_d == res:
-                    continue
-                lats = _pair_latencies(ctx, res, res_d)
-                for part, dpart in product(_parts(ctx, site, "decode", w_all), _parts(ctx, site_d, "decode", dw)):
-                    base = PoolConfig(kind="decode-spec", traffic_class=cls.name, main=part, partner=dpart, batch=1)
-                    for lat in lats[:1]:  # the lowest latency gives the lowest TPOT
-                        consider(base, BATCHES, f"{chip} with a draft on {site_d.chip.name}", lat)
-        if "decode-af" in kinds:
-            for res_f, site_f in resources.items():
-                if res_f == res:
-                    continue
-                lats = _pair_latencies(ctx, res, res_f)
-                for apart, fpart in product(_parts(ctx, site, "decode-attention", w_attn),
-                                            _parts(ctx, site_f, "decode-ffn", w_ffn)):
-                    base = PoolConfig(kind="decode-af", traffic_class=cls.name, main=apart, partner=fpart,
-                                      batch=1, micro_batches=AF_MICRO_BATCHES)
-                    for lat in lats[:1]:
-                        consider(base, BATCHES, f"{chip} attention + {site_f.chip.name} FFN", lat)
+                best[key] = (float(vals.min()), pool_kind(grid.config.kind).where(grid.config))
     ttft, ttft_where = best["ttft"]
     tpot, tpot_where = best["tpot"]
     return Floor(ttft_s=None if math.isinf(ttft) else ttft, ttft_where=ttft_where,
@@ -366,7 +305,7 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
         kind = cfg.kind if cfg is not None else "aggregated"
         stage = STAGE_OF_KIND.get(kind, ("aggregated", None))[p.part] or "decode"
         for step, y in loads.items():
-            chips[step.split("|", 1)[0], stage][p.site] += units * y / total
+            chips[StepId.parse(step).traffic_class, stage][p.site] += units * y / total
     out = []
     for (name, stage), where in sorted(chips.items()):
         total = sum(where.values())

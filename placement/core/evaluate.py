@@ -7,56 +7,60 @@ whether it fits in memory. Candidate generation calls it over a grid of
 batches (numpy-vectorised); the verifier calls it again for the configuration a
 plan names — the same physics, independent of the MILP.
 
-Capacity rules (requests/s per replica):
+Each kind of replica (``prefill``, ``decode``, ``aggregated``, ``decode-spec``,
+``decode-af``, ``measured``) is evaluated by the serving mode that defines it
+(:mod:`placement.modes`), where its capacity rule is written down; this module
+holds the records they share, the rules common to several kinds and the one
+entry point, :func:`evaluate`.
 
-* prefill: M/D/1 per replica, service S = prefill interval (latency / pp, a
-  pipeline admits a new prompt per stage time); TTFT = W_q + prefill latency
-  + KV transfer ≤ SLO ⇒ ρ ≤ 2R/(2R + S), R = SLO − latency − transfer;
-  capacity = min(ρ, ρ_max)·batch/S.
-* decode: a sequence holds a batch slot for output_tokens·TPOT seconds;
-  capacity = B / (output_tokens·TPOT), TPOT ≤ SLO.
-* aggregated (chunked prefill, decode first): each step carries B decode tokens
-  and a C-token prefill chunk; capacity = min(ρ·C/(p·t), B/(o·t)) with ρ from
-  the M/D/1 bound on the prompt's ⌈p/C⌉ steps.
-* speculative decode: TPOT = (γ·t_draft + t_verify + RTT)/E.
-* attention–FFN: TPOT from :func:`costmodels.comm.af_tpot_s` with the link's
-  latency per layer crossing.
+Queueing rule shared by prefill and aggregated serving (M/D/1 per replica):
+with service time S and a fixed latency L before the first token,
+TTFT = W_q + L ≤ SLO ⇒ ρ ≤ 2R/(2R + S), R = SLO − (L − S);
+capacity = min(ρ, ρ_max)·batch/S.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from costmodels import (
-    af_activation_bytes_per_token,
-    af_tpot_s,
-    af_transfer_s,
-    aggregated_step,
-    decode_attention_step,
-    decode_ffn_step,
-    decode_step,
-    expected_tokens_per_verify,
-    fits,
-    kv_transfer_bytes,
-    md1_max_utilisation,
-    memory_per_chip_bytes,
-    prefill_step,
-    verify_step,
-)
-from placement.core.context import Context
-from placement.core.schema import TrafficClass
+from costmodels import md1_max_utilisation
 
-__all__ = ["MAX_UTILISATION", "PartLayout", "Perf", "PoolConfig", "evaluate"]
+if TYPE_CHECKING:
+    from placement.core.context import Context
+    from placement.core.schema import TrafficClass
+
+__all__ = [
+    "MAX_UTILISATION",
+    "Kind",
+    "PartLayout",
+    "Perf",
+    "PoolConfig",
+    "decode_context_tokens",
+    "evaluate",
+    "layout_args",
+    "max_context_tokens",
+    "md1_capacity",
+    "precision_args",
+]
 
 #: Ceiling on a prefill server's utilisation whatever the M/D/1 bound allows:
 #: arrivals are burstier than Poisson in practice and the bound → 1 as SLO → ∞.
 MAX_UTILISATION = 0.9
 
-Kind = Literal["prefill", "decode", "aggregated", "decode-af", "decode-spec", "measured"]
+
+def _registered_kind(kind: str) -> str:
+    # The modes import this module, so the registry is looked up when used.
+    from placement.modes import check_kind
+
+    return check_kind(kind)
+
+
+#: A kind of replica registered by a serving mode (:func:`placement.modes.pool_kind`).
+Kind = Annotated[str, AfterValidator(_registered_kind)]
 
 
 class _Record(BaseModel):
@@ -122,178 +126,54 @@ class Perf:
         )
 
 
-def _args(ctx: Context, part: PartLayout) -> dict:
+def layout_args(part: PartLayout) -> dict:
+    """The cost models' layout keywords of a part."""
     return {"tp": part.tp, "ep": part.ep, "pp": part.pp}
 
 
-def _prec(ctx: Context) -> dict:
+def precision_args(ctx: Context) -> dict:
+    """The cost models' precision keywords of the instance."""
     p = ctx.instance.precision
     return {"precision": p.weights, "kv_precision": p.kv}
 
 
-def _decode_context(cls: TrafficClass) -> float:
+def decode_context_tokens(cls: TrafficClass) -> float:
+    """Mean context while decoding: prefix + prompt + half the output."""
     return cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens / 2
 
 
-def _max_context(cls: TrafficClass) -> float:
+def max_context_tokens(cls: TrafficClass) -> float:
+    """Context at the last output token (what the KV cache must hold)."""
     return float(cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens)
 
 
-def _md1_capacity(service_s, latency_s, slo_s, batch) -> np.ndarray:
-    """ρ·batch/S with ρ from M/D/1 on the time left after the fixed latency."""
+def md1_capacity(service_s, latency_s, slo_s, batch) -> np.ndarray:
+    """ρ·batch/S with ρ from M/D/1 on the time left after the fixed latency.
+
+    Examples
+    --------
+    >>> float(md1_capacity(1.0, 1.0, 100.0, 1.0))  # a long SLO: capped at MAX_UTILISATION
+    0.9
+    >>> float(md1_capacity(1.0, 2.0, 1.5, 1.0))    # the fixed latency alone misses the SLO
+    0.0
+    """
     service_s = np.asarray(service_s, dtype=float)
     slack = np.asarray(slo_s - (latency_s - service_s), dtype=float)  # time the queue + service may use
     rho = np.minimum(md1_max_utilisation(service_s, slack), MAX_UTILISATION)
     return np.where(slack > service_s, rho * batch / service_s, 0.0)
 
 
-def _zeros(shape) -> np.ndarray:
-    return np.zeros(shape)
-
-
 def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_latency_s: float = 0.0,
              memo: dict | None = None) -> Perf:
-    """Per-replica capacity and latencies of ``cfg`` for ``cls``.
+    """Per-replica capacity and latencies of ``cfg`` for ``cls``, by the function of its kind.
 
     ``batch`` (array) overrides ``cfg.batch`` to evaluate a grid at once;
     ``pair_latency_s`` is the one-way latency between the two parts of a paired
     configuration (attention–FFN or remote draft). ``memo``, a dict kept by
-    the caller for one context, caches the attention and FFN halves of
-    attention–FFN replicas: candidate generation pairs every attention half
-    with every FFN half at every latency, and each half costs the same in
-    all of its pairings.
+    the caller for one context, caches results that several configurations
+    share (the halves of attention–FFN replicas).
     """
+    from placement.modes import pool_kind  # imported here: the modes import this module
+
     b = np.asarray(cfg.batch if batch is None else batch, dtype=float)
-    if cfg.kind == "decode-af":
-        return _decode_af(ctx, cfg, cls, b, pair_latency_s, {} if memo is None else memo)
-    fn = {
-        "prefill": _prefill,
-        "decode": _decode,
-        "aggregated": _aggregated,
-        "decode-spec": _decode_spec,
-        "measured": _measured,
-    }[cfg.kind]
-    return fn(ctx, cfg, cls, b, pair_latency_s)
-
-
-def _prefill(ctx, cfg, cls, b, _lat) -> Perf:
-    chip, m = ctx.chips[cfg.main.chip], ctx.model
-    st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
-                      **_args(ctx, cfg.main), **_prec(ctx))
-    kv_b = kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
-                             cls.prefix_cached_on_decode)
-    nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
-    transfer_s = b * kv_b / nic
-    latency = np.asarray(st.time_s) + transfer_s
-    service = np.asarray(st.time_s) / cfg.main.pp
-    cap = _md1_capacity(service, latency, cls.ttft_s, b)
-    mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
-                                **_args(ctx, cfg.main), **_prec(ctx))
-    ok = fits(chip, mem)
-    return Perf(cap, latency, _zeros(b.shape), np.asarray(ok), _zeros(b.shape), np.asarray(mem))
-
-
-def _decode(ctx, cfg, cls, b, _lat) -> Perf:
-    chip, m = ctx.chips[cfg.main.chip], ctx.model
-    st = decode_step(chip, m, batch=b, context=_decode_context(cls), **_args(ctx, cfg.main), **_prec(ctx))
-    tpot = np.asarray(st.time_s, dtype=float)
-    cap = b / (cls.output_tokens * tpot)
-    mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=_max_context(cls),
-                                **_args(ctx, cfg.main), **_prec(ctx))
-    return Perf(cap, _zeros(b.shape), tpot, np.asarray(fits(chip, mem)), _zeros(b.shape), np.asarray(mem))
-
-
-def _aggregated(ctx, cfg, cls, b, _lat) -> Perf:
-    chip, m = ctx.chips[cfg.main.chip], ctx.model
-    chunk = float(cfg.chunk_tokens)
-    # A chunk attends to the cached prefix and, on average, half of the prompt before it.
-    chunk_context = cls.cached_prefix_tokens + max(cls.prompt_tokens - chunk, 0) / 2
-    st = aggregated_step(chip, m, batch=b, context=_decode_context(cls), chunk_tokens=chunk,
-                         chunk_context=chunk_context, **_args(ctx, cfg.main), **_prec(ctx))
-    t = np.asarray(st.time_s, dtype=float)
-    steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
-    prefill_cap = _md1_capacity(t * cls.prompt_tokens / chunk, steps_per_prompt * t, cls.ttft_s, 1.0)
-    decode_cap = b / (cls.output_tokens * t)
-    cap = np.minimum(prefill_cap, decode_cap)
-    ttft = steps_per_prompt * t
-    mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + 1, context=_max_context(cls),
-                                **_args(ctx, cfg.main), **_prec(ctx))
-    return Perf(cap, ttft, t, np.asarray(fits(chip, mem)), _zeros(b.shape), np.asarray(mem))
-
-
-def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
-    draft = ctx.instance.draft
-    if draft is None or ctx.draft_model is None:
-        raise ValueError("decode-spec pool in an instance without a draft model")
-    chip, m, dm = ctx.chips[cfg.main.chip], ctx.model, ctx.draft_model
-    prec = _prec(ctx)
-    gamma = cfg.draft_tokens or draft.gamma
-    if gamma > draft.gamma:
-        raise ValueError(f"draft length {gamma} exceeds the {draft.gamma} acceptance rates given")
-    t_verify = np.asarray(verify_step(chip, m, batch=b, context=_decode_context(cls), gamma=gamma,
-                                      **_args(ctx, cfg.main), **prec).time_s, dtype=float)
-    dpart = cfg.partner or cfg.main
-    dchip = ctx.chips[dpart.chip]
-    t_draft = np.asarray(decode_step(dchip, dm, batch=b, context=_decode_context(cls), **_args(ctx, dpart),
-                                     **prec).time_s, dtype=float)
-    rtt = 2.0 * lat if cfg.partner is not None else 0.0
-    e = expected_tokens_per_verify(draft.acceptance[:gamma])
-    tpot = (gamma * t_draft + t_verify + rtt) / e
-    cap = b / (cls.output_tokens * tpot)
-    mem = np.asarray(memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=_max_context(cls),
-                                           **_args(ctx, cfg.main), **prec), dtype=float)
-    dmem = np.asarray(memory_per_chip_bytes(dchip, dm, stage="decode", batch=b, context=_max_context(cls),
-                                            **_args(ctx, dpart), **prec), dtype=float)
-    if cfg.partner is None:
-        ok = np.asarray(fits(chip, mem + dmem))
-        mem = mem + dmem
-    else:
-        ok = np.asarray(fits(chip, mem)) & np.asarray(fits(dchip, dmem))
-    # Token ids and accept/reject flags only: a few bytes per sequence per cycle.
-    pair = b * (gamma + 1) * 8.0 / np.maximum(tpot * e, 1e-12)
-    return Perf(cap, _zeros(b.shape), tpot, ok, pair, mem)
-
-
-def _decode_af(ctx, cfg, cls, b, lat, memo: dict) -> Perf:
-    """``dp`` attention groups of batch B each feed one FFN group that sees dp·B tokens."""
-    m = ctx.model
-    a_chip, f_chip = ctx.chips[cfg.main.chip], ctx.chips[cfg.partner.chip]
-    mb, dp = cfg.micro_batches, cfg.main.dp
-    t_attn, amem = _af_half(ctx, memo, "attention", cfg.main, b / mb, b, cls)
-    t_ffn, fmem = _af_half(ctx, memo, "ffn", cfg.partner, dp * b / mb, dp * b, cls)
-    ep_ffn = cfg.partner.ep > 1
-    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
-    nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
-              cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
-    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
-    tpot = np.asarray(af_tpot_s(t_attn, t_ffn, comm, mb), dtype=float)
-    cap = dp * b / (cls.output_tokens * tpot)
-    ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
-    pair = dp * b * bytes_per_token / tpot
-    return Perf(cap, _zeros(b.shape), tpot, ok, pair, amem)
-
-
-def _af_half(ctx, memo: dict, half: str, part: PartLayout, step_batch, memory_batch, cls) -> tuple:
-    """(step time, memory per chip) of one half of an attention–FFN replica, cached in ``memo``."""
-    step_batch = np.asarray(step_batch, dtype=float)
-    key = (half, part.chip, part.tp, part.ep, part.pp, _decode_context(cls), _max_context(cls), step_batch.tobytes(),
-           np.asarray(memory_batch, dtype=float).tobytes())
-    if key not in memo:
-        chip, m, prec = ctx.chips[part.chip], ctx.model, _prec(ctx)
-        layout = {"tp": part.tp, "ep": part.ep, "pp": part.pp}
-        if half == "attention":
-            step = decode_attention_step(chip, m, batch=step_batch, context=_decode_context(cls), **layout, **prec)
-            stage = "decode-attention"
-        else:
-            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **prec)
-            stage = "decode-ffn"
-        mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=_max_context(cls),
-                                    **layout, **prec)
-        memo[key] = (np.asarray(step.time_s, dtype=float), np.asarray(mem, dtype=float))
-    return memo[key]
-
-
-def _measured(ctx, cfg, cls, b, _lat) -> Perf:
-    cap = np.full(b.shape, float(cfg.measured_rps))
-    z = _zeros(b.shape)
-    return Perf(cap, z, z, np.ones(b.shape, dtype=bool), z, z)
+    return pool_kind(cfg.kind).evaluate(ctx, cfg, cls, b, pair_latency_s, {} if memo is None else memo)

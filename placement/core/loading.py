@@ -236,7 +236,7 @@ def _in_size_chain(chips: int, domain: int) -> bool:
     """Whether a replica of ``chips`` chips is one of the sizes candidates use on ``domain``-chip domains.
 
     Those sizes (powers of two dividing the domain, the domain, then the domain doubling, see
-    :func:`placement.core.candidates.replica_sizes`) form a divisibility chain, which the solver
+    :func:`placement.modes.layouts.replica_sizes`) form a divisibility chain, which the solver
     needs to pack replicas exactly; any other size breaks it.
     """
     def power_of_two(n: int) -> bool:

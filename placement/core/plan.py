@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import read_document
+from placement.modes import STAGE_OF_KIND, check_stage
 
 __all__ = [
     "STAGE_OF_KIND",
@@ -44,17 +45,8 @@ MAX_PLAN_INT = 2**53
 TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
 
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
-Stage = Literal["prefill", "decode", "decode-attention", "decode-ffn", "draft", "aggregated"]
-
-#: The stage each part of a pool kind runs: (main part, partner part).
-STAGE_OF_KIND: dict[str, tuple[str, str | None]] = {
-    "prefill": ("prefill", None),
-    "decode": ("decode", None),
-    "aggregated": ("aggregated", None),
-    "measured": ("aggregated", None),
-    "decode-spec": ("decode", "draft"),
-    "decode-af": ("decode-attention", "decode-ffn"),
-}
+#: A stage a part of a replica runs (:func:`placement.modes.stages`; STAGE_OF_KIND maps pool kinds to them).
+Stage = Annotated[str, AfterValidator(check_stage)]
 
 
 class _Record(BaseModel):

@@ -44,10 +44,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec
+from placement.modes import check_option, options
 from topology.chips import ChipSpec
 
 __all__ = [
@@ -65,8 +66,10 @@ __all__ = [
     "Workload",
 ]
 
-MODES = ("aggregated", "pd", "pd-af")
-Mode = Literal["aggregated", "pd", "pd-af"]
+#: The serving modes an instance may allow (the options of :mod:`placement.modes`, built-in ones).
+MODES = options()
+#: An entry of ``modes``: the option of a registered serving mode.
+Mode = Annotated[str, AfterValidator(check_option)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=64)]
 PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -210,7 +213,7 @@ class Instance(_Record):
     precision: Precision = Precision()
     workload: Workload
     hardware: Hardware
-    modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
+    modes: list[Mode] = Field(default_factory=lambda: list(options()), min_length=1)
     objective: Literal["cost", "power", "chips"] = "cost"
     limits: Limits = Limits()
     measured_capacity: list[MeasuredCapacity] = Field(default_factory=list)

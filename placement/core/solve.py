@@ -30,6 +30,7 @@ from placement.core.plan import (
 )
 from placement.core.schema import Instance
 from placement.core.verify import verify
+from placement.modes import RouteId, StepId
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
@@ -204,10 +205,10 @@ def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPl
     for cls in ctx.instance.workload.classes:
         modes = {}
         for route, rate in sorted(sol.route_rates.items()):
-            name, mode = route.split("|", 1)
-            if name == cls.name and rate > 1e-12:
-                modes[mode] = clean(rate / cls.rate_rps)  # 10 significant digits, not 9 decimals
-        serving = [p for p in pools if any(st.split("|")[0] == cls.name and r > 1e-12
+            rid = RouteId.parse(route)
+            if rid.traffic_class == cls.name and rate > 1e-12:
+                modes[rid.mode] = clean(rate / cls.rate_rps)  # 10 significant digits, not 9 decimals
+        serving = [p for p in pools if any(StepId.parse(st).traffic_class == cls.name and r > 1e-12
                                            for s in p.sites for st, r in s.load_rps.items())]
         ttfts = [p.ttft_ms for p in serving if p.ttft_ms is not None]
         tpots = [p.tpot_ms for p in serving if p.tpot_ms is not None]

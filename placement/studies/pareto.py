@@ -24,6 +24,7 @@ from itertools import pairwise
 from typing import Any
 
 from placement.core.errors import InputError
+from placement.modes import MODES
 from placement.studies.sweep import MODE_LABELS, AxisInfo, Job, Point, SweepResult, _execute
 from placement.studies.whatif import (
     MAX_SOLVES,
@@ -55,9 +56,10 @@ def pareto_series(inst) -> list[tuple[str, str, Any]]:
     """(label, kind, instance): the instance, each homogeneous fleet, each mode alone.
 
     Mode variants drop the draft model (so "PD" is PD without speculative
-    decoding); "PD+draft" keeps it and allows only PD routes, with or without
-    the draft (the optimizer picks). Homogeneous fleets keep the draft, which
-    then runs co-located on the one chip type.
+    decoding); a mode that needs it ("PD+draft", :mod:`placement.modes`) keeps
+    it and allows only its option (PD routes, with or without the draft: the
+    optimizer picks). Homogeneous fleets keep the draft, which then runs
+    co-located on the one chip type.
     """
     from placement.studies.compare import variants
 
@@ -66,8 +68,9 @@ def pareto_series(inst) -> list[tuple[str, str, Any]]:
     if len(inst.modes) > 1 or inst.draft is not None:
         for m in inst.modes:
             out.append((MODE_LABELS[m], "mode", inst.model_copy(update={"modes": [m], "draft": None})))
-        if inst.draft is not None and "pd" in inst.modes:
-            out.append((MODE_LABELS["pd+draft"], "mode", inst.model_copy(update={"modes": ["pd"]})))
+        for mode in MODES.values():
+            if mode.requires_draft and inst.draft is not None and mode.option in inst.modes:
+                out.append((mode.label, "mode", inst.model_copy(update={"modes": [mode.option]})))
     return out
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from placement.core.errors import InputError
+from placement.modes import labels
 from placement.studies.whatif import (
     Axis,
     build_points,
@@ -45,7 +46,8 @@ __all__ = [
     "to_csv",
 ]
 
-MODE_LABELS = {"aggregated": "aggregated", "pd": "PD", "pd-af": "PD+AF", "pd+draft": "PD+draft"}
+#: Serving mode name -> its label in tables and charts.
+MODE_LABELS = labels()
 
 
 # ---------------------------------------------------------------------------------------------

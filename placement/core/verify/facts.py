@@ -20,13 +20,15 @@ Examples
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, PoolConfig, evaluate
 from placement.core.plan import STAGE_OF_KIND, Plan, Pool
 from placement.core.schema import TrafficClass
+from placement.modes import enabled_modes, pool_kind
+from placement.modes import transfers as mode_transfers
+from placement.modes.layouts import pair_latencies
 
 __all__ = ["RTOL", "PoolFacts", "class_routes", "close", "derive", "over", "pair_latency_of", "transfers"]
 
@@ -56,33 +58,13 @@ def close(a: float | None, b: float | None, abs_tol: float = 1e-9) -> bool:
 
 
 def class_routes(ctx: Context, cls: TrafficClass) -> dict[str, tuple[str, ...]]:
-    """Mode -> the steps of its route, for the modes the instance allows this class."""
-    k, modes = cls.name, ctx.instance.modes
-    routes: dict[str, tuple[str, ...]] = {}
-    if "aggregated" in modes:
-        routes["aggregated"] = (f"{k}|aggregated|serve",)
-    if not ctx.instance.only_measured:
-        if "pd" in modes:
-            routes["pd"] = (f"{k}|pd|prefill", f"{k}|pd|decode")
-            if ctx.draft_model is not None:
-                routes["pd+draft"] = (f"{k}|pd+draft|prefill", f"{k}|pd+draft|decode")
-        if "pd-af" in modes:
-            routes["pd-af"] = (f"{k}|pd-af|prefill", f"{k}|pd-af|decode")
-    return routes
+    """Mode -> the steps of its route, for the modes the instance allows (:func:`placement.modes.enabled_modes`)."""
+    return {m.name: tuple(str(s) for s in m.steps(cls.name)) for m in enabled_modes(ctx)}
 
 
 def transfers(ctx: Context) -> dict[str, tuple[str, str, float]]:
-    """Transfer name -> (source step, target step, KV bytes per request) of every two-step route."""
-    from costmodels import kv_transfer_bytes
-
-    out = {}
-    for cls in ctx.instance.workload.classes:
-        b = float(kv_transfer_bytes(ctx.model, cls.prompt_tokens, cls.cached_prefix_tokens,
-                                    ctx.instance.precision.kv, cls.prefix_cached_on_decode))
-        for mode, steps in class_routes(ctx, cls).items():
-            if len(steps) == 2:
-                out[f"{cls.name}|{mode}|kv"] = (steps[0], steps[1], b)
-    return out
+    """Transfer name -> (source step, target step, bytes per request), from the modes' transfers."""
+    return {t.id: (str(t.source), str(t.target), t.bytes_per_request) for t in mode_transfers(ctx)}
 
 
 def pair_latency_of(ctx: Context, plan: Plan, column: str) -> float:
@@ -93,27 +75,21 @@ def pair_latency_of(ctx: Context, plan: Plan, column: str) -> float:
 
 
 def _steps_of(ctx: Context, cfg: PoolConfig) -> tuple[str, ...]:
-    """The route steps a configuration may serve (its column's capacity keys)."""
-    if cfg.kind == "measured":
+    """The route steps a configuration may serve (its column's capacity keys): the i-th replica kind of an
+    enabled mode serves the i-th step of its route; measured columns serve the classes they were measured for."""
+    if pool_kind(cfg.kind).measured:
         if "aggregated" not in ctx.instance.modes:
             return ()
         return tuple(sorted({f"{m.traffic_class}|aggregated|serve" for m in ctx.instance.measured_capacity
                              if m.chip == cfg.main.chip and m.chips == cfg.main.chips}))
-    cls = ctx.classes[cfg.traffic_class]
-    routes = class_routes(ctx, cls)
-    if cfg.kind == "prefill":
-        return tuple(sorted(steps[0] for steps in routes.values() if len(steps) == 2))
-    mode = {"decode": "pd", "decode-spec": "pd+draft", "decode-af": "pd-af", "aggregated": "aggregated"}[cfg.kind]
-    return (routes[mode][-1],) if mode in routes else ()
+    return tuple(sorted(str(step) for m in enabled_modes(ctx)
+                        for kind, step in zip(m.kinds, m.steps(cfg.traffic_class), strict=False)
+                        if kind.name == cfg.kind))
 
 
 def _latency_levels(ctx: Context, cfg: PoolConfig) -> list[float]:
     """One-way path latencies between sites of a paired configuration's two resources (finite, rounded)."""
-    a, b = cfg.main.site_resource, cfg.partner.site_resource
-    lats = {round(ctx.routing.latency_s(x, y), 12)
-            for x, sx in ctx.sites.items() if sx.resource == a
-            for y, sy in ctx.sites.items() if sy.resource == b}
-    return sorted(lat for lat in lats if math.isfinite(lat))
+    return pair_latencies(ctx, cfg.main.site_resource, cfg.partner.site_resource)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import Any
 from placement.core.context import Context
 from placement.core.plan import Plan
 from placement.core.verify.facts import RTOL, SERVED_RPS, PoolFacts, close
+from placement.modes.ids import StepId
 
 __all__ = ["check_class_fields", "check_links", "check_pair_fields", "check_pool_fields", "check_totals",
            "mismatch"]
@@ -79,7 +80,7 @@ def check_class_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list
         cls = ctx.classes.get(cp.name)
         if cls is None:
             continue
-        serving = [f for f in facts if any(st.split("|")[0] == cp.name and r > SERVED_RPS
+        serving = [f for f in facts if any(StepId.parse(st).traffic_class == cp.name and r > SERVED_RPS
                                            for s in f.pool.sites for st, r in s.load_rps.items())]
         ttfts = [f.ttft_ms for f in serving if f.ttft_ms is not None]
         tpots = [f.tpot_ms for f in serving if f.tpot_ms is not None]

@@ -15,6 +15,7 @@ from collections import defaultdict
 from placement.core.context import Context
 from placement.core.plan import Plan
 from placement.core.verify.facts import RTOL, SERVED_RPS, PoolFacts, class_routes, over
+from placement.modes.ids import StepId
 
 __all__ = ["check_capacity", "check_demand", "check_pairing", "check_routes", "check_slos_and_memory"]
 
@@ -57,7 +58,7 @@ def check_demand(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
     for name, cls in ctx.classes.items():
         if cls.single_chip_type:
             kinds = sorted({f.layout.chip for f in facts if f.main and any(
-                st.split("|")[0] == name and r > 1e-9 for s in f.pool.sites for st, r in s.load_rps.items())})
+                StepId.parse(st).traffic_class == name and r > 1e-9 for s in f.pool.sites for st, r in s.load_rps.items())})
             if len(kinds) > 1:
                 v.append(f"class {name} must be served by one chip type, is served by {', '.join(kinds)}")
     return v
@@ -75,7 +76,7 @@ def check_routes(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
                 elif step not in f.steps:
                     v.append(f"pool {f.pool.id} at {s.site}: load on {step!r}, a step its {f.pool.config.kind} "
                              f"configuration does not serve (it serves {', '.join(f.steps) or 'none'})")
-                elif rate > SERVED_RPS and tuple(step.split("|")[:2]) not in used:
+                elif rate > SERVED_RPS and (StepId.parse(step).traffic_class, StepId.parse(step).mode) not in used:
                     v.append(f"pool {f.pool.id} at {s.site}: {rate:.6g} req/s on {step}, a mode its class "
                              f"does not use")
     return v

@@ -22,6 +22,7 @@ from placement.core.context import Context
 from placement.core.evaluate import PartLayout, PoolConfig
 from placement.core.plan import Plan, bad_numbers
 from placement.core.verify.facts import transfers
+from placement.modes import enabled_modes
 
 __all__ = ["check_configurations", "check_numbers", "check_references"]
 
@@ -56,19 +57,22 @@ def _duplicates(names) -> list:
 
 
 def check_references(ctx: Context, plan: Plan) -> list[str]:
-    """Ids unique; every site, class, column, transfer, link and pair end names something that exists."""
+    """Ids unique; every site, class, column, load step, transfer, link and pair end names something that exists."""
     v = [f"pool id {d!r} appears more than once" for d in _duplicates(p.id for p in plan.pools)]
     v += [f"column {c!r} part {k} appears in more than one pool"
           for c, k in _duplicates((p.column, p.part) for p in plan.pools)]
     v += [f"class {d!r} appears more than once in classes" for d in _duplicates(c.name for c in plan.classes)]
     v += [f"class {c.name!r} is not in the instance" for c in plan.classes if c.name not in ctx.classes]
     sites_of: dict[tuple[str, int], set[str]] = {}
+    steps = {str(s) for c in ctx.instance.workload.classes for m in enabled_modes(ctx) for s in m.steps(c.name)}
     for pool in plan.pools:
         if pool.part not in (0, 1):
             v.append(f"pool {pool.id}: part is {pool.part}; expected 0 (main) or 1 (partner)")
         v += [f"pool {pool.id}: site {d!r} appears more than once" for d in _duplicates(s.site for s in pool.sites)]
         v += [f"pool {pool.id}: unknown domain group {s.site!r}" for s in pool.sites if s.site not in ctx.sites]
         sites_of[pool.column, pool.part] = {s.site for s in pool.sites}
+        v += [f"pool {pool.id}: site {s.site}: load on {step!r}, which is no step of a route the instance allows"
+              for s in pool.sites for step in s.load_rps if step not in steps]
     known = transfers(ctx)
     for i, f in enumerate(plan.flows):
         if f.transfer not in known:

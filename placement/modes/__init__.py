@@ -1,0 +1,236 @@
+"""Serving modes, one module each, in one registry.
+
+A serving mode is a way to serve a traffic class: a route of stages (steps
+the solver must cover at the class's rate), the kinds of replica that run
+them, the candidate configurations of those replicas on a fleet, what
+crosses the network between two steps, and the label and colour that tables
+and charts show (:class:`~placement.modes.base.ServingMode`). Generation
+(:mod:`placement.core.candidates`), the SLO floors of a diagnosis
+(:func:`placement.core.diagnose.slo_floor`), evaluation
+(:func:`placement.core.evaluate.evaluate`), the plan's stages and the
+studies' labels all read them here.
+
+==============  =========  =====================  ===================================
+mode            option     route stages           replica kinds (stages of their parts)
+==============  =========  =====================  ===================================
+``aggregated``  aggregated serve                  aggregated, measured
+``pd``          pd         prefill → decode (KV)  prefill, decode
+``pd+draft``    pd         prefill → decode (KV)  prefill, decode-spec (decode, draft)
+``pd-af``       pd-af      prefill → decode (KV)  prefill, decode-af (decode-attention, decode-ffn)
+==============  =========  =====================  ===================================
+
+The *option* is the entry of an instance's ``modes`` list that allows the
+mode (``pd+draft`` needs ``pd`` and a draft model). Modes are tried in the
+order registered: routes, and the steps a shared configuration serves (one
+prefill column serves the prefill step of every mode that prefills apart),
+follow it.
+
+A new mode is one module defining a :class:`~placement.modes.base.ServingMode`
+and its registration; the instance schema then accepts its option::
+
+    # placement/modes/kv_tier.py
+    MODE = ServingMode(name="kv-tier", label="KV tier", option="kv-tier",
+                       stages=("prefill", "decode"), kinds=(PREFILL, TIERED_DECODE),
+                       grids=_grids, transfers=kv_transfer)
+
+    # here, below the built-in modes
+    register(kv_tier.MODE)
+
+Examples
+--------
+>>> from placement.modes import MODES, get_mode, options
+>>> list(MODES), options()
+(['aggregated', 'pd', 'pd+draft', 'pd-af'], ('aggregated', 'pd', 'pd-af'))
+>>> [str(s) for s in get_mode("pd-af").steps("chat")]
+['chat|pd-af|prefill', 'chat|pd-af|decode']
+>>> STAGE_OF_KIND["decode-af"]
+('decode-attention', 'decode-ffn')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from pydantic_core import PydanticCustomError
+
+from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, TransferSpec
+from placement.modes.ids import SEPARATOR, RouteId, StepId
+
+if TYPE_CHECKING:
+    from placement.core.context import Context
+    from placement.core.schema import TrafficClass
+
+__all__ = [
+    "MODES",
+    "STAGE_OF_KIND",
+    "Grid",
+    "PoolKind",
+    "RouteId",
+    "ServingMode",
+    "SharedColumn",
+    "StepId",
+    "TransferSpec",
+    "check_kind",
+    "check_option",
+    "check_stage",
+    "colors",
+    "configurations",
+    "enabled_modes",
+    "get_mode",
+    "labels",
+    "options",
+    "pool_kind",
+    "register",
+    "stages",
+    "transfers",
+]
+
+#: Every registered mode by name, in registration order.
+MODES: dict[str, ServingMode] = {}
+
+
+def register(mode: ServingMode) -> ServingMode:
+    """Add ``mode`` to the registry (after the modes already there) and return it.
+
+    Its name must be new and free of ``|``; a replica kind it shares with a
+    registered mode must be the same kind.
+    """
+    if not mode.name or SEPARATOR in mode.name:
+        raise ValueError(f"mode name {mode.name!r} must be non-empty and free of {SEPARATOR!r}")
+    if mode.name in MODES:
+        raise ValueError(f"mode {mode.name!r} is already registered")
+    known = _kinds()
+    for kind in mode.kinds:
+        if kind.name in known and known[kind.name] is not kind:
+            raise ValueError(f"mode {mode.name!r} redefines the replica kind {kind.name!r}")
+    MODES[mode.name] = mode
+    return mode
+
+
+def get_mode(name: str) -> ServingMode:
+    """The registered mode called ``name``."""
+    try:
+        return MODES[name]
+    except KeyError:
+        raise KeyError(f"unknown serving mode {name!r}; expected one of {', '.join(MODES)}") from None
+
+
+def options() -> tuple[str, ...]:
+    """The entries an instance's ``modes`` may list, in registration order."""
+    return tuple(dict.fromkeys(m.option for m in MODES.values()))
+
+
+def enabled_modes(ctx: Context) -> list[ServingMode]:
+    """The modes the instance allows (:meth:`ServingMode.enabled`), in registration order."""
+    return [m for m in MODES.values() if m.enabled(ctx)]
+
+
+def _kinds() -> dict[str, PoolKind]:
+    return {k.name: k for m in MODES.values() for k in m.kinds}
+
+
+def pool_kind(name: str) -> PoolKind:
+    """The replica kind called ``name``, from the mode that defines it."""
+    try:
+        return _kinds()[name]
+    except KeyError:
+        raise KeyError(f"unknown replica kind {name!r}; expected one of {', '.join(_kinds())}") from None
+
+
+def stages() -> tuple[str, ...]:
+    """Every stage a part of a replica may run, in registration order."""
+    return tuple(dict.fromkeys(s for k in _kinds().values() for s in k.stages if s is not None))
+
+
+class _StageOfKind(Mapping):
+    """Replica kind -> (stage of its main part, stage of its partner part or ``None``), read live."""
+
+    def __getitem__(self, kind: str) -> tuple[str, str | None]:
+        return _kinds()[kind].stages
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_kinds())
+
+    def __len__(self) -> int:
+        return len(_kinds())
+
+
+#: The stage each part of a replica kind runs: (main part, partner part).
+STAGE_OF_KIND: Mapping[str, tuple[str, str | None]] = _StageOfKind()
+
+
+def labels() -> dict[str, str]:
+    """Mode name -> label shown in tables and charts."""
+    return {m.name: m.label for m in MODES.values()}
+
+
+def colors() -> dict[str, str]:
+    """Mode label -> matplotlib colour of its series in charts."""
+    return {m.label: m.color for m in MODES.values()}
+
+
+def _one_of(value: str, allowed: tuple[str, ...]) -> str:
+    """``value`` if allowed, else pydantic's error for a literal, naming what is allowed."""
+    if value in allowed:
+        return value
+    quoted = [repr(a) for a in allowed]
+    expected = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
+def check_option(value: str) -> str:
+    """Validator of an instance's ``modes`` entry."""
+    return _one_of(value, options())
+
+
+def check_kind(value: str) -> str:
+    """Validator of a pool configuration's ``kind``."""
+    return _one_of(value, tuple(_kinds()))
+
+
+def check_stage(value: str) -> str:
+    """Validator of a plan pool's ``stage``."""
+    return _one_of(value, stages())
+
+
+def configurations(ctx: Context, cls: TrafficClass, memo: dict) -> list[tuple[Grid, list[str]]]:
+    """Every candidate grid of ``cls`` on the fleet, once each, with the steps it serves.
+
+    The grids of the enabled modes in order; a configuration two modes both
+    offer (the prefill replicas) is one grid serving a step of each. None with
+    ``only_measured``: measured capacities replace the cost models. Candidate
+    generation keeps the columns that meet the class's SLOs; the SLO floors
+    of a diagnosis are the best latencies over the same grids.
+    """
+    if ctx.instance.only_measured:
+        return []
+    merged: dict[tuple, tuple[Grid, list[str]]] = {}
+    for mode in enabled_modes(ctx):
+        route = mode.route(cls.name)
+        for grid in mode.grids(ctx, cls, memo):
+            key = (grid.config, grid.pair_latency_s)
+            step = str(route.step(grid.stage))
+            if key not in merged:
+                merged[key] = (grid, [step])
+            elif (merged[key][0].batches == grid.batches).all():
+                merged[key][1].append(step)
+            else:
+                raise ValueError(f"modes offer {grid.config.kind} configurations on different batch grids")
+    return list(merged.values())
+
+
+def transfers(ctx: Context) -> list[TransferSpec]:
+    """What crosses the network between the steps of every class's routes in the enabled modes."""
+    return [t for cls in ctx.instance.workload.classes for mode in enabled_modes(ctx)
+            for t in mode.transfers(ctx, cls, mode.route(cls.name))]
+
+
+def _register_builtin() -> None:
+    from placement.modes import aggregated, pd, pd_af, pd_draft
+
+    for module in (aggregated, pd, pd_draft, pd_af):
+        register(module.MODE)
+
+
+_register_builtin()

@@ -1,0 +1,137 @@
+"""What a serving mode is: its route, the replica kinds it uses, its candidate grids, its transfers.
+
+A :class:`ServingMode` is a small frozen record of data and functions; the
+registry (:mod:`placement.modes`) holds one per mode. Everything the rest of
+the package needs to know about a mode is here:
+
+* ``name`` (in route and step ids), ``label`` and ``color`` (tables, charts),
+  ``option`` (the entry of the instance's ``modes`` list that allows it);
+* ``stages``: the steps of its route in order, each a :class:`~placement.modes.ids.StepId`;
+* ``kinds``: the :class:`PoolKind` of every replica it uses — the stage each
+  part of such a replica runs and the function that evaluates it;
+* ``grids``: the candidate configurations of one class on the fleet, as
+  :class:`Grid` records (a configuration, the stage it serves, its batches,
+  the latency limit of a paired configuration);
+* ``transfers``: what crosses the network between two steps of a class's
+  route (KV cache), per request;
+* ``shared_columns``: columns made once per instance that serve several
+  classes (measured capacities), if the mode has any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from placement.modes.ids import RouteId, StepId
+
+if TYPE_CHECKING:
+    from placement.core.context import Context
+    from placement.core.evaluate import Perf, PoolConfig
+    from placement.core.schema import TrafficClass
+
+__all__ = ["Evaluator", "Grid", "PoolKind", "ServingMode", "SharedColumn", "TransferSpec"]
+
+#: ``(ctx, config, class, batches, one-way pair latency s, memo) -> Perf`` over the batches.
+Evaluator = Callable[["Context", "PoolConfig", "TrafficClass", np.ndarray, float, dict], "Perf"]
+
+
+def _main_chip(cfg: PoolConfig) -> str:
+    return cfg.main.chip
+
+
+@dataclass(frozen=True)
+class PoolKind:
+    """A kind of replica: the stage its main (and partner) part runs and how it is evaluated.
+
+    ``where`` says, for a diagnosis, what chips a configuration of this kind
+    runs on; ``measured`` marks kinds whose capacity is measured, not modelled.
+    """
+
+    name: str
+    stages: tuple[str, str | None]
+    evaluate: Evaluator
+    where: Callable[[PoolConfig], str] = _main_chip
+    measured: bool = False
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One configuration (``config.batch`` ignored) over a grid of batches, serving one stage of a route.
+
+    ``pair_latency_s`` is the one-way latency limit (s) between the two parts
+    of a paired configuration, part of the column's name; ``None`` for a
+    configuration of one part (or whose pair latency does not matter).
+    """
+
+    config: PoolConfig
+    stage: str
+    batches: np.ndarray
+    pair_latency_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TransferSpec:
+    """Bytes per request that cross the network from one step of a route to the next."""
+
+    route: RouteId
+    name: str
+    source: StepId
+    target: StepId
+    bytes_per_request: float
+
+    @property
+    def id(self) -> str:
+        """The solver's transfer name, ``class|mode|name``."""
+        return self.route.transfer(self.name)
+
+
+@dataclass(frozen=True)
+class SharedColumn:
+    """A column made once per instance: one configuration serving several steps at given capacities."""
+
+    name: str
+    config: PoolConfig
+    capacity_rps: dict[str, float]
+
+
+def _no_transfers(ctx: Context, cls: TrafficClass, route: RouteId) -> list[TransferSpec]:
+    return []
+
+
+@dataclass(frozen=True)
+class ServingMode:
+    """One way of serving a class: a route of stages and the replicas that run them."""
+
+    name: str
+    label: str
+    option: str
+    stages: tuple[str, ...]
+    kinds: tuple[PoolKind, ...]
+    grids: Callable[[Context, TrafficClass, dict], Iterable[Grid]]
+    transfers: Callable[[Context, TrafficClass, RouteId], list[TransferSpec]] = _no_transfers
+    shared_columns: Callable[[Context], list[SharedColumn]] | None = None
+    requires_draft: bool = False
+    color: str = "tab:olive"
+
+    def route(self, traffic_class: str) -> RouteId:
+        """The route of ``traffic_class`` in this mode."""
+        return RouteId(traffic_class, self.name)
+
+    def steps(self, traffic_class: str) -> list[StepId]:
+        """The steps of that route, in order."""
+        return [StepId(traffic_class, self.name, stage) for stage in self.stages]
+
+    def enabled(self, ctx: Context) -> bool:
+        """Whether the instance allows this mode.
+
+        Its option must be listed; a mode needing a draft model needs one; and
+        with ``only_measured`` only modes with measured (shared) columns remain.
+        """
+        inst = ctx.instance
+        if self.option not in inst.modes or (self.requires_draft and ctx.draft_model is None):
+            return False
+        return self.shared_columns is not None or not inst.only_measured

@@ -1,0 +1,150 @@
+"""Replica layouts the serving modes enumerate: sizes, TP/EP/PP splits, batches, pair latencies.
+
+Replica sizes per chip type form a divisibility chain with the domain size
+(powers of two dividing the domain, then whole-domain multiples doubling), so
+the solver's aggregate chip constraint packs exactly (see
+:func:`solvers.milp.check_packable`). Tensor parallelism stays inside one
+scale-up domain and divides the attention heads; a mixture-of-experts model
+may also split its experts over the TP group (EP = TP).
+
+Results that every class asks for again are kept in ``memo``, a dict the
+caller keeps for one context (:attr:`placement.core.candidates.Candidates.memo`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from placement.core.evaluate import PartLayout
+
+if TYPE_CHECKING:
+    from placement.core.context import Context, SiteInfo
+
+__all__ = ["BATCHES", "SIZE_HEADROOM", "Weights", "attention_parts", "layouts", "pair_latencies", "parts",
+           "replica_sizes", "weights"]
+
+#: Batches tried for every decoding configuration.
+BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
+#: Largest replica considered, as a multiple of the smallest one that holds the weights.
+SIZE_HEADROOM = 8
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Bytes of the model's weights at the instance's precision: all, attention (with embeddings), FFN."""
+
+    all_bytes: float
+    attention_bytes: float
+    ffn_bytes: float
+
+
+def weights(ctx: Context) -> Weights:
+    """The model's weight bytes, split as the attention–FFN halves hold them."""
+    m = ctx.model
+    w_all = m.weight_bytes(ctx.instance.precision.weights)
+    per_param = w_all / m.total_params
+    return Weights(all_bytes=w_all, attention_bytes=m.attention_params * per_param + m.embedding_params * per_param,
+                   ffn_bytes=m.ffn_params * per_param)
+
+
+def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:
+    """Chips per replica: powers of two dividing the domain, then the domain doubling.
+
+    Examples
+    --------
+    >>> replica_sizes(72, 500)
+    [1, 2, 4, 8, 72, 144, 288]
+    >>> replica_sizes(1, 4)
+    [1, 2, 4]
+    """
+    sizes = [1 << i for i in range(20) if (1 << i) <= domain_chips and domain_chips % (1 << i) == 0]
+    if sizes[-1] != domain_chips:
+        sizes.append(domain_chips)
+    s = domain_chips * 2
+    while s <= max_chips:
+        sizes.append(s)
+        s *= 2
+    return sizes
+
+
+def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str) -> list[tuple[int, int, int]]:
+    """(tp, ep, pp) with tp·pp = chips, tp inside one domain and dividing the heads."""
+    m = ctx.model
+    out = []
+    tp = 1
+    while tp <= min(chips, site.chips_per_domain):
+        pp = chips // tp
+        if chips % tp == 0 and m.attention.heads % tp == 0 and pp <= m.layers:
+            eps = [1]
+            if m.moe is not None and tp > 1 and m.moe.experts % tp == 0 and stage != "decode-attention":
+                eps.append(tp)
+            out.extend((tp, ep, pp) for ep in eps)
+        tp *= 2
+    return out
+
+
+def _min_chips_for_weights(site: SiteInfo, weight_bytes: float) -> int:
+    return max(1, math.ceil(weight_bytes / site.chip.memory_bytes))
+
+
+def _fleet_chips(ctx: Context, resource: str) -> int:
+    return sum(s.chips for s in ctx.sites.values() if s.resource == resource)
+
+
+def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None) -> list[PartLayout]:
+    """Replica layouts of ``stage`` on ``site``'s resource holding ``weight_bytes`` (kept in ``memo``)."""
+    key = ("parts", site.resource, stage, weight_bytes)
+    if memo is not None and key in memo:
+        return memo[key]
+    need = _min_chips_for_weights(site, weight_bytes)
+    max_chips = min(_fleet_chips(ctx, site.resource), need * SIZE_HEADROOM)
+    out = []
+    for g in replica_sizes(site.chips_per_domain, max(max_chips, site.chips_per_domain)):
+        if g < need:
+            continue
+        for tp, ep, pp in layouts(ctx, site, g, stage):
+            out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp))
+    if memo is not None:
+        memo[key] = out
+    return out
+
+
+def attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[PartLayout]:
+    """Attention halves: dp groups of tp chips filling a chain size (no pipeline)."""
+    need = _min_chips_for_weights(site, weight_bytes)
+    fleet_chips = _fleet_chips(ctx, site.resource)
+    out = []
+    for g in replica_sizes(site.chips_per_domain, max(min(fleet_chips, site.chips_per_domain * 4),
+                                                      site.chips_per_domain)):
+        tp = 1
+        while tp <= min(g, site.chips_per_domain):
+            if g % tp == 0 and tp >= need and ctx.model.attention.heads % tp == 0:
+                out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=1,
+                                      pp=1, dp=g // tp))
+            tp *= 2
+    return out
+
+
+def pair_latencies(ctx: Context, res_a: str, res_b: str, memo: dict | None = None) -> list[float]:
+    """Distinct one-way path latencies (s) between sites of two resources, finite only, ascending.
+
+    ``memo`` keeps them per resource pair: every class asks again, and each
+    asks for a path between every two sites.
+    """
+    key = ("pair latencies", res_a, res_b)
+    if memo is not None and key in memo:
+        return memo[key]
+    lats = set()
+    for a, sa in ctx.sites.items():
+        for b, sb in ctx.sites.items():
+            if sa.resource == res_a and sb.resource == res_b:
+                lat = ctx.routing.latency_s(a, b)
+                if math.isfinite(lat):
+                    lats.add(round(lat, 12))
+    if memo is not None:
+        memo[key] = sorted(lats)
+    return sorted(lats)
