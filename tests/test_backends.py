@@ -89,3 +89,18 @@ def test_both_backends_report_the_same_optimum_and_bound(name):
     outcome = get_solver(name).solve(m, SolveOptions())
     assert (outcome.status, outcome.bound, outcome.has_values, outcome.backend) == ("optimal", 2.0, True, name)
     assert x.varValue == pytest.approx(2.0)
+
+
+def test_cbc_cut_off_before_its_result_is_not_called_infeasible():
+    """A solution file read as infeasible, with a CBC log that has no result line (the time limit cut CBC
+    off first), is no proof: the outcome is a time limit, not infeasible; with the result line it is."""
+    import pulp
+
+    from solvers.backends.pulp_cmd import pulp_outcome
+
+    m = pulp.LpProblem("cut")
+    m.status, m.sol_status = pulp.LpStatusInfeasible, pulp.LpSolutionInfeasible
+    cut = pulp_outcome(m, "cbc", 0.06, 0.05, "Welcome to the CBC MILP Solver\nContinuous objective value is 1\n")
+    assert cut.status == "time_limit" and "no proof" in cut.message
+    proven = pulp_outcome(m, "cbc", 0.06, 0.05, "Result - Problem proven infeasible\n")
+    assert proven.status == "infeasible"

@@ -142,8 +142,15 @@ def pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s: 
     result = _CBC_RESULT.search(cbc_log)
     text = result.group(1).strip() if result else pulp.LpStatus[status]
     lowered = text.lower()
-    if "infeasible" in lowered or status == pulp.LpStatusInfeasible:
+    # CBC cut off by its time limit before its result line can leave a solution file PuLP reads as
+    # infeasible: infeasibility counts only when the log, if there is one, states it.
+    proven = result is not None or not cbc_log
+    if proven and ("infeasible" in lowered or status == pulp.LpStatusInfeasible):
         return Outcome("infeasible", f"{backend}: {text}", False, None, seconds, backend)
+    if not proven and status == pulp.LpStatusInfeasible:
+        status = pulp.LpStatusNotSolved
+        text = "stopped before a result (no proof of infeasibility)"
+        lowered = text.lower()
     if "unbounded" in lowered or status == pulp.LpStatusUnbounded:
         return Outcome("unbounded", f"{backend}: {text}", False, None, seconds, backend)
     bound_match = _CBC_BOUND.search(cbc_log)
