@@ -142,9 +142,10 @@ def pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s: 
     result = _CBC_RESULT.search(cbc_log)
     text = result.group(1).strip() if result else pulp.LpStatus[status]
     lowered = text.lower()
-    # CBC cut off by its time limit before its result line can leave a solution file PuLP reads as
-    # infeasible: infeasibility counts only when the log, if there is one, states it.
-    proven = result is not None or not cbc_log
+    # CBC cut off by its time limit before it decides can leave a solution file PuLP reads as
+    # infeasible: infeasibility counts only when the log, if there is one, states it (its result line,
+    # or presolve's "Problem is infeasible").
+    proven = not cbc_log or "infeasible" in cbc_log.lower()
     if proven and ("infeasible" in lowered or status == pulp.LpStatusInfeasible):
         return Outcome("infeasible", f"{backend}: {text}", False, None, seconds, backend)
     if not proven and status == pulp.LpStatusInfeasible:
