@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.collectives import SCALE_OUT_LATENCY_S, allreduce_s, link_for_span
 from costmodels.models import BYTES_PER_VALUE, ModelSpec
 from topology.chips import ChipSpec
 
@@ -41,13 +42,6 @@ __all__ = [
 #: Activations travel in BF16 even when weights are FP8/FP4 (vLLM/TRT-LLM
 #: all-reduce and combine in BF16; DeepEP's FP8 dispatch would halve one leg).
 ACTIVATION_BYTES_PER_VALUE = BYTES_PER_VALUE["bf16"]
-#: One-way latency of one RDMA message across a leaf switch (InfiniBand/RoCE
-#: NICs quote 1–3 µs per hop; a few hops plus software ≈ 5 µs). ChipSpec has no
-#: scale-out latency field, so this is the one assumed value.
-SCALE_OUT_LATENCY_S = 5e-6
-#: Ring all-reduce = reduce-scatter + all-gather: each moves (n−1)/n of the
-#: buffer in n−1 latency-bound steps.
-_RING_PHASES = 2.0
 #: An all-to-all exchange happens twice per MoE layer: dispatch and combine.
 _ALLTOALL_PHASES = 2.0
 #: Activations cross between the attention and FFN pools twice per layer (there and back).
@@ -61,26 +55,14 @@ def _out(x):
     return bool(x) if x.dtype == bool else float(x)
 
 
-def link_for_span(chip: ChipSpec, span_chips):
-    """(bandwidth per chip per direction, latency) for a group of ``span_chips`` chips.
-
-    Scale-up fabric when the group fits in one scale-up domain, scale-out NICs
-    (with :data:`SCALE_OUT_LATENCY_S`) otherwise.
-    """
-    inside = np.asarray(span_chips, dtype=float) <= chip.scale_up_domain_chips
-    bw = np.where(inside, chip.scale_up_bandwidth_bytes_per_s, chip.scale_out_bandwidth_bytes_per_s)
-    lat = np.where(inside, chip.scale_up_latency_s, SCALE_OUT_LATENCY_S)
-    return bw, lat
-
-
 def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
-    """Ring all-reduce of ``bytes_per_rank`` over ``tp`` ranks::
+    """Tensor-parallel all-reduce of ``bytes_per_rank`` over ``tp`` ranks (0 for tp = 1).
 
-        t = 2·(tp − 1)/tp · bytes / BW + 2·(tp − 1)·latency     (0 for tp = 1)
-
-    BW and latency of the scale-up fabric (:func:`link_for_span`). NVSwitch
-    in-network reduction (NVLS) would do better at large sizes; the ring is the
-    portable bound.
+    The fastest algorithm the chip's fabric offers for that message size:
+    ring, one-shot, two-shot or in-switch reduction
+    (:func:`costmodels.collectives.allreduce_s`, which documents the formulas
+    and the measurements), on the scale-up fabric when the ranks fit in one
+    domain, else on the scale-out NICs (:func:`link_for_span`).
 
     Examples
     --------
@@ -88,11 +70,7 @@ def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
     >>> tp_allreduce_s(h100(), 1e6, 1)
     0.0
     """
-    n = np.asarray(tp, dtype=float)
-    bw, lat = link_for_span(chip, n)
-    steps = n - 1.0
-    t = _RING_PHASES * (steps / n) * np.asarray(bytes_per_rank, dtype=float) / bw + _RING_PHASES * steps * lat
-    return _out(np.where(n > 1, t, 0.0))
+    return allreduce_s(chip, bytes_per_rank, tp)
 
 
 def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep):
