@@ -136,17 +136,34 @@ class ChipSpec(_Record):
         """Peak bandwidth of the working tier."""
         return self.memory[0].bandwidth_bytes_per_s
 
+    def runs(self, precision: str) -> bool:
+        """Whether the chip has matmul units for ``precision`` or a wider one.
+
+        Narrow values widen exactly (FP4 weights run on FP8 or BF16 units); a
+        wider precision cannot run on narrower units: an FP8-only chip has no
+        BF16 rate.
+
+        Examples
+        --------
+        >>> lp30 = load_chip_catalog()["lp30"]
+        >>> lp30.runs("fp8"), lp30.runs("fp4"), lp30.runs("bf16")
+        (True, True, False)
+        """
+        return any(p in self.flops_per_s for p in PRECISIONS[PRECISIONS.index(precision):])
+
     def flops(self, precision: str) -> float:
         """Dense peak FLOP/s at ``precision``, falling back to the next wider one.
 
         A chip without FP4 units runs FP4 weights at its FP8 (or BF16) rate.
+        A chip with only narrower units than ``precision`` has no rate for it
+        (BF16 on an FP8-only chip is not the FP8 rate): ``ValueError``.
         """
-        order = PRECISIONS[PRECISIONS.index(precision):]
-        for p in order:
+        for p in PRECISIONS[PRECISIONS.index(precision):]:
             if p in self.flops_per_s:
                 return self.flops_per_s[p]
-        # Only narrower precisions are listed: the chip cannot go wider faster.
-        return min(self.flops_per_s.values())
+        raise ValueError(f"chip {self.name!r} has no {precision} rate (flops_per_s lists only "
+                         f"{', '.join(sorted(self.flops_per_s))}); use a precision it lists or add its "
+                         f"{precision} rate to flops_per_s")
 
     def ridge_flop_per_byte(self, precision: str = "bf16") -> float:
         """Roofline ridge point, peak FLOP/s ÷ peak working-memory bytes/s."""
