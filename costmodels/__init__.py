@@ -11,6 +11,7 @@ context and layout. This package imports nothing from ``placement`` or ``solvers
 
 from costmodels.comm import (
     ACTIVATION_BYTES_PER_VALUE,
+    DEFAULT_ACTIVATION_PRECISION,
     SCALE_OUT_LATENCY_S,
     af_activation_bytes_per_token,
     af_comm_hidden,
@@ -72,6 +73,7 @@ from costmodels.specdec import expected_tokens_per_verify, spec_tpot_s, verify_s
 
 __all__ = [
     "ACTIVATION_BYTES_PER_VALUE",
+    "DEFAULT_ACTIVATION_PRECISION",
     "DEFAULT_WORKSPACE_FRACTION",
     "FLOPS_PER_MAC",
     "SCALE_OUT_LATENCY_S",

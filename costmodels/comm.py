@@ -25,6 +25,7 @@ from topology.chips import ChipSpec
 
 __all__ = [
     "ACTIVATION_BYTES_PER_VALUE",
+    "DEFAULT_ACTIVATION_PRECISION",
     "SCALE_OUT_LATENCY_S",
     "af_activation_bytes_per_token",
     "af_comm_hidden",
@@ -39,9 +40,14 @@ __all__ = [
     "tp_allreduce_s",
 ]
 
-#: Activations travel in BF16 even when weights are FP8/FP4 (vLLM/TRT-LLM
-#: all-reduce and combine in BF16; DeepEP's FP8 dispatch would halve one leg).
-ACTIVATION_BYTES_PER_VALUE = BYTES_PER_VALUE["bf16"]
+#: The one rule for activation bytes (TP all-reduce, EP dispatch/combine, pipeline
+#: hand-offs, attention–FFN traffic): activations travel at the activation
+#: precision, not the weight precision, by default BF16 even when weights are
+#: FP8/FP4 (vLLM/TRT-LLM all-reduce and combine in BF16). An instance may set FP8
+#: (e.g. DeepEP's FP8 dispatch); every function here takes ``activation_precision``.
+DEFAULT_ACTIVATION_PRECISION = "bf16"
+#: Bytes per activation value at :data:`DEFAULT_ACTIVATION_PRECISION`.
+ACTIVATION_BYTES_PER_VALUE = BYTES_PER_VALUE[DEFAULT_ACTIVATION_PRECISION]
 #: An all-to-all exchange happens twice per MoE layer: dispatch and combine.
 _ALLTOALL_PHASES = 2.0
 #: Activations cross between the attention and FFN pools twice per layer (there and back).
@@ -111,10 +117,11 @@ def pp_hop_s(chip: ChipSpec, bytes_per_micro_batch, tp, pp):
 
 
 def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro_batch, tp, ep, pp,
-                activation_bytes_per_value: float = ACTIVATION_BYTES_PER_VALUE):
+                activation_precision: str = DEFAULT_ACTIVATION_PRECISION):
     """Communication time of one forward round of one micro-batch through all L layers.
 
-    With x = t·d·b_a the activation bytes of a micro-batch of t tokens and
+    With x = t·d·b_a the activation bytes of a micro-batch of t tokens
+    (b_a = bytes per value at ``activation_precision``) and
     AR(x) = :func:`tp_allreduce_s`, A2A = :func:`ep_alltoall_s`:
 
     * ``full``: dense layers 2·AR(x); MoE layers AR(x) + (A2A if ep > 1 else
@@ -126,6 +133,7 @@ def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro
     """
     t = np.asarray(tokens_per_micro_batch, dtype=float)
     tp_a, ep_a, pp_a = (np.asarray(v, dtype=float) for v in (tp, ep, pp))
+    activation_bytes_per_value = BYTES_PER_VALUE[activation_precision]
     x = t * model.hidden_size * activation_bytes_per_value
     ar = np.asarray(tp_allreduce_s(chip, x, tp_a))
     dense, moe = model.n_dense_layers, model.n_moe_layers
@@ -177,7 +185,7 @@ def kv_transfer_s(bytes_, bandwidth_bytes_per_s, latency_s=0.0):
                 + np.asarray(latency_s, dtype=float))
 
 
-def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
+def af_activation_bytes_per_token(model: ModelSpec, activation_precision: str = DEFAULT_ACTIVATION_PRECISION, *,
                                   ffn_expert_parallel: bool = False) -> float:
     """Bytes one decode token sends between attention and FFN pools, both ways, all layers.
 
@@ -185,7 +193,7 @@ def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
     layer. With an expert-parallel FFN pool (``ffn_expert_parallel``) the MoE
     layers dispatch a copy to each of the token's k experts and combine k
     results back (× k on those layers); shared experts are co-located and free.
-    ``precision`` is the activation precision (default BF16).
+    Values travel at ``activation_precision`` (default BF16, whatever the weights).
 
     Examples
     --------
@@ -193,20 +201,20 @@ def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
     >>> af_activation_bytes_per_token(llama_70b())
     2621440.0
     """
-    b = BYTES_PER_VALUE[precision]
+    b = BYTES_PER_VALUE[activation_precision]
     k = model.moe.active_experts if (ffn_expert_parallel and model.moe is not None) else 1
     per_layer = _AF_CROSSINGS_PER_LAYER * model.hidden_size * b
     return float(per_layer * (model.n_dense_layers + model.n_moe_layers * k))
 
 
-def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s, precision: str = "bf16", *,
-                  ffn_expert_parallel: bool = False):
+def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s,
+                  activation_precision: str = DEFAULT_ACTIVATION_PRECISION, *, ffn_expert_parallel: bool = False):
     """Round-trip activation time of one micro-batch of ``tokens`` tokens, all layers.
 
     ``tokens·af_activation_bytes_per_token / BW + 2·L·latency``: the ``comm_s``
     argument of :func:`af_tpot_s`.
     """
-    per_token = af_activation_bytes_per_token(model, precision, ffn_expert_parallel=ffn_expert_parallel)
+    per_token = af_activation_bytes_per_token(model, activation_precision, ffn_expert_parallel=ffn_expert_parallel)
     t = np.asarray(tokens, dtype=float) * per_token / np.asarray(bandwidth_bytes_per_s, dtype=float)
     return _out(t + _AF_CROSSINGS_PER_LAYER * model.layers * np.asarray(latency_s, dtype=float))
 

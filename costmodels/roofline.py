@@ -81,7 +81,7 @@ from costmodels.arithmetic import (
     stored_weight_bytes,
     weight_bytes_touched,
 )
-from costmodels.comm import step_comm_s
+from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, step_comm_s
 from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
@@ -183,6 +183,7 @@ def forward_cost(
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
     precision: str = "bf16",
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """Price one replica step from its work; the building block of every stage.
 
@@ -195,6 +196,11 @@ def forward_cost(
     kv_bytes
         KV bytes the step reads/writes, one copy (duplication across tp ranks is
         applied here).
+    precision, activation_precision
+        Weight/matmul precision (sets the bytes per weight and the peak FLOP/s,
+        :meth:`~topology.chips.ChipSpec.flops`) and the precision activations
+        travel in through the collectives (:data:`costmodels.comm.DEFAULT_ACTIVATION_PRECISION`).
+        Every stage function below takes both.
 
     Notes
     -----
@@ -223,7 +229,8 @@ def forward_cost(
     busy = n_mb * tp_a
     compute_s = flops / (busy * chip.flops(precision) * chip.compute_efficiency)
     memory_s = total_bytes / (busy * chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)
-    comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a))
+    comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a,
+                                    activation_precision=activation_precision))
     overhead_s = np.full(np.shape(compute_s), chip.step_overhead_s)
     time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
     shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
@@ -245,7 +252,7 @@ def forward_cost(
     )
 
 
-def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision) -> StepCost:
+def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision, activation_precision) -> StepCost:
     kv_prec = precision if kv_precision is None else kv_precision
     bt = np.asarray(batch, dtype=float)
     c = np.asarray(context, dtype=float)
@@ -253,7 +260,7 @@ def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precisi
         chip, model, part=part, sequences=bt, tokens=bt,
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)),
-        tp=tp, ep=ep, pp=pp, precision=precision,
+        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
     )
 
 
@@ -268,6 +275,7 @@ def decode_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """One decode step: ``batch`` sequences each add one token at ``context`` cached tokens.
 
@@ -283,7 +291,7 @@ def decode_step(
     >>> (st.time_s * 1e3).round(2).tolist()
     [12.54, 14.17]
     """
-    return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision)
+    return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision, activation_precision)
 
 
 def decode_attention_step(
@@ -297,6 +305,7 @@ def decode_attention_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """The attention half of a decode step (attention–FFN disaggregation).
 
@@ -311,7 +320,8 @@ def decode_attention_step(
     >>> round(st.intensity_flop_per_byte, 1)
     8.5
     """
-    return _decode(chip, model, "attention", batch, context, tp, ep, pp, precision, kv_precision)
+    return _decode(chip, model, "attention", batch, context, tp, ep, pp, precision, kv_precision,
+                   activation_precision)
 
 
 def decode_ffn_step(
@@ -325,6 +335,7 @@ def decode_ffn_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """The FFN half of a decode step: FFN weights (expert touch), no KV, no context term.
 
@@ -339,7 +350,8 @@ def decode_ffn_step(
     >>> decode_ffn_step(h100(), llama_70b(), batch=64).intensity_flop_per_byte
     64.0
     """
-    return _decode(chip, model, "ffn", batch, 0.0 * np.asarray(batch, dtype=float), tp, ep, pp, precision, kv_precision)
+    return _decode(chip, model, "ffn", batch, 0.0 * np.asarray(batch, dtype=float), tp, ep, pp, precision, kv_precision,
+                   activation_precision)
 
 
 def prefill_step(
@@ -354,6 +366,7 @@ def prefill_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """Prefill ``batch`` sequences of ``prompt`` new tokens after ``cached`` prefix tokens.
 
@@ -377,7 +390,7 @@ def prefill_step(
         chip, model, part="full", sequences=bt, tokens=bt * p,
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=p, context=c0, decode=False)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c0 + p)),
-        tp=tp, ep=ep, pp=pp, precision=precision,
+        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
     )
 
 
@@ -394,6 +407,7 @@ def aggregated_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """One chunked-prefill step: B decode tokens plus one prefill chunk (decode first).
 
@@ -426,4 +440,5 @@ def aggregated_step(
     return forward_cost(
         chip, model, part="full", sequences=bt + (ch > 0), tokens=bt + ch,
         attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, pp=pp, precision=precision,
+        activation_precision=activation_precision,
     )

@@ -26,8 +26,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from costmodels.comm import DEFAULT_ACTIVATION_PRECISION
 from costmodels.models import ModelSpec
-from costmodels.roofline import StepCost, attention_core_flops, forward_cost, kv_bytes_per_sequence
+from costmodels.roofline import (
+    StepCost,
+    attention_core_flops,
+    forward_cost,
+    kv_bytes_per_sequence,
+)
 from topology.chips import ChipSpec
 
 __all__ = ["expected_tokens_per_verify", "spec_tpot_s", "verify_step"]
@@ -102,6 +108,7 @@ def verify_step(
     pp=1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """The target's verify pass: B sequences each add γ + 1 tokens at ``context``.
 
@@ -126,5 +133,6 @@ def verify_step(
         chip, model, part="full", sequences=b, tokens=b * n,
         attention_flops=b * n * per_token_flops,
         kv_bytes=b * np.asarray(kv_bytes_per_sequence(model, kv_prec, c + n)),
-        tp=tp, ep=ep, pp=pp, precision=precision,
+        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
     )
+

@@ -131,6 +131,11 @@ def _prec(ctx: Context) -> dict:
     return {"precision": p.weights, "kv_precision": p.kv}
 
 
+def _step_prec(ctx: Context) -> dict:
+    """Step models also need the precision activations travel in."""
+    return {**_prec(ctx), "activation_precision": ctx.instance.precision.activations}
+
+
 def _decode_context(cls: TrafficClass) -> float:
     return cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens / 2
 
@@ -179,7 +184,7 @@ def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_
 def _prefill(ctx, cfg, cls, b, _lat) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
-                      **_args(ctx, cfg.main), **_prec(ctx))
+                      **_args(ctx, cfg.main), **_step_prec(ctx))
     kv_b = kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
                              cls.prefix_cached_on_decode)
     nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
@@ -195,7 +200,7 @@ def _prefill(ctx, cfg, cls, b, _lat) -> Perf:
 
 def _decode(ctx, cfg, cls, b, _lat) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
-    st = decode_step(chip, m, batch=b, context=_decode_context(cls), **_args(ctx, cfg.main), **_prec(ctx))
+    st = decode_step(chip, m, batch=b, context=_decode_context(cls), **_args(ctx, cfg.main), **_step_prec(ctx))
     tpot = np.asarray(st.time_s, dtype=float)
     cap = b / (cls.output_tokens * tpot)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=_max_context(cls),
@@ -209,7 +214,7 @@ def _aggregated(ctx, cfg, cls, b, _lat) -> Perf:
     # A chunk attends to the cached prefix and, on average, half of the prompt before it.
     chunk_context = cls.cached_prefix_tokens + max(cls.prompt_tokens - chunk, 0) / 2
     st = aggregated_step(chip, m, batch=b, context=_decode_context(cls), chunk_tokens=chunk,
-                         chunk_context=chunk_context, **_args(ctx, cfg.main), **_prec(ctx))
+                         chunk_context=chunk_context, **_args(ctx, cfg.main), **_step_prec(ctx))
     t = np.asarray(st.time_s, dtype=float)
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     prefill_cap = _md1_capacity(t * cls.prompt_tokens / chunk, steps_per_prompt * t, cls.ttft_s, 1.0)
@@ -231,11 +236,11 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
     if gamma > draft.gamma:
         raise ValueError(f"draft length {gamma} exceeds the {draft.gamma} acceptance rates given")
     t_verify = np.asarray(verify_step(chip, m, batch=b, context=_decode_context(cls), gamma=gamma,
-                                      **_args(ctx, cfg.main), **prec).time_s, dtype=float)
+                                      **_args(ctx, cfg.main), **_step_prec(ctx)).time_s, dtype=float)
     dpart = cfg.partner or cfg.main
     dchip = ctx.chips[dpart.chip]
     t_draft = np.asarray(decode_step(dchip, dm, batch=b, context=_decode_context(cls), **_args(ctx, dpart),
-                                     **prec).time_s, dtype=float)
+                                     **_step_prec(ctx)).time_s, dtype=float)
     rtt = 2.0 * lat if cfg.partner is not None else 0.0
     e = expected_tokens_per_verify(draft.acceptance[:gamma])
     tpot = (gamma * t_draft + t_verify + rtt) / e
@@ -262,10 +267,10 @@ def _decode_af(ctx, cfg, cls, b, lat, memo: dict) -> Perf:
     t_attn, amem = _af_half(ctx, memo, "attention", cfg.main, b / mb, b, cls)
     t_ffn, fmem = _af_half(ctx, memo, "ffn", cfg.partner, dp * b / mb, dp * b, cls)
     ep_ffn = cfg.partner.ep > 1
-    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
+    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.activations, ffn_expert_parallel=ep_ffn)
     nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
               cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
-    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
+    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.activations, ffn_expert_parallel=ep_ffn)
     tpot = np.asarray(af_tpot_s(t_attn, t_ffn, comm, mb), dtype=float)
     cap = dp * b / (cls.output_tokens * tpot)
     ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
@@ -282,10 +287,11 @@ def _af_half(ctx, memo: dict, half: str, part: PartLayout, step_batch, memory_ba
         chip, m, prec = ctx.chips[part.chip], ctx.model, _prec(ctx)
         layout = {"tp": part.tp, "ep": part.ep, "pp": part.pp}
         if half == "attention":
-            step = decode_attention_step(chip, m, batch=step_batch, context=_decode_context(cls), **layout, **prec)
+            step = decode_attention_step(chip, m, batch=step_batch, context=_decode_context(cls), **layout,
+                                         **_step_prec(ctx))
             stage = "decode-attention"
         else:
-            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **prec)
+            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **_step_prec(ctx))
             stage = "decode-ffn"
         mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=_max_context(cls),
                                     **layout, **prec)
