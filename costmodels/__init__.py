@@ -69,7 +69,13 @@ from costmodels.serving import (
     usd_per_hour,
     usd_per_million_tokens,
 )
-from costmodels.specdec import expected_tokens_per_verify, spec_tpot_s, verify_step
+from costmodels.specdec import (
+    draft_memory_per_chip_bytes,
+    draft_step,
+    expected_tokens_per_verify,
+    spec_tpot_s,
+    verify_step,
+)
 
 __all__ = [
     "ACTIVATION_BYTES_PER_VALUE",
@@ -97,6 +103,8 @@ __all__ = [
     "decode_attention_step",
     "decode_ffn_step",
     "decode_step",
+    "draft_memory_per_chip_bytes",
+    "draft_step",
     "ep_alltoall_s",
     "expected_tokens_per_verify",
     "experts_touched_per_layer",

@@ -39,6 +39,8 @@ from costmodels import (
     decode_attention_step,
     decode_ffn_step,
     decode_step,
+    draft_memory_per_chip_bytes,
+    draft_step,
     expected_tokens_per_verify,
     fits,
     kv_transfer_bytes,
@@ -239,17 +241,18 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
                                       **_args(ctx, cfg.main), **_step_prec(ctx)).time_s, dtype=float)
     dpart = cfg.partner or cfg.main
     dchip = ctx.chips[dpart.chip]
-    t_draft = np.asarray(decode_step(dchip, dm, batch=b, context=_decode_context(cls), **_args(ctx, dpart),
-                                     **_step_prec(ctx)).time_s, dtype=float)
+    colocated = cfg.partner is None
+    t_draft = np.asarray(draft_step(dchip, dm, colocated=colocated, batch=b, context=_decode_context(cls),
+                                    **_args(ctx, dpart), **_step_prec(ctx)).time_s, dtype=float)
     rtt = 2.0 * lat if cfg.partner is not None else 0.0
     e = expected_tokens_per_verify(draft.acceptance[:gamma])
     tpot = (gamma * t_draft + t_verify + rtt) / e
     cap = b / (cls.output_tokens * tpot)
     mem = np.asarray(memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=_max_context(cls),
                                            **_args(ctx, cfg.main), **prec), dtype=float)
-    dmem = np.asarray(memory_per_chip_bytes(dchip, dm, stage="decode", batch=b, context=_max_context(cls),
-                                            **_args(ctx, dpart), **prec), dtype=float)
-    if cfg.partner is None:
+    dmem = np.asarray(draft_memory_per_chip_bytes(dchip, dm, colocated=colocated, batch=b, context=_max_context(cls),
+                                                  **_args(ctx, dpart), **prec), dtype=float)
+    if colocated:
         ok = np.asarray(fits(chip, mem + dmem))
         mem = mem + dmem
     else:
