@@ -25,7 +25,7 @@ from solvers.index import HubTree, Index
 @functools.cache
 def af_instance(link_factor: float = 1.0):
     """Rubin + LPX racks in 3 mixed pods, DeepSeek-V3, 2 classes at TPOT 12 ms (so attention–FFN
-    disaggregation is the cheapest mode), pod links scaled by ``link_factor`` (0.02: they bind)."""
+    disaggregation is the cheapest mode), pod links scaled by ``link_factor`` (0.03: they bind)."""
     doc = build_instance(domains=40, chip_types=["rubin", "lp30"], classes=2, family="mixed",
                          model="deepseek-v3")
     for c in doc["workload"]["classes"]:
@@ -35,7 +35,7 @@ def af_instance(link_factor: float = 1.0):
     return parse_instance(doc)
 
 
-@pytest.mark.parametrize(("link_factor", "backend"), [(1.0, "highs"), (0.02, "highs"), (0.02, "cbc")])
+@pytest.mark.parametrize(("link_factor", "backend"), [(1.0, "highs"), (0.03, "highs"), (0.03, "cbc")])
 def test_hubs_and_pairs_give_the_same_verified_optimum(monkeypatch, link_factor, backend):
     plans = {}
     for split in ("pairs", "hubs"):
@@ -46,7 +46,7 @@ def test_hubs_and_pairs_give_the_same_verified_optimum(monkeypatch, link_factor,
         assert {p.stage for p in plan.pools} >= {"decode-attention", "decode-ffn"}  # pairs are placed
     assert plans["hubs"].cost_usd_per_hour == pytest.approx(plans["pairs"].cost_usd_per_hour, rel=1e-9)
     busiest = max(link.load_bytes_per_s / link.capacity_bytes_per_s for link in plans["hubs"].links)
-    assert (busiest > 0.75) == (link_factor < 1)  # with thin links the network binds (0.80 at 0.02)
+    assert (busiest > 0.9) == (link_factor < 1)  # with thin links the network binds
 
 
 def test_hub_model_has_half_pairs_and_no_pair_variables(monkeypatch):
