@@ -11,6 +11,7 @@ context and layout. This package imports nothing from ``placement`` or ``solvers
 
 from costmodels.comm import (
     ACTIVATION_BYTES_PER_VALUE,
+    DEFAULT_ACTIVATION_PRECISION,
     SCALE_OUT_LATENCY_S,
     af_activation_bytes_per_token,
     af_comm_hidden,
@@ -68,10 +69,17 @@ from costmodels.serving import (
     usd_per_hour,
     usd_per_million_tokens,
 )
-from costmodels.specdec import expected_tokens_per_verify, spec_tpot_s, verify_step
+from costmodels.specdec import (
+    draft_memory_per_chip_bytes,
+    draft_step,
+    expected_tokens_per_verify,
+    spec_tpot_s,
+    verify_step,
+)
 
 __all__ = [
     "ACTIVATION_BYTES_PER_VALUE",
+    "DEFAULT_ACTIVATION_PRECISION",
     "DEFAULT_WORKSPACE_FRACTION",
     "FLOPS_PER_MAC",
     "SCALE_OUT_LATENCY_S",
@@ -95,6 +103,8 @@ __all__ = [
     "decode_attention_step",
     "decode_ffn_step",
     "decode_step",
+    "draft_memory_per_chip_bytes",
+    "draft_step",
     "ep_alltoall_s",
     "expected_tokens_per_verify",
     "experts_touched_per_layer",

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.collectives import SCALE_OUT_LATENCY_S, allreduce_s, link_for_span
 from costmodels.models import BYTES_PER_VALUE, ModelSpec
 from topology.chips import ChipSpec
 
 __all__ = [
     "ACTIVATION_BYTES_PER_VALUE",
+    "DEFAULT_ACTIVATION_PRECISION",
     "SCALE_OUT_LATENCY_S",
     "af_activation_bytes_per_token",
     "af_comm_hidden",
@@ -38,16 +40,14 @@ __all__ = [
     "tp_allreduce_s",
 ]
 
-#: Activations travel in BF16 even when weights are FP8/FP4 (vLLM/TRT-LLM
-#: all-reduce and combine in BF16; DeepEP's FP8 dispatch would halve one leg).
-ACTIVATION_BYTES_PER_VALUE = BYTES_PER_VALUE["bf16"]
-#: One-way latency of one RDMA message across a leaf switch (InfiniBand/RoCE
-#: NICs quote 1–3 µs per hop; a few hops plus software ≈ 5 µs). ChipSpec has no
-#: scale-out latency field, so this is the one assumed value.
-SCALE_OUT_LATENCY_S = 5e-6
-#: Ring all-reduce = reduce-scatter + all-gather: each moves (n−1)/n of the
-#: buffer in n−1 latency-bound steps.
-_RING_PHASES = 2.0
+#: The one rule for activation bytes (TP all-reduce, EP dispatch/combine, pipeline
+#: hand-offs, attention–FFN traffic): activations travel at the activation
+#: precision, not the weight precision, by default BF16 even when weights are
+#: FP8/FP4 (vLLM/TRT-LLM all-reduce and combine in BF16). An instance may set FP8
+#: (e.g. DeepEP's FP8 dispatch); every function here takes ``activation_precision``.
+DEFAULT_ACTIVATION_PRECISION = "bf16"
+#: Bytes per activation value at :data:`DEFAULT_ACTIVATION_PRECISION`.
+ACTIVATION_BYTES_PER_VALUE = BYTES_PER_VALUE[DEFAULT_ACTIVATION_PRECISION]
 #: An all-to-all exchange happens twice per MoE layer: dispatch and combine.
 _ALLTOALL_PHASES = 2.0
 #: Activations cross between the attention and FFN pools twice per layer (there and back).
@@ -61,26 +61,14 @@ def _out(x):
     return bool(x) if x.dtype == bool else float(x)
 
 
-def link_for_span(chip: ChipSpec, span_chips):
-    """(bandwidth per chip per direction, latency) for a group of ``span_chips`` chips.
-
-    Scale-up fabric when the group fits in one scale-up domain, scale-out NICs
-    (with :data:`SCALE_OUT_LATENCY_S`) otherwise.
-    """
-    inside = np.asarray(span_chips, dtype=float) <= chip.scale_up_domain_chips
-    bw = np.where(inside, chip.scale_up_bandwidth_bytes_per_s, chip.scale_out_bandwidth_bytes_per_s)
-    lat = np.where(inside, chip.scale_up_latency_s, SCALE_OUT_LATENCY_S)
-    return bw, lat
-
-
 def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
-    """Ring all-reduce of ``bytes_per_rank`` over ``tp`` ranks::
+    """Tensor-parallel all-reduce of ``bytes_per_rank`` over ``tp`` ranks (0 for tp = 1).
 
-        t = 2·(tp − 1)/tp · bytes / BW + 2·(tp − 1)·latency     (0 for tp = 1)
-
-    BW and latency of the scale-up fabric (:func:`link_for_span`). NVSwitch
-    in-network reduction (NVLS) would do better at large sizes; the ring is the
-    portable bound.
+    The fastest algorithm the chip's fabric offers for that message size:
+    ring, one-shot, two-shot or in-switch reduction
+    (:func:`costmodels.collectives.allreduce_s`, which documents the formulas
+    and the measurements), on the scale-up fabric when the ranks fit in one
+    domain, else on the scale-out NICs (:func:`link_for_span`).
 
     Examples
     --------
@@ -88,11 +76,7 @@ def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
     >>> tp_allreduce_s(h100(), 1e6, 1)
     0.0
     """
-    n = np.asarray(tp, dtype=float)
-    bw, lat = link_for_span(chip, n)
-    steps = n - 1.0
-    t = _RING_PHASES * (steps / n) * np.asarray(bytes_per_rank, dtype=float) / bw + _RING_PHASES * steps * lat
-    return _out(np.where(n > 1, t, 0.0))
+    return allreduce_s(chip, bytes_per_rank, tp)
 
 
 def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep):
@@ -133,10 +117,11 @@ def pp_hop_s(chip: ChipSpec, bytes_per_micro_batch, tp, pp):
 
 
 def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro_batch, tp, ep, pp,
-                activation_bytes_per_value: float = ACTIVATION_BYTES_PER_VALUE):
+                activation_precision: str = DEFAULT_ACTIVATION_PRECISION):
     """Communication time of one forward round of one micro-batch through all L layers.
 
-    With x = t·d·b_a the activation bytes of a micro-batch of t tokens and
+    With x = t·d·b_a the activation bytes of a micro-batch of t tokens
+    (b_a = bytes per value at ``activation_precision``) and
     AR(x) = :func:`tp_allreduce_s`, A2A = :func:`ep_alltoall_s`:
 
     * ``full``: dense layers 2·AR(x); MoE layers AR(x) + (A2A if ep > 1 else
@@ -148,6 +133,7 @@ def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro
     """
     t = np.asarray(tokens_per_micro_batch, dtype=float)
     tp_a, ep_a, pp_a = (np.asarray(v, dtype=float) for v in (tp, ep, pp))
+    activation_bytes_per_value = BYTES_PER_VALUE[activation_precision]
     x = t * model.hidden_size * activation_bytes_per_value
     ar = np.asarray(tp_allreduce_s(chip, x, tp_a))
     dense, moe = model.n_dense_layers, model.n_moe_layers
@@ -199,7 +185,7 @@ def kv_transfer_s(bytes_, bandwidth_bytes_per_s, latency_s=0.0):
                 + np.asarray(latency_s, dtype=float))
 
 
-def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
+def af_activation_bytes_per_token(model: ModelSpec, activation_precision: str = DEFAULT_ACTIVATION_PRECISION, *,
                                   ffn_expert_parallel: bool = False) -> float:
     """Bytes one decode token sends between attention and FFN pools, both ways, all layers.
 
@@ -207,7 +193,7 @@ def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
     layer. With an expert-parallel FFN pool (``ffn_expert_parallel``) the MoE
     layers dispatch a copy to each of the token's k experts and combine k
     results back (× k on those layers); shared experts are co-located and free.
-    ``precision`` is the activation precision (default BF16).
+    Values travel at ``activation_precision`` (default BF16, whatever the weights).
 
     Examples
     --------
@@ -215,20 +201,20 @@ def af_activation_bytes_per_token(model: ModelSpec, precision: str = "bf16", *,
     >>> af_activation_bytes_per_token(llama_70b())
     2621440.0
     """
-    b = BYTES_PER_VALUE[precision]
+    b = BYTES_PER_VALUE[activation_precision]
     k = model.moe.active_experts if (ffn_expert_parallel and model.moe is not None) else 1
     per_layer = _AF_CROSSINGS_PER_LAYER * model.hidden_size * b
     return float(per_layer * (model.n_dense_layers + model.n_moe_layers * k))
 
 
-def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s, precision: str = "bf16", *,
-                  ffn_expert_parallel: bool = False):
+def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s,
+                  activation_precision: str = DEFAULT_ACTIVATION_PRECISION, *, ffn_expert_parallel: bool = False):
     """Round-trip activation time of one micro-batch of ``tokens`` tokens, all layers.
 
     ``tokens·af_activation_bytes_per_token / BW + 2·L·latency``: the ``comm_s``
     argument of :func:`af_tpot_s`.
     """
-    per_token = af_activation_bytes_per_token(model, precision, ffn_expert_parallel=ffn_expert_parallel)
+    per_token = af_activation_bytes_per_token(model, activation_precision, ffn_expert_parallel=ffn_expert_parallel)
     t = np.asarray(tokens, dtype=float) * per_token / np.asarray(bandwidth_bytes_per_s, dtype=float)
     return _out(t + _AF_CROSSINGS_PER_LAYER * model.layers * np.asarray(latency_s, dtype=float))
 

@@ -8,6 +8,10 @@ overhead τ::
 
     t = max(FLOPs / (g·F·η_c), bytes / (g·BW·η_m)) + t_comm + τ
 
+What the model touches (parameters, weight and KV bytes, attention FLOPs) is
+:mod:`costmodels.arithmetic`, re-exported here; collectives are
+:mod:`costmodels.comm`.
+
 Layout convention
 -----------------
 ``tp``
@@ -59,12 +63,26 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from costmodels.comm import step_comm_s
-from costmodels.models import BYTES_PER_VALUE, ModelSpec
+from costmodels.arithmetic import (
+    FLOPS_PER_MAC,
+    ArrayLike,
+    Part,
+    attention_core_flops,
+    attention_flops_per_pair,
+    decode_attention_pairs,
+    experts_touched_per_layer,
+    kv_bytes_per_sequence,
+    kv_duplication,
+    matmul_params_per_token,
+    prefill_attention_pairs,
+    stored_weight_bytes,
+    weight_bytes_touched,
+)
+from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, step_comm_s
+from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
 __all__ = [
@@ -91,10 +109,6 @@ __all__ = [
     "weight_bytes_touched",
 ]
 
-#: Multiply-add = 2 FLOPs: a token through an N-parameter matmul costs 2·N FLOPs.
-FLOPS_PER_MAC = 2.0
-
-Part = Literal["full", "attention", "ffn"]
 #: Stage names used by the CLI, memory fit and candidates.
 STAGES: tuple[str, ...] = ("prefill", "decode", "decode-attention", "decode-ffn", "draft")
 _STAGE_PART: dict[str, Part] = {
@@ -105,8 +119,6 @@ _STAGE_PART: dict[str, Part] = {
     "decode-attention": "attention",
     "decode-ffn": "ffn",
 }
-
-ArrayLike = float | int | np.ndarray
 
 
 def stage_part(stage: str) -> Part:
@@ -148,182 +160,6 @@ class StepCost:
     memory_bound: ArrayLike
 
 
-# ---- model arithmetic ---------------------------------------------------------
-
-
-def _lm_head_params(model: ModelSpec) -> float:
-    # The LM head is a matmul; the input embedding is a lookup (no FLOPs, ~no bytes).
-    return float(model.vocab_size * model.hidden_size)
-
-
-def matmul_params_per_token(model: ModelSpec, part: Part = "full") -> float:
-    """Parameters one token multiplies by in ``part``.
-
-    The attention side owns the projections and the LM head (it holds the
-    sequence state and samples); the FFN side owns dense FFNs, routers and the
-    k routed + shared experts. ``full`` = ``model.matmul_params_active``.
-    """
-    attn = model.attention_params + _lm_head_params(model)
-    if part == "attention":
-        return attn
-    if part == "ffn":
-        return model.active_ffn_params
-    return attn + model.active_ffn_params
-
-
-def stored_weight_bytes(model: ModelSpec, part: Part, precision: str) -> float:
-    """Weight bytes a part stores: attention (+ embeddings), FFN, or all."""
-    b = BYTES_PER_VALUE[precision]
-    if part == "attention":
-        return (model.attention_params + model.embedding_params) * b
-    if part == "ffn":
-        return model.ffn_params * b
-    return model.total_params * b
-
-
-def experts_touched_per_layer(model: ModelSpec, tokens: ArrayLike, *, include_shared: bool = True):
-    """Experts whose weights a step of ``tokens`` tokens reads in one MoE layer.
-
-    With uniform routing of k of E experts per token, an expert is missed by all
-    t tokens with probability (1 − k/E)^t::
-
-        touched = E·(1 − (1 − k/E)^t)  (+ shared experts, always read)
-
-    Examples
-    --------
-    >>> from costmodels.examples import deepseek_v3
-    >>> experts_touched_per_layer(deepseek_v3(), 1)
-    9.0
-    >>> round(experts_touched_per_layer(deepseek_v3(), 4096, include_shared=False))
-    256
-    """
-    if model.moe is None:
-        return _out(np.zeros_like(np.asarray(tokens, dtype=float)))
-    e = model.moe
-    t = np.asarray(tokens, dtype=float)
-    routed = e.experts * (1.0 - np.power(1.0 - e.active_experts / e.experts, t))
-    if include_shared:
-        routed = routed + np.where(t > 0, e.shared_experts, 0.0)
-    return _out(routed)
-
-
-def weight_bytes_touched(model: ModelSpec, part: Part, tokens: ArrayLike, precision: str):
-    """Weight bytes one step of ``tokens`` tokens reads (``W_touched``).
-
-    Attention projections and LM head always; dense FFNs always; per MoE layer
-    the router and the touched experts (:func:`experts_touched_per_layer`).
-    """
-    b = BYTES_PER_VALUE[precision]
-    t = np.asarray(tokens, dtype=float)
-    attn = (model.attention_params + _lm_head_params(model)) * b
-    dense = model.n_dense_layers * model.dense_ffn_params_per_layer * b
-    if model.moe is not None and model.n_moe_layers:
-        per_layer = experts_touched_per_layer(model, t) * model.expert_params + model.hidden_size * model.moe.experts
-        ffn = dense + model.n_moe_layers * np.asarray(per_layer) * b
-    else:
-        ffn = dense + 0.0 * t
-    if part == "attention":
-        return _out(attn + 0.0 * t)
-    if part == "ffn":
-        return _out(ffn)
-    return _out(attn + ffn)
-
-
-def attention_flops_per_pair(model: ModelSpec, *, absorbed: bool) -> float:
-    """FLOPs per (query token, cached token) pair per layer: 2·h·(d_qk + d_v).
-
-    GQA/MHA: d_qk = d_v = head_dim, i.e. 4·h·d_head (QKᵀ and AV).
-    MLA absorbed (decode: W_UK/W_UV folded into the query/output, attention in
-    the latent space): d_qk = kv_lora_rank + rope_dim, d_v = kv_lora_rank
-    (DeepSeek-V3: 2·128·1088). MLA non-absorbed (prefill: K/V decompressed per
-    head): d_qk = head_dim + rope_dim, d_v = v_head_dim (2·128·320).
-    """
-    a = model.attention
-    if a.kind == "gqa":
-        return 2.0 * a.heads * (a.head_dim + a.head_dim)
-    if absorbed:
-        return 2.0 * a.heads * ((a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank)
-    return 2.0 * a.heads * ((a.head_dim + a.qk_rope_head_dim) + a.v_head_dim)
-
-
-def _layer_split(model: ModelSpec) -> tuple[int, int, float]:
-    a = model.attention
-    swa = a.sliding_window_layers
-    window = float(a.sliding_window_tokens) if swa else np.inf
-    return model.layers - swa, swa, window
-
-
-def decode_attention_pairs(model: ModelSpec, context: ArrayLike):
-    """Query–key pairs of one decode token summed over layers: L_full·c + L_swa·min(c, w)."""
-    full, swa, w = _layer_split(model)
-    c = np.asarray(context, dtype=float)
-    return _out(full * c + (swa * np.minimum(c, w) if swa else 0.0))
-
-
-def _causal_pairs(x: np.ndarray, w: float) -> np.ndarray:
-    # ∫₀ˣ min(t, w) dt: pairs of a causal prefix of x tokens with window w.
-    return np.where(x <= w, 0.5 * x * x, 0.5 * w * w + w * (x - w))
-
-
-def prefill_attention_pairs(model: ModelSpec, prompt: ArrayLike, cached: ArrayLike = 0):
-    """Query–key pairs of prefilling p tokens after c0 cached ones, summed over layers.
-
-    Full layers: p·c0 + p²/2 (causal); sliding-window layers cap each query at
-    w keys: F(c0 + p) − F(c0) with F(x) = ∫₀ˣ min(t, w) dt.
-    """
-    full, swa, w = _layer_split(model)
-    p = np.asarray(prompt, dtype=float)
-    c0 = np.asarray(cached, dtype=float)
-    out = full * (p * c0 + 0.5 * p * p)
-    if swa:
-        out = out + swa * (_causal_pairs(c0 + p, w) - _causal_pairs(c0, w))
-    return _out(out)
-
-
-def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: ArrayLike, decode: bool):
-    """Attention-core FLOPs (QKᵀ, AV) of one sequence, all layers.
-
-    Decode (one new token at context c): pairs·2·h·(d_qk + d_v), which for GQA is
-    DESIGN's 4·L·h·d_head·c; MLA uses the absorbed dims. Prefill (p new tokens
-    after c0 cached): pairs = p·c0 + p²/2 per layer; MLA takes the cheaper of
-    the non-absorbed form, which must also decompress the cached prefix's K/V
-    (2·c0·r_kv·h·(d_nope + d_v) per layer), and the absorbed form.
-    """
-    if decode:
-        return _out(np.asarray(decode_attention_pairs(model, context)) * attention_flops_per_pair(model, absorbed=True))
-    pairs = np.asarray(prefill_attention_pairs(model, new_tokens, context))
-    flops = pairs * attention_flops_per_pair(model, absorbed=False)
-    a = model.attention
-    if a.kind == "mla":
-        c0 = np.asarray(context, dtype=float)
-        decompress = FLOPS_PER_MAC * c0 * a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim) * model.layers
-        flops = np.minimum(flops + decompress, pairs * attention_flops_per_pair(model, absorbed=True))
-    return _out(flops)
-
-
-def kv_bytes_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLike):
-    """KV bytes one sequence of ``context`` tokens holds (vectorised ``model.kv_bytes``).
-
-    κ_layer·(L_full·c + L_swa·min(c, w)); κ_layer = 2·kv_heads·head_dim·b (GQA)
-    or (kv_lora_rank + rope_dim)·b (MLA).
-    """
-    full, swa, w = _layer_split(model)
-    c = np.asarray(context, dtype=float)
-    tokens = full * c + (swa * np.minimum(c, w) if swa else 0.0)
-    return _out(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
-
-
-def kv_duplication(model: ModelSpec, tp: ArrayLike):
-    """Copies of the KV cache across ``tp`` ranks (vectorised ``model.kv_tp_duplication``).
-
-    GQA: max(1, tp / kv_heads); MLA: tp (the latent is replicated on every rank).
-    """
-    t = np.asarray(tp, dtype=float)
-    if model.attention.kind == "mla":
-        return _out(t)
-    return _out(np.maximum(1.0, t / model.attention.kv_heads))
-
-
 # ---- the step ----------------------------------------------------------------
 
 
@@ -347,6 +183,7 @@ def forward_cost(
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
     precision: str = "bf16",
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """Price one replica step from its work; the building block of every stage.
 
@@ -359,6 +196,11 @@ def forward_cost(
     kv_bytes
         KV bytes the step reads/writes, one copy (duplication across tp ranks is
         applied here).
+    precision, activation_precision
+        Weight/matmul precision (sets the bytes per weight and the peak FLOP/s,
+        :meth:`~topology.chips.ChipSpec.flops`) and the precision activations
+        travel in through the collectives (:data:`costmodels.comm.DEFAULT_ACTIVATION_PRECISION`).
+        Every stage function below takes both.
 
     Notes
     -----
@@ -387,7 +229,8 @@ def forward_cost(
     busy = n_mb * tp_a
     compute_s = flops / (busy * chip.flops(precision) * chip.compute_efficiency)
     memory_s = total_bytes / (busy * chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)
-    comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a))
+    comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a,
+                                    activation_precision=activation_precision))
     overhead_s = np.full(np.shape(compute_s), chip.step_overhead_s)
     time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
     shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
@@ -409,7 +252,7 @@ def forward_cost(
     )
 
 
-def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision) -> StepCost:
+def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision, activation_precision) -> StepCost:
     kv_prec = precision if kv_precision is None else kv_precision
     bt = np.asarray(batch, dtype=float)
     c = np.asarray(context, dtype=float)
@@ -417,7 +260,7 @@ def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precisi
         chip, model, part=part, sequences=bt, tokens=bt,
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)),
-        tp=tp, ep=ep, pp=pp, precision=precision,
+        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
     )
 
 
@@ -432,6 +275,7 @@ def decode_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """One decode step: ``batch`` sequences each add one token at ``context`` cached tokens.
 
@@ -447,7 +291,7 @@ def decode_step(
     >>> (st.time_s * 1e3).round(2).tolist()
     [12.54, 14.17]
     """
-    return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision)
+    return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision, activation_precision)
 
 
 def decode_attention_step(
@@ -461,6 +305,7 @@ def decode_attention_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """The attention half of a decode step (attention–FFN disaggregation).
 
@@ -475,7 +320,8 @@ def decode_attention_step(
     >>> round(st.intensity_flop_per_byte, 1)
     8.5
     """
-    return _decode(chip, model, "attention", batch, context, tp, ep, pp, precision, kv_precision)
+    return _decode(chip, model, "attention", batch, context, tp, ep, pp, precision, kv_precision,
+                   activation_precision)
 
 
 def decode_ffn_step(
@@ -489,6 +335,7 @@ def decode_ffn_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """The FFN half of a decode step: FFN weights (expert touch), no KV, no context term.
 
@@ -503,7 +350,8 @@ def decode_ffn_step(
     >>> decode_ffn_step(h100(), llama_70b(), batch=64).intensity_flop_per_byte
     64.0
     """
-    return _decode(chip, model, "ffn", batch, 0.0 * np.asarray(batch, dtype=float), tp, ep, pp, precision, kv_precision)
+    return _decode(chip, model, "ffn", batch, 0.0 * np.asarray(batch, dtype=float), tp, ep, pp, precision, kv_precision,
+                   activation_precision)
 
 
 def prefill_step(
@@ -518,6 +366,7 @@ def prefill_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """Prefill ``batch`` sequences of ``prompt`` new tokens after ``cached`` prefix tokens.
 
@@ -541,7 +390,7 @@ def prefill_step(
         chip, model, part="full", sequences=bt, tokens=bt * p,
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=p, context=c0, decode=False)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c0 + p)),
-        tp=tp, ep=ep, pp=pp, precision=precision,
+        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
     )
 
 
@@ -558,6 +407,7 @@ def aggregated_step(
     pp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """One chunked-prefill step: B decode tokens plus one prefill chunk (decode first).
 
@@ -590,4 +440,5 @@ def aggregated_step(
     return forward_cost(
         chip, model, part="full", sequences=bt + (ch > 0), tokens=bt + ch,
         attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, pp=pp, precision=precision,
+        activation_precision=activation_precision,
     )

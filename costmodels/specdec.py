@@ -12,6 +12,13 @@ and the cycle costs γ·t_draft + t_verify + a round trip when the draft is remo
 
     TPOT = (γ·t_draft + t_verify + rtt) / E
 
+A draft co-located with its target runs inside the target's engine step (as
+EAGLE and MTP heads do): the cycle pays the per-step overhead τ once, in the
+verify, and the draft steps pay none (:func:`draft_step`); its weights and KV
+share the target's chips and their one workspace reserve
+(:func:`draft_memory_per_chip_bytes`). A remote draft is its own engine: its
+steps pay its chip's τ and its chips keep their own workspace.
+
 Examples
 --------
 >>> round(expected_tokens_per_verify(0.8, 4), 2)
@@ -23,14 +30,23 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
+from costmodels.comm import DEFAULT_ACTIVATION_PRECISION
+from costmodels.memory import DEFAULT_WORKSPACE_FRACTION, memory_per_chip_bytes
 from costmodels.models import ModelSpec
-from costmodels.roofline import StepCost, attention_core_flops, forward_cost, kv_bytes_per_sequence
+from costmodels.roofline import (
+    StepCost,
+    attention_core_flops,
+    decode_step,
+    forward_cost,
+    kv_bytes_per_sequence,
+)
 from topology.chips import ChipSpec
 
-__all__ = ["expected_tokens_per_verify", "spec_tpot_s", "verify_step"]
+__all__ = ["draft_memory_per_chip_bytes", "draft_step", "expected_tokens_per_verify", "spec_tpot_s", "verify_step"]
 
 
 def _out(x):
@@ -102,6 +118,7 @@ def verify_step(
     pp=1,
     precision: str = "bf16",
     kv_precision: str | None = None,
+    activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
     """The target's verify pass: B sequences each add γ + 1 tokens at ``context``.
 
@@ -126,5 +143,50 @@ def verify_step(
         chip, model, part="full", sequences=b, tokens=b * n,
         attention_flops=b * n * per_token_flops,
         kv_bytes=b * np.asarray(kv_bytes_per_sequence(model, kv_prec, c + n)),
-        tp=tp, ep=ep, pp=pp, precision=precision,
+        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
     )
+
+
+def draft_step(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, context, tp=1, ep=1, pp=1,
+               precision: str = "bf16", kv_precision: str | None = None,
+               activation_precision: str = DEFAULT_ACTIVATION_PRECISION) -> StepCost:
+    """One draft decode step; without the per-step overhead when co-located with the target.
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100, llama_8b
+    >>> remote = draft_step(h100(), llama_8b(), colocated=False, batch=8, context=2048)
+    >>> local = draft_step(h100(), llama_8b(), colocated=True, batch=8, context=2048)
+    >>> round((remote.time_s - local.time_s) * 1e3, 3), local.overhead_s
+    (2.0, 0.0)
+    """
+    st = decode_step(chip, model, batch=batch, context=context, tp=tp, ep=ep, pp=pp, precision=precision,
+                     kv_precision=kv_precision, activation_precision=activation_precision)
+    if not colocated:
+        return st
+    return replace(st, time_s=_out(np.asarray(st.time_s) - np.asarray(st.overhead_s)),
+                   overhead_s=_out(0.0 * np.asarray(st.overhead_s)))
+
+
+def draft_memory_per_chip_bytes(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, context, tp=1, ep=1,
+                                pp=1, precision: str = "bf16", kv_precision: str | None = None,
+                                workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION):
+    """Draft weights + KV per chip, plus a workspace only when the draft has chips of its own.
+
+    Co-located, the draft shares the target's chips, whose
+    :func:`~costmodels.memory.memory_per_chip_bytes` already reserves the
+    workspace: counting it again would take 10 % of the chip twice (14.1 GB on
+    an H200).
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100, llama_8b
+    >>> kw = dict(batch=8, context=2048)
+    >>> alone = draft_memory_per_chip_bytes(h100(), llama_8b(), colocated=False, **kw)
+    >>> shared = draft_memory_per_chip_bytes(h100(), llama_8b(), colocated=True, **kw)
+    >>> round((alone - shared) / 1e9, 1)
+    8.0
+    """
+    return memory_per_chip_bytes(chip, model, stage="draft", batch=batch, context=context, tp=tp, ep=ep, pp=pp,
+                                 precision=precision, kv_precision=kv_precision,
+                                 workspace_fraction=0.0 if colocated else workspace_fraction)

@@ -115,7 +115,8 @@ def test_speculative_floor_divides_the_cycle_by_gamma_plus_one():
 
 @pytest.fixture(scope="module")
 def bertha():
-    inst = placement.load_instance("instances/bertha-lpddr.yaml")
+    # Prefill/decode only, so the plan has an H100 decode pool whatever aggregated serving costs.
+    inst = placement.load_instance("instances/bertha-lpddr.yaml").model_copy(update={"modes": ["pd"]})
     plan = placement.solve(inst, backend="highs")
     assert plan.verified, plan.violations
     return Context.of(inst), plan
@@ -131,7 +132,9 @@ def test_a_tpot_below_its_floor_is_rejected_naming_the_floor(bertha):
     pool = _decode_pool(bad)
     pool.tpot_ms = 1.0
     v = check_floors(bad, ctx)
-    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 7.7") and "memory: weights 69.5 GB" in m
+    # B = 256 at the mean context: (69.5 GB weights + 69.16 GB KV) / (4 × 3.35 TB/s) = 10.35 ms.
+    assert pool.batch == 256 and pool.chips_per_replica == 4, pool
+    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 10.3") and "memory: weights 69.5 GB" in m
                and "4 × h100 × 3.35 TB/s" in m for m in v), v
     assert any(m in verify(ctx, bad) for m in v)
 

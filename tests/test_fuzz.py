@@ -112,6 +112,9 @@ def valid_documents(draw, big: bool = False) -> dict:
     if draw(st.integers(0, 3)) == 0:
         doc["precision"] = {"weights": draw(st.sampled_from(["fp4", "fp8", "bf16"])),
                             "kv": draw(st.sampled_from(["fp4", "fp8", "bf16"]))}
+    weights = doc.get("precision", {}).get("weights", "bf16")
+    if not all(catalogue[c].runs(weights) for c in chips):  # FP8-only chips have no BF16 rate
+        doc["precision"] = {**doc.get("precision", {}), "weights": "fp8"}
     limits = {}
     if draw(st.integers(0, 3)) == 0:
         limits["power_kw"] = draw(_finite(0.1, 2_000))

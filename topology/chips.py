@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "ALL_REDUCE_ALGORITHMS",
     "BYTES_PER_VALUE",
     "PRECISIONS",
     "ChipSpec",
@@ -37,6 +38,13 @@ Precision = Literal["fp4", "fp8", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
 #: Bytes per stored value for weights / KV at each precision (fp4 packs two per byte).
 BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
+
+#: All-reduce algorithms a chip's fabrics may offer beyond the ring (costmodels.collectives):
+#: ``one-shot``/``two-shot`` need load/store access to every peer of the scale-up domain,
+#: ``nvls`` is in-switch reduction in the scale-up switches (NVLink SHARP), ``sharp`` in the
+#: InfiniBand scale-out switches.
+AllReduceAlgorithm = Literal["one-shot", "two-shot", "nvls", "sharp"]
+ALL_REDUCE_ALGORITHMS: tuple[str, ...] = ("one-shot", "two-shot", "nvls", "sharp")
 
 CATALOG_PATH = Path(__file__).with_name("catalog") / "chips.yaml"
 R = TypeVar("R", bound=BaseModel)
@@ -78,6 +86,9 @@ class ChipSpec(_Record):
         Achievable fractions of peak FLOP/s and of working-tier bandwidth.
     step_overhead_s
         Fixed time added to every forward step (launches, scheduling, sync).
+    all_reduce_algorithms
+        All-reduce algorithms the fabrics offer beyond the ring
+        (:data:`ALL_REDUCE_ALGORITHMS`); a non-empty list needs a source.
     """
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.\-]*$")
@@ -97,12 +108,16 @@ class ChipSpec(_Record):
     compute_efficiency: float = Field(gt=0, le=1)
     memory_efficiency: float = Field(gt=0, le=1)
     step_overhead_s: float = Field(ge=0)
+    all_reduce_algorithms: list[AllReduceAlgorithm] = Field(
+        default_factory=list, description="all-reduce algorithms the fabrics offer beyond the ring")
     sources: dict[str, str] = Field(description="field name -> public source of its value")
     estimates: list[str] = Field(default_factory=list, description="fields whose value is an estimate")
 
     @model_validator(mode="after")
     def _every_number_has_a_source(self) -> ChipSpec:
         missing = [f for f in _SOURCED_FIELDS if f not in self.sources]
+        if self.all_reduce_algorithms and "all_reduce_algorithms" not in self.sources:
+            missing.append("all_reduce_algorithms")
         if missing:
             raise ValueError(f"chip {self.name!r}: no source given for {', '.join(missing)}")
         unknown = [f for f in self.estimates if f not in type(self).model_fields]
@@ -121,17 +136,34 @@ class ChipSpec(_Record):
         """Peak bandwidth of the working tier."""
         return self.memory[0].bandwidth_bytes_per_s
 
+    def runs(self, precision: str) -> bool:
+        """Whether the chip has matmul units for ``precision`` or a wider one.
+
+        Narrow values widen exactly (FP4 weights run on FP8 or BF16 units); a
+        wider precision cannot run on narrower units: an FP8-only chip has no
+        BF16 rate.
+
+        Examples
+        --------
+        >>> lp30 = load_chip_catalog()["lp30"]
+        >>> lp30.runs("fp8"), lp30.runs("fp4"), lp30.runs("bf16")
+        (True, True, False)
+        """
+        return any(p in self.flops_per_s for p in PRECISIONS[PRECISIONS.index(precision):])
+
     def flops(self, precision: str) -> float:
         """Dense peak FLOP/s at ``precision``, falling back to the next wider one.
 
         A chip without FP4 units runs FP4 weights at its FP8 (or BF16) rate.
+        A chip with only narrower units than ``precision`` has no rate for it
+        (BF16 on an FP8-only chip is not the FP8 rate): ``ValueError``.
         """
-        order = PRECISIONS[PRECISIONS.index(precision):]
-        for p in order:
+        for p in PRECISIONS[PRECISIONS.index(precision):]:
             if p in self.flops_per_s:
                 return self.flops_per_s[p]
-        # Only narrower precisions are listed: the chip cannot go wider faster.
-        return min(self.flops_per_s.values())
+        raise ValueError(f"chip {self.name!r} has no {precision} rate (flops_per_s lists only "
+                         f"{', '.join(sorted(self.flops_per_s))}); use a precision it lists or add its "
+                         f"{precision} rate to flops_per_s")
 
     def ridge_flop_per_byte(self, precision: str = "bf16") -> float:
         """Roofline ridge point, peak FLOP/s ÷ peak working-memory bytes/s."""

@@ -111,6 +111,9 @@ def roofline_summary(
     m = _pick("model", model, _models() if models is None else models, "--model")
     _check_choice(stage, STAGES, "--stage", "stage")
     _check_choice(precision, PRECISIONS, "--precision", "precision")
+    if not c.runs(precision):
+        raise InputError(f"chip {c.name!r} has no {precision} rate (it lists {', '.join(sorted(c.flops_per_s))})",
+                         field="--precision")
     kv_prec = precision if kv_precision is None else kv_precision
     _check_choice(kv_prec, PRECISIONS, "--kv-precision", "KV precision")
     if ep not in (1, tp):
@@ -287,11 +290,16 @@ def roofline(
             Console().print(f"wrote {plot}")
 
 
+def _ridge_text(ridge: float | None) -> str:
+    return "–" if ridge is None else f"{ridge:.0f}"
+
+
 def catalog_rows(kind: str) -> list[dict[str, Any]]:
     """The catalogue as JSON-ready rows: records plus derived figures."""
     _check_choice(kind, _CATALOG_KINDS, "kind", "catalogue")
     if kind == "chips":
-        return [dict(c.model_dump(mode="json"), ridge_flop_per_byte_bf16=c.ridge_flop_per_byte("bf16"))
+        return [dict(c.model_dump(mode="json"),
+                     ridge_flop_per_byte_bf16=c.ridge_flop_per_byte("bf16") if c.runs("bf16") else None)
                 for c in _chips().values()]
     return [dict(m.model_dump(mode="json"), total_params=m.total_params, active_params=m.active_params,
                  kv_bytes_per_token_bf16=m.kv_bytes_per_token("bf16"), sparsity=m.sparsity)
@@ -321,7 +329,7 @@ def catalog(
             tf = " / ".join(f"{f[p] / _TERA:,.0f}" if p in f else "–" for p in ("bf16", "fp8", "fp4"))
             mem = r["memory"][0]
             t.add_row(r["name"], r["kind"], tf, f"{mem['capacity_bytes'] / _GB:,.1f}",
-                      f"{mem['bandwidth_bytes_per_s'] / _TERA:,.2f}", f"{r['ridge_flop_per_byte_bf16']:.0f}",
+                      f"{mem['bandwidth_bytes_per_s'] / _TERA:,.2f}", _ridge_text(r["ridge_flop_per_byte_bf16"]),
                       str(r["scale_up_domain_chips"]), f"{r['scale_up_bandwidth_bytes_per_s'] / _GB:,.0f}",
                       f"{r['usd_per_hour']:.2f}", f"{r['power_w']:,.0f}")
     else:

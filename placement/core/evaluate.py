@@ -137,6 +137,11 @@ def precision_args(ctx: Context) -> dict:
     return {"precision": p.weights, "kv_precision": p.kv}
 
 
+def step_precision_args(ctx: Context) -> dict:
+    """The step models' precision keywords: also the precision activations travel in."""
+    return {**precision_args(ctx), "activation_precision": ctx.instance.precision.activations}
+
+
 def decode_context_tokens(cls: TrafficClass) -> float:
     """Mean context while decoding: prefix + prompt + half the output."""
     return cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens / 2

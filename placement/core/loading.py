@@ -265,6 +265,10 @@ def cross_check(inst: Instance, source: str) -> None:
         if d.chip not in chips:
             raise InputError(f"unknown chip {d.chip!r}; expected one of {', '.join(sorted(chips))} "
                              "or a record under hardware.chips", file=source, field=f"{f}.chip")
+        if not inst.only_measured and not chips[d.chip].runs(inst.precision.weights):
+            raise InputError(f"chip {d.chip!r} has no {inst.precision.weights} rate (its flops_per_s lists "
+                             f"{', '.join(sorted(chips[d.chip].flops_per_s))}); set precision.weights to one of "
+                             "those or give the chip that rate", file=source, field=f"{f}.chip")
         limit = chips[d.chip].scale_up_domain_chips
         if d.chips_per_domain is not None and d.chips_per_domain > limit:
             raise InputError(f"{d.chips_per_domain} chips per domain exceeds the largest {d.chip} scale-up "

@@ -136,8 +136,12 @@ class Draft(_Record):
 
 
 class Precision(_Record):
+    """Weights (and matmuls), KV cache, and the activations the collectives and pools exchange."""
+
     weights: Literal["fp4", "fp8", "bf16"] = "bf16"
     kv: Literal["fp4", "fp8", "bf16"] = "bf16"
+    activations: Literal["fp8", "bf16"] = Field(
+        default="bf16", description="what engines send between ranks and pools (BF16 even with FP8 weights)")
 
 
 class DomainGroup(_Record):

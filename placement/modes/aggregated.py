@@ -30,6 +30,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     md1_capacity,
     precision_args,
+    step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn
 from placement.modes.layouts import BATCHES, parts, weights
@@ -50,7 +51,7 @@ def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray,
     # A chunk attends to the cached prefix and, on average, half of the prompt before it.
     chunk_context = cls.cached_prefix_tokens + max(cls.prompt_tokens - chunk, 0) / 2
     st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=chunk,
-                         chunk_context=chunk_context, **layout_args(cfg.main), **precision_args(ctx))
+                         chunk_context=chunk_context, **layout_args(cfg.main), **step_precision_args(ctx))
     t = np.asarray(st.time_s, dtype=float)
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     prefill_cap = md1_capacity(t * cls.prompt_tokens / chunk, steps_per_prompt * t, cls.ttft_s, 1.0)

@@ -31,6 +31,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     md1_capacity,
     precision_args,
+    step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec
 from placement.modes.ids import RouteId
@@ -55,7 +56,7 @@ def kv_bytes(ctx: Context, cls: TrafficClass) -> float:
 def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
-                      **layout_args(cfg.main), **precision_args(ctx))
+                      **layout_args(cfg.main), **step_precision_args(ctx))
     nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
     transfer_s = b * kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
                                        cls.prefix_cached_on_decode) / nic
@@ -70,7 +71,7 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
 def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main),
-                     **precision_args(ctx))
+                     **step_precision_args(ctx))
     tpot = np.asarray(st.time_s, dtype=float)
     cap = b / (cls.output_tokens * tpot)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),

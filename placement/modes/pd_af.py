@@ -38,6 +38,7 @@ from placement.core.evaluate import (
     layout_args,
     max_context_tokens,
     precision_args,
+    step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode
 from placement.modes.layouts import BATCHES, attention_parts, pair_latencies, parts, weights
@@ -60,10 +61,10 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
     t_attn, amem = _half(ctx, memo, "attention", cfg.main, b / mb, b, cls)
     t_ffn, fmem = _half(ctx, memo, "ffn", cfg.partner, dp * b / mb, dp * b, cls)
     ep_ffn = cfg.partner.ep > 1
-    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
+    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.activations, ffn_expert_parallel=ep_ffn)
     nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
               cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
-    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
+    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.activations, ffn_expert_parallel=ep_ffn)
     tpot = np.asarray(af_tpot_s(t_attn, t_ffn, comm, mb), dtype=float)
     cap = dp * b / (cls.output_tokens * tpot)
     ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
@@ -82,14 +83,14 @@ def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, mem
     key = (half, part.chip, part.tp, part.ep, part.pp, decode_context_tokens(cls), max_context_tokens(cls),
            step_batch.tobytes(), np.asarray(memory_batch, dtype=float).tobytes())
     if key not in memo:
-        chip, m, prec = ctx.chips[part.chip], ctx.model, precision_args(ctx)
+        chip, m, prec, step_prec = ctx.chips[part.chip], ctx.model, precision_args(ctx), step_precision_args(ctx)
         layout = layout_args(part)
         if half == "attention":
             step = decode_attention_step(chip, m, batch=step_batch, context=decode_context_tokens(cls), **layout,
-                                         **prec)
+                                         **step_prec)
             stage = "decode-attention"
         else:
-            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **prec)
+            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **step_prec)
             stage = "decode-ffn"
         mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=max_context_tokens(cls),
                                     **layout, **prec)

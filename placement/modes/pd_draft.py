@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodels import (
-    decode_step,
+    draft_memory_per_chip_bytes,
+    draft_step,
     expected_tokens_per_verify,
     fits,
     memory_per_chip_bytes,
@@ -36,6 +37,7 @@ from placement.core.evaluate import (
     layout_args,
     max_context_tokens,
     precision_args,
+    step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode
 from placement.modes.layouts import BATCHES, pair_latencies, parts, weights
@@ -61,20 +63,22 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
     if gamma > draft.gamma:
         raise ValueError(f"draft length {gamma} exceeds the {draft.gamma} acceptance rates given")
     t_verify = np.asarray(verify_step(chip, m, batch=b, context=decode_context_tokens(cls), gamma=gamma,
-                                      **layout_args(cfg.main), **prec).time_s, dtype=float)
+                                      **layout_args(cfg.main), **step_precision_args(ctx)).time_s, dtype=float)
     dpart = cfg.partner or cfg.main
     dchip = ctx.chips[dpart.chip]
-    t_draft = np.asarray(decode_step(dchip, dm, batch=b, context=decode_context_tokens(cls), **layout_args(dpart),
-                                     **prec).time_s, dtype=float)
+    colocated = cfg.partner is None
+    t_draft = np.asarray(draft_step(dchip, dm, colocated=colocated, batch=b, context=decode_context_tokens(cls),
+                                    **layout_args(dpart), **step_precision_args(ctx)).time_s, dtype=float)
     rtt = 2.0 * lat if cfg.partner is not None else 0.0
     e = expected_tokens_per_verify(draft.acceptance[:gamma])
     tpot = (gamma * t_draft + t_verify + rtt) / e
     cap = b / (cls.output_tokens * tpot)
     mem = np.asarray(memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
                                            **layout_args(cfg.main), **prec), dtype=float)
-    dmem = np.asarray(memory_per_chip_bytes(dchip, dm, stage="decode", batch=b, context=max_context_tokens(cls),
-                                            **layout_args(dpart), **prec), dtype=float)
-    if cfg.partner is None:
+    dmem = np.asarray(draft_memory_per_chip_bytes(dchip, dm, colocated=colocated, batch=b,
+                                                  context=max_context_tokens(cls), **layout_args(dpart), **prec),
+                      dtype=float)
+    if colocated:
         ok = np.asarray(fits(chip, mem + dmem))
         mem = mem + dmem
     else:

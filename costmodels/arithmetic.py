@@ -1,0 +1,226 @@
+"""Model arithmetic: what a forward pass of a model touches, independent of the chip.
+
+Parameters multiplied per token (:func:`matmul_params_per_token`), stored and
+touched weight bytes (MoE expert touch, :func:`weight_bytes_touched`),
+attention-core FLOPs per query–key pair (MLA absorbed or not) and pairs per
+decode or prefill step, KV bytes per sequence and their duplication across
+tensor-parallel ranks. :mod:`costmodels.roofline` prices these on a chip.
+
+Examples
+--------
+>>> from costmodels.examples import llama_70b
+>>> round(matmul_params_per_token(llama_70b()) / 1e9, 1), kv_bytes_per_sequence(llama_70b(), "bf16", 1000)
+(69.5, 327680000.0)
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from costmodels.models import BYTES_PER_VALUE, ModelSpec
+
+__all__ = [
+    "FLOPS_PER_MAC",
+    "ArrayLike",
+    "Part",
+    "attention_core_flops",
+    "attention_flops_per_pair",
+    "decode_attention_pairs",
+    "experts_touched_per_layer",
+    "kv_bytes_per_sequence",
+    "kv_duplication",
+    "matmul_params_per_token",
+    "prefill_attention_pairs",
+    "stored_weight_bytes",
+    "weight_bytes_touched",
+]
+
+#: Multiply-add = 2 FLOPs: a token through an N-parameter matmul costs 2·N FLOPs.
+FLOPS_PER_MAC = 2.0
+
+Part = Literal["full", "attention", "ffn"]
+ArrayLike = float | int | np.ndarray
+
+
+def _out(x: np.ndarray):
+    """Python float (bool) for 0-d results, the array otherwise."""
+    x = np.asarray(x)
+    if x.ndim:
+        return x
+    return bool(x) if x.dtype == bool else float(x)
+
+
+
+def _lm_head_params(model: ModelSpec) -> float:
+    # The LM head is a matmul; the input embedding is a lookup (no FLOPs, ~no bytes).
+    return float(model.vocab_size * model.hidden_size)
+
+
+def matmul_params_per_token(model: ModelSpec, part: Part = "full") -> float:
+    """Parameters one token multiplies by in ``part``.
+
+    The attention side owns the projections and the LM head (it holds the
+    sequence state and samples); the FFN side owns dense FFNs, routers and the
+    k routed + shared experts. ``full`` = ``model.matmul_params_active``.
+    """
+    attn = model.attention_params + _lm_head_params(model)
+    if part == "attention":
+        return attn
+    if part == "ffn":
+        return model.active_ffn_params
+    return attn + model.active_ffn_params
+
+
+def stored_weight_bytes(model: ModelSpec, part: Part, precision: str) -> float:
+    """Weight bytes a part stores: attention (+ embeddings), FFN, or all."""
+    b = BYTES_PER_VALUE[precision]
+    if part == "attention":
+        return (model.attention_params + model.embedding_params) * b
+    if part == "ffn":
+        return model.ffn_params * b
+    return model.total_params * b
+
+
+def experts_touched_per_layer(model: ModelSpec, tokens: ArrayLike, *, include_shared: bool = True):
+    """Experts whose weights a step of ``tokens`` tokens reads in one MoE layer.
+
+    With uniform routing of k of E experts per token, an expert is missed by all
+    t tokens with probability (1 − k/E)^t::
+
+        touched = E·(1 − (1 − k/E)^t)  (+ shared experts, always read)
+
+    Examples
+    --------
+    >>> from costmodels.examples import deepseek_v3
+    >>> experts_touched_per_layer(deepseek_v3(), 1)
+    9.0
+    >>> round(experts_touched_per_layer(deepseek_v3(), 4096, include_shared=False))
+    256
+    """
+    if model.moe is None:
+        return _out(np.zeros_like(np.asarray(tokens, dtype=float)))
+    e = model.moe
+    t = np.asarray(tokens, dtype=float)
+    routed = e.experts * (1.0 - np.power(1.0 - e.active_experts / e.experts, t))
+    if include_shared:
+        routed = routed + np.where(t > 0, e.shared_experts, 0.0)
+    return _out(routed)
+
+
+def weight_bytes_touched(model: ModelSpec, part: Part, tokens: ArrayLike, precision: str):
+    """Weight bytes one step of ``tokens`` tokens reads (``W_touched``).
+
+    Attention projections and LM head always; dense FFNs always; per MoE layer
+    the router and the touched experts (:func:`experts_touched_per_layer`).
+    """
+    b = BYTES_PER_VALUE[precision]
+    t = np.asarray(tokens, dtype=float)
+    attn = (model.attention_params + _lm_head_params(model)) * b
+    dense = model.n_dense_layers * model.dense_ffn_params_per_layer * b
+    if model.moe is not None and model.n_moe_layers:
+        per_layer = experts_touched_per_layer(model, t) * model.expert_params + model.hidden_size * model.moe.experts
+        ffn = dense + model.n_moe_layers * np.asarray(per_layer) * b
+    else:
+        ffn = dense + 0.0 * t
+    if part == "attention":
+        return _out(attn + 0.0 * t)
+    if part == "ffn":
+        return _out(ffn)
+    return _out(attn + ffn)
+
+
+def attention_flops_per_pair(model: ModelSpec, *, absorbed: bool) -> float:
+    """FLOPs per (query token, cached token) pair per layer: 2·h·(d_qk + d_v).
+
+    GQA/MHA: d_qk = d_v = head_dim, i.e. 4·h·d_head (QKᵀ and AV).
+    MLA absorbed (decode: W_UK/W_UV folded into the query/output, attention in
+    the latent space): d_qk = kv_lora_rank + rope_dim, d_v = kv_lora_rank
+    (DeepSeek-V3: 2·128·1088). MLA non-absorbed (prefill: K/V decompressed per
+    head): d_qk = head_dim + rope_dim, d_v = v_head_dim (2·128·320).
+    """
+    a = model.attention
+    if a.kind == "gqa":
+        return 2.0 * a.heads * (a.head_dim + a.head_dim)
+    if absorbed:
+        return 2.0 * a.heads * ((a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank)
+    return 2.0 * a.heads * ((a.head_dim + a.qk_rope_head_dim) + a.v_head_dim)
+
+
+def _layer_split(model: ModelSpec) -> tuple[int, int, float]:
+    a = model.attention
+    swa = a.sliding_window_layers
+    window = float(a.sliding_window_tokens) if swa else np.inf
+    return model.layers - swa, swa, window
+
+
+def decode_attention_pairs(model: ModelSpec, context: ArrayLike):
+    """Query–key pairs of one decode token summed over layers: L_full·c + L_swa·min(c, w)."""
+    full, swa, w = _layer_split(model)
+    c = np.asarray(context, dtype=float)
+    return _out(full * c + (swa * np.minimum(c, w) if swa else 0.0))
+
+
+def _causal_pairs(x: np.ndarray, w: float) -> np.ndarray:
+    # ∫₀ˣ min(t, w) dt: pairs of a causal prefix of x tokens with window w.
+    return np.where(x <= w, 0.5 * x * x, 0.5 * w * w + w * (x - w))
+
+
+def prefill_attention_pairs(model: ModelSpec, prompt: ArrayLike, cached: ArrayLike = 0):
+    """Query–key pairs of prefilling p tokens after c0 cached ones, summed over layers.
+
+    Full layers: p·c0 + p²/2 (causal); sliding-window layers cap each query at
+    w keys: F(c0 + p) − F(c0) with F(x) = ∫₀ˣ min(t, w) dt.
+    """
+    full, swa, w = _layer_split(model)
+    p = np.asarray(prompt, dtype=float)
+    c0 = np.asarray(cached, dtype=float)
+    out = full * (p * c0 + 0.5 * p * p)
+    if swa:
+        out = out + swa * (_causal_pairs(c0 + p, w) - _causal_pairs(c0, w))
+    return _out(out)
+
+
+def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: ArrayLike, decode: bool):
+    """Attention-core FLOPs (QKᵀ, AV) of one sequence, all layers.
+
+    Decode (one new token at context c): pairs·2·h·(d_qk + d_v), which for GQA is
+    DESIGN's 4·L·h·d_head·c; MLA uses the absorbed dims. Prefill (p new tokens
+    after c0 cached): pairs = p·c0 + p²/2 per layer; MLA takes the cheaper of
+    the non-absorbed form, which must also decompress the cached prefix's K/V
+    (2·c0·r_kv·h·(d_nope + d_v) per layer), and the absorbed form.
+    """
+    if decode:
+        return _out(np.asarray(decode_attention_pairs(model, context)) * attention_flops_per_pair(model, absorbed=True))
+    pairs = np.asarray(prefill_attention_pairs(model, new_tokens, context))
+    flops = pairs * attention_flops_per_pair(model, absorbed=False)
+    a = model.attention
+    if a.kind == "mla":
+        c0 = np.asarray(context, dtype=float)
+        decompress = FLOPS_PER_MAC * c0 * a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim) * model.layers
+        flops = np.minimum(flops + decompress, pairs * attention_flops_per_pair(model, absorbed=True))
+    return _out(flops)
+
+
+def kv_bytes_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLike):
+    """KV bytes one sequence of ``context`` tokens holds (vectorised ``model.kv_bytes``).
+
+    κ_layer·(L_full·c + L_swa·min(c, w)); κ_layer = 2·kv_heads·head_dim·b (GQA)
+    or (kv_lora_rank + rope_dim)·b (MLA).
+    """
+    full, swa, w = _layer_split(model)
+    c = np.asarray(context, dtype=float)
+    tokens = full * c + (swa * np.minimum(c, w) if swa else 0.0)
+    return _out(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
+
+
+def kv_duplication(model: ModelSpec, tp: ArrayLike):
+    """Copies of the KV cache across ``tp`` ranks (vectorised ``model.kv_tp_duplication``).
+
+    GQA: max(1, tp / kv_heads); MLA: tp (the latent is replicated on every rank).
+    """
+    t = np.asarray(tp, dtype=float)
+    if model.attention.kind == "mla":
+        return _out(t)
+    return _out(np.maximum(1.0, t / model.attention.kv_heads))
