@@ -19,8 +19,9 @@ Capacity rules (requests/s per replica):
   and a C-token prefill chunk; capacity = min(ρ·C/(p·t), B/(o·t)) with ρ from
   the M/D/1 bound on the prompt's ⌈p/C⌉ steps.
 * speculative decode: TPOT = (γ·t_draft + t_verify + RTT)/E.
-* attention–FFN: TPOT from :func:`costmodels.comm.af_tpot_s` with the link's
-  latency per layer crossing.
+* attention–FFN: TPOT from :func:`costmodels.af.af_pipeline` — the FFN side
+  timed layer by layer on one stage's chips, S streams over its ``pp``
+  stages, the link's latency per layer crossing.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels import (
     af_activation_bytes_per_token,
-    af_tpot_s,
+    af_pipeline,
+    af_stream_counts,
     af_transfer_s,
     aggregated_step,
     decode_attention_step,
@@ -255,18 +257,34 @@ def _decode_spec(ctx, cfg, cls, b, lat) -> Perf:
 
 
 def _decode_af(ctx, cfg, cls, b, lat, memo: dict) -> Perf:
-    """``dp`` attention groups of batch B each feed one FFN group that sees dp·B tokens."""
+    """``dp`` attention groups of B sequences, m micro-batches each, in S streams over ``pp`` FFN stages.
+
+    TPOT is the closed-loop bound of :func:`costmodels.af.af_pipeline`, at the
+    stream count that minimises it (the scheduler's choice among
+    :func:`costmodels.af.af_stream_counts`). A group's micro-batch crosses over
+    that group's NICs; a stream reaches only the NICs of the stage holding the
+    current layer (``tp`` chips of the FFN side, not all of them).
+    """
     m = ctx.model
-    a_chip, f_chip = ctx.chips[cfg.main.chip], ctx.chips[cfg.partner.chip]
-    mb, dp = cfg.micro_batches, cfg.main.dp
-    t_attn, amem = _af_half(ctx, memo, "attention", cfg.main, b / mb, b, cls)
-    t_ffn, fmem = _af_half(ctx, memo, "ffn", cfg.partner, dp * b / mb, dp * b, cls)
-    ep_ffn = cfg.partner.ep > 1
-    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
-    nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
-              cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
-    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.weights, ffn_expert_parallel=ep_ffn)
-    tpot = np.asarray(af_tpot_s(t_attn, t_ffn, comm, mb), dtype=float)
+    att, ffn = cfg.main, cfg.partner
+    a_chip, f_chip = ctx.chips[att.chip], ctx.chips[ffn.chip]
+    mb, dp = cfg.micro_batches, att.dp
+    t_attn, amem = _af_half(ctx, memo, "attention", att, b / mb, b, cls)
+    ep_ffn = ffn.ep > 1
+    prec = ctx.instance.precision.weights
+    bytes_per_token = af_activation_bytes_per_token(m, prec, ffn_expert_parallel=ep_ffn)
+    group_nic = att.tp * a_chip.scale_out_bandwidth_bytes_per_s
+    stage_nic = ffn.tp * f_chip.scale_out_bandwidth_bytes_per_s
+    attn_comm = af_transfer_s(m, b / mb, group_nic, lat, prec, ffn_expert_parallel=ep_ffn)
+    tpot = fmem = None
+    for streams in af_stream_counts(dp, mb, ffn.pp):
+        tokens = dp * b / streams
+        t_ffn, fmem = _af_half(ctx, memo, "ffn", ffn, tokens, dp * b, cls)
+        ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, prec, ffn_expert_parallel=ep_ffn)
+        pipe = af_pipeline(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
+                           layers=m.layers, pp=ffn.pp)
+        tpot = pipe.tpot_s if tpot is None else np.minimum(tpot, pipe.tpot_s)
+    tpot = np.asarray(tpot, dtype=float)
     cap = dp * b / (cls.output_tokens * tpot)
     ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
     pair = dp * b * bytes_per_token / tpot
@@ -274,7 +292,13 @@ def _decode_af(ctx, cfg, cls, b, lat, memo: dict) -> Perf:
 
 
 def _af_half(ctx, memo: dict, half: str, part: PartLayout, step_batch, memory_batch, cls) -> tuple:
-    """(step time, memory per chip) of one half of an attention–FFN replica, cached in ``memo``."""
+    """(time through all L layers, memory per chip) of one half of an attention–FFN replica, cached in ``memo``.
+
+    The FFN half is timed layer by layer on the ``tp`` chips of one stage
+    (``pp = 1`` in the step model): activations go back to the attention side
+    after every layer, so a micro-batch never has more than one stage working
+    on it. Its memory is that of the real ``pp``-stage layout.
+    """
     step_batch = np.asarray(step_batch, dtype=float)
     key = (half, part.chip, part.tp, part.ep, part.pp, _decode_context(cls), _max_context(cls), step_batch.tobytes(),
            np.asarray(memory_batch, dtype=float).tobytes())
@@ -285,7 +309,7 @@ def _af_half(ctx, memo: dict, half: str, part: PartLayout, step_batch, memory_ba
             step = decode_attention_step(chip, m, batch=step_batch, context=_decode_context(cls), **layout, **prec)
             stage = "decode-attention"
         else:
-            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **prec)
+            step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, **prec)
             stage = "decode-ffn"
         mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=_max_context(cls),
                                     **layout, **prec)
