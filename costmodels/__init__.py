@@ -1,7 +1,7 @@
 """Per-stage cost models of LLM inference (DESIGN §3).
 
 Roofline step models (:mod:`costmodels.roofline`), communication
-(:mod:`costmodels.comm`), speculative decoding (:mod:`costmodels.specdec`),
+(:mod:`costmodels.comm`), attention–FFN pipelines (:mod:`costmodels.af`), speculative decoding (:mod:`costmodels.specdec`),
 memory fit (:mod:`costmodels.memory`), serving and economics
 (:mod:`costmodels.serving`) and measured tables (:mod:`costmodels.measured`).
 Everything takes a :class:`~topology.chips.ChipSpec` and a
@@ -9,6 +9,14 @@ Everything takes a :class:`~topology.chips.ChipSpec` and a
 context and layout. This package imports nothing from ``placement`` or ``solvers``.
 """
 
+from costmodels.af import (
+    AFPipeline,
+    af_busiest_stage_layers,
+    af_layers_per_stage,
+    af_pipeline,
+    af_stage_utilisation,
+    af_stream_counts,
+)
 from costmodels.comm import (
     ACTIVATION_BYTES_PER_VALUE,
     DEFAULT_ACTIVATION_PRECISION,
@@ -85,13 +93,19 @@ __all__ = [
     "SCALE_OUT_LATENCY_S",
     "SECONDS_PER_HOUR",
     "STAGES",
+    "AFPipeline",
     "AggregatedServing",
     "MeasuredCapacity",
     "MeasuredStepTable",
     "ModelSpec",
     "StepCost",
     "af_activation_bytes_per_token",
+    "af_busiest_stage_layers",
     "af_comm_hidden",
+    "af_layers_per_stage",
+    "af_pipeline",
+    "af_stage_utilisation",
+    "af_stream_counts",
     "af_tpot_s",
     "af_transfer_s",
     "aggregated_serving",

@@ -8,9 +8,12 @@ ping-ponging :data:`MICRO_BATCHES` micro-batches, at each latency the fleet
 offers between the two chip types.
 
 Capacity rule (requests/s per replica): TPOT from
-:func:`costmodels.comm.af_tpot_s` with the link's latency per layer
-crossing; ``dp`` attention groups of batch B feed one FFN group that sees
-dp·B tokens, so capacity = dp·B / (output_tokens·TPOT).
+:func:`costmodels.af.af_pipeline` — activations return to the attention side
+after every layer, so the FFN half is timed layer by layer on one stage's
+``tp`` chips, S streams keep its ``pp`` stages busy, and each crossing goes
+over the sending group's and the active stage's NICs, with the link's latency
+per crossing; ``dp`` attention groups of batch B, so capacity =
+dp·B / (output_tokens·TPOT).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import numpy as np
 
 from costmodels import (
     af_activation_bytes_per_token,
-    af_tpot_s,
+    af_pipeline,
+    af_stream_counts,
     af_transfer_s,
     decode_attention_step,
     decode_ffn_step,
@@ -55,17 +59,34 @@ MICRO_BATCHES = 2
 
 
 def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
+    """``dp`` attention groups of B sequences, m micro-batches each, in S streams over ``pp`` FFN stages.
+
+    TPOT is the closed-loop bound of :func:`costmodels.af.af_pipeline`, at the
+    stream count that minimises it (the scheduler's choice among
+    :func:`costmodels.af.af_stream_counts`). A group's micro-batch crosses over
+    that group's NICs; a stream reaches only the NICs of the stage holding the
+    current layer (``tp`` chips of the FFN side, not all of them).
+    """
     m = ctx.model
-    a_chip, f_chip = ctx.chips[cfg.main.chip], ctx.chips[cfg.partner.chip]
-    mb, dp = cfg.micro_batches, cfg.main.dp
-    t_attn, amem = _half(ctx, memo, "attention", cfg.main, b / mb, b, cls)
-    t_ffn, fmem = _half(ctx, memo, "ffn", cfg.partner, dp * b / mb, dp * b, cls)
-    ep_ffn = cfg.partner.ep > 1
-    bytes_per_token = af_activation_bytes_per_token(m, ctx.instance.precision.activations, ffn_expert_parallel=ep_ffn)
-    nic = min(cfg.main.chips * a_chip.scale_out_bandwidth_bytes_per_s,
-              cfg.partner.chips * f_chip.scale_out_bandwidth_bytes_per_s)
-    comm = af_transfer_s(m, dp * b / mb, nic, lat, ctx.instance.precision.activations, ffn_expert_parallel=ep_ffn)
-    tpot = np.asarray(af_tpot_s(t_attn, t_ffn, comm, mb), dtype=float)
+    att, ffn = cfg.main, cfg.partner
+    a_chip, f_chip = ctx.chips[att.chip], ctx.chips[ffn.chip]
+    mb, dp = cfg.micro_batches, att.dp
+    t_attn, amem = _half(ctx, memo, "attention", att, b / mb, b, cls)
+    ep_ffn = ffn.ep > 1
+    act = ctx.instance.precision.activations
+    bytes_per_token = af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep_ffn)
+    group_nic = att.tp * a_chip.scale_out_bandwidth_bytes_per_s
+    stage_nic = ffn.tp * f_chip.scale_out_bandwidth_bytes_per_s
+    attn_comm = af_transfer_s(m, b / mb, group_nic, lat, act, ffn_expert_parallel=ep_ffn)
+    tpot = fmem = None
+    for streams in af_stream_counts(dp, mb, ffn.pp):
+        tokens = dp * b / streams
+        t_ffn, fmem = _half(ctx, memo, "ffn", ffn, tokens, dp * b, cls)
+        ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, act, ffn_expert_parallel=ep_ffn)
+        pipe = af_pipeline(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
+                           layers=m.layers, pp=ffn.pp)
+        tpot = pipe.tpot_s if tpot is None else np.minimum(tpot, pipe.tpot_s)
+    tpot = np.asarray(tpot, dtype=float)
     cap = dp * b / (cls.output_tokens * tpot)
     ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
     pair = dp * b * bytes_per_token / tpot
@@ -74,10 +95,14 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
 
 def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, memory_batch,
           cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
-    """(step time s, memory per chip bytes) of one half of a replica, kept in ``memo``.
+    """(time through all L layers s, memory per chip bytes) of one half of a replica, kept in ``memo``.
 
-    Generation pairs every attention half with every FFN half at every
-    latency, and each half costs the same in all of its pairings.
+    The FFN half is timed layer by layer on the ``tp`` chips of one stage
+    (``pp = 1`` in the step model): activations go back to the attention side
+    after every layer, so a micro-batch never has more than one stage working
+    on it. Its memory is that of the real ``pp``-stage layout. Generation pairs
+    every attention half with every FFN half at every latency, and each half
+    costs the same in all of its pairings.
     """
     step_batch = np.asarray(step_batch, dtype=float)
     key = (half, part.chip, part.tp, part.ep, part.pp, decode_context_tokens(cls), max_context_tokens(cls),
@@ -90,7 +115,7 @@ def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, mem
                                          **step_prec)
             stage = "decode-attention"
         else:
-            step = decode_ffn_step(chip, m, batch=step_batch, **layout, **step_prec)
+            step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, **step_prec)
             stage = "decode-ffn"
         mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=max_context_tokens(cls),
                                     **layout, **prec)
