@@ -91,8 +91,16 @@ def empty_solution(
 
 
 def _value(var: pulp.LpVariable) -> float:
+    """The solver's value of ``var``, projected onto its bounds (solvers honour bounds only to their
+    feasibility tolerance: a load of −1e-5 req/s is a 0), tiny values flushed to 0."""
     value = var.varValue
-    return 0.0 if value is None or abs(value) < ZERO else float(value)
+    if value is None:
+        return 0.0
+    if var.lowBound is not None:
+        value = max(value, var.lowBound)
+    if var.upBound is not None:
+        value = min(value, var.upBound)
+    return 0.0 if abs(value) < ZERO else float(value)
 
 
 def cancel_cycles(flow: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:

@@ -17,8 +17,10 @@ from placement.bench.generate import build_instance
 from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.loading import parse_instance
-from placement.core.solve import solve
-from solvers import index
+from placement.core.plan import Plan
+from placement.core.solve import assemble_plan
+from placement.core.verify import verify
+from solvers import solve
 from solvers.index import HubTree, Index
 
 
@@ -36,11 +38,8 @@ def af_instance(link_factor: float = 1.0):
 
 
 @pytest.mark.parametrize(("link_factor", "backend"), [(1.0, "highs"), (0.03, "highs"), (0.03, "cbc")])
-def test_hubs_and_pairs_give_the_same_verified_optimum(monkeypatch, link_factor, backend):
-    plans = {}
-    for split in ("pairs", "hubs"):
-        monkeypatch.setattr(index, "PAIR_SPLIT", split)
-        plans[split] = solve(af_instance(link_factor), backend=backend)
+def test_hubs_and_pairs_give_the_same_verified_optimum(link_factor, backend):
+    plans = {split: _solve(af_instance(link_factor), backend, split) for split in ("pairs", "hubs")}
     for plan in plans.values():
         assert plan.status == "optimal" and plan.verified, (plan.status, plan.violations)
         assert {p.stage for p in plan.pools} >= {"decode-attention", "decode-ffn"}  # pairs are placed
@@ -49,13 +48,20 @@ def test_hubs_and_pairs_give_the_same_verified_optimum(monkeypatch, link_factor,
     assert (busiest > 0.9) == (link_factor < 1)  # with thin links the network binds
 
 
-def test_hub_model_has_half_pairs_and_no_pair_variables(monkeypatch):
+def _solve(instance, backend: str, split: str) -> Plan:
+    """The instance's verified plan, its pairs modelled as ``split`` says."""
+    ctx = Context.of(instance)
+    problem, cands = build_problem(ctx)
+    plan = assemble_plan(ctx, problem, cands, solve(problem, backend=backend, pair_split=split))
+    violations = verify(ctx, plan)
+    return plan.model_copy(update={"verified": not violations, "violations": violations})
+
+
+def test_hub_model_has_half_pairs_and_no_pair_variables():
     ctx = Context.of(af_instance())
     problem, _ = build_problem(ctx)
-    monkeypatch.setattr(index, "PAIR_SPLIT", "hubs")
-    hubs = Index.from_problem(problem)
-    monkeypatch.setattr(index, "PAIR_SPLIT", "pairs")
-    pairs = Index.from_problem(problem)
+    hubs = Index.from_problem(problem, pair_split="hubs")
+    pairs = Index.from_problem(problem, pair_split="pairs")
     assert hubs.hub_keys and not hubs.pair_keys
     assert pairs.pair_keys and not pairs.hub_keys
     # Exactly the same sites host each part: the halves allow the same pairs.

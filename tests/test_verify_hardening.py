@@ -52,15 +52,16 @@ def duplicate_site_entries(doc):
 
 
 def h100_config_on_bertha_sites(doc):
-    """``config.main.chip`` h100 on Bertha chips at Bertha prices, replicas cut from 6 to 2."""
+    """``config.main.chip`` h100 on Bertha chips at Bertha prices, replicas cut to a third (at least 1)."""
     b = pool(doc, chip="bertha", stage="decode")
-    assert b["replicas"] == 6
+    n = b["replicas"]
+    k = max(1, n // 3)
     b["config"]["main"].update(chip="h100", site_resource="h100@8")
-    per_replica = b["usd_per_hour"] / 6
-    b.update(replicas=2, chips=2 * b["chips_per_replica"], usd_per_hour=2 * per_replica,
-             power_w=b["power_w"] / 3)
-    b["sites"][0]["replicas"] = 2
-    doc["cost_usd_per_hour"] -= 4 * per_replica
+    per_replica = b["usd_per_hour"] / n
+    b.update(replicas=k, chips=k * b["chips_per_replica"], usd_per_hour=k * per_replica,
+             power_w=b["power_w"] * k / n)
+    b["sites"][0]["replicas"] = k
+    doc["cost_usd_per_hour"] -= (n - k) * per_replica
 
 
 def tp8_charged_one_chip(doc):
