@@ -14,7 +14,7 @@ from collections import defaultdict
 
 from placement.core.context import Context
 from placement.core.plan import Plan
-from placement.core.verify.facts import RTOL, SERVED_RPS, PoolFacts, class_routes, over
+from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
 from placement.modes.ids import StepId
 
 __all__ = ["check_capacity", "check_demand", "check_pairing", "check_routes", "check_slos_and_memory"]
