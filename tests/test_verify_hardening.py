@@ -64,16 +64,22 @@ def h100_config_on_bertha_sites(doc):
     doc["cost_usd_per_hour"] -= (n - k) * per_replica
 
 
+def _multi_chip_pool(doc: dict) -> dict:
+    """The plan's first single-part pool of several chips per replica (a tensor-parallel one)."""
+    return next(p for p in doc["pools"] if p["chips_per_replica"] > 1 and not p["paired_with"])
+
+
 def tp8_charged_one_chip(doc):
-    p = pool(doc, tp=8, stage="decode")
+    """A multi-chip configuration charged for 1 chip per replica."""
+    p = _multi_chip_pool(doc)
     per_chip = p["usd_per_hour"] / p["chips"]
     doc["cost_usd_per_hour"] -= per_chip * (p["chips"] - p["replicas"])
     p.update(chips_per_replica=1, chips=p["replicas"], usd_per_hour=per_chip * p["replicas"])
 
 
 def tp8_config_on_one_chip(doc):
-    """The configuration itself edited: tp=8 on 1 chip (breaks chips = dp·tp·pp)."""
-    p = pool(doc, tp=8, stage="decode")
+    """The configuration itself edited: a tp > 1 layout on 1 chip (breaks chips = dp·tp·pp)."""
+    p = _multi_chip_pool(doc)
     p["config"]["main"]["chips"] = 1
     p.update(chips_per_replica=1, chips=p["replicas"])
 
@@ -104,7 +110,7 @@ def negative_load_on_unused_mode(doc):
 def positive_load_on_unused_mode(doc):
     p = pool(doc, traffic_class="reasoning", stage="prefill")
     p["sites"][0]["load_rps"]["reasoning|pd|prefill"] = 5.0
-    d = pool(doc, traffic_class="chat", stage="decode")
+    d = next(x for x in doc["pools"] if x["traffic_class"] == "chat" and x["stage"] in ("decode", "aggregated"))
     d["sites"][0]["load_rps"]["reasoning|pd|decode"] = 5.0
 
 
@@ -115,7 +121,7 @@ def config_chip_not_in_catalogue(doc):
 
 
 def config_kind_decode_to_decode_af(doc):
-    pool(doc, stage="decode")["config"]["kind"] = "decode-af"
+    next(p for p in doc["pools"] if p["stage"] in ("decode", "aggregated"))["config"]["kind"] = "decode-af"
 
 
 def config_kind_prefill_to_aggregated(doc):
