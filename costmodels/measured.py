@@ -22,18 +22,18 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from topology.records import Record
 
 __all__ = ["MeasuredCapacity", "MeasuredStepTable", "capacities_from_melange"]
 
 _MS_PER_S = 1e3
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class MeasuredStepTable(_Record):
+class MeasuredStepTable(Record):
     """Measured step time by batch size for one chip / stage / layout.
 
     Attributes
@@ -93,7 +93,7 @@ class MeasuredStepTable(_Record):
         return out if out.ndim else float(out)
 
 
-class MeasuredCapacity(_Record):
+class MeasuredCapacity(Record):
     """Measured max requests/s of one replica of ``chips`` chips for one traffic class at its SLO.
 
     Mélange style: replaces the roofline for that chip and class (aggregated

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from topology.chips import BYTES_PER_VALUE, read_records
+from topology.records import Record
 
 __all__ = [
     "BYTES_PER_VALUE",
@@ -37,11 +38,9 @@ __all__ = [
 CATALOG_PATH = Path(__file__).with_name("catalog") / "models.yaml"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Attention(_Record):
+class Attention(Record):
     """Attention block shape.
 
     ``kind="gqa"`` covers MHA (kv_heads = heads), GQA and MQA (kv_heads = 1).
@@ -74,7 +73,7 @@ class Attention(_Record):
         return self
 
 
-class MoE(_Record):
+class MoE(Record):
     """Mixture-of-experts FFN: ``experts`` routed experts of which ``active_experts``
     fire per token, plus ``shared_experts`` that always fire."""
 
@@ -90,7 +89,7 @@ class MoE(_Record):
         return self
 
 
-class ModelSpec(_Record):
+class ModelSpec(Record):
     """A decoder-only transformer.
 
     Attributes

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from topology.records import Record
 
 __all__ = [
     "Column",
@@ -52,11 +54,9 @@ __all__ = [
 Objective = Literal["cost", "power", "units"]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Demand(_Record):
+class Demand(Record):
     """A stream of requests that must be served in full.
 
     With ``single_resource`` all of it is served by columns whose part 0 is of
@@ -69,7 +69,7 @@ class Demand(_Record):
     single_resource: bool = False
 
 
-class Route(_Record):
+class Route(Record):
     """One way to serve a demand: every request sent down it passes each step."""
 
     name: str
@@ -77,7 +77,7 @@ class Route(_Record):
     steps: list[str] = Field(min_length=1, description="step names, unique across all routes")
 
 
-class Transfer(_Record):
+class Transfer(Record):
     """Bytes each request of ``route`` hands from step ``source`` to step ``target``."""
 
     name: str
@@ -87,14 +87,14 @@ class Transfer(_Record):
     bytes_per_request: float = Field(ge=0)
 
 
-class Part(_Record):
+class Part(Record):
     """What one replica of a column occupies of one resource type."""
 
     resource: str
     units: int = Field(ge=1, description="units (chips) per replica")
 
 
-class Column(_Record):
+class Column(Record):
     """A replica type.
 
     ``capacity[q]`` is the request rate of step q one replica serves when it
@@ -117,7 +117,7 @@ class Column(_Record):
         return self
 
 
-class Site(_Record):
+class Site(Record):
     """``domains`` identical scale-up domains of ``units_per_domain`` units of one resource.
 
     Replicas of up to ``units_per_domain`` units pack inside one domain;
@@ -136,7 +136,7 @@ class Site(_Record):
     power_w_per_unit: float = Field(ge=0)
 
 
-class Edge(_Record):
+class Edge(Record):
     """A directed network edge (add both directions for a full-duplex link)."""
 
     source: str
@@ -145,7 +145,7 @@ class Edge(_Record):
     latency_s: float = Field(default=0.0, ge=0)
 
 
-class Problem(_Record):
+class Problem(Record):
     """Everything the MILP needs; see the module docstring for the notation."""
 
     name: str = "placement"

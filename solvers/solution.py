@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from solvers.tolerances import ZERO
+from topology.records import Record
 
 __all__ = [
     "TIMING_FIELDS",
@@ -56,11 +57,9 @@ def clean(value: float) -> float:
     return float(f"{value:.{_DIGITS}g}")
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Placement(_Record):
+class Placement(Record):
     """``replicas`` replicas of ``column`` have their part ``part`` in ``site``."""
 
     column: str
@@ -69,7 +68,7 @@ class Placement(_Record):
     replicas: int = Field(ge=0)
 
 
-class Load(_Record):
+class Load(Record):
     """Requests/s of ``step`` served by replicas of ``column`` whose part 0 is in ``site``."""
 
     column: str
@@ -78,7 +77,7 @@ class Load(_Record):
     rate: float
 
 
-class Flow(_Record):
+class Flow(Record):
     """Bytes/s of ``transfer`` carried on the directed edge ``source`` -> ``target``."""
 
     transfer: str
@@ -87,7 +86,7 @@ class Flow(_Record):
     bytes_per_s: float
 
 
-class Pair(_Record):
+class Pair(Record):
     """Replica pairs of a two-part column: part 0 in ``source_site``, part 1 in ``target_site``."""
 
     column: str
@@ -96,7 +95,7 @@ class Pair(_Record):
     replicas: float
 
 
-class EdgeLoad(_Record):
+class EdgeLoad(Record):
     """Total traffic (transfers and pair traffic) on one directed edge."""
 
     source: str
@@ -105,7 +104,7 @@ class EdgeLoad(_Record):
     capacity_bytes_per_s: float
 
 
-class Solution(_Record):
+class Solution(Record):
     """Result of a solve: status, bounds, model size, timings and the placement.
 
     ``objective`` is the problem's primary objective (cost, power or units)

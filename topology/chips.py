@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from topology.records import Record
 
 __all__ = [
     "ALL_REDUCE_ALGORITHMS",
@@ -50,11 +52,9 @@ CATALOG_PATH = Path(__file__).with_name("catalog") / "chips.yaml"
 R = TypeVar("R", bound=BaseModel)
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class MemoryTier(_Record):
+class MemoryTier(Record):
     """One level of a chip's memory: capacity and achievable peak bandwidth.
 
     The first tier of a chip is its working memory: weights and KV cache of the
@@ -66,7 +66,7 @@ class MemoryTier(_Record):
     bandwidth_bytes_per_s: float = Field(gt=0)
 
 
-class ChipSpec(_Record):
+class ChipSpec(Record):
     """One accelerator type: compute, memory tiers, fabric, power and price.
 
     Attributes

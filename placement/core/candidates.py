@@ -199,7 +199,7 @@ def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Proble
         nodes=sorted(inst.hardware.switches),
         edges=edges,
         objective=objective,
-        power_cap_w=inst.limits.power_kw * 1e3 if inst.limits.power_kw else None,
+        power_cap_w=inst.limits.power_w,
         budget_usd_per_hour=inst.limits.budget_usd_per_hour,
     )
     return problem, cands

@@ -74,20 +74,20 @@ class Context:
         for d in inst.hardware.domains:
             chip = chips[d.chip]
             size = d.chips_per_domain or chip.scale_up_domain_chips
-            uplink = d.uplink_gb_per_s * 1e9 if d.uplink_gb_per_s else size * chip.scale_out_bandwidth_bytes_per_s
+            uplink = d.uplink_bytes_per_s or size * chip.scale_out_bandwidth_bytes_per_s
             price = d.usd_per_hour_per_chip or chip.usd_per_hour
             sites[d.name] = SiteInfo(d, chip, size, uplink, price)
         graph = fleet_graph(
             [
                 {"name": n, "chip": s.chip.name, "chips_per_domain": s.chips_per_domain, "count": s.group.count,
                  "switch": s.group.switch, "uplink_bytes_per_s": s.uplink_bytes_per_s,
-                 "uplink_latency_s": s.group.uplink_latency_us * 1e-6}
+                 "uplink_latency_s": s.group.uplink_latency_s}
                 for n, s in sites.items()
             ],
             switches=inst.hardware.switches,
             links=[
-                {"source": link.source, "target": link.target, "bandwidth_bytes_per_s": link.bandwidth_gb_per_s * 1e9,
-                 "latency_s": link.latency_us * 1e-6}
+                {"source": link.source, "target": link.target, "bandwidth_bytes_per_s": link.bandwidth_bytes_per_s,
+                 "latency_s": link.latency_s}
                 for link in inst.hardware.links
             ],
         )

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from costmodels import md1_max_utilisation
+from topology.records import Record
 
 if TYPE_CHECKING:
     from placement.core.context import Context
@@ -63,11 +64,9 @@ def _registered_kind(kind: str) -> str:
 Kind = Annotated[str, AfterValidator(_registered_kind)]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class PartLayout(_Record):
+class PartLayout(Record):
     """Chips of one type forming one replica (or one half of a paired replica).
 
     ``chips = dp·tp·pp``: ``dp`` independent data-parallel groups of ``tp·pp``
@@ -91,7 +90,7 @@ class PartLayout(_Record):
         return self
 
 
-class PoolConfig(_Record):
+class PoolConfig(Record):
     """What one replica of a pool is; enough to re-evaluate it from the cost models."""
 
     kind: Kind

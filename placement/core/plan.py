@@ -14,12 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import read_document
 from placement.modes import STAGE_OF_KIND, check_stage
+from topology.records import MutableRecord
 
 __all__ = [
     "STAGE_OF_KIND",
@@ -49,11 +50,9 @@ PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
 Stage = Annotated[str, AfterValidator(check_stage)]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
-class PoolSite(_Record):
+class PoolSite(MutableRecord):
     """Replicas of a pool in one domain group, with the load they carry."""
 
     site: str
@@ -62,7 +61,7 @@ class PoolSite(_Record):
     load_rps: dict[str, float] = Field(default_factory=dict, description="route step -> requests/s")
 
 
-class Pool(_Record):
+class Pool(MutableRecord):
     """Identical replicas running one stage (one part of a column)."""
 
     id: str
@@ -93,7 +92,7 @@ class Pool(_Record):
     part: int = 0
 
 
-class ClassPlan(_Record):
+class ClassPlan(MutableRecord):
     name: str
     rate_rps: float
     modes: dict[str, float] = Field(description="mode -> share of the class's requests")
@@ -103,7 +102,7 @@ class ClassPlan(_Record):
     tpot_slo_ms: float
 
 
-class LinkPlan(_Record):
+class LinkPlan(MutableRecord):
     source: str
     target: str
     load_bytes_per_s: float
@@ -111,14 +110,14 @@ class LinkPlan(_Record):
     utilisation: float
 
 
-class FlowPlan(_Record):
+class FlowPlan(MutableRecord):
     transfer: str
     source: str
     target: str
     bytes_per_s: float
 
 
-class PairPlan(_Record):
+class PairPlan(MutableRecord):
     column: str
     source_site: str
     target_site: str
@@ -126,7 +125,7 @@ class PairPlan(_Record):
     latency_us: float
 
 
-class SolverStats(_Record):
+class SolverStats(MutableRecord):
     backend: str
     status: str
     message: str = ""
@@ -141,13 +140,13 @@ class SolverStats(_Record):
     nonzeros: int
 
 
-class CandidateStats(_Record):
+class CandidateStats(MutableRecord):
     generated: int
     feasible: int
     kept: int
 
 
-class Comparison(_Record):
+class Comparison(MutableRecord):
     """The same instance solved with part of it removed (one chip type, or one mode)."""
 
     label: str
@@ -164,7 +163,7 @@ class Comparison(_Record):
     )
 
 
-class Plan(_Record):
+class Plan(MutableRecord):
     """A placement, its predicted performance and cost, and how it was found."""
 
     instance: str

@@ -44,12 +44,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec
 from placement.modes import check_option, options
 from topology.chips import ChipSpec
+from topology.records import Record
 
 __all__ = [
     "MODES",
@@ -75,11 +76,9 @@ PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class TrafficClass(_Record):
+class TrafficClass(Record):
     """A stream of similar requests with its latency promises."""
 
     name: Name
@@ -111,7 +110,7 @@ class TrafficClass(_Record):
         return self.cached_prefix_tokens + self.prompt_tokens + self.output_tokens / 2
 
 
-class Workload(_Record):
+class Workload(Record):
     classes: list[TrafficClass] = Field(min_length=1, max_length=1000)
 
     @field_validator("classes")
@@ -121,7 +120,7 @@ class Workload(_Record):
         return v
 
 
-class Draft(_Record):
+class Draft(Record):
     """A draft model for speculative decoding with per-position acceptance."""
 
     model: str | ModelSpec
@@ -135,7 +134,7 @@ class Draft(_Record):
         return len(self.acceptance)
 
 
-class Precision(_Record):
+class Precision(Record):
     """Weights (and matmuls), KV cache, and the activations the collectives and pools exchange."""
 
     weights: Literal["fp4", "fp8", "bf16"] = "bf16"
@@ -144,7 +143,7 @@ class Precision(_Record):
         default="bf16", description="what engines send between ranks and pools (BF16 even with FP8 weights)")
 
 
-class DomainGroup(_Record):
+class DomainGroup(Record):
     """``count`` identical scale-up domains of one chip type hanging off one switch.
 
     Each domain has an uplink of ``uplink_gb_per_s`` per direction (default:
@@ -160,8 +159,17 @@ class DomainGroup(_Record):
     uplink_latency_us: NonNegFinite = Field(default=2.0, le=1e6)
     usd_per_hour_per_chip: PositiveFinite | None = Field(default=None, le=1e5, description="overrides the chip's price")
 
+    @property
+    def uplink_bytes_per_s(self) -> float | None:
+        """The stated uplink per direction in bytes/s (None: chips × the chip's scale-out bandwidth)."""
+        return None if self.uplink_gb_per_s is None else self.uplink_gb_per_s * 1e9
 
-class Link(_Record):
+    @property
+    def uplink_latency_s(self) -> float:
+        return self.uplink_latency_us * 1e-6
+
+
+class Link(Record):
     """A full-duplex scale-out link between two switches; bandwidth per direction."""
 
     source: Name
@@ -169,8 +177,16 @@ class Link(_Record):
     bandwidth_gb_per_s: PositiveFinite = Field(le=1e7)
     latency_us: NonNegFinite = Field(default=1.0, le=1e6)
 
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.bandwidth_gb_per_s * 1e9
 
-class Hardware(_Record):
+    @property
+    def latency_s(self) -> float:
+        return self.latency_us * 1e-6
+
+
+class Hardware(Record):
     chips: list[ChipSpec] = Field(default_factory=list, description="chip records beyond the catalogue")
     domains: list[DomainGroup] = Field(min_length=1, max_length=1000)
     switches: list[Name] = Field(default_factory=list, max_length=10_000)
@@ -183,12 +199,17 @@ class Hardware(_Record):
         return v
 
 
-class Limits(_Record):
+class Limits(Record):
     power_kw: PositiveFinite | None = Field(default=None, le=1e7)
     budget_usd_per_hour: PositiveFinite | None = Field(default=None, le=1e9)
 
+    @property
+    def power_w(self) -> float | None:
+        """The power cap in watts (None: no cap)."""
+        return None if self.power_kw is None else self.power_kw * 1e3
 
-class MeasuredStepTime(_Record):
+
+class MeasuredStepTime(Record):
     """Measured decode step time by batch for a chip and layout; replaces the roofline
     decode step (interpolated piecewise-linearly within the measured batches)."""
 
@@ -207,7 +228,7 @@ class MeasuredStepTime(_Record):
         return self
 
 
-class Instance(_Record):
+class Instance(Record):
     """A placement question: model, traffic, fleet, allowed modes, objective, limits."""
 
     name: Name

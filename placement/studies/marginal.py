@@ -42,11 +42,12 @@ import csv
 import io
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from placement.core.errors import InputError, VerificationError
 from placement.studies.sweep import Job, solve_job
 from placement.studies.whatif import instance_document, set_path
+from topology.records import MutableRecord
 
 __all__ = ["METHOD", "MarginalResult", "MarginalRow", "marginal", "variants"]
 
@@ -63,10 +64,9 @@ def _gbps(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
-class MarginalRow(BaseModel):
+class MarginalRow(MutableRecord):
     """One variant of the fleet and its optimum."""
 
-    model_config = ConfigDict(extra="forbid")
 
     kind: str = Field(description="domain+1 | domain-1 | uplink | link")
     target: str = Field(description="domain group, or link SRC/DST")
@@ -84,8 +84,7 @@ class MarginalRow(BaseModel):
     message: str = ""
 
 
-class MarginalResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class MarginalResult(MutableRecord):
 
     instance: str
     method: str

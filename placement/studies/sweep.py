@@ -23,7 +23,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from placement.core.errors import InputError
 from placement.modes import labels
@@ -34,6 +34,7 @@ from placement.studies.whatif import (
     parse_assignment,
     price_warnings,
 )
+from topology.records import MutableRecord
 
 __all__ = [
     "MODE_LABELS",
@@ -54,8 +55,7 @@ MODE_LABELS = labels()
 # results (shared with placement.studies.pareto)
 
 
-class AxisInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AxisInfo(MutableRecord):
 
     label: str
     paths: list[str]
@@ -63,10 +63,9 @@ class AxisInfo(BaseModel):
     log: bool
 
 
-class Point(BaseModel):
+class Point(MutableRecord):
     """One solve of a sweep: the values set, the series, and what the plan says."""
 
-    model_config = ConfigDict(extra="forbid")
 
     index: int = Field(description="position of the values in the sweep grid")
     series: str = Field(description="'heterogeneous' (the instance) or a variant beside it")
@@ -100,10 +99,9 @@ class Point(BaseModel):
         return self.status in ("optimal", "feasible", "time_limit") and self.verified
 
 
-class SweepResult(BaseModel):
+class SweepResult(MutableRecord):
     """Every point of a sweep (or Pareto sweep), in grid order then series order."""
 
-    model_config = ConfigDict(extra="forbid")
 
     command: str
     instance: str

@@ -164,7 +164,7 @@ def check_limits(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
     cost = sum(f.usd_per_hour for f in facts)
     power = sum(f.power_w for f in facts)
     v = []
-    if limits.power_kw is not None and over(power, limits.power_kw * 1e3):
+    if limits.power_w is not None and over(power, limits.power_w):
         v.append(f"power {power / 1e3:.6g} kW exceeds the limit of {limits.power_kw} kW")
     if limits.budget_usd_per_hour is not None and over(cost, limits.budget_usd_per_hour):
         v.append(f"cost ${cost:.6g}/h exceeds the budget of ${limits.budget_usd_per_hour}/h")
