@@ -117,8 +117,8 @@ def solve(
         from placement.core.output import write_atomic
 
         write_atomic(json_path, plan.model_dump_json(indent=2))
-    if not quiet:
-        print_plan(out, plan)
+    if not quiet:  # with --json - the plan owns standard output; the table goes to standard error
+        print_plan(err if str(json_path) == "-" else out, plan)
     code = _plan_exit(plan)
     if code:
         err.print(f"[red]{plan.status}[/red]: {escape(plan.message or '')}", highlight=False, soft_wrap=True)

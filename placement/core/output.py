@@ -1,5 +1,11 @@
 """Writing outputs atomically, so no reader ever sees a half-written file.
 
+``-`` means standard output. A target that exists and is not a regular file
+(a device such as ``/dev/null``, a pipe, ``/dev/stdout``, a ``/proc`` link) is
+written in place — renaming a file over it would replace the device or link
+itself. A symbolic link to a regular file keeps its link: the file it points to
+is replaced.
+
 Examples
 --------
 >>> import tempfile, pathlib
@@ -13,12 +19,16 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
 from placement.core.errors import InputError
 
-__all__ = ["check_writable", "write_atomic", "write_bytes_atomic"]
+__all__ = ["STDOUT", "check_writable", "write_atomic", "write_bytes_atomic"]
+
+#: The output path that means standard output.
+STDOUT = "-"
 
 
 def _read_umask() -> int:
@@ -33,7 +43,11 @@ _NEW_FILE_MODE = 0o666 & ~_read_umask()
 
 def check_writable(path: str | Path) -> None:
     """Fail early (before a long solve) if ``path`` cannot be written: missing folder, a folder itself."""
+    if str(path) == STDOUT:
+        return
     p = Path(path)
+    if _special(p):
+        return
     if p.parent and not p.parent.is_dir():
         what = "does not exist" if not p.parent.exists() else "is not a folder"
         raise InputError(f"folder {p.parent} {what}", file=str(p))
@@ -41,9 +55,43 @@ def check_writable(path: str | Path) -> None:
         raise InputError("is a directory; expected a file path", file=str(p))
 
 
+def _special(p: Path) -> bool:
+    """Whether ``p`` exists (following links) and is neither a regular file nor a folder."""
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_in_place(p: Path, data: bytes) -> None:
+    try:
+        with open(p, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise InputError(f"cannot write here: {e.strerror or e}", file=str(p)) from None
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, then rename over ``path``."""
+    """Write to a temporary file in the same folder, then rename over ``path``.
+
+    ``-`` writes to standard output; a device, pipe or other special file is
+    written in place; a link to a regular file has its target replaced.
+    """
+    if str(path) == STDOUT:
+        out = getattr(sys.stdout, "buffer", None)
+        if out is None:
+            sys.stdout.write(data.decode("utf-8"))
+        else:
+            out.write(data)
+        sys.stdout.flush()
+        return
     p = Path(path)
+    if _special(p):
+        _write_in_place(p, data)
+        return
+    if p.is_symlink():
+        p = Path(os.path.realpath(p))
     if p.parent and not p.parent.exists():
         raise InputError(f"folder {p.parent} does not exist", file=str(p))
     if p.is_dir():
