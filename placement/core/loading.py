@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,25 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                         None, None, f"duplicate key {key!r}; each key may appear once in a mapping",
                         key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2 core-schema scalars: PyYAML resolves YAML 1.1, where ``1:30`` is the
+# integer 90 (base 60), ``yes``/``on`` are booleans and ``1_000`` is a number.
+# Here only true/false are booleans and numbers are written plainly; anything
+# else stays a string, which the schema then refuses where it wants a number.
+_CORE_RESOLVERS = {
+    "tag:yaml.org,2002:bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    "tag:yaml.org,2002:int": (re.compile(r"^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+)$"), "-+0123456789"),
+    "tag:yaml.org,2002:float": (
+        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+        "-+.0123456789"),
+}
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in _CORE_RESOLVERS]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+for _tag, (_rx, _first) in _CORE_RESOLVERS.items():
+    _UniqueKeyLoader.add_implicit_resolver(_tag, _rx, list(_first))
 
 
 class _DuplicateJSONKey(ValueError):

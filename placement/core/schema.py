@@ -42,9 +42,9 @@ Examples
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec
@@ -72,8 +72,19 @@ MODES = options()
 #: An entry of ``modes``: the option of a registered serving mode.
 Mode = Annotated[str, AfterValidator(check_option)]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=64)]
-PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def _not_a_bool(value: Any) -> Any:
+    """``true``/``false`` are not numbers (pydantic would read them as 1 and 0)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got the boolean {str(value).lower()}")  # noqa: TRY004 - pydantic turns only ValueError into a validation error
+    return value
+
+
+PositiveFinite = Annotated[float, BeforeValidator(_not_a_bool), Field(gt=0, allow_inf_nan=False)]
+NonNegFinite = Annotated[float, BeforeValidator(_not_a_bool), Field(ge=0, allow_inf_nan=False)]
+#: A whole number that is not a boolean.
+Whole = Annotated[int, BeforeValidator(_not_a_bool)]
 
 
 
@@ -83,9 +94,9 @@ class TrafficClass(Record):
 
     name: Name
     rate_rps: PositiveFinite = Field(le=1e7, description="requests/s")
-    prompt_tokens: int = Field(ge=1, le=10_000_000, description="new prompt tokens to prefill")
-    cached_prefix_tokens: int = Field(default=0, ge=0, le=10_000_000, description="prefix already in KV cache")
-    output_tokens: int = Field(ge=1, le=1_000_000)
+    prompt_tokens: Whole = Field(ge=1, le=10_000_000, description="new prompt tokens to prefill")
+    cached_prefix_tokens: Whole = Field(default=0, ge=0, le=10_000_000, description="prefix already in KV cache")
+    output_tokens: Whole = Field(ge=1, le=1_000_000)
     ttft_ms: PositiveFinite = Field(ge=0.01, le=1e8, description="time to first token, milliseconds")
     tpot_ms: PositiveFinite = Field(ge=0.01, le=1e6, description="time per output token, milliseconds")
     prefix_cached_on_decode: bool = Field(
@@ -152,8 +163,8 @@ class DomainGroup(Record):
 
     name: Name
     chip: str
-    chips_per_domain: int | None = Field(default=None, ge=1, le=100_000)
-    count: int = Field(ge=1, le=1_000_000)
+    chips_per_domain: Whole | None = Field(default=None, ge=1, le=100_000)
+    count: Whole = Field(ge=1, le=1_000_000)
     switch: Name | None = None
     uplink_gb_per_s: PositiveFinite | None = Field(default=None, le=1e7)
     uplink_latency_us: NonNegFinite = Field(default=2.0, le=1e6)
