@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels.models import ModelSpec
-from topology.chips import ChipSpec
+from topology.chips import SOURCED_FIELDS, ChipSpec
 
 __all__ = [
     "all_chips",
@@ -34,23 +34,11 @@ __all__ = [
     "swa_model",
 ]
 
-_SOURCED = (
-    "flops_per_s",
-    "memory",
-    "scale_up_domain_chips",
-    "scale_up_bandwidth_bytes_per_s",
-    "scale_out_bandwidth_bytes_per_s",
-    "power_w",
-    "usd_per_hour",
-    "compute_efficiency",
-    "memory_efficiency",
-    "step_overhead_s",
-)
 
 
 def make_chip(**fields: Any) -> ChipSpec:
     """A ChipSpec with every sourced field attributed to the example record."""
-    fields.setdefault("sources", {f: "example record" for f in _SOURCED})
+    fields.setdefault("sources", {f: "example record" for f in SOURCED_FIELDS})
     fields.setdefault("price_basis", "example record")
     return ChipSpec.model_validate(fields)
 

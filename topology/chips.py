@@ -28,6 +28,7 @@ __all__ = [
     "ALL_REDUCE_ALGORITHMS",
     "BYTES_PER_VALUE",
     "PRECISIONS",
+    "SOURCED_FIELDS",
     "ChipSpec",
     "MemoryTier",
     "Precision",
@@ -115,7 +116,7 @@ class ChipSpec(Record):
 
     @model_validator(mode="after")
     def _every_number_has_a_source(self) -> ChipSpec:
-        missing = [f for f in _SOURCED_FIELDS if f not in self.sources]
+        missing = [f for f in SOURCED_FIELDS if f not in self.sources]
         if self.all_reduce_algorithms and "all_reduce_algorithms" not in self.sources:
             missing.append("all_reduce_algorithms")
         if missing:
@@ -170,7 +171,8 @@ class ChipSpec(Record):
         return self.flops(precision) / self.memory_bandwidth_bytes_per_s
 
 
-_SOURCED_FIELDS = (
+#: Fields a catalogue chip must cite a source for.
+SOURCED_FIELDS = (
     "flops_per_s",
     "memory",
     "scale_up_domain_chips",

@@ -15,7 +15,7 @@ from collections import defaultdict
 from placement.core.context import Context
 from placement.core.plan import Plan
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
-from placement.modes.ids import StepId
+from placement.modes.ids import RouteId, StepId
 
 __all__ = ["check_capacity", "check_demand", "check_pairing", "check_routes", "check_slos_and_memory"]
 
@@ -72,7 +72,7 @@ def check_demand(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
 def check_routes(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
     """Loads only on steps the pool's configuration serves, of modes its class uses (partners carry none)."""
     v: list[str] = []
-    used = {(cp.name, mode) for cp in plan.classes for mode, share in cp.modes.items() if share > 0}
+    used = {RouteId(cp.name, mode) for cp in plan.classes for mode, share in cp.modes.items() if share > 0}
     for f in facts:
         for s in f.pool.sites:
             for step, rate in s.load_rps.items():
@@ -81,7 +81,7 @@ def check_routes(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
                 elif step not in f.steps:
                     v.append(f"pool {f.pool.id} at {s.site}: load on {step!r}, a step its {f.pool.config.kind} "
                              f"configuration does not serve (it serves {', '.join(f.steps) or 'none'})")
-                elif rate > SERVED_RPS and (StepId.parse(step).traffic_class, StepId.parse(step).mode) not in used:
+                elif rate > SERVED_RPS and StepId.parse(step).route not in used:
                     v.append(f"pool {f.pool.id} at {s.site}: {rate:.6g} req/s on {step}, a mode its class "
                              f"does not use")
     return v
