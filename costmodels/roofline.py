@@ -82,6 +82,7 @@ from costmodels.arithmetic import (
     weight_bytes_touched,
 )
 from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, step_comm_s
+from costmodels.efficiency import compute_time_s, memory_time_s, overhead_time_s
 from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
@@ -227,11 +228,11 @@ def forward_cost(
     total_bytes = weights + kv_traffic
 
     busy = n_mb * tp_a
-    compute_s = flops / (busy * chip.flops(precision) * chip.compute_efficiency)
-    memory_s = total_bytes / (busy * chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)
+    compute_s = compute_time_s(chip, precision, flops, busy, tokens_mb)
+    memory_s = memory_time_s(chip, total_bytes, busy)
     comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a,
                                     activation_precision=activation_precision))
-    overhead_s = np.full(np.shape(compute_s), chip.step_overhead_s)
+    overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers), np.shape(compute_s))
     time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
     shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
 

@@ -27,6 +27,7 @@ from topology.records import Record
 __all__ = [
     "ALL_REDUCE_ALGORITHMS",
     "BYTES_PER_VALUE",
+    "OPERATING_POINT_FIELDS",
     "PRECISIONS",
     "SOURCED_FIELDS",
     "ChipSpec",
@@ -86,7 +87,16 @@ class ChipSpec(Record):
     compute_efficiency, memory_efficiency
         Achievable fractions of peak FLOP/s and of working-tier bandwidth.
     step_overhead_s
-        Fixed time added to every forward step (launches, scheduling, sync).
+        Fixed framework time added to every forward step (scheduling, sampling, sync).
+    memory_half_bytes, compute_half_tokens, layer_overhead_s
+        Operating-point terms (:mod:`costmodels.efficiency`): bytes per chip per
+        step at which achieved bandwidth is half of ``BW·η_m``; GEMM rows
+        (tokens per micro-batch) at which compute is half of ``F·η_c``; kernel
+        launch time per layer. 0 = the flat model. A non-zero value needs a source.
+    calibration, heldout_tpot_error
+        ``calibrated`` when the efficiency fields were fitted to public
+        measurements (``benchmarks/CALIBRATION.md``), else ``uncalibrated``;
+        the median absolute held-out TPOT error of that fit (fraction).
     all_reduce_algorithms
         All-reduce algorithms the fabrics offer beyond the ring
         (:data:`ALL_REDUCE_ALGORITHMS`); a non-empty list needs a source.
@@ -109,6 +119,11 @@ class ChipSpec(Record):
     compute_efficiency: float = Field(gt=0, le=1)
     memory_efficiency: float = Field(gt=0, le=1)
     step_overhead_s: float = Field(ge=0)
+    memory_half_bytes: float = Field(default=0.0, ge=0)
+    compute_half_tokens: float = Field(default=0.0, ge=0)
+    layer_overhead_s: float = Field(default=0.0, ge=0)
+    calibration: Literal["calibrated", "uncalibrated"] = "uncalibrated"
+    heldout_tpot_error: float | None = Field(default=None, ge=0)
     all_reduce_algorithms: list[AllReduceAlgorithm] = Field(
         default_factory=list, description="all-reduce algorithms the fabrics offer beyond the ring")
     sources: dict[str, str] = Field(description="field name -> public source of its value")
@@ -119,6 +134,9 @@ class ChipSpec(Record):
         missing = [f for f in SOURCED_FIELDS if f not in self.sources]
         if self.all_reduce_algorithms and "all_reduce_algorithms" not in self.sources:
             missing.append("all_reduce_algorithms")
+        missing += [f for f in OPERATING_POINT_FIELDS if getattr(self, f) and f not in self.sources]
+        if self.calibration == "calibrated" and "calibration" not in self.sources:
+            missing.append("calibration")
         if missing:
             raise ValueError(f"chip {self.name!r}: no source given for {', '.join(missing)}")
         unknown = [f for f in self.estimates if f not in type(self).model_fields]
@@ -184,6 +202,10 @@ SOURCED_FIELDS = (
     "memory_efficiency",
     "step_overhead_s",
 )
+
+
+#: Operating-point fields (costmodels.efficiency): a non-zero value needs a source.
+OPERATING_POINT_FIELDS = ("memory_half_bytes", "compute_half_tokens", "layer_overhead_s")
 
 
 def read_records(path: str | Path, section: str, record_type: type[R]) -> dict[str, R]:

@@ -1,0 +1,153 @@
+"""Operating-point efficiency: what fraction of peak a step really reaches.
+
+A single memory efficiency and a single per-step overhead per chip cannot fit
+both a batch-1 decode (a few MB read per layer: kernels never reach streaming
+bandwidth) and a batch-256 decode (long streaming reads, near peak). Three
+operating-point effects are priced here, each from a chip field that defaults
+to the flat model (so a chip without them behaves as before):
+
+Memory
+    Achieved bandwidth saturates with the bytes one chip moves in the step,
+    ``x`` (weights + KV per chip)::
+
+        BW_eff(x) = BW · η_m · x / (x + x_half)
+        t_mem     = x / BW_eff(x) = (x + x_half) / (BW · η_m)
+
+    i.e. the curve is exactly a fixed memory latency ``x_half / (BW·η_m)``
+    added to the streaming time (``x_half`` = ``chip.memory_half_bytes``).
+Compute
+    GEMM efficiency grows with the M dimension, the tokens one micro-batch
+    pushes through every weight matrix (tensor parallelism slices N and K,
+    not M)::
+
+        η_c(t) = η_c · t / (t + t_half),   t_comp = FLOPs / (F · η_c(t))
+
+    (``t_half`` = ``chip.compute_half_tokens``).
+Overhead
+    A per-step framework cost (scheduling, sampling, host sync:
+    ``chip.step_overhead_s``) separate from a per-layer kernel-launch cost
+    (``chip.layer_overhead_s``, paid once per layer a token passes)::
+
+        t_over = τ + L · τ_layer
+
+All functions broadcast over numpy arrays and, with the flat defaults
+(``x_half = t_half = τ_layer = 0``), reproduce the flat roofline bit for bit.
+
+Examples
+--------
+>>> from costmodels.examples import h100
+>>> chip = h100().model_copy(update={"memory_half_bytes": 1e9})
+>>> bw = achieved_memory_bandwidth_bytes_per_s(chip, [1e9, 9e9])
+>>> (bw / (chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)).round(2).tolist()
+[0.5, 0.9]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costmodels.arithmetic import ArrayLike
+from topology.chips import ChipSpec
+
+__all__ = [
+    "achieved_compute_flops_per_s",
+    "achieved_memory_bandwidth_bytes_per_s",
+    "compute_time_s",
+    "memory_time_s",
+    "overhead_time_s",
+]
+
+
+def achieved_memory_bandwidth_bytes_per_s(chip: ChipSpec, bytes_per_chip: ArrayLike) -> np.ndarray:
+    """Working-tier bandwidth one chip reaches when a step moves ``bytes_per_chip``.
+
+    ``BW · η_m · x / (x + x_half)``; ``x_half = 0`` gives the flat ``BW · η_m``.
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100
+    >>> float(achieved_memory_bandwidth_bytes_per_s(h100(), 1e9)) == 3.35e12 * h100().memory_efficiency
+    True
+    """
+    x = np.asarray(bytes_per_chip, dtype=float)
+    peak = chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency
+    if chip.memory_half_bytes == 0:
+        return np.full(np.shape(x), peak)
+    return peak * x / (x + chip.memory_half_bytes)
+
+
+def achieved_compute_flops_per_s(chip: ChipSpec, precision: str, tokens: ArrayLike) -> np.ndarray:
+    """FLOP/s one chip reaches on GEMMs with ``tokens`` rows (the M dimension).
+
+    ``F · η_c · t / (t + t_half)``; ``t_half = 0`` gives the flat ``F · η_c``.
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100
+    >>> chip = h100().model_copy(update={"compute_half_tokens": 64.0})
+    >>> r = achieved_compute_flops_per_s(chip, "bf16", [64, 576]) / (989.4e12 * chip.compute_efficiency)
+    >>> r.round(2).tolist()
+    [0.5, 0.9]
+    """
+    t = np.asarray(tokens, dtype=float)
+    peak = chip.flops(precision) * chip.compute_efficiency
+    if chip.compute_half_tokens == 0:
+        return np.full(np.shape(t), peak)
+    return peak * t / (t + chip.compute_half_tokens)
+
+
+def memory_time_s(chip: ChipSpec, total_bytes: ArrayLike, busy_chips: ArrayLike) -> np.ndarray:
+    """Time for ``busy_chips`` chips to move ``total_bytes`` (spread evenly) in one step.
+
+    ``(total + busy·x_half) / (busy · BW · η_m)`` — the saturating-bandwidth
+    curve written without a division by the bytes (safe at zero bytes).
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100
+    >>> chip = h100().model_copy(update={"memory_efficiency": 1.0, "memory_half_bytes": 3.35e9})
+    >>> float(memory_time_s(chip, 2 * 3.35e9, 2)) * 1e3
+    2.0
+    """
+    b = np.asarray(total_bytes, dtype=float)
+    g = np.asarray(busy_chips, dtype=float)
+    if chip.memory_half_bytes:
+        b = b + g * chip.memory_half_bytes
+    return b / (g * chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)
+
+
+def compute_time_s(chip: ChipSpec, precision: str, flops: ArrayLike, busy_chips: ArrayLike,
+                   tokens: ArrayLike) -> np.ndarray:
+    """Time for ``busy_chips`` chips to execute ``flops`` on GEMMs of ``tokens`` rows.
+
+    ``FLOPs / (busy · F · η_c) · (1 + t_half / t)``.
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100
+    >>> chip = h100().model_copy(update={"compute_efficiency": 1.0, "compute_half_tokens": 8.0})
+    >>> float(compute_time_s(chip, "bf16", 989.4e12, 1, [8.0]).round(6)[0])
+    2.0
+    """
+    f = np.asarray(flops, dtype=float)
+    g = np.asarray(busy_chips, dtype=float)
+    t = f / (g * chip.flops(precision) * chip.compute_efficiency)
+    if chip.compute_half_tokens:
+        t = t * (1.0 + chip.compute_half_tokens / np.maximum(np.asarray(tokens, dtype=float), 1e-9))
+    return t
+
+
+def overhead_time_s(chip: ChipSpec, layers: ArrayLike) -> np.ndarray:
+    """Fixed time of one step that passes ``layers`` layers: ``τ + L · τ_layer``.
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100
+    >>> chip = h100().model_copy(update={"step_overhead_s": 1e-3, "layer_overhead_s": 10e-6})
+    >>> round(float(overhead_time_s(chip, 80)) * 1e3, 3)
+    1.8
+    """
+    n = np.asarray(layers, dtype=float)
+    if chip.layer_overhead_s:
+        return chip.step_overhead_s + n * chip.layer_overhead_s
+    return np.full(np.shape(n), chip.step_overhead_s)

@@ -1,0 +1,96 @@
+"""The operating-point efficiency model (costmodels.efficiency) and its use in the roofline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from costmodels import decode_step, prefill_step
+from costmodels.efficiency import (
+    achieved_compute_flops_per_s,
+    achieved_memory_bandwidth_bytes_per_s,
+    compute_time_s,
+    memory_time_s,
+    overhead_time_s,
+)
+from costmodels.examples import h100, llama_70b
+from topology.chips import OPERATING_POINT_FIELDS, ChipSpec
+
+
+def _flat():
+    return h100().model_copy(update={f: 0.0 for f in OPERATING_POINT_FIELDS})
+
+
+def _with(**kw):
+    return _flat().model_copy(update=kw)
+
+
+def test_flat_defaults_reproduce_the_flat_roofline_exactly():
+    chip = _flat()
+    flops, busy, total = np.array([1e12, 3e15]), np.array([1.0, 8.0]), np.array([1e9, 7e10])
+    ref_c = flops / (busy * chip.flops("bf16") * chip.compute_efficiency)
+    ref_m = total / (busy * chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)
+    assert np.array_equal(compute_time_s(chip, "bf16", flops, busy, [1.0, 512.0]), ref_c)
+    assert np.array_equal(memory_time_s(chip, total, busy), ref_m)
+    assert float(overhead_time_s(chip, 80)) == chip.step_overhead_s
+
+
+def test_bandwidth_saturates_with_bytes_per_chip():
+    chip = _with(memory_half_bytes=4e8)
+    x = np.geomspace(1e6, 1e11, 50)
+    bw = achieved_memory_bandwidth_bytes_per_s(chip, x)
+    peak = chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency
+    assert np.all(np.diff(bw) > 0) and bw[-1] < peak and bw[-1] > 0.99 * peak
+    assert achieved_memory_bandwidth_bytes_per_s(chip, 4e8) == pytest.approx(peak / 2)
+    # the curve is a fixed latency x½ / (BW·η_m) on top of the streaming time
+    t = memory_time_s(chip, x, 1.0)
+    np.testing.assert_allclose(t, x / bw, rtol=1e-12)
+    np.testing.assert_allclose(t - x / peak, 4e8 / peak, rtol=1e-9)
+
+
+def test_compute_efficiency_grows_with_gemm_rows():
+    chip = _with(compute_half_tokens=128.0)
+    t = np.array([1.0, 128.0, 4096.0])
+    f = achieved_compute_flops_per_s(chip, "bf16", t) / (chip.flops("bf16") * chip.compute_efficiency)
+    np.testing.assert_allclose(f, t / (t + 128.0))
+    assert f[1] == pytest.approx(0.5)
+
+
+def test_layer_launch_cost_scales_with_layers():
+    chip = _with(step_overhead_s=1e-3, layer_overhead_s=20e-6)
+    np.testing.assert_allclose(overhead_time_s(chip, np.array([32, 80])), [1.64e-3, 2.6e-3])
+
+
+def test_roofline_uses_the_operating_point():
+    flat, model = _flat(), llama_70b()
+    half = 1e9
+    st0 = decode_step(flat, model, batch=[1, 64], context=1024, tp=8)
+    st1 = decode_step(_with(memory_half_bytes=half), model, batch=[1, 64], context=1024, tp=8)
+    extra = half / (flat.memory_bandwidth_bytes_per_s * flat.memory_efficiency)
+    np.testing.assert_allclose(st1.memory_s - st0.memory_s, extra, rtol=1e-9)
+    st2 = decode_step(_with(layer_overhead_s=10e-6), model, batch=[1, 64], context=1024, tp=8)
+    np.testing.assert_allclose(st2.overhead_s - st0.overhead_s, model.layers * 10e-6, rtol=1e-9)
+    # GEMM rows: a prefill of 8 tokens is slowed by (1 + t½/8), one of 8,192 barely
+    p0 = prefill_step(flat, model, prompt=np.array([8.0, 8192.0]), tp=8)
+    p1 = prefill_step(_with(compute_half_tokens=64.0), model, prompt=np.array([8.0, 8192.0]), tp=8)
+    np.testing.assert_allclose(np.asarray(p1.compute_s) / np.asarray(p0.compute_s), [1 + 64 / 8, 1 + 64 / 8192])
+
+
+def test_broadcast_shapes_hold():
+    chip = _with(memory_half_bytes=1e8, compute_half_tokens=32.0, layer_overhead_s=5e-6)
+    st = decode_step(chip, llama_70b(), batch=np.ones((3, 1)) * [1, 8, 64, 256], context=np.full((3, 1), 2048.0),
+                     tp=np.array([[1], [2], [8]]))
+    assert np.shape(st.time_s) == (3, 4) and np.shape(st.overhead_s) == (3, 4)
+    assert np.all(np.isfinite(st.time_s))
+
+
+def test_nonzero_operating_point_fields_need_a_source():
+    rec = h100().model_dump()
+    rec["sources"] = {k: v for k, v in rec["sources"].items() if k not in OPERATING_POINT_FIELDS}
+    ChipSpec.model_validate({**rec, **{f: 0.0 for f in OPERATING_POINT_FIELDS}})
+    with pytest.raises(ValueError, match="layer_overhead_s"):
+        ChipSpec.model_validate({**rec, **{f: 0.0 for f in OPERATING_POINT_FIELDS}, "layer_overhead_s": 1e-6})
+    with pytest.raises(ValueError, match="calibration"):
+        ChipSpec.model_validate({**rec, "sources": {k: v for k, v in rec["sources"].items()
+                                                      if k != "calibration"},
+                                 **{f: 0.0 for f in OPERATING_POINT_FIELDS}, "calibration": "calibrated"})
