@@ -59,15 +59,25 @@ from costmodels.measured_rows import (
     read_measured_csv,
 )
 from costmodels.models import ModelSpec, load_model_catalog
-from costmodels.roofline import decode_attention_step, decode_ffn_step, decode_step, prefill_step
+from costmodels.roofline import (
+    aggregated_step,
+    attention_core_flops,
+    forward_cost,
+    kv_bytes_per_sequence,
+    prefill_step,
+)
 from topology.chips import ChipSpec, load_chip_catalog
 
 __all__ = [
     "EFFICIENCY_BOUNDS",
+    "FACTOR_BOUNDS",
+    "GPU_FACTORS",
     "KERNEL_REFERENCE",
     "OVERHEAD_BOUNDS_S",
     "PER_MODEL_WEIGHTS",
     "PRIOR_WEIGHT",
+    "PUBLIC_FIT_PLAN",
+    "SRAM_REFERENCE",
     "TTFT_WEIGHT",
     "CalibrationResult",
     "ChipFit",
@@ -76,7 +86,9 @@ __all__ = [
     "abs_pct_error",
     "calibrate",
     "chip_with",
+    "coordinate_search",
     "fit_chip",
+    "heldout_predictions",
     "predict",
     "predict_rows",
 ]
@@ -95,11 +107,16 @@ OVERHEAD_BOUNDS_S = (0.0, 20e-3)
 # ---- predictions ---------------------------------------------------------------
 
 
-def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float) -> ChipSpec:
-    """A copy of ``chip`` with the three calibrated factors replaced."""
+def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float,
+              memory_half_bytes: float = 0.0, compute_half_tokens: float = 0.0,
+              layer_overhead_s: float = 0.0) -> ChipSpec:
+    """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced."""
     return chip.model_copy(update={"compute_efficiency": float(compute_efficiency),
                                    "memory_efficiency": float(memory_efficiency),
-                                   "step_overhead_s": float(step_overhead_s)})
+                                   "step_overhead_s": float(step_overhead_s),
+                                   "memory_half_bytes": float(memory_half_bytes),
+                                   "compute_half_tokens": float(compute_half_tokens),
+                                   "layer_overhead_s": float(layer_overhead_s)})
 
 
 def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
@@ -112,31 +129,49 @@ def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
 
 @dataclass
 class _RowCosts:
-    """Per-row step costs on one chip, split so that η and τ can be re-applied.
+    """Per-row step costs on one chip, split so that the factors can be re-applied.
 
-    TPOT = Σ_k max(tpot_compute[k], tpot_memory[k]) + tpot_comm + τ (k = 0: the
-    whole decode step, or the attention step of a DP-attention row; k = 1: its
-    FFN step, zero otherwise). TTFT = ttft_scale · (max(ttft_compute,
-    ttft_memory) + ttft_comm + τ), ``nan`` on rows that are not TTFT-eligible.
+    TPOT = Σ_k max(compute[k], memory[k]) + comm + overhead (k = 0: the whole
+    aggregated step, or the attention step of a DP-attention row; k = 1: its
+    FFN step; ``parts[k]`` marks which exist). ``tokens[k]`` is the GEMM row
+    count (tokens per micro-batch) the compute efficiency depends on, ``layers``
+    the layer passes paid a launch cost. TTFT = ttft_scale · (one prefill step),
+    ``nan`` on rows that are not TTFT-eligible.
     """
 
     tpot_compute: np.ndarray  # (2, N) s
     tpot_memory: np.ndarray  # (2, N) s
+    tpot_tokens: np.ndarray  # (2, N)
+    tpot_parts: np.ndarray  # (2, N) 1.0 where the step exists
     tpot_comm: np.ndarray  # (N,) s
+    tpot_layers: np.ndarray  # (N,)
     tpot_s: np.ndarray  # (N,) s, as the roofline returns it on this chip
     ttft_compute: np.ndarray  # (N,) s
     ttft_memory: np.ndarray  # (N,) s
+    ttft_tokens: np.ndarray  # (N,)
     ttft_comm: np.ndarray  # (N,) s
+    ttft_layers: np.ndarray  # (N,)
     ttft_scale: np.ndarray  # (N,) the FIFO-wave factor (b + 1)/2
     ttft_s: np.ndarray  # (N,) s
+
+
+def _chunked_part(chip: ChipSpec, model: ModelSpec, part: str, batch, context, chunk, chunk_ctx, tp, ep, precision,
+                  kv_precision):
+    """One aggregated step of ``part`` (attention or FFN): ``batch`` decode tokens + a ``chunk`` of prompt."""
+    attn = batch * np.asarray(attention_core_flops(model, new_tokens=1, context=context, decode=True)) + np.asarray(
+        attention_core_flops(model, new_tokens=chunk, context=chunk_ctx, decode=False))
+    kv = batch * np.asarray(kv_bytes_per_sequence(model, kv_precision, context)) + np.where(
+        chunk > 0, np.asarray(kv_bytes_per_sequence(model, kv_precision, chunk_ctx + chunk)), 0.0)
+    return forward_cost(chip, model, part=part, sequences=batch + (chunk > 0), tokens=batch + chunk,
+                        attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, precision=precision)
 
 
 def _row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow]) -> _RowCosts:
     """Price every row on ``chip`` (vectorised: one roofline call per group)."""
     n = len(rows)
-    c, mem = np.zeros((2, n)), np.zeros((2, n))
-    comm, tpot = np.zeros(n), np.zeros(n)
-    pc, pm, pcomm, pscale, ttft = (np.full(n, np.nan) for _ in range(5))
+    c, mem, tok, parts = np.zeros((2, n)), np.zeros((2, n)), np.ones((2, n)), np.zeros((2, n))
+    comm, layers, tpot = np.zeros(n), np.zeros(n), np.zeros(n)
+    pc, pm, ptok, pcomm, player, pscale, ttft = (np.full(n, np.nan) for _ in range(7))
     for (model_name, precision, kv_prec, layout), idx in _group_indices(rows).items():
         model = models[model_name]
         rs = [rows[i] for i in idx]
@@ -145,34 +180,43 @@ def _row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRo
             return np.array([getattr(m, attr) for m in rs], dtype=float)
 
         batch, context, tp, pp, ep = col("batch"), col("context"), col("tp"), col("pp"), col("ep")
+        chunk = col("prefill_tokens_per_step")
+        isl = np.array([m.row.isl for m in rs], dtype=float)
         if layout == "tp":
-            st = decode_step(chip, model, batch=batch, context=context, tp=tp, pp=pp, ep=ep,
-                             precision=precision, kv_precision=kv_prec)
+            st = aggregated_step(chip, model, batch=batch, context=context, chunk_tokens=chunk,
+                                 chunk_context=np.maximum(isl - chunk, 0.0) / 2.0, tp=tp, pp=pp, ep=ep,
+                                 precision=precision, kv_precision=kv_prec)
             c[0, idx], mem[0, idx], comm[idx] = st.compute_s, st.memory_s, st.comm_s
+            n_mb = np.minimum(pp, np.maximum(batch + (chunk > 0), 1.0))
+            tok[0, idx], parts[0, idx], layers[idx] = (batch + chunk) / n_mb, 1.0, model.layers
             tpot[idx] = st.time_s
         else:
-            att = decode_attention_step(chip, model, batch=batch / col("attn_dp"), context=context,
-                                        tp=col("attn_tp"), precision=precision, kv_precision=kv_prec)
-            ffn = decode_ffn_step(chip, model, batch=batch, tp=tp, ep=ep, precision=precision)
+            dp = col("attn_dp")
+            att = _chunked_part(chip, model, "attention", batch / dp, context, chunk / dp,
+                                np.maximum(isl - chunk / dp, 0.0) / 2.0, col("attn_tp"), 1, precision, kv_prec)
+            ffn = forward_cost(chip, model, part="ffn", sequences=batch + (chunk > 0), tokens=batch + chunk,
+                               attention_flops=0.0, kv_bytes=0.0, tp=tp, ep=ep, precision=precision)
             a2a = np.zeros(len(idx))
             if model.moe is not None:
                 a2a = model.n_moe_layers * np.asarray(ep_alltoall_s(
-                    chip, batch, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE, ep))
-            c[0, idx], mem[0, idx] = att.compute_s, att.memory_s
-            c[1, idx], mem[1, idx] = ffn.compute_s, ffn.memory_s
+                    chip, batch + chunk, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE,
+                    ep))
+            c[0, idx], mem[0, idx], tok[0, idx] = att.compute_s, att.memory_s, (batch + chunk) / dp
+            c[1, idx], mem[1, idx], tok[1, idx] = ffn.compute_s, ffn.memory_s, batch + chunk
+            parts[:, idx], layers[idx] = 1.0, 2 * model.layers
             comm[idx] = np.asarray(att.comm_s) + np.asarray(ffn.comm_s) + a2a
-            # attention and FFN run back to back on the same chips: one step overhead
+            # attention and FFN run back to back on the same chips: one framework overhead
             tpot[idx] = np.asarray(att.time_s) + np.asarray(ffn.time_s) - chip.step_overhead_s + a2a
         elig = np.array([m.ttft_eligible for m in rs])
         if elig.any():
             e = idx[elig]
-            isl = np.array([m.row.isl for m in rs], dtype=float)
             pf = prefill_step(chip, model, prompt=isl[elig], batch=1, tp=tp[elig], pp=pp[elig], ep=ep[elig],
                               precision=precision, kv_precision=kv_prec)
             pc[e], pm[e], pcomm[e] = pf.compute_s, pf.memory_s, pf.comm_s
+            ptok[e], player[e] = isl[elig], model.layers
             pscale[e] = (batch[elig] + 1.0) / 2.0
             ttft[e] = pscale[e] * np.asarray(pf.time_s)
-    return _RowCosts(c, mem, comm, tpot, pc, pm, pcomm, pscale, ttft)
+    return _RowCosts(c, mem, tok, parts, comm, layers, tpot, pc, pm, ptok, pcomm, player, pscale, ttft)
 
 
 def predict_rows(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec] | None = None
@@ -203,33 +247,74 @@ def abs_pct_error(pred, meas) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FitFactors:
-    """The three calibrated chip factors."""
+    """The calibrated chip factors (:mod:`costmodels.efficiency` explains the last three)."""
 
     compute_efficiency: float
     memory_efficiency: float
     step_overhead_s: float
+    memory_half_bytes: float = 0.0
+    compute_half_tokens: float = 0.0
+    layer_overhead_s: float = 0.0
 
 
 #: Uncalibrated kernel-level factors, the fit's starting point: H100 Vidur profiles
 #: (large GEMMs 69-76 % of peak, memory-bound GEMMs 80-92 % of HBM bandwidth) and a
-#: 2 ms per-step framework overhead (1.5-10 ms measured).
+#: 2 ms per-step framework overhead (1.5-10 ms measured); flat operating-point terms.
 KERNEL_REFERENCE = FitFactors(compute_efficiency=0.70, memory_efficiency=0.86, step_overhead_s=2.0e-3)
+
+#: Search range of every factor: (low, high). Efficiencies are fractions, τ and τ_layer
+#: seconds, x_half bytes per chip per step, t_half tokens.
+FACTOR_BOUNDS: dict[str, tuple[float, float]] = {
+    "compute_efficiency": EFFICIENCY_BOUNDS,
+    "memory_efficiency": EFFICIENCY_BOUNDS,
+    "step_overhead_s": OVERHEAD_BOUNDS_S,
+    "memory_half_bytes": (0.0, 20e9),
+    "compute_half_tokens": (0.0, 2048.0),
+    "layer_overhead_s": (0.0, 200e-6),
+}
+#: Factors fitted on measured GPU serving rows (all six).
+GPU_FACTORS: tuple[str, ...] = tuple(FACTOR_BOUNDS)
+#: Coordinate descent: rounds, grid points per factor and per round.
+_ROUNDS, _POINTS = 10, 41
 
 
 @dataclass
 class _Terms:
-    """Unit-chip decomposition: pred = scale·(Σ_k max(c_k/η_c, m_k/η_m) + comm + τ)."""
+    """Unit-chip decomposition of one metric (η = 1, flat operating point, no overhead)::
+
+        pred = scale·(Σ_k max(c_k·(1 + t_half/t_k)/η_c, (m_k + x_half/BW)/η_m)·part_k
+                      + comm + τ + layers·τ_layer)
+    """
 
     compute: np.ndarray  # (K, N) seconds at η_c = 1
     memory: np.ndarray  # (K, N) seconds at η_m = 1
+    tokens: np.ndarray  # (K, N) GEMM rows
+    parts: np.ndarray  # (K, N) 1 where the step exists
     comm: np.ndarray  # (N,)
+    layers: np.ndarray  # (N,)
     scale: np.ndarray  # (N,)
     measured: np.ndarray  # (N,) seconds
     weight: np.ndarray  # (N,) sums to 1
+    bandwidth_bytes_per_s: float
 
-    def predict(self, ce: float, me: float, tau: float) -> np.ndarray:
-        base = np.maximum(self.compute / ce, self.memory / me).sum(axis=0) + self.comm + tau
-        return self.scale * base
+    def predict_many(self, f: dict[str, np.ndarray]) -> np.ndarray:
+        """Predictions for G factor sets at once: every value of ``f`` has shape (G,); returns (G, N)."""
+        g = {k: np.asarray(v, dtype=float)[:, None, None] for k, v in f.items()}
+        comp = self.compute[None] / g["compute_efficiency"] * (
+            1.0 + g["compute_half_tokens"] / np.maximum(self.tokens[None], 1e-9))
+        mem = (self.memory[None] + g["memory_half_bytes"] / self.bandwidth_bytes_per_s) / g["memory_efficiency"]
+        base = (np.maximum(comp, mem) * self.parts[None]).sum(axis=1)
+        over = g["step_overhead_s"][:, :, 0] + self.layers[None] * g["layer_overhead_s"][:, :, 0]
+        return self.scale[None] * (base + self.comm[None] + over)
+
+    def predict(self, f: FitFactors) -> np.ndarray:
+        return self.predict_many({k: np.array([v]) for k, v in asdict(f).items()})[0]
+
+    def losses(self, f: dict[str, np.ndarray]) -> np.ndarray:
+        """Weighted mean |ln(pred/meas)| for G factor sets: shape (G,)."""
+        if self.measured.size == 0:
+            return np.zeros(len(next(iter(f.values()))))
+        return np.abs(np.log(self.predict_many(f)) - np.log(self.measured)[None]) @ self.weight
 
 
 def _weights(names: np.ndarray, per_model: bool) -> np.ndarray:
@@ -244,86 +329,62 @@ def _weights(names: np.ndarray, per_model: bool) -> np.ndarray:
 
 def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow],
                  per_model: bool) -> tuple[_Terms, _Terms]:
-    """Price the rows once on a unit chip (η = 1, τ = 0): TPOT and TTFT terms."""
+    """Price the rows once on a unit chip (η = 1, τ = 0, flat): TPOT and TTFT terms."""
     rc = _row_costs(chip_with(chip, 1.0, 1.0, 0.0), models, rows)
     names = np.array([m.model for m in rows])
-    tpot = _Terms(rc.tpot_compute, rc.tpot_memory, rc.tpot_comm, np.ones(len(rows)),
-                  np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model))
+    bw = chip.memory_bandwidth_bytes_per_s
+    tpot = _Terms(rc.tpot_compute, rc.tpot_memory, rc.tpot_tokens, rc.tpot_parts, rc.tpot_comm, rc.tpot_layers,
+                  np.ones(len(rows)), np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model), bw)
     e = ~np.isnan(rc.ttft_scale)
-    ttft = _Terms(rc.ttft_compute[e][None, :], rc.ttft_memory[e][None, :], rc.ttft_comm[e], rc.ttft_scale[e],
-                  np.array([m.row.ttft_ms for m in rows])[e] / 1e3, _weights(names[e], per_model))
+    ttft = _Terms(rc.ttft_compute[e][None, :], rc.ttft_memory[e][None, :], rc.ttft_tokens[e][None, :],
+                  np.ones((1, int(e.sum()))), rc.ttft_comm[e], rc.ttft_layers[e], rc.ttft_scale[e],
+                  np.array([m.row.ttft_ms for m in rows])[e] / 1e3, _weights(names[e], per_model), bw)
     return tpot, ttft
 
 
-def _grid_losses(terms: _Terms, ce: np.ndarray, me: np.ndarray, taus: np.ndarray) -> np.ndarray:
-    """Weighted mean |ln(pred/meas)| for every (ce, me, tau) on the grid: shape (len(ce), len(me), len(taus))."""
-    out = np.zeros((len(ce), len(me), len(taus)))
-    if terms.measured.size == 0:
-        return out
-    lnm = np.log(terms.measured)
-    mem = terms.memory[None, :, :] / me[:, None, None]  # (M, K, N)
-    for a, c in enumerate(ce):
-        base = np.maximum(terms.compute[None, :, :] / c, mem).sum(axis=1) + terms.comm  # (M, N)
-        for t, tau in enumerate(taus):
-            out[a, :, t] = np.abs(np.log(terms.scale * (base + tau)) - lnm) @ terms.weight
-    return out
-
-
-def _objective_grid(tpot: _Terms, ttft: _Terms, ce, me, taus, prior: FitFactors, ttft_weight, prior_weight):
-    loss = _grid_losses(tpot, ce, me, taus) + ttft_weight * _grid_losses(ttft, ce, me, taus)
-    reg = ((np.log(ce / prior.compute_efficiency) ** 2)[:, None, None]
-           + (np.log(me / prior.memory_efficiency) ** 2)[None, :, None])
+def _objective_many(tpot: _Terms, ttft: _Terms, f: dict[str, np.ndarray], prior: FitFactors, ttft_weight: float,
+                    prior_weight: float) -> np.ndarray:
+    loss = tpot.losses(f) + ttft_weight * ttft.losses(f)
+    reg = (np.log(f["compute_efficiency"] / prior.compute_efficiency) ** 2
+           + np.log(f["memory_efficiency"] / prior.memory_efficiency) ** 2)
     return loss + prior_weight * reg
 
 
-def _axis(center: float, half: float, step: float, lo: float, hi: float) -> np.ndarray:
-    a = center + step * np.arange(-round(half / step), round(half / step) + 1)
-    return np.unique(np.round(np.clip(a, lo, hi), 9))
-
-
-#: Coarse-to-fine search: (half-width, step) for the efficiencies and for τ (s).
-_SEARCH_STAGES = ((None, 0.05, None, 0.5e-3), (0.05, 0.01, 0.5e-3, 0.1e-3), (0.01, 0.002, 0.1e-3, 0.02e-3))
-
-
-def _search(objective, prior: FitFactors) -> FitFactors:
-    """Coarse-to-fine grid minimum of ``objective(ce, me, taus) -> (C, M, T)``; ties → first."""
-    lo, hi = EFFICIENCY_BOUNDS
-    tlo, thi = OVERHEAD_BOUNDS_S
-    best = None
-    for half_e, step_e, half_t, step_t in _SEARCH_STAGES:
-        if best is None:
-            ce = me = _axis(hi, hi - lo, step_e, lo, hi)
-            taus = _axis(tlo, thi - tlo, step_t, tlo, thi)
-        else:
-            ce = _axis(best[0], half_e, step_e, lo, hi)
-            me = _axis(best[1], half_e, step_e, lo, hi)
-            taus = _axis(best[2], half_t, step_t, tlo, thi)
-        obj = objective(ce, me, taus)
-        a, b, t = np.unravel_index(int(np.argmin(obj)), obj.shape)
-        best = (float(ce[a]), float(me[b]), float(taus[t]))
-    f = FitFactors(*best)
-    if objective(*(np.array([v]) for v in asdict(prior).values()))[0, 0, 0] <= objective(
-            *(np.array([v]) for v in asdict(f).values()))[0, 0, 0]:
-        return prior
-    return f
-
-
-def _fit(tpot: _Terms, ttft: _Terms, prior: FitFactors, ttft_weight: float, prior_weight: float) -> FitFactors:
-    """Two stages. (1) η_m, τ (and η_c) on TPOT alone: decode is memory-bound
-    in almost every row, so TPOT sets η_m and τ and leaves η_c at its prior.
-    (2) η_c on TPOT + w·TTFT with η_m and τ held: the prefill side sets η_c, and
-    the cruder TTFT model (queueing) cannot drag the decode factors."""
-    f1 = _search(lambda ce, me, taus: _objective_grid(tpot, ttft, ce, me, taus, prior, 0.0, prior_weight), prior)
-    lo, hi = EFFICIENCY_BOUNDS
-    ce = _axis(hi, hi - lo, 0.001, lo, hi)
-    obj = _objective_grid(tpot, ttft, ce, np.array([f1.memory_efficiency]), np.array([f1.step_overhead_s]),
-                          prior, ttft_weight, prior_weight)[:, 0, 0]
-    return FitFactors(float(ce[int(np.argmin(obj))]), f1.memory_efficiency, f1.step_overhead_s)
-
-
 def _objective(tpot: _Terms, ttft: _Terms, f: FitFactors, prior: FitFactors, ttft_weight, prior_weight) -> float:
-    return float(_objective_grid(tpot, ttft, np.array([f.compute_efficiency]), np.array([f.memory_efficiency]),
-                                 np.array([f.step_overhead_s]), prior, ttft_weight, prior_weight)[0, 0, 0])
+    return float(_objective_many(tpot, ttft, {k: np.array([v]) for k, v in asdict(f).items()}, prior, ttft_weight,
+                                 prior_weight)[0])
+
+
+def coordinate_search(objective, start: FitFactors, names: tuple[str, ...]) -> FitFactors:
+    """Minimise ``objective(dict of (G,) arrays) -> (G,)`` over the factors ``names``.
+
+    Coordinate descent on 1-D grids of :data:`_POINTS` points: round ``r``
+    searches each factor over its :data:`FACTOR_BOUNDS` range narrowed to a
+    window of half-width ``range / 2^r`` around the current value. No
+    randomness; ties resolve to the first grid point, so it is deterministic.
+    Never returns a point worse than ``start``.
+
+    Examples
+    --------
+    >>> f = coordinate_search(lambda g: (g["step_overhead_s"] - 3e-3) ** 2,
+    ...                       KERNEL_REFERENCE, ("step_overhead_s",))
+    >>> round(f.step_overhead_s * 1e3, 3)
+    3.0
+    """
+    cur = asdict(start)
+    for r in range(_ROUNDS):
+        for name in names:
+            lo, hi = FACTOR_BOUNDS[name]
+            half = (hi - lo) / 2 ** r
+            axis = np.unique(np.clip(np.linspace(cur[name] - half, cur[name] + half, _POINTS), lo, hi))
+            axis = axis[axis > 0] if name in ("compute_efficiency", "memory_efficiency") else axis
+            trial = {k: np.full(axis.size, v) for k, v in cur.items()}
+            trial[name] = axis
+            obj = objective(trial)
+            best = int(np.argmin(obj))
+            if obj[best] < objective({k: np.array([v]) for k, v in cur.items()})[0]:
+                cur[name] = float(axis[best])
+    return FitFactors(**cur)
 
 
 @dataclass(frozen=True)
@@ -397,14 +458,14 @@ def _group_errors(system: str, rows: list[MappedRow], pred: dict[str, np.ndarray
 def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec] | None = None, *,
              system: str | None = None, ttft_weight: float = TTFT_WEIGHT,
              prior_weight: float = PRIOR_WEIGHT, per_model: bool = PER_MODEL_WEIGHTS,
-             reference: FitFactors | None = None) -> ChipFit:
-    """Fit η_c, η_m and τ of ``chip`` on ``rows`` (all mapped to that chip).
+             reference: FitFactors | None = None, factors: tuple[str, ...] = GPU_FACTORS) -> ChipFit:
+    """Fit the ``factors`` of ``chip`` (default: all six of :class:`FitFactors`) on ``rows``.
 
     The fit starts from, and is reported against, ``reference`` (default
     :data:`KERNEL_REFERENCE`, the uncalibrated kernel-level factors) — not the
     catalogue's values, which for calibrated chips are this fit's own output.
-    The reference is kept as the result when no grid point beats it, so the
-    fitted objective is never above the reference one.
+    The search never returns a point worse than the reference, so the fitted
+    objective is never above the reference one.
     """
     models = load_model_catalog() if models is None else models
     if not rows:
@@ -412,20 +473,57 @@ def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec]
     if any(m.chip != chip.name for m in rows):
         raise ValueError(f"rows for another chip than {chip.name!r}")
     default = KERNEL_REFERENCE if reference is None else reference
-    chip = chip_with(chip, default.compute_efficiency, default.memory_efficiency, default.step_overhead_s)
+    chip = chip_with(chip, **asdict(default))
     tpot_terms, ttft_terms = _build_terms(chip, models, rows, per_model)
-    fitted = _fit(tpot_terms, ttft_terms, default, ttft_weight, prior_weight)
+
+    def objective(f):
+        return _objective_many(tpot_terms, ttft_terms, f, default, ttft_weight, prior_weight)
+
+    fitted = coordinate_search(objective, default, factors)
     obj_d = _objective(tpot_terms, ttft_terms, default, default, ttft_weight, prior_weight)
     obj_f = _objective(tpot_terms, ttft_terms, fitted, default, ttft_weight, prior_weight)
-    if obj_f > obj_d:
-        fitted, obj_f = default, obj_d
-    fitted_chip = chip_with(chip, fitted.compute_efficiency, fitted.memory_efficiency, fitted.step_overhead_s)
+    fitted_chip = chip_with(chip, **asdict(fitted))
     pred = {"tpot_measured": tpot_terms.measured, "ttft_measured": np.array([m.row.ttft_ms for m in rows]) / 1e3}
     pred["tpot_default"], pred["ttft_default"] = predict_rows(chip, rows, models)
     pred["tpot_fitted"], pred["ttft_fitted"] = predict_rows(fitted_chip, rows, models)
     name = system or rows[0].row.system
     return ChipFit(name, chip.name, default, fitted, obj_d, obj_f, len(rows), int(ttft_terms.measured.size),
                    _group_errors(name, rows, pred), pred, list(rows))
+
+
+#: Starting point of the SRAM-chip fits: the catalogue's estimates before calibration
+#: (GPU GEMM efficiency, streaming SRAM reads, 0.1 ms compiler-scheduled step).
+SRAM_REFERENCE = FitFactors(compute_efficiency=0.70, memory_efficiency=0.90, step_overhead_s=1.0e-4)
+#: What the public measurements of each non-aiconfigurator chip can determine, and where the fit starts.
+#: SRAM chips: only the fixed costs (their memory and compute time is a few % of a step); MI300X (one
+#: model, a batch sweep): the efficiencies and the fixed step cost, not a per-layer split.
+PUBLIC_FIT_PLAN: dict[str, tuple[tuple[str, ...], FitFactors]] = {
+    "wse3": (("step_overhead_s", "layer_overhead_s"), SRAM_REFERENCE),
+    "groq-lpu-v1": (("step_overhead_s", "layer_overhead_s"), SRAM_REFERENCE),
+    "mi300x": (("compute_efficiency", "memory_efficiency", "step_overhead_s", "compute_half_tokens"),
+               KERNEL_REFERENCE),
+}
+
+
+def heldout_predictions(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec], key, **fit_kw
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Leave one group out: predict each group's rows from a fit on the other groups.
+
+    ``key(row)`` names a row's group (its source, its model). Returns held-out
+    (TPOT, TTFT) arrays in seconds, ``nan`` for rows whose group is the only
+    one (nothing left to fit on) and TTFT ``nan`` where not eligible.
+    ``fit_kw`` goes to :func:`fit_chip`.
+    """
+    groups = np.array([key(m) for m in rows])
+    tpot, ttft = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for g in sorted(set(groups)):
+        test = np.flatnonzero(groups == g)
+        train = [rows[i] for i in np.flatnonzero(groups != g)]
+        if not train:
+            continue
+        f = fit_chip(chip, train, models, **fit_kw).fitted
+        tpot[test], ttft[test] = predict_rows(chip_with(chip, **asdict(f)), [rows[i] for i in test], models)
+    return tpot, ttft
 
 
 @dataclass

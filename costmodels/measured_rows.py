@@ -46,8 +46,17 @@ Layout
     ``decode_attention_step + decode_ffn_step − τ`` (run back to back on the
     same chips, one step overhead) plus the EP all-to-all when ``moe_ep > 1``.
 TPOT
-    ``decode_step(chip, model, batch=b, context=isl + osl/2, tp, pp, ep,
-    precision, kv_precision).time_s`` (the mean context over the decode).
+    Aggregated serving: every decode step also carries a share of the other
+    sequences' prompts (chunked prefill). A closed loop re-prefills each of
+    the replica's ``b`` sequences once per ``osl`` steps, so one request's
+    decode steps carry ``r = (b − 1)·isl/osl`` prompt tokens each on average
+    (:attr:`MappedRow.prefill_tokens_per_step`)::
+
+        TPOT = aggregated_step(chip, model, batch=b, context=isl + osl/2,
+                               chunk_tokens=r, chunk_context=max(isl − r, 0)/2,
+                               tp, pp, ep, precision, kv_precision).time_s
+
+    (``r = 0`` at ``b = 1``: a pure decode step at the mean context).
 TTFT
     Measured TTFT at concurrency includes waiting for other prompts: a
     closed-loop benchmark with fixed ISL/OSL sends the ``b`` requests of a
@@ -93,6 +102,7 @@ __all__ = [
     "MAX_ATTENTION_TP",
     "MODEL_ALIASES",
     "PRECISIONS",
+    "PUBLIC_DATA_PATH",
     "SATURATED_TTFT_MS",
     "SYSTEM_CHIPS",
     "TTFT_MAX_SEQUENCES",
@@ -104,10 +114,14 @@ __all__ = [
     "map_row",
     "map_rows",
     "read_measured_csv",
+    "read_public_csv",
 ]
 
 #: The copy of the measured data shipped with the repository.
 DEFAULT_DATA_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "measured_aggregated_serving.csv"
+
+#: Public measurements of chips the aiconfigurator database does not cover (SRAM chips, AMD).
+PUBLIC_DATA_PATH = DEFAULT_DATA_PATH.with_name("public_measurements.csv")
 
 #: Measured system name → catalogue chip. Systems not listed are skipped.
 SYSTEM_CHIPS: dict[str, str] = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "gb200": "gb200"}
@@ -238,6 +252,16 @@ class MappedRow:
     context: float
     ttft_eligible: bool
 
+    @property
+    def prefill_tokens_per_step(self) -> float:
+        """Prompt tokens of the other sequences interleaved into each decode step.
+
+        In a closed loop every sequence of the replica is re-prefilled once per
+        ``osl`` decode steps, so the steps one request decodes through carry the
+        other ``b − 1`` prompts: ``(b − 1)·isl/osl`` tokens per step on average.
+        """
+        return max(self.batch - 1.0, 0.0) * self.row.isl / max(self.row.osl, 1)
+
 
 def _weights_and_kv_fit(chip: ChipSpec, model: ModelSpec, m: MappedRow) -> bool:
     kv_seq = float(kv_bytes_per_sequence(model, m.kv_precision, m.context))
@@ -329,3 +353,38 @@ def map_rows(rows: list[MeasuredRow], chips: dict[str, ChipSpec] | None = None,
         else:
             kept.append(m)
     return kept, skipped
+
+
+def read_public_csv(path: str | Path = PUBLIC_DATA_PATH, models: dict[str, ModelSpec] | None = None
+                    ) -> list[MappedRow]:
+    """Read ``benchmarks/data/public_measurements.csv`` as mapped rows.
+
+    Each row already names the catalogue chip and model and the layout (see
+    the file's header); ``backend`` carries the source id, ``system`` the chip.
+    Rows are single replicas (``gpus = tp·pp``, ``ep = 1``). Their TTFT is
+    kept but never compared: a published API TTFT includes the network round
+    trip and the provider's queue, which are not chip properties.
+
+    Examples
+    --------
+    >>> rows = read_public_csv()
+    >>> sorted({m.chip for m in rows})
+    ['groq-lpu-v1', 'mi300x', 'wse3']
+    """
+    models = load_model_catalog() if models is None else models
+    with open(path, newline="") as f:
+        lines = [ln for ln in f if not ln.startswith("#")]
+    out = []
+    for i, r in enumerate(csv.DictReader(lines), start=1):
+        if r["model"] not in models:
+            raise ValueError(f"{path}: row {i}: model {r['model']!r} is not in the model catalogue")
+        tp, pp, batch = int(r["tp"]), int(r["pp"]), float(r["batch"])
+        isl, osl = int(r["isl"]), int(r["osl"])
+        ttft = float(r["ttft_ms"]) if r["ttft_ms"].strip() else float("nan")
+        row = MeasuredRow(model=r["model"], system=r["chip"], backend=r["source"], precision=r["precision"],
+                          isl=isl, osl=osl, tp=tp, pp=pp, adp=None, moe_tp=None, moe_ep=None, gpus=tp * pp,
+                          conc=int(batch), ttft_ms=ttft, tpot_ms=float(r["tpot_ms"]))
+        out.append(MappedRow(row, r["chip"], r["model"], r["precision"], r["kv_precision"], "tp", tp=tp, pp=pp,
+                             ep=1, attn_tp=tp, attn_dp=1, batch=batch, context=isl + osl / 2.0,
+                             ttft_eligible=False))
+    return out
