@@ -170,7 +170,10 @@ def optimal_batch_closed_form(chip: ChipSpec, model: ModelSpec, precision: str =
         B* = ridge · (b_w / 2) · N_total / N_active
 
     (ridge × sparsity at BF16, b_w = 2). ``use_efficiencies`` uses the
-    achievable ridge F·η_c/(BW·η_m), as :func:`optimal_decode_batch` does.
+    achievable ridge F·η_c/(BW·η_m), as :func:`optimal_decode_batch` does,
+    and the chip's operating point (:mod:`costmodels.efficiency`): the step
+    moves ``x½`` more bytes and its GEMMs run as if ``t½`` rows longer, so
+    ``B* = ridge_eff · (N_total·b_w + x½) / (2·N_active) − t½`` (one chip).
     Assumes every expert is touched at B* and no KV traffic.
 
     Examples
@@ -182,6 +185,9 @@ def optimal_batch_closed_form(chip: ChipSpec, model: ModelSpec, precision: str =
     ridge = chip.ridge_flop_per_byte(precision)
     if use_efficiencies:
         ridge *= chip.compute_efficiency / chip.memory_efficiency
+        if chip.memory_half_bytes or chip.compute_half_tokens:
+            weight_bytes = model.total_params * BYTES_PER_VALUE[precision] + chip.memory_half_bytes
+            return float(ridge * weight_bytes / FLOPS_PER_MAC / model.active_params - chip.compute_half_tokens)
     return float(ridge * BYTES_PER_VALUE[precision] / FLOPS_PER_MAC * model.total_params / model.active_params)
 
 
