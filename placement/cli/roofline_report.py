@@ -294,6 +294,13 @@ def _ridge_text(ridge: float | None) -> str:
     return "–" if ridge is None else f"{ridge:.0f}"
 
 
+def _heldout_text(error: float | None, status: str) -> str:
+    """Median held-out |TPOT error| (benchmarks/CALIBRATION.md), or why there is none."""
+    if error is not None:
+        return f"{error * 100:.0f} %"
+    return "in-sample only" if status == "calibrated" else "–"
+
+
 def catalog_rows(kind: str) -> list[dict[str, Any]]:
     """The catalogue as JSON-ready rows: records plus derived figures."""
     _check_choice(kind, _CATALOG_KINDS, "kind", "catalogue")
@@ -322,7 +329,7 @@ def catalog(
     if kind == "chips":
         t = Table(title="chips")
         for col in ("name", "kind", "BF16 / FP8 / FP4 TFLOP/s", "memory GB", "TB/s", "ridge", "domain",
-                    "scale-up GB/s", "$/h", "W"):
+                    "scale-up GB/s", "$/h", "W", "calibration", "held-out TPOT"):
             t.add_column(col, justify="left" if col in ("name", "kind") else "right")
         for r in rows:
             f = r["flops_per_s"]
@@ -331,7 +338,8 @@ def catalog(
             t.add_row(r["name"], r["kind"], tf, f"{mem['capacity_bytes'] / _GB:,.1f}",
                       f"{mem['bandwidth_bytes_per_s'] / _TERA:,.2f}", _ridge_text(r["ridge_flop_per_byte_bf16"]),
                       str(r["scale_up_domain_chips"]), f"{r['scale_up_bandwidth_bytes_per_s'] / _GB:,.0f}",
-                      f"{r['usd_per_hour']:.2f}", f"{r['power_w']:,.0f}")
+                      f"{r['usd_per_hour']:.2f}", f"{r['power_w']:,.0f}", r["calibration"],
+                      _heldout_text(r["heldout_tpot_error"], r["calibration"]))
     else:
         t = Table(title="models")
         for col in ("name", "layers", "hidden", "attention", "params B", "active B", "KV B/token (bf16)", "experts"):
