@@ -15,7 +15,7 @@ from solvers.tolerances import INTEGRALITY, ZERO
 if TYPE_CHECKING:
     from solvers.milp import Variables
 
-__all__ = ["cancel_cycles", "empty_solution", "model_stats", "to_solution"]
+__all__ = ["cancel_cycles", "empty_solution", "model_stats", "rebalance_forest", "to_solution"]
 
 
 def model_stats(m: pulp.LpProblem, v: Variables | None = None) -> dict[str, int]:
@@ -132,6 +132,64 @@ def cancel_cycles(flow: dict[tuple[str, str], float]) -> dict[tuple[str, str], f
                 del flow[e]
 
 
+def rebalance_forest(flow: dict[tuple[str, str], float], supply: dict[str, float]) -> dict[tuple[str, str], float]:
+    """``flow`` (edge -> amount > 0, circulation-free) re-derived exactly from the nodes' net ``supply``.
+
+    On a forest (no undirected cycle in the edges carrying flow) each edge carries
+    exactly what the nodes beyond it supply, so the amounts follow from the
+    supplies by peeling leaves. Solvers report values to ~8 significant digits;
+    when they return a large circulation (cancelled by :func:`cancel_cycles`) the
+    rest of the flow keeps the rounding of the large amounts, which can break
+    conservation at 1e-5 of the traffic; this restores it. ``flow`` is returned
+    unchanged if its support is not a forest, or if a re-derived amount is not
+    positive or differs by more than 1e-4 of the largest amount (then the two
+    are not roundings of each other).
+
+    Examples
+    --------
+    >>> rebalance_forest({("a", "s"): 0.20004358, ("s", "b"): 0.20004}, {"a": 0.20004358, "b": -0.20004358})
+    {('a', 's'): 0.20004358, ('s', 'b'): 0.20004358}
+    """
+    if not flow:
+        return flow
+    adj: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for e in flow:
+        adj[e[0]].append(e)
+        adj[e[1]].append(e)
+    parent = {x: x for x in adj}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for u, w in flow:
+        ru, rw = root(u), root(w)
+        if ru == rw:
+            return flow  # an undirected cycle: amounts do not follow from the supplies alone
+        parent[ru] = rw
+    rest = {x: supply.get(x, 0.0) for x in adj}
+    left = {x: set(es) for x, es in adj.items()}
+    out: dict[tuple[str, str], float] = {}
+    leaves = sorted(x for x, es in left.items() if len(es) == 1)
+    while leaves:
+        x = leaves.pop()
+        if len(left[x]) != 1:
+            continue
+        e = left[x].pop()
+        y = e[1] if e[0] == x else e[0]
+        out[e] = rest[x] if e[0] == x else -rest[x]
+        rest[y] += rest[x]
+        left[y].discard(e)
+        if len(left[y]) == 1:
+            leaves.append(y)
+    top = max(flow.values())
+    if len(out) != len(flow) or any(a <= 0 or abs(a - flow[e]) > 1e-4 * top for e, a in out.items()):
+        return flow
+    return {e: out[e] for e in flow}
+
+
 def _find_cycle(flow: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
     out: dict[str, list[str]] = defaultdict(list)
     for u, w in flow:  # sorted keys: deterministic successor order
@@ -155,6 +213,20 @@ def _find_cycle(flow: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
                 path.append(nxt)
                 stack.append(iter(out[nxt]))
     return []
+
+
+def _transfer_supplies(v: Variables) -> dict[str, dict[str, float]]:
+    """Per transfer and node, the bytes/s its loads hand out: b·(source-step load − target-step load)."""
+    ix = v.index
+    out: dict[str, dict[str, float]] = {}
+    for t in ix.transfers:
+        net: dict[str, float] = defaultdict(float)
+        for (c, q, s), var in v.y.items():
+            sign = 1.0 if q == t.source else -1.0 if q == t.target else 0.0
+            if sign:
+                net[ix.site[s].node] += sign * t.bytes_per_request * _value(var) * ix.column[c].capacity[q]
+        out[t.name] = dict(net)
+    return out
 
 
 def match_hubs(halves: dict[tuple[str, int, str, str], float]) -> dict[tuple[str, str, str], float]:
@@ -250,10 +322,12 @@ def to_solution(
     per_transfer: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
     for (t, e), var in v.f.items():
         per_transfer[t][e] = _value(var)
+    supply = _transfer_supplies(v)
     flows = []
     for t in sorted(per_transfer):
         unit = v.flow_unit[t]
-        for e, amount in cancel_cycles(per_transfer[t]).items():
+        net = {node: amount / unit for node, amount in supply.get(t, {}).items()}
+        for e, amount in rebalance_forest(cancel_cycles(per_transfer[t]), net).items():
             value = amount * unit
             edge_load[e] += value
             if clean(value):
