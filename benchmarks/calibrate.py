@@ -414,6 +414,14 @@ NOTES = """## Why the worst points are off
   tokens/s on the same hardware a few months later (val.town 2025-01, lava.so): a software change, not a
   chip property. The fit (a median) follows the later figures, so the launch point stays ~3-4× slow in
   every split. It is kept in the data because it was published.
+- **DeepSeek-V3 on B200, TP 8 (no attention DP), 4k prompts, batch 40-112 (TRT-LLM).** Measured 85-92 ms
+  per token, 4-6x the leave-one-model-out prediction; in sample the DeepSeek rows are dominated by the
+  218 attention-DP rows, which fit (signed median 0 %). We did not find the cause; candidates are the MLA
+  decode kernels at TP 8 (every rank reads the whole latent KV) and the 4k-token prompt share per step.
+- **Light load over-predicted, high load under-predicted (residual table).** Still +20-48 % at b ≤ 8
+  and −13-37 % at b > 64 on H100/H200: the fixed costs that fit the middle are too large for batch 1 and the
+  per-token costs too small for the largest batches; the saturating-bandwidth term (x½) fits to 0 on every
+  chip, so it does not carry this shape.
 - **SRAM chips in general.** Their step is almost all fixed cost (τ + L·τ_layer + pipeline hand-offs); the
   layouts (wafers / chips per replica) and batch are not published and are our assumption (smallest fit,
   batch 1). Per-user API speeds also include provider-side batching we cannot see.
