@@ -95,13 +95,14 @@ def solve(
                                                 "each single mode; report the savings")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
+    began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
     from rich.markup import escape
 
     from placement.cli.consoles import err, out
     from placement.cli.report import print_plan
+    from placement.core.deadline import left_after
     from placement.core.solve import solve as run
 
-    began = time.monotonic()  # --time-limit bounds the whole command: reading, candidates, solver
     objective = None if objective is None else str(objective)
     check_run_options(time_limit_s=time_limit, gap=gap)
     if json_path is not None:
@@ -110,6 +111,7 @@ def solve(
         check_writable(json_path)  # before the solve, not after it
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
+    left_after(time_limit, began, "reading the instance")
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
                began=began)
     if with_compare and plan.verified:

@@ -139,14 +139,21 @@ class _BatchHiGHS(pulp.HiGHS):
     def callSolver(self, lp):
         h = lp.solverModel
         h.HandleUserInterrupt = True  # HiGHS polls the interrupt callback; cancelSolve() makes it stop
-        solver = threading.Thread(target=h.run, name="highs-solve", daemon=True)
-        solver.start()
+        done = threading.Event()  # not Thread.join: an interrupted join() can report a live thread as ended
+
+        def run():
+            try:
+                h.run()
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="highs-solve", daemon=True).start()
         try:
-            while solver.is_alive():
-                solver.join(_WAIT_S)
+            while not done.wait(_WAIT_S):
+                pass
         except BaseException:
             h.cancelSolve()  # HiGHS stops at its next interrupt check; wait for it, then let the signal through
-            solver.join()
+            done.wait()
             raise
 
     def _pass_model(self, lp, variables, highspy):
