@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -55,7 +56,7 @@ def test_a_fifo_is_written_in_place(tmp_path):
 
 def _instance_copy(tmp_path):
     inst = tmp_path / "x.yaml"
-    inst.write_bytes(open("instances/melange-toy.yaml", "rb").read())
+    inst.write_bytes(Path("instances/melange-toy.yaml").read_bytes())
     return inst
 
 
