@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
-from placement.core.deadline import bounded, left_after
+from placement.core.deadline import TimeLimitError, bounded, left_after
 from placement.core.evaluate import evaluate
 from placement.core.plan import (
     STAGE_OF_KIND,
@@ -57,8 +57,8 @@ def solve(
     time_limit, error); a plan that the independent verifier rejects is never
     returned as a success — its status becomes ``error`` with the violations.
     ``time_limit_s`` counts from ``began`` (``time.monotonic()``, default now)
-    and covers candidate generation: the solver gets what is left, and
-    :class:`~placement.core.deadline.TimeLimitError` is raised if nothing is.
+    and covers candidate generation: the solver gets what is left; when nothing
+    is, the plan has status ``time_limit``, no pools and a message saying so.
     """
     began = time.monotonic() if began is None else began
     if objective is not None:
@@ -71,9 +71,12 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
                   gap: float | None = None, candidates: Candidates | None = None,
                   began: float | None = None) -> Plan:
     began = time.monotonic() if began is None else began
-    with bounded(time_limit_s, began, "candidate generation"):
-        problem, cands = build_problem(ctx, candidates)
-    left = left_after(time_limit_s, began, "candidate generation")
+    try:
+        with bounded(time_limit_s, began, "candidate generation"):
+            problem, cands = build_problem(ctx, candidates)
+        left = left_after(time_limit_s, began, "candidate generation")
+    except TimeLimitError as e:
+        return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
     sol = solve_problem(problem, backend=backend, time_limit_s=left, gap=gap)
     plan = assemble_plan(ctx, problem, cands, sol)
     # A time limit without an incumbent has no plan to verify (it stays "time_limit", exit 4).
