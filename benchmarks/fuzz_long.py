@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     _devices(report)
     families = ("valid", "invalid", "mangled", "small_rates", "tamper", "devices")
     report["total"] = {k: sum(report[p][k] for p in families) for k in ("examples", "crashes", "violations", "hangs")}
+    # A tampered plan that the verifier accepted beyond tolerance; the other violations are solver plans it rejected.
+    report["total"]["verifier_escapes"] = report["tamper"]["violations"]
     from placement.core.output import write_atomic
 
     write_atomic(args.out, json.dumps(report, indent=2, default=str) + "\n")
