@@ -12,12 +12,14 @@ group before it propagates.
 
 Examples
 --------
->>> import sys
->>> run_watched([sys.executable, "-c", "pass"], None, deadline_s=5.0)
+>>> run_watched(["true"], None, deadline_s=5.0)
 Watched(returncode=0, interrupted=False, killed=False)
->>> deaf = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"
->>> run_watched([sys.executable, "-c", deaf], subprocess.DEVNULL, deadline_s=0.2)  # SIGINT ignored: killed
+>>> run_watched(["sleep", "60"], None, deadline_s=0.5)  # stops at SIGINT
+Watched(returncode=-2, interrupted=True, killed=False)
+>>> previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child inherits "ignore SIGINT"
+>>> run_watched(["sleep", "60"], None, deadline_s=0.5)  # deaf to SIGINT: killed
 Watched(returncode=-9, interrupted=True, killed=True)
+>>> _ = signal.signal(signal.SIGINT, previous)
 """
 
 from __future__ import annotations
