@@ -16,6 +16,7 @@ placement.core.errors.InputError: --repeat: expected --repeat >= 1, got 0
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,8 +75,9 @@ class BenchOptions:
             raise InputError("expected at least one solver", field="--solvers")
         if self.repeat < 1:
             raise InputError(f"expected --repeat >= 1, got {self.repeat}", field="--repeat")
-        if self.time_limit_s is not None and self.time_limit_s <= 0:
-            raise InputError(f"expected seconds > 0, got {self.time_limit_s}", field="--time-limit")
+        if self.time_limit_s is not None and not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
+            raise InputError(f"expected a finite number of seconds > 0, got {self.time_limit_s:g}",
+                             field="--time-limit")
         bad = [b for b in self.baselines if b not in BASELINES]
         if bad:
             raise InputError(f"expected baselines among {', '.join(BASELINES)}, got {bad[0]!r}", field="--baselines")

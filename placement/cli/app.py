@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -94,20 +95,25 @@ def solve(
                                                 "each single mode; report the savings")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
+    began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
     from rich.markup import escape
 
     from placement.cli.consoles import err, out
     from placement.cli.report import print_plan
+    from placement.core.deadline import left_after
     from placement.core.solve import solve as run
 
     objective = None if objective is None else str(objective)
     check_run_options(time_limit_s=time_limit, gap=gap)
     if json_path is not None:
-        from placement.core.output import check_writable
+        from placement.core.output import check_writable, refuse_inputs
 
         check_writable(json_path)  # before the solve, not after it
+        refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
-    plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance))
+    left_after(time_limit, began, "reading the instance")
+    plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
+               began=began)
     if with_compare and plan.verified:
         from placement.studies.compare import with_comparisons
 
@@ -168,9 +174,10 @@ def compare(
 
     check_run_options(time_limit_s=time_limit)
     if json_path is not None:
-        from placement.core.output import check_writable
+        from placement.core.output import check_writable, refuse_inputs
 
         check_writable(json_path)  # before the solves, not after them
+        refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
     rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance))
     if json_path is not None:

@@ -171,7 +171,9 @@ def export_command(
 
     from placement.bench.export import export_instance
     from placement.core.loading import load_instance
+    from placement.core.output import refuse_inputs
 
+    refuse_inputs({"--lp": lp, "--mps": mps}, [instance])
     inst = load_instance(instance)
     stats = export_instance(inst, lp=lp, mps=mps, source=str(instance))
     console = Console()

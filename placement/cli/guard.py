@@ -2,20 +2,55 @@
 exit code (those of :mod:`placement.core.errors`), never a traceback.
 
 Messages are printed verbatim — no rich markup, no emoji codes — because they quote the user's
-input, and a sweep spec such as ``5:100:20`` must not turn into a picture.
+input, and a sweep spec such as ``5:100:20`` must not turn into a picture — except for URL
+credentials (``ray://user:token@host``), which are replaced by ``***``.
+
+SIGTERM and SIGHUP become a :class:`Terminated` exception (SIGINT is already
+``KeyboardInterrupt``), so the stack unwinds: a CBC child is killed with its
+process group, an in-process HiGHS solve is cancelled, temporary model files are
+removed; the command then exits with 128 + the signal number.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
 
-from placement.core.errors import PlacementError
+from placement.core.errors import PlacementError, redact
 
-__all__ = ["guarded"]
+__all__ = ["Terminated", "guarded", "redact"]
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP received; a BaseException so that no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+@contextmanager
+def _signals_unwind() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {s: signal.signal(s, _raise_terminated) for s in wanted}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _print_error(label: str, message: str) -> None:
@@ -23,7 +58,7 @@ def _print_error(label: str, message: str) -> None:
 
     from placement.cli.consoles import err
 
-    err.print(Text.assemble((label, "red"), *((" ", message) if message else ())), highlight=False,
+    err.print(Text.assemble((label, "red"), *((" ", redact(message)) if message else ())), highlight=False,
               soft_wrap=True)
 
 
@@ -45,15 +80,19 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with _signals_unwind():
+                return fn(*args, **kwargs)
         except typer.Exit:
             raise
+        except Terminated as e:
+            _print_error("terminated", f"by signal {e.signum}")
+            raise typer.Exit(128 + e.signum) from None
         except PlacementError as e:
             _print_error("error:", str(e))
             raise typer.Exit(e.exit_code) from None
         except KeyboardInterrupt:
             _print_error("interrupted", "")
-            raise typer.Exit(130) from None
+            raise typer.Exit(128 + signal.SIGINT) from None
         except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
             _print_error("internal error:", f"{type(e).__name__}: {e}")
             raise typer.Exit(1) from None

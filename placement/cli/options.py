@@ -16,11 +16,16 @@ Examples
 >>> check_run_options(time_limit_s=-1)
 Traceback (most recent call last):
 ...
-placement.core.errors.InputError: --time-limit: expected seconds > 0, got -1
+placement.core.errors.InputError: --time-limit: expected a finite number of seconds > 0, got -1
+>>> check_run_options(time_limit_s=float("nan"))
+Traceback (most recent call last):
+...
+placement.core.errors.InputError: --time-limit: expected a finite number of seconds > 0, got nan
 """
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -130,9 +135,9 @@ DryRun = Annotated[bool, typer.Option("--dry-run", help="validate every point, s
 
 def check_run_options(*, time_limit_s: float | None = None, gap: float | None = None,
                       workers: int | None = None) -> None:
-    """Raise :class:`InputError` naming the option unless seconds > 0, gap in [0, 1), workers ≥ 1."""
-    if time_limit_s is not None and time_limit_s <= 0:
-        raise InputError(f"expected seconds > 0, got {time_limit_s}", field="--time-limit")
+    """Raise :class:`InputError` naming the option unless 0 < seconds < inf, gap in [0, 1), workers ≥ 1."""
+    if time_limit_s is not None and not (math.isfinite(time_limit_s) and time_limit_s > 0):
+        raise InputError(f"expected a finite number of seconds > 0, got {time_limit_s:g}", field="--time-limit")
     if gap is not None and not 0 <= gap < 1:
         raise InputError(f"expected a relative gap in [0, 1), got {gap}", field="--gap")
     if workers is not None and workers < 1:

@@ -34,6 +34,7 @@ from placement.cli.options import (
     check_outputs,
     check_run_options,
 )
+from placement.core.output import refuse_inputs
 
 if TYPE_CHECKING:
     from placement.studies.sweep import SweepResult
@@ -121,6 +122,7 @@ def sweep_command(
 
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)
     check_outputs(plot, json_path, csv_path)
+    refuse_inputs({"--plot": plot, "--json": json_path, "--csv": csv_path}, [instance])
     inst = load_instance(instance)
     kw = _run_kwargs(instance, solver, time_limit, gap, executor, address, workers)
     planned = run_sweep(inst, set_, validate_only=True, **kw)
@@ -171,6 +173,7 @@ def pareto_command(
 
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)
     check_outputs(plot, json_path, csv_path)
+    refuse_inputs({"--plot": plot, "--json": json_path, "--csv": csv_path}, [instance])
     inst = load_instance(instance)
     kw = {"classes": class_ or None, "overrides": set_ or None, "variants": variants,
           **_run_kwargs(instance, solver, time_limit, gap, executor, address, workers)}
@@ -216,6 +219,7 @@ def marginal_command(
 
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)
     check_outputs(json_path, csv_path)
+    refuse_inputs({"--json": json_path, "--csv": csv_path}, [instance])
     inst = load_instance(instance)
     plan = read_plan(plan_path)
     n = 1 + len(variants(inst, plan, bandwidth_factor))

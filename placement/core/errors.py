@@ -13,6 +13,8 @@ Every failure the CLI can meet maps to one exit code, documented in the README:
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "EXIT_INFEASIBLE",
     "EXIT_INPUT",
@@ -23,6 +25,7 @@ __all__ = [
     "PlacementError",
     "SolverError",
     "VerificationError",
+    "redact",
 ]
 
 EXIT_OK = 0
@@ -61,3 +64,19 @@ class SolverError(PlacementError):
 
 class VerificationError(PlacementError):
     exit_code = EXIT_VERIFY
+
+
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]+@")  # greedy: a password may hold "@"
+
+
+def redact(text: str) -> str:
+    """``text`` with the user-info of every URL (``user:password@``) replaced by ``***@``.
+
+    Examples
+    --------
+    >>> redact("cannot reach Ray at ray://admin:S3CR3T-TOKEN@head:10001: refused")
+    'cannot reach Ray at ray://***@head:10001: refused'
+    >>> redact("ray://head:10001 and auto")
+    'ray://head:10001 and auto'
+    """
+    return _USERINFO.sub(r"\g<scheme>***@", text)

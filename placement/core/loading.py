@@ -31,7 +31,8 @@ from placement.core.errors import InputError
 from placement.core.schema import Instance
 from topology.chips import ChipSpec, load_chip_catalog
 
-__all__ = ["chips_of", "draft_model_of", "load_instance", "model_of", "parse_instance", "read_document"]
+__all__ = ["chips_of", "draft_model_of", "load_instance", "model_of", "parse_instance", "read_bounded",
+           "read_document"]
 
 #: Instance files larger than this are refused before parsing (absurd sizes).
 MAX_FILE_BYTES = 20_000_000
@@ -96,20 +97,41 @@ def _unique_json_object(pairs: list) -> dict:
     return out
 
 
+def read_bounded(path: str | Path, cap_bytes: int) -> bytes:
+    """The bytes of ``path``, refusing more than ``cap_bytes``.
+
+    It reads at most ``cap_bytes + 1`` bytes whatever the file is: a device
+    (``/dev/zero``), a pipe or ``/proc`` file reports a size of 0, so the size
+    must be counted, not asked for.
+
+    Examples
+    --------
+    >>> len(read_bounded("/dev/null", 10))
+    0
+    >>> read_bounded("/dev/zero", 1000)
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: /dev/zero: file is larger than 1000 bytes; expected at most 1000
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read(cap_bytes + 1)
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror or e}", file=str(path)) from None
+    if len(data) > cap_bytes:
+        raise InputError(f"file is larger than {cap_bytes} bytes; expected at most {cap_bytes}", file=str(path))
+    return data
+
+
 def read_document(path: str | Path) -> Any:
     """Parse a YAML or JSON file (by suffix; YAML otherwise) with clear errors."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", file=str(p)) from None
     if p.is_dir():
         raise InputError("expected a file, got a directory", file=str(p))
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"file is {size} bytes; expected at most {MAX_FILE_BYTES}", file=str(p))
+    data = read_bounded(p, MAX_FILE_BYTES)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise InputError(f"cannot read file as UTF-8 text: {e}", file=str(p)) from None
     try:
         if p.suffix.lower() == ".json":

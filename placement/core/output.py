@@ -25,7 +25,7 @@ from pathlib import Path
 
 from placement.core.errors import InputError
 
-__all__ = ["STDOUT", "check_writable", "write_atomic", "write_bytes_atomic"]
+__all__ = ["STDOUT", "check_writable", "refuse_inputs", "write_atomic", "write_bytes_atomic"]
 
 #: The output path that means standard output.
 STDOUT = "-"
@@ -53,6 +53,47 @@ def check_writable(path: str | Path) -> None:
         raise InputError(f"folder {p.parent} {what}", file=str(p))
     if p.is_dir():
         raise InputError("is a directory; expected a file path", file=str(p))
+
+
+def _identity(path: str | Path) -> tuple[int, int] | None:
+    """(device, inode) of what ``path`` names, following links; None if it does not exist."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def refuse_inputs(outputs: dict[str, str | Path | None], inputs: list[str | Path]) -> None:
+    """Raise :class:`InputError` naming the option when an output is one of the run's input files.
+
+    ``outputs`` maps option names (``"--json"``) to paths; the same file reached through another
+    spelling, a symbolic link or a hard link counts (same device and inode). Standard output and
+    devices (``/dev/null`` twice is harmless) are not compared.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> inst = pathlib.Path(tempfile.mkdtemp()) / "x.yaml"
+    >>> _ = inst.write_text("name: x")
+    >>> refuse_inputs({"--json": inst.parent / "plan.json", "--csv": None}, [inst])
+    >>> refuse_inputs({"--json": inst.parent / "." / "x.yaml"}, [inst])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: --json: .../x.yaml is an input of this run (...x.yaml); refusing to overwrite it
+    """
+    known = {}
+    for path in inputs:
+        ident = _identity(path)
+        if ident is not None and not _special(Path(path)):
+            known[ident] = str(path)
+    for option, path in outputs.items():
+        if path is None or str(path) == STDOUT:
+            continue
+        ident = _identity(path)
+        if ident in known:
+            raise InputError(f"{path} is an input of this run ({known[ident]}); refusing to overwrite it",
+                             field=option)
 
 
 def _special(p: Path) -> bool:

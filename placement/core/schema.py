@@ -209,6 +209,12 @@ class Hardware(Record):
         _no_duplicates([d.name for d in v], "domain group")
         return v
 
+    @field_validator("chips")
+    @classmethod
+    def _unique_chips(cls, v: list[ChipSpec]) -> list[ChipSpec]:
+        _no_duplicates([c.name for c in v], "chip")
+        return v
+
 
 class Limits(Record):
     power_kw: PositiveFinite | None = Field(default=None, le=1e7)

@@ -11,10 +11,12 @@ Examples
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 
 from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
+from placement.core.deadline import TimeLimitError, bounded, left_after
 from placement.core.evaluate import evaluate
 from placement.core.plan import (
     STAGE_OF_KIND,
@@ -47,23 +49,35 @@ def solve(
     time_limit_s: float | None = None,
     gap: float | None = None,
     source: str = "<instance>",
+    began: float | None = None,
 ) -> Plan:
     """Solve an instance and return a verified :class:`~placement.core.plan.Plan`.
 
     The plan's ``status`` says what happened (optimal, feasible, infeasible,
     time_limit, error); a plan that the independent verifier rejects is never
     returned as a success — its status becomes ``error`` with the violations.
+    ``time_limit_s`` counts from ``began`` (``time.monotonic()``, default now)
+    and covers candidate generation: the solver gets what is left; when nothing
+    is, the plan has status ``time_limit``, no pools and a message saying so.
     """
+    began = time.monotonic() if began is None else began
     if objective is not None:
         instance = instance.model_copy(update={"objective": objective})
     ctx = Context.of(instance, source)
-    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap)
+    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began)
 
 
 def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | None = None,
-                  gap: float | None = None, candidates: Candidates | None = None) -> Plan:
-    problem, cands = build_problem(ctx, candidates)
-    sol = solve_problem(problem, backend=backend, time_limit_s=time_limit_s, gap=gap)
+                  gap: float | None = None, candidates: Candidates | None = None,
+                  began: float | None = None) -> Plan:
+    began = time.monotonic() if began is None else began
+    try:
+        with bounded(time_limit_s, began, "candidate generation"):
+            problem, cands = build_problem(ctx, candidates)
+        left = left_after(time_limit_s, began, "candidate generation")
+    except TimeLimitError as e:
+        return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
+    sol = solve_problem(problem, backend=backend, time_limit_s=left, gap=gap)
     plan = assemble_plan(ctx, problem, cands, sol)
     # A time limit without an incumbent has no plan to verify (it stays "time_limit", exit 4).
     if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from placement.core.errors import InputError, SolverError
+from placement.core.errors import InputError, SolverError, redact
 from placement.studies.executor import Outcome, _call
 
 __all__ = ["ray_available", "run_map_ray"]
@@ -160,7 +160,8 @@ def run_map_ray(
         except Exception as e:  # noqa: BLE001 - any failure to connect is reported, not a traceback
             hint = ("" if address is None else " (a cluster with token authentication needs its token in "
                     "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)")
-            raise SolverError(f"cannot start or reach Ray at {address or 'a new local cluster'}: {e}{hint}") from None
+            where = redact(address) if address else "a new local cluster"
+            raise SolverError(redact(f"cannot start or reach Ray at {where}: {e}{hint}")) from None
         started = True
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(_call)

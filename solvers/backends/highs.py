@@ -4,7 +4,10 @@ Status, dual bound and gap come from ``Highs.getModelStatus()`` /
 ``getInfo()`` (``mip_dual_bound``; ``objective_function_value`` for an LP).
 The model is handed over in batches (:class:`_BatchHiGHS`), a start is
 checked against the objective HiGHS reports for it (and dropped if HiGHS
-mis-read it), and the banner HiGHS prints on stdout is suppressed.
+mis-read it), and the banner HiGHS prints on stdout is suppressed. The solve
+runs in highspy's solver thread while the calling thread waits, so a signal
+(Ctrl-C, or SIGTERM turned into an exception by the CLI) cancels it through
+HiGHS's interrupt callback instead of waiting for HiGHS to finish.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from solvers.tolerances import REL_OBJECTIVE_REPORT
 __all__ = ["HighsBackend"]
 
 log = logging.getLogger("solvers.backends")
+
+#: How often the waiting thread wakes (to let a pending signal raise) while HiGHS solves, in seconds.
+_WAIT_S = 0.1
 
 
 class HighsBackend(PulpBackend):
@@ -129,6 +135,26 @@ class _BatchHiGHS(pulp.HiGHS):
             values = np.array([start.get(var, 0.0) for var in variables], dtype=np.float64)
             lp.solverModel.setSolution(len(values), np.arange(len(values), dtype=np.int32), values)
         self.callSolver(lp)
+
+    def callSolver(self, lp):
+        h = lp.solverModel
+        h.HandleUserInterrupt = True  # HiGHS polls the interrupt callback; cancelSolve() makes it stop
+        done = threading.Event()  # not Thread.join: an interrupted join() can report a live thread as ended
+
+        def run():
+            try:
+                h.run()
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="highs-solve", daemon=True).start()
+        try:
+            while not done.wait(_WAIT_S):
+                pass
+        except BaseException:
+            h.cancelSolve()  # HiGHS stops at its next interrupt check; wait for it, then let the signal through
+            done.wait()
+            raise
 
     def _pass_model(self, lp, variables, highspy):
         inf = highspy.kHighsInf

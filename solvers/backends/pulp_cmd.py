@@ -1,10 +1,12 @@
 """Backends run through PuLP's solver classes: CBC (bundled) and any other solver PuLP names.
 
-* :class:`CbcBackend` (``"cbc"``): PuLP's bundled CBC binary. Its MPS,
-  solution and log files go to a fresh temporary directory per call (removed
-  afterwards, even on failure); the log is parsed for the result line and,
-  when CBC stops early, the lower bound; a proven optimum has bound =
-  objective.
+* :class:`CbcBackend` (``"cbc"``): PuLP's bundled CBC binary, run under a
+  watchdog (:mod:`solvers.backends.watchdog`: own process group, killed with
+  ``placement`` or at the deadline, since CBC checks its own limit only after
+  its root LP). Its MPS, solution and log files go to a fresh temporary
+  directory per call (removed afterwards, even on failure or a signal); the log
+  is parsed for the result line and, when CBC stops early, the lower bound; a
+  proven optimum has bound = objective.
 * :class:`PulpBackend`: any name :func:`pulp.getSolver` knows; the bound is
   the objective when optimal, otherwise unknown.
 
@@ -23,6 +25,7 @@ import time
 import pulp
 
 from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none
+from solvers.backends.watchdog import run_watched
 
 __all__ = ["CbcBackend", "PulpBackend", "unavailable"]
 
@@ -30,6 +33,8 @@ log = logging.getLogger("solvers.backends")
 
 _CBC_RESULT = re.compile(r"^Result - (.*)$", re.MULTILINE)
 _CBC_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
+#: Appended to CBC's log when the watchdog stopped it: whatever CBC then printed, the run hit its time limit.
+_WATCHDOG_LINE = "placement: the watchdog stopped CBC at its time limit"
 
 
 def unavailable(backend: str, why: str) -> Outcome:
@@ -121,9 +126,9 @@ class CbcBackend(PulpBackend):
     def make_solver(self, options: SolveOptions, log_path: str | None) -> pulp.LpSolver:
         cbc = {"msg": False, "logPath": log_path, "warmStart": bool(options.start), **pulp_options(options)}
         try:
-            return pulp.PULP_CBC_CMD(_skip_v4_deprecation=True, **cbc)
+            return _WatchedCbc(_skip_v4_deprecation=True, **cbc)
         except TypeError:  # PuLP without the v4 deprecation switch
-            return pulp.PULP_CBC_CMD(**cbc)
+            return _WatchedCbc(**cbc)
 
     def log_path(self, tmp: str) -> str | None:
         return os.path.join(tmp, "cbc.log")
@@ -132,6 +137,55 @@ class CbcBackend(PulpBackend):
         if options.start:  # PuLP writes CBC's MIP start from the initial values
             for var, value in options.start.items():
                 var.setInitialValue(value)
+
+
+class _WatchedCbc(pulp.PULP_CBC_CMD):
+    """PuLP's CBC command, always through an MPS file, run by :func:`run_watched`.
+
+    The command line is PuLP's own (:meth:`pulp.PULP_CBC_CMD.solve_CBC`); the
+    deadline is CBC's ``-sec`` limit: at it CBC gets SIGINT (it stops and writes
+    its best incumbent), :data:`~solvers.backends.watchdog.KILL_GRACE_S` later
+    SIGKILL. A killed CBC leaves no solution: the model stays "not solved".
+    """
+
+    def solve_CBC(self, lp: pulp.LpProblem, use_mps: bool = True):
+        if not self.executable(self.path):
+            raise pulp.PulpSolverError(f"Pulp: cannot execute {self.path}")
+        _, mps, sol, mst = self.create_tmp_files(lp.name, "lp", "mps", "sol", "mst")
+        vs, var_names, con_names, _ = lp.writeMPS(mps, rename=1)
+        args = [self.path, mps]
+        if lp.sense == pulp.LpMaximize:
+            args.append("-max")
+        if self.optionsDict.get("warmStart", False):
+            self.writesol(mst, lp, vs, var_names, con_names)
+            args += ["-mips", mst]
+        if self.timeLimit is not None:
+            args += ["-sec", str(self.timeLimit)]
+        if self.optionsDict.get("presolve") is not None:
+            args += ["-presolve", "on" if self.optionsDict["presolve"] else "off"]
+        if self.optionsDict.get("cuts") is not None:
+            args += ["-gomory", "on", "knapsack", "on", "probing", "on"] if self.optionsDict["cuts"] else ["-cuts", "off"]
+        for option in self.options + self.getOptions():
+            args += ("-" + option).split()
+        args += ["-solve" if self.mip else "-initialSolve", "-printingOptions", "all", "-solution", sol]
+        log_path = self.optionsDict.get("logPath") or os.devnull
+        with open(log_path, "a" if log_path == os.devnull else "w") as output:
+            run = run_watched(args, output, self.timeLimit)
+            if run.interrupted:
+                output.write(f"\n{_WATCHDOG_LINE}\n")
+        if run.killed or not os.path.exists(sol):
+            lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
+            return lp.status
+        if run.returncode != 0 and not run.interrupted:
+            raise pulp.PulpSolverError(f"Pulp: CBC exited with code {run.returncode}")
+        status, values, reduced, prices, slacks, sol_status = self.readsol_MPS(sol, lp, vs, var_names, con_names)
+        lp.assignVarsVals(values)
+        lp.assignVarsDj(reduced)
+        lp.assignConsPi(prices)
+        lp.assignConsSlack(slacks, activity=True)
+        lp.assignStatus(status, sol_status)
+        self.delete_tmp_files(mps, sol, mst)
+        return status
 
 
 def pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s: float | None,
@@ -156,7 +210,9 @@ def pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s: 
         return Outcome("unbounded", f"{backend}: {text}", False, None, seconds, backend)
     bound_match = _CBC_BOUND.search(cbc_log)
     bound = float(bound_match.group(1)) if bound_match else None
-    if "time" in lowered or (time_limit_s is not None and status == pulp.LpStatusNotSolved):
+    if _WATCHDOG_LINE in cbc_log:
+        name, text = "time_limit", "stopped by the watchdog at the time limit"
+    elif "time" in lowered or (time_limit_s is not None and status == pulp.LpStatusNotSolved):
         name = "time_limit"
     elif status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal:
         name = "optimal"
