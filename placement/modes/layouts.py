@@ -93,12 +93,12 @@ def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str,
     out = []
     tp = 1
     while tp <= min(chips, site.chips_per_domain):
-        pp = chips // tp
-        if chips % tp == 0 and m.attention.heads % tp == 0 and pp <= m.layers:
+        if chips % tp == 0 and m.attention.heads % tp == 0:
+            pp = chips // tp
             eps = [1]
             if m.moe is not None and tp > 1 and m.moe.experts % tp == 0 and stage != "decode-attention":
                 eps.append(tp)
-            out.extend((tp, ep, pp, 1) for ep in eps)
+            out.extend((tp, ep, pp, 1) for ep in eps if pp <= m.layers)
             if data_parallel and m.moe is not None:
                 for width in sorted({min(chips, site.chips_per_domain), chips}):
                     if width % tp == 0 and width > tp and chips // width <= m.layers:
