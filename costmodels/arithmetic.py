@@ -33,6 +33,8 @@ __all__ = [
     "kv_duplication",
     "matmul_params_per_token",
     "prefill_attention_pairs",
+    "replicated_weight_bytes",
+    "routed_expert_bytes",
     "stored_weight_bytes",
     "weight_bytes_touched",
 ]
@@ -81,6 +83,44 @@ def stored_weight_bytes(model: ModelSpec, part: Part, precision: str) -> float:
     if part == "ffn":
         return model.ffn_params * b
     return model.total_params * b
+
+
+def routed_expert_bytes(model: ModelSpec, precision: str) -> float:
+    """Bytes of all routed experts (every MoE layer): what expert parallelism distributes.
+
+    Examples
+    --------
+    >>> from costmodels.examples import deepseek_v3, llama_70b
+    >>> round(routed_expert_bytes(deepseek_v3(), "fp8") / 1e9), routed_expert_bytes(llama_70b(), "fp8")
+    (654, 0.0)
+    """
+    if model.moe is None:
+        return 0.0
+    return model.n_moe_layers * model.moe.experts * model.expert_params * BYTES_PER_VALUE[precision]
+
+
+def replicated_weight_bytes(model: ModelSpec, part: Part, precision: str) -> float:
+    """Weight bytes every data-parallel rank reads each step whatever its tokens.
+
+    Under data-parallel attention each DP rank holds its own (tp-sliced) copy of
+    everything but the routed experts: attention projections and LM head,
+    dense FFN layers, shared experts and routers. ``weight_bytes_touched`` of a
+    part minus its routed experts, for a step with at least one token.
+
+    Examples
+    --------
+    >>> from costmodels.examples import llama_70b
+    >>> m = llama_70b()
+    >>> replicated_weight_bytes(m, "full", "bf16") == weight_bytes_touched(m, "full", 1, "bf16")
+    True
+    """
+    b = BYTES_PER_VALUE[precision]
+    attn = (model.attention_params + _lm_head_params(model)) * b
+    ffn = model.n_dense_layers * model.dense_ffn_params_per_layer * b
+    if model.moe is not None:
+        per_layer = model.moe.shared_experts * model.expert_params + model.hidden_size * model.moe.experts
+        ffn += model.n_moe_layers * per_layer * b
+    return {"attention": attn, "ffn": ffn}.get(part, attn + ffn)
 
 
 def experts_touched_per_layer(model: ModelSpec, tokens: ArrayLike, *, include_shared: bool = True):
@@ -216,9 +256,19 @@ def kv_bytes_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLik
 
 
 def kv_duplication(model: ModelSpec, tp: ArrayLike):
-    """Copies of the KV cache across ``tp`` ranks (vectorised ``model.kv_tp_duplication``).
+    """Copies of the KV cache across the ``tp`` ranks of one attention group (vectorised ``model.kv_tp_duplication``).
 
-    GQA: max(1, tp / kv_heads); MLA: tp (the latent is replicated on every rank).
+    GQA: max(1, tp / kv_heads); MLA: tp (the latent has no head axis to slice,
+    so every tensor-parallel rank holds it whole). The duplication is over the
+    *TP* group only: under data-parallel attention (``dp`` groups of ``tp``
+    chips) each group holds its own B/dp sequences, so the whole replica stores
+    B·kv·dup(tp) bytes — MLA's latent once per DP rank when tp = 1.
+
+    Examples
+    --------
+    >>> from costmodels.examples import deepseek_v3
+    >>> kv_duplication(deepseek_v3(), 8), kv_duplication(deepseek_v3(), 1)
+    (8.0, 1.0)
     """
     t = np.asarray(tp, dtype=float)
     if model.attention.kind == "mla":

@@ -79,27 +79,36 @@ def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
     return allreduce_s(chip, bytes_per_rank, tp)
 
 
-def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep):
+def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep, span_chips=None):
     """Expert-parallel dispatch + combine of ``tokens`` tokens over ``ep`` ranks.
 
-    Each token's d-vector goes to its k experts (and comes back); tokens start
-    spread evenly over the ranks and a fraction (ep − 1)/ep of the copies leave
-    their rank. Per rank and direction::
+    Each token's d-vector goes to its k experts (and comes back). The tokens
+    start spread evenly over the ``span_chips`` chips the ranks occupy (default
+    ``ep``, one chip per rank; under data-parallel attention the dp·tp chips of
+    a stage) and a fraction (ep − 1)/ep of the copies leave their rank. Per chip
+    and direction::
 
-        bytes = (tokens/ep)·k·d·b·(ep − 1)/ep
+        bytes = (tokens/span)·k·d·b·(ep − 1)/ep
         t = 2·(bytes / BW + latency)                            (0 for ep = 1)
 
     so the group moves DESIGN's B·k·d·b bytes each way (less the local share).
+    BW and latency are the scale-up fabric's when the span fits in one domain,
+    otherwise every copy is priced on the per-chip scale-out NIC with the
+    scale-out latency (:func:`link_for_span`; conservative: the share that
+    stays inside a domain could use the faster fabric).
 
     Examples
     --------
     >>> from costmodels.examples import h100
     >>> round(ep_alltoall_s(h100(), 256, 8, 7168, 2, 8) * 1e6, 1)
     17.9
+    >>> round(ep_alltoall_s(h100(), 256, 8, 7168, 2, 16) * 1e6, 1)   # two 8-GPU nodes: over the NICs
+    78.8
     """
     n = np.asarray(ep, dtype=float)
-    bw, lat = link_for_span(chip, n)
-    out_bytes = np.asarray(tokens, dtype=float) / n * k * d * bytes_per_value * (n - 1.0) / n
+    span = n if span_chips is None else np.asarray(span_chips, dtype=float)
+    bw, lat = link_for_span(chip, span)
+    out_bytes = np.asarray(tokens, dtype=float) / span * k * d * bytes_per_value * (n - 1.0) / n
     t = _ALLTOALL_PHASES * (out_bytes / bw + lat)
     return _out(np.where(n > 1, t, 0.0))
 
@@ -116,36 +125,53 @@ def pp_hop_s(chip: ChipSpec, bytes_per_micro_batch, tp, pp):
     return _out(np.asarray(bytes_per_micro_batch, dtype=float) / (t_a * bw) + lat)
 
 
-def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro_batch, tp, ep, pp,
+def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro_batch, tp, ep, pp, dp=1,
                 activation_precision: str = DEFAULT_ACTIVATION_PRECISION):
     """Communication time of one forward round of one micro-batch through all L layers.
 
-    With x = t·d·b_a the activation bytes of a micro-batch of t tokens
-    (b_a = bytes per value at ``activation_precision``) and
-    AR(x) = :func:`tp_allreduce_s`, A2A = :func:`ep_alltoall_s`:
+    A stage has dp·tp chips: ``dp`` data-parallel attention ranks of ``tp``
+    chips; each rank holds t/dp of the micro-batch's t tokens. With
+    x = (t/dp)·d·b_a the activation bytes of one rank (b_a = bytes per value at
+    ``activation_precision``), AR(x, n) = :func:`tp_allreduce_s` over n chips and
+    A2A = :func:`ep_alltoall_s` of the t tokens over ``ep`` ranks spanning the
+    stage's dp·tp chips:
 
-    * ``full``: dense layers 2·AR(x); MoE layers AR(x) + (A2A if ep > 1 else
-      AR(x)); plus (pp − 1) stage hand-offs (:func:`pp_hop_s`).
-    * ``attention``: AR(x) per layer (after the output projection).
-    * ``ffn``: AR(x) per dense layer, and per MoE layer when ep = 1; with
+    * ``full``: dense layers 2·AR(x, tp) (attention and FFN, inside each TP
+      group); MoE layers AR(x, tp) + [A2A if ep > 1] + [AR(x_e, e) if e > 1],
+      where e = dp·tp/ep chips slice each EP rank's experts and
+      x_e = t·min(1, k/ep)·d·b_a is what one EP rank's expert outputs add up to
+      (ep = 1: every token, summed over its k local experts). With dp = 1 this
+      is AR + A2A for ep = tp and 2·AR for ep = 1. Plus (pp − 1) stage hand-offs
+      (:func:`pp_hop_s`, sent by all dp·tp chips of a stage).
+    * ``attention``: AR(x, tp) per layer (after the output projection).
+    * ``ffn``: AR(x, tp) per dense layer, and per MoE layer when ep = 1; with
       ep = tp tokens arrive at their experts directly (the dispatch is the
       attention–FFN traffic, :func:`af_activation_bytes_per_token`).
+
+    A collective whose chips span more than one scale-up domain runs on the
+    scale-out NICs (:func:`link_for_span`).
     """
     t = np.asarray(tokens_per_micro_batch, dtype=float)
-    tp_a, ep_a, pp_a = (np.asarray(v, dtype=float) for v in (tp, ep, pp))
+    tp_a, ep_a, pp_a, dp_a = (np.asarray(v, dtype=float) for v in (tp, ep, pp, dp))
     activation_bytes_per_value = BYTES_PER_VALUE[activation_precision]
     x = t * model.hidden_size * activation_bytes_per_value
-    ar = np.asarray(tp_allreduce_s(chip, x, tp_a))
+    ar = np.asarray(tp_allreduce_s(chip, x / dp_a, tp_a))
     dense, moe = model.n_dense_layers, model.n_moe_layers
     if part == "attention":
         return _out(model.layers * ar)
     sharded = ep_a > 1
     if part == "ffn":
         return _out(dense * ar + moe * np.where(sharded, 0.0, ar))
-    k = model.moe.active_experts if model.moe is not None else 0
-    a2a = np.asarray(ep_alltoall_s(chip, t, k, model.hidden_size, activation_bytes_per_value, ep_a)) if moe else 0.0
-    total = dense * 2.0 * ar + moe * (ar + np.where(sharded, a2a, ar))
-    hops = (pp_a - 1.0) * np.asarray(pp_hop_s(chip, x, tp_a, pp_a))
+    stage_chips = dp_a * tp_a
+    moe_s = 0.0
+    if moe:
+        k = model.moe.active_experts
+        a2a = np.asarray(ep_alltoall_s(chip, t, k, model.hidden_size, activation_bytes_per_value, ep_a, stage_chips))
+        slices = stage_chips / ep_a
+        x_e = x * np.minimum(1.0, k / ep_a)
+        moe_s = ar + a2a + np.where(slices > 1, np.asarray(tp_allreduce_s(chip, x_e, slices)), 0.0)
+    total = dense * 2.0 * ar + moe * moe_s
+    hops = (pp_a - 1.0) * np.asarray(pp_hop_s(chip, x, stage_chips, pp_a))
     return _out(total + hops)
 
 

@@ -1,17 +1,24 @@
 """Memory fit of a stage replica on its chips (DESIGN §3).
 
-Per chip of a replica of g = tp·pp chips::
+Per chip of a replica of g = dp·tp·pp chips (bytes)::
 
-    memory = W_stage / g + B · kv_bytes(c) · dup(tp) / g + workspace
+    memory = W_rep / (tp·pp) + W_routed·⌈E/ep⌉·ep/E / g + B · kv_bytes(c) · dup(tp) / g + workspace
 
-* ``W_stage``: the stage's stored weights — all weights for prefill, decode and
-  draft; attention projections + embeddings for ``decode-attention``; FFN
-  (dense + every expert + routers) for ``decode-ffn``. Expert parallelism moves
-  experts between ranks but not their total, so ``ep`` does not change it.
+* ``W_rep``: the stored weights every data-parallel rank holds — all but the
+  routed experts (attention, embeddings, dense FFN, shared experts, routers)
+  for prefill, decode and draft; attention projections + embeddings for
+  ``decode-attention``; dense FFN, shared experts and routers for
+  ``decode-ffn``. Sliced ``tp`` ways, one copy per DP rank.
+* ``W_routed``: every routed expert, one copy per stage over its dp·tp chips.
+  ``ep`` ranks hold whole experts, the fullest ⌈E/ep⌉ of them (E = 256,
+  ep = 72: 4 slots a rank, the spare ones EPLB's redundant experts); when ep
+  divides E this is W_routed / g, the same as without expert parallelism.
+  With dp = 1 and ep | E the whole formula is the familiar W_stage / g.
 * KV: B sequences at ``context`` tokens (pass the largest context a sequence
-  reaches). Prefill holds its batch's KV transiently — pass
+  reaches), B/dp per DP rank. Prefill holds its batch's KV transiently — pass
   ``context = cached + prompt``. The FFN pool holds none. Under tp > kv_heads
-  GQA heads are copied; MLA's latent is copied on every tp rank.
+  GQA heads are copied; MLA's latent is copied on every tp rank of a group —
+  once per DP rank with tp = 1.
 * ``workspace = workspace_fraction · capacity``: activations, CUDA graphs,
   allocator fragmentation.
 
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.arithmetic import routed_expert_bytes
 from costmodels.models import ModelSpec
 from costmodels.roofline import (
     kv_bytes_per_sequence,
@@ -59,10 +67,10 @@ def _out(x):
     return bool(x) if x.dtype == bool else float(x)
 
 
-def _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_precision):
+def _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_precision, dp=1):
     if stage_part(stage) == "ffn":
         return 0.0 * np.asarray(context, dtype=float)
-    g = np.asarray(tp, dtype=float) * np.asarray(pp, dtype=float)
+    g = np.asarray(dp, dtype=float) * np.asarray(tp, dtype=float) * np.asarray(pp, dtype=float)
     kv = np.asarray(kv_bytes_per_sequence(model, kv_precision, context))
     return kv * np.asarray(kv_duplication(model, tp)) / g
 
@@ -77,11 +85,12 @@ def memory_per_chip_bytes(
     tp=1,
     ep=1,
     pp=1,
+    dp=1,
     precision: str = "bf16",
     kv_precision: str | None = None,
     workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
 ):
-    """Bytes each chip of a ``stage`` replica holds: W/g + B·kv(c)·dup/g + workspace.
+    """Bytes each chip of a ``stage`` replica holds: weights (module notes) + B·kv(c)·dup/g + workspace.
 
     Examples
     --------
@@ -89,12 +98,30 @@ def memory_per_chip_bytes(
     >>> m = memory_per_chip_bytes(h100(), llama_70b(), stage="decode", batch=32, context=8192, tp=8)
     >>> round(m / 1e9, 1)
     36.4
+
+    DeepSeek-V3 FP8 on a Rubin NVL72 domain, wide EP (4 expert slots a chip)
+    against TP8 × PP9: each chip holds the attention whole but its latent KV once.
+
+    >>> from costmodels.examples import deepseek_v3
+    >>> from topology.chips import load_chip_catalog
+    >>> rubin, ds = load_chip_catalog()["rubin"], deepseek_v3()
+    >>> kw = dict(stage="decode", batch=4096, context=8192, precision="fp8", workspace_fraction=0.0)
+    >>> [round(memory_per_chip_bytes(rubin, ds, dp=72, tp=1, ep=72, **kw) / 1e9, 1),
+    ...  round(memory_per_chip_bytes(rubin, ds, tp=8, ep=8, pp=9, **kw) / 1e9, 1)]
+    [43.7, 140.3]
     """
     kv_prec = precision if kv_precision is None else kv_precision
-    g = np.asarray(tp, dtype=float) * np.asarray(pp, dtype=float)
-    weights = stored_weight_bytes(model, stage_part(stage), precision) / g
-    kv = np.asarray(batch, dtype=float) * _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec)
-    _ = ep  # experts move between ranks under EP, their per-chip total does not change
+    dp_a, tp_a, pp_a = (np.asarray(x, dtype=float) for x in (dp, tp, pp))
+    g = dp_a * tp_a * pp_a
+    part = stage_part(stage)
+    stored = stored_weight_bytes(model, part, precision)
+    routed = routed_expert_bytes(model, precision) if part != "attention" else 0.0
+    experts = model.moe.experts if model.moe is not None else 1
+    ep_a = np.asarray(ep, dtype=float)
+    slot_share = np.ceil(experts / ep_a) * ep_a / experts  # fullest EP rank's experts ÷ an even share
+    # stored/g, plus the (dp − 1) further copies of the replicated weights and the fullest rank's spare slots.
+    weights = (stored + (dp_a - 1.0) * (stored - routed) + routed * (slot_share - 1.0)) / g
+    kv = np.asarray(batch, dtype=float) * _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec, dp)
     return _out(weights + kv + workspace_fraction * chip.memory_bytes)
 
 
@@ -140,6 +167,7 @@ def max_batch_that_fits(
     tp=1,
     ep=1,
     pp=1,
+    dp=1,
     precision: str = "bf16",
     kv_precision: str | None = None,
     workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
@@ -157,8 +185,9 @@ def max_batch_that_fits(
     """
     kv_prec = precision if kv_precision is None else kv_precision
     fixed = memory_per_chip_bytes(chip, model, stage=stage, batch=0, context=context, tp=tp, ep=ep, pp=pp,
-                                  precision=precision, kv_precision=kv_prec, workspace_fraction=workspace_fraction)
-    per_seq = _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec)
+                                  dp=dp, precision=precision, kv_precision=kv_prec,
+                                  workspace_fraction=workspace_fraction)
+    per_seq = _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec, dp)
     room = chip.memory_bytes - np.asarray(fixed)
     with np.errstate(divide="ignore", invalid="ignore"):
         b = np.where(per_seq > 0, np.floor(np.maximum(room, 0.0) / np.where(per_seq > 0, per_seq, 1.0)),

@@ -14,21 +14,45 @@ What the model touches (parameters, weight and KV bytes, attention FLOPs) is
 
 Layout convention
 -----------------
+A replica has ``g = dp·tp·pp`` chips: ``pp`` pipeline stages of ``dp·tp`` chips.
+
 ``tp``
-    Tensor parallelism inside a scale-up domain: every matrix is sliced over
-    ``tp`` ranks, which all-reduce the activations twice per layer (after
-    attention and after the FFN).
+    Tensor parallelism inside a scale-up domain: attention (and dense FFN)
+    matrices are sliced over ``tp`` ranks, which all-reduce the activations
+    twice per layer (after attention and after the FFN).
+``dp``
+    Data-parallel attention (default 1): each stage runs ``dp`` attention
+    groups of ``tp`` chips; each group holds its own copy of the attention
+    weights, dense FFN layers, shared experts and routers (sliced ``tp`` ways),
+    and B/dp of the replica's B sequences with their KV cache. The routed
+    experts of MoE layers are spread over all dp·tp chips of the stage. ``dp``
+    groups of a replica serve one batch B together (``batch`` is the replica's).
 ``ep``
-    Expert parallelism, ``1`` or ``tp``: with ``ep == tp`` the routed experts of
-    MoE layers are distributed *whole* over the same ``tp`` ranks instead of
-    being sliced, and the FFN all-reduce of MoE layers becomes an all-to-all
-    dispatch + combine. Attention stays tensor-parallel. Per-chip weight memory
-    and expected weight traffic are the same either way (experts / g per chip);
-    load imbalance between expert ranks is not modelled. On dense models ``ep``
-    has no effect.
+    Expert parallelism, a divisor of ``dp·tp``: the routed experts are
+    distributed *whole* over ``ep`` ranks, each rank's share sliced over
+    ``dp·tp/ep`` chips (ep = 1: every expert sliced over the stage, SGLang's
+    ``moe_tp_size``). MoE layers then exchange tokens by an all-to-all
+    dispatch + combine over the ``ep`` ranks — on the scale-up fabric when the
+    stage's dp·tp chips fit in one domain, on the scale-out NICs (per-chip
+    bandwidth, scale-out latency) when they span domains. With ``dp = 1``,
+    ``ep ∈ {1, tp}`` are the classic TP-sliced and EP = TP layouts. Per-chip
+    expert memory is ⌈E/ep⌉ experts' share (the fullest rank; EPLB uses the
+    spare slots for redundant experts) and the expected expert traffic is
+    spread evenly over the ranks: load imbalance between expert ranks is not
+    modelled (EPLB balances it). On dense models ``ep`` has no effect.
 ``pp``
-    Pipeline stages; a replica has ``g = tp·pp`` chips, each stage holds
-    ``L/pp`` layers and ``1/pp`` of the weights.
+    Pipeline stages; each stage holds ``L/pp`` layers and ``1/pp`` of the weights.
+
+Per micro-batch of T tokens, a stage's chips read (balanced over the dp·tp chips)::
+
+    bytes = dp·W_rep + W_routed(T) + KV(T/dp sequences per group)·dp·dup(tp)
+
+with W_rep the per-DP-rank weights (:func:`costmodels.arithmetic.replicated_weight_bytes`)
+and W_routed(T) the routed experts all T tokens touch: each DP rank re-reads
+its attention weights, the experts are read once for the whole stage, and
+MLA's latent KV is duplicated over the ``tp`` ranks of a group only
+(:func:`kv_duplication`) — DeepSeek decode on Rubin at dp8·tp1 reads 1/8 of
+the KV bytes of tp8. With dp = 1 this is ``W_touched(T) + KV·dup(tp)``.
 
 How ``pp`` enters the step time (our choice, documented here once):
 ``batch`` is always the number of sequences *per replica*. The replica splits
@@ -78,6 +102,7 @@ from costmodels.arithmetic import (
     kv_duplication,
     matmul_params_per_token,
     prefill_attention_pairs,
+    replicated_weight_bytes,
     stored_weight_bytes,
     weight_bytes_touched,
 )
@@ -164,11 +189,12 @@ class StepCost:
 # ---- the step ----------------------------------------------------------------
 
 
-def _check_layout(tp: np.ndarray, ep: np.ndarray, pp: np.ndarray) -> None:
-    if np.any(tp < 1) or np.any(pp < 1) or np.any(ep < 1):
-        raise ValueError("tp, ep and pp must be ≥ 1")
-    if np.any((ep != 1) & (ep != tp)):
-        raise ValueError("ep must be 1 or equal to tp (experts sharded over the tensor-parallel ranks)")
+def _check_layout(tp: np.ndarray, ep: np.ndarray, pp: np.ndarray, dp: np.ndarray) -> None:
+    """Layout rules of the module notes; ValueError naming the rule broken."""
+    if np.any(tp < 1) or np.any(pp < 1) or np.any(ep < 1) or np.any(dp < 1):
+        raise ValueError("tp, ep, pp and dp must be ≥ 1")
+    if np.any(np.mod(dp * tp, ep) != 0):
+        raise ValueError("ep must divide dp·tp (experts distributed over the chips of one pipeline stage)")
 
 
 def forward_cost(
@@ -183,6 +209,7 @@ def forward_cost(
     tp: ArrayLike = 1,
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
+    dp: ArrayLike = 1,
     precision: str = "bf16",
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
 ) -> StepCost:
@@ -195,8 +222,10 @@ def forward_cost(
     attention_flops
         Attention-core FLOPs of the step (all sequences, all layers).
     kv_bytes
-        KV bytes the step reads/writes, one copy (duplication across tp ranks is
-        applied here).
+        KV bytes the step reads/writes, one copy (duplication across the tp
+        ranks of each attention group is applied here).
+    tp, ep, pp, dp
+        The layout (module notes): ``g = dp·tp·pp`` chips, ``ep`` dividing ``dp·tp``.
     precision, activation_precision
         Weight/matmul precision (sets the bytes per weight and the peak FLOP/s,
         :meth:`~topology.chips.ChipSpec.flops`) and the precision activations
@@ -205,15 +234,22 @@ def forward_cost(
 
     Notes
     -----
-    ``n_mb = min(pp, sequences)`` micro-batches of ``tokens / n_mb`` tokens::
+    ``n_mb = min(pp, sequences)`` micro-batches of T = ``tokens / n_mb`` tokens
+    (FLOPs, bytes; seconds; F in FLOP/s, BW in bytes/s per chip)::
 
         flops   = 2·tokens·N_part + attention_flops
-        bytes   = n_mb·W_touched(tokens / n_mb) + kv_bytes·dup(tp)
-        compute = flops / (n_mb·tp·F·η_c);  memory = bytes / (n_mb·tp·BW·η_m)
+        bytes   = n_mb·(W_touched(T) + (dp − 1)·W_rep) + kv_bytes·dup(tp)
+        compute = flops / (n_mb·dp·tp·F·η_c);  memory = bytes / (n_mb·dp·tp·BW·η_m)
         time    = max(compute, memory) + comm + τ
+
+    ``W_rep`` (:func:`~costmodels.arithmetic.replicated_weight_bytes`) is what
+    each further DP rank reads again; the routed experts T tokens touch are read
+    once per stage, spread over its dp·tp chips. The attention-core FLOPs and
+    KV bytes are those of the busiest DP group (⌈B/dp⌉ of the B sequences)
+    times dp. ``comm`` is :func:`costmodels.comm.step_comm_s`.
     """
-    tp_a, ep_a, pp_a = (np.asarray(x, dtype=float) for x in (tp, ep, pp))
-    _check_layout(tp_a, ep_a, pp_a)
+    tp_a, ep_a, pp_a, dp_a = (np.asarray(x, dtype=float) for x in (tp, ep, pp, dp))
+    _check_layout(tp_a, ep_a, pp_a, dp_a)
     seqs = np.asarray(sequences, dtype=float)
     tok = np.asarray(tokens, dtype=float)
     n_mb = np.minimum(pp_a, np.maximum(seqs, 1.0))
@@ -222,16 +258,20 @@ def forward_cost(
     flops = FLOPS_PER_MAC * tok * matmul_params_per_token(model, part)
     kv_traffic = 0.0 * tok
     if part != "ffn":
-        flops = flops + np.asarray(attention_flops, dtype=float)
-        kv_traffic = np.asarray(kv_bytes, dtype=float) * np.asarray(kv_duplication(model, tp_a))
-    weights = n_mb * np.asarray(weight_bytes_touched(model, part, tokens_mb, precision))
+        # The busiest DP group holds ⌈B/dp⌉ of the B sequences; its KV and attention set the pace.
+        busiest = np.where(dp_a > 1, np.ceil(seqs / dp_a) * dp_a / np.maximum(seqs, 1.0), 1.0)
+        flops = flops + np.asarray(attention_flops, dtype=float) * busiest
+        kv_traffic = np.asarray(kv_bytes, dtype=float) * np.asarray(kv_duplication(model, tp_a)) * busiest
+    weights = n_mb * (np.asarray(weight_bytes_touched(model, part, tokens_mb, precision))
+                      + (dp_a - 1.0) * replicated_weight_bytes(model, part, precision))
     total_bytes = weights + kv_traffic
 
-    busy = n_mb * tp_a
-    compute_s = compute_time_s(chip, precision, flops, busy, tokens_mb)
+    busy = n_mb * dp_a * tp_a
+    # Each data-parallel group multiplies its own B/dp tokens: that is the GEMM's M dimension.
+    compute_s = compute_time_s(chip, precision, flops, busy, tokens_mb / dp_a)
     memory_s = memory_time_s(chip, total_bytes, busy)
     comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a,
-                                    activation_precision=activation_precision))
+                                    dp=dp_a, activation_precision=activation_precision))
     overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers), np.shape(compute_s))
     time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
     shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
@@ -253,7 +293,8 @@ def forward_cost(
     )
 
 
-def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision, activation_precision) -> StepCost:
+def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision, activation_precision,
+            dp=1) -> StepCost:
     kv_prec = precision if kv_precision is None else kv_precision
     bt = np.asarray(batch, dtype=float)
     c = np.asarray(context, dtype=float)
@@ -261,7 +302,7 @@ def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precisi
         chip, model, part=part, sequences=bt, tokens=bt,
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)),
-        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
+        tp=tp, ep=ep, pp=pp, dp=dp, precision=precision, activation_precision=activation_precision,
     )
 
 
@@ -274,6 +315,7 @@ def decode_step(
     tp: ArrayLike = 1,
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
+    dp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
@@ -281,9 +323,9 @@ def decode_step(
     """One decode step: ``batch`` sequences each add one token at ``context`` cached tokens.
 
     FLOPs = 2·B·N_active + 4·B·L·h·d_head·c (MLA: absorbed dims, see
-    :func:`attention_flops_per_pair`); bytes = W_touched(B) + B·c·κ·dup(tp).
-    ``time_s`` is the TPOT (see the module notes for ``pp``); tokens/s = B / time_s.
-    ``kv_precision`` defaults to ``precision``.
+    :func:`attention_flops_per_pair`); bytes = W_touched(B) + (dp − 1)·W_rep +
+    B·c·κ·dup(tp). ``time_s`` is the TPOT (see the module notes for ``pp`` and
+    ``dp``); tokens/s = B / time_s. ``kv_precision`` defaults to ``precision``.
 
     Examples
     --------
@@ -292,7 +334,8 @@ def decode_step(
     >>> (st.time_s * 1e3).round(2).tolist()
     [12.54, 14.17]
     """
-    return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision, activation_precision)
+    return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision, activation_precision,
+                   dp)
 
 
 def decode_attention_step(
@@ -365,6 +408,7 @@ def prefill_step(
     tp: ArrayLike = 1,
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
+    dp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
@@ -391,7 +435,7 @@ def prefill_step(
         chip, model, part="full", sequences=bt, tokens=bt * p,
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=p, context=c0, decode=False)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c0 + p)),
-        tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
+        tp=tp, ep=ep, pp=pp, dp=dp, precision=precision, activation_precision=activation_precision,
     )
 
 
@@ -406,6 +450,7 @@ def aggregated_step(
     tp: ArrayLike = 1,
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
+    dp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
@@ -418,7 +463,10 @@ def aggregated_step(
     Work adds up: tokens = B + C, attention FLOPs = decode part + prefill part of
     the chunk, KV bytes = B·c·κ + (c_chunk + C)·κ; weights are read once for
     all B + C tokens. For a prompt of p tokens after c0 cached, the mean chunk
-    sees ``chunk_context = c0 + (p − C)/2``.
+    sees ``chunk_context = c0 + (p − C)/2``. Under data-parallel attention each
+    of the ``dp`` groups schedules its own B/dp sequences and its own chunk
+    (SGLang's per-rank schedulers), so the step carries dp chunks:
+    tokens = B + dp·C, and dp times the chunk's attention FLOPs and KV bytes.
 
     Examples
     --------
@@ -432,14 +480,15 @@ def aggregated_step(
     c = np.asarray(context, dtype=float)
     ch = np.asarray(chunk_tokens, dtype=float)
     cc = np.asarray(chunk_context, dtype=float)
-    attn = bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)) + np.asarray(
+    chunks = np.asarray(dp, dtype=float)  # one chunk per data-parallel group
+    attn = bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)) + chunks * np.asarray(
         attention_core_flops(model, new_tokens=ch, context=cc, decode=False)
     )
-    kv = bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)) + np.where(
+    kv = bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)) + chunks * np.where(
         ch > 0, np.asarray(kv_bytes_per_sequence(model, kv_prec, cc + ch)), 0.0
     )
     return forward_cost(
-        chip, model, part="full", sequences=bt + (ch > 0), tokens=bt + ch,
-        attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, pp=pp, precision=precision,
+        chip, model, part="full", sequences=bt + chunks * (ch > 0), tokens=bt + chunks * ch,
+        attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, pp=pp, dp=dp, precision=precision,
         activation_precision=activation_precision,
     )

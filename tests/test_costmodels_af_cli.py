@@ -104,7 +104,8 @@ def test_roofline_summary_prefill_and_sram(catalogues):
         ({"chip": "h100", "model": "gpt-9"}, "--model"),
         ({"chip": "h100", "model": "llama-3.1-70b", "stage": "sampling"}, "--stage"),
         ({"chip": "h100", "model": "llama-3.1-70b", "precision": "int3"}, "--precision"),
-        ({"chip": "h100", "model": "deepseek-v3", "tp": 8, "ep": 4}, "--ep"),
+        ({"chip": "h100", "model": "deepseek-v3", "tp": 8, "ep": 3}, "--ep"),
+        ({"chip": "h100", "model": "deepseek-v3", "stage": "decode-ffn", "attention_dp": 2}, "--attention-dp"),
     ],
 )
 def test_roofline_rejects_bad_input(catalogues, kwargs, field):

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import pytest
 from typer.testing import CliRunner
-from verify_plans import pool, solved, write
+from verify_plans import instance_file, pool, solved, write
 
 from placement.cli.app import app
 from placement.core.plan import parse_plan
 from placement.core.verify import verify
 
 RUBIN = "rubin-lpx-deepseek"
+RUBIN_AF = "rubin-lpx-deepseek-af"  # the Rubin + LPX instance restricted to attention–FFN decode
 runner = CliRunner()
 
 
 def _check(tmp_path, name: str, doc: dict):
-    return runner.invoke(app, ["check", f"instances/{name}.yaml", write(tmp_path, doc)])
+    return runner.invoke(app, ["check", instance_file(name), write(tmp_path, doc)])
 
 
 def test_the_untouched_plans_pass_check(tmp_path):
@@ -42,20 +43,21 @@ def _lp30_to_256(doc: dict, config_too: bool) -> None:
     doc["power_w"] -= saved_w
     doc["chips"] -= 2048 - 256
     doc["chips_by_type"]["lp30"] = 256
-    if config_too:  # the configuration edited as well: tp 64 × pp 4 = 256 chips, in both halves' copies
+    if config_too:  # the configuration edited as well: tp × pp = 256 chips, in both halves' copies
+        pp = 256 // ffn["tp"]
         for p in doc["pools"]:
             if p["column"] == ffn["column"]:
-                p["config"]["partner"].update(chips=256, pp=4)
-        ffn["pp"] = 4
+                p["config"]["partner"].update(chips=256, pp=pp)
+        ffn["pp"] = pp
 
 
 @pytest.mark.parametrize("config_too", [False, True], ids=["flat-fields", "flat-fields-and-config"])
 def test_lp30_replica_cut_to_256_chips_is_rejected(tmp_path, config_too):
-    _, ctx, doc = solved(RUBIN)
+    _, ctx, doc = solved(RUBIN_AF)
     _lp30_to_256(doc, config_too)
     violations = verify(ctx, parse_plan(doc))
     assert violations
-    r = _check(tmp_path, RUBIN, doc)
+    r = _check(tmp_path, RUBIN_AF, doc)
     assert r.exit_code == 5, r.output
     if config_too:  # consistent fields, but 256 LP30 chips cannot hold the FFN weights
         assert "does not fit in memory" in r.output
@@ -124,7 +126,7 @@ def test_class_modes_edited_are_rejected():
     doc["classes"][0]["modes"] = {"aggregated": 0.5, "pd": 0.5}
     assert any("carries" in v and "expected" in v for v in verify(ctx, parse_plan(doc)))
     doc = solved(RUBIN)[2]
-    doc["classes"][1]["modes"] = {"pd": 1.0}
+    doc["classes"][1]["modes"] = {"pd-af": 1.0}  # reasoning is served by pd
     violations = verify(ctx, parse_plan(doc))
     assert any("a mode its class does not use" in v for v in violations), violations
 
@@ -150,13 +152,13 @@ def test_plan_totals_edited_are_rejected(field, edit):
     ("utilisation", lambda x: x + 0.1),
 ])
 def test_link_fields_edited_are_rejected(field, edit):
-    _, ctx, doc = solved(RUBIN)
+    _, ctx, doc = solved(RUBIN_AF)
     link = doc["links"][0]
     link[field] = edit(link[field])
     assert any(field in v for v in verify(ctx, parse_plan(doc)))
 
 
 def test_pair_latency_edited_is_rejected():
-    _, ctx, doc = solved(RUBIN)
+    _, ctx, doc = solved(RUBIN_AF)
     doc["pairs"][0]["latency_us"] = 1.0
     assert any("latency_us says 1.0" in v for v in verify(ctx, parse_plan(doc)))

@@ -11,7 +11,7 @@ import json
 
 import pytest
 from typer.testing import CliRunner
-from verify_plans import pool, solved, write
+from verify_plans import instance_file, pool, solved, write
 
 from placement.cli.app import app
 from placement.core.plan import parse_plan
@@ -100,7 +100,7 @@ def all_rubin_in_rack_0(doc):
 
 
 def negative_load_on_unused_mode(doc):
-    """Reasoning uses only pd-af: negative loads on its pd steps."""
+    """Negative loads on reasoning's pd steps."""
     for p in doc["pools"]:
         if p["traffic_class"] == "reasoning" and p["part"] == 0:
             step = "reasoning|pd|prefill" if p["stage"] == "prefill" else "reasoning|pd|decode"
@@ -108,10 +108,11 @@ def negative_load_on_unused_mode(doc):
 
 
 def positive_load_on_unused_mode(doc):
+    """Reasoning uses only pd: loads on its pd-af steps (the prefill column serves both modes)."""
     p = pool(doc, traffic_class="reasoning", stage="prefill")
-    p["sites"][0]["load_rps"]["reasoning|pd|prefill"] = 5.0
+    p["sites"][0]["load_rps"]["reasoning|pd-af|prefill"] = 5.0
     d = next(x for x in doc["pools"] if x["traffic_class"] == "chat" and x["stage"] in ("decode", "aggregated"))
-    d["sites"][0]["load_rps"]["reasoning|pd|decode"] = 5.0
+    d["sites"][0]["load_rps"]["reasoning|pd-af|decode"] = 5.0
 
 
 def config_chip_not_in_catalogue(doc):
@@ -178,8 +179,8 @@ CASES = [
     ("rubin-lpx-deepseek", config_kind_decode_to_decode_af),
     ("rubin-lpx-deepseek", config_kind_prefill_to_aggregated),
     ("rubin-lpx-deepseek", config_kind_unknown),
-    ("rubin-lpx-deepseek", pair_to_unknown_site),
-    ("rubin-lpx-deepseek", pair_to_a_site_without_replicas),
+    ("rubin-lpx-deepseek-af", pair_to_unknown_site),
+    ("rubin-lpx-deepseek-af", pair_to_a_site_without_replicas),
     ("rubin-lpx-deepseek", unknown_pool_site),
     ("rubin-lpx-deepseek", unknown_transfer),
     ("melange-toy", malformed_step_id),
@@ -192,7 +193,7 @@ CASES = [
 def test_tampered_plan_is_refused_without_a_traceback(tmp_path, name, tamper):
     _, _, doc = solved(name)
     tamper(doc)
-    r = runner.invoke(app, ["check", f"instances/{name}.yaml", write(tmp_path, doc)])
+    r = runner.invoke(app, ["check", instance_file(name), write(tmp_path, doc)])
     assert r.exit_code in (2, 5), r.output
     assert "Traceback" not in r.output and "internal error" not in r.output, r.output
     assert ("violation:" if r.exit_code == 5 else "error:") in r.output
@@ -229,7 +230,7 @@ EXPECTED = {  # a phrase of the message each case must give
 def test_tampered_plan_message_names_what_is_wrong(tmp_path, name, tamper):
     _, _, doc = solved(name)
     tamper(doc)
-    r = runner.invoke(app, ["check", f"instances/{name}.yaml", write(tmp_path, doc)])
+    r = runner.invoke(app, ["check", instance_file(name), write(tmp_path, doc)])
     assert EXPECTED[tamper] in r.output, r.output
 
 
@@ -243,7 +244,7 @@ def test_in_memory_plans_with_nan_are_rejected_by_verify_itself():
 
 def test_a_valid_alternative_domain_listing_is_accepted():
     """Domains are checked index by index, not against one packing: a pool moved to a free domain is fine."""
-    _, ctx, doc = solved("rubin-lpx-deepseek")
+    _, ctx, doc = solved("rubin-lpx-deepseek-af")
     af = pool(doc, stage="decode-attention")
     used = {d for p in doc["pools"] if p["chip"] == "rubin" for s in p["sites"] for d in s["domains"]}
     free = min(set(range(ctx.sites["vr-nvl72"].group.count)) - used)

@@ -2,7 +2,8 @@
 is within the verifier's tolerance (so the tampered plan is the same placement at the same cost).
 
 Plans of four shipped instances (measured capacities, PD, speculative decoding with a remote draft,
-attention–FFN pairs over a switch) are solved once per session; each example changes one numeric leaf
+data-parallel attention with wide expert parallelism) and of the Rubin + LPX one restricted to
+attention–FFN pairs over a switch are solved once per session; each example changes one numeric leaf
 of one plan — by a tiny relative amount, a factor, a small integer step, or to 0, its negative, NaN,
 infinity or a huge value — and runs the JSON loader and :func:`placement.core.verify.verify`.
 
@@ -24,7 +25,7 @@ from placement.core.errors import InputError
 from placement.core.plan import parse_plan
 from placement.core.verify import verify
 
-INSTANCES = ["melange-toy", "bertha-lpddr", "spec-decode-draft", "rubin-lpx-deepseek"]
+INSTANCES = ["melange-toy", "bertha-lpddr", "spec-decode-draft", "rubin-lpx-deepseek", "rubin-lpx-deepseek-af"]
 UNVERIFIED = ("solver", "candidates", "comparisons")
 #: What "within tolerance" means for the oracle: 10× the verifier's relative tolerance (1e-6), on at
 #: least 1 unit, and 1e-3 B/s more for byte rates.

@@ -5,21 +5,42 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
+import tempfile
+from pathlib import Path
 
 import placement
 from placement.core.context import Context
 
+#: Variants of shipped instances: (the shipped file, the ``modes`` line it is restricted to). With
+#: data-parallel attention the Rubin + LPX plan serves every class on Rubin alone; the tamper tests of
+#: attention–FFN pools, pairs and link loads need a plan that still pairs Rubin attention with LPX FFNs.
+VARIANTS = {"rubin-lpx-deepseek-af": ("rubin-lpx-deepseek", "modes: [pd-af]")}
+
+
+@functools.cache
+def instance_file(name: str) -> str:
+    """Path of instance ``name``: ``instances/<name>.yaml``, or a variant written once to a temporary file."""
+    if name not in VARIANTS:
+        return f"instances/{name}.yaml"
+    base, modes = VARIANTS[name]
+    text, n = re.subn(r"^modes: .*$", modes, Path(f"instances/{base}.yaml").read_text(), count=1, flags=re.MULTILINE)
+    assert n == 1, f"no modes line in instances/{base}.yaml"
+    path = Path(tempfile.mkdtemp(prefix="verify-plans-")) / f"{name}.yaml"
+    path.write_text(text)
+    return str(path)
+
 
 @functools.cache
 def _solved(name: str) -> tuple:
-    inst = placement.load_instance(f"instances/{name}.yaml")
+    inst = placement.load_instance(instance_file(name))
     plan = placement.solve(inst, backend="highs")
     assert plan.status == "optimal" and plan.verified, (name, plan.violations)
     return inst, Context.of(inst), json.loads(plan.model_dump_json())
 
 
 def solved(name: str) -> tuple:
-    """(instance, context, plan as a fresh JSON document) of ``instances/<name>.yaml``."""
+    """(instance, context, plan as a fresh JSON document) of instance ``name`` (:func:`instance_file`)."""
     inst, ctx, doc = _solved(name)
     return inst, ctx, copy.deepcopy(doc)
 

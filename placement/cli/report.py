@@ -10,6 +10,12 @@ from placement.core.plan import Plan
 __all__ = ["print_comparison", "print_plan"]
 
 
+def _dp(pool) -> str:
+    """`` dpN`` for a part with N data-parallel attention groups, else nothing."""
+    lay = pool.config.main if pool.part == 0 else pool.config.partner
+    return f" dp{lay.dp}" if lay is not None and lay.dp > 1 else ""
+
+
 def _fmt(x, spec=".3g", none="-") -> str:
     return none if x is None else format(x, spec)
 
@@ -28,7 +34,7 @@ def print_plan(console: Console, plan: Plan) -> None:
             t.add_column(col)
         for p in plan.pools:
             t.add_row(p.id + (f"↔{p.paired_with}" if p.paired_with else ""), p.traffic_class, p.stage, p.chip,
-                      str(p.replicas), str(p.chips), f"{p.tp}/{p.ep}/{p.pp}", str(p.batch),
+                      str(p.replicas), str(p.chips), f"{p.tp}/{p.ep}/{p.pp}" + _dp(p), str(p.batch),
                       f"{p.utilisation:.0%}" if p.part == 0 else "", _fmt(p.ttft_ms), _fmt(p.tpot_ms),
                       f"{p.usd_per_hour:,.2f}", ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
         console.print(t)

@@ -64,17 +64,17 @@ def _check_choice(value: str, allowed, option: str, what: str) -> None:
         raise InputError(f"unknown {what} {value!r}; expected one of {', '.join(allowed)}", field=option)
 
 
-def _step(chip, model, stage, batch, context, cached, tp, ep, pp, precision, kv_precision):
+def _step(chip, model, stage, batch, context, cached, tp, ep, pp, precision, kv_precision, dp=1):
     from costmodels import decode_attention_step, decode_ffn_step, decode_step, prefill_step
 
     args = {"tp": tp, "ep": ep, "pp": pp, "precision": precision, "kv_precision": kv_precision}
     if stage == "prefill":
-        return prefill_step(chip, model, prompt=context, cached=cached, batch=batch, **args)
+        return prefill_step(chip, model, prompt=context, cached=cached, batch=batch, dp=dp, **args)
     if stage == "decode-attention":
         return decode_attention_step(chip, model, batch=batch, context=context, **args)
     if stage == "decode-ffn":
         return decode_ffn_step(chip, model, batch=batch, context=context, **args)
-    return decode_step(chip, model, batch=batch, context=context, **args)
+    return decode_step(chip, model, batch=batch, context=context, dp=dp, **args)
 
 
 def roofline_summary(
@@ -90,6 +90,7 @@ def roofline_summary(
     tp: int = 1,
     ep: int = 1,
     pp: int = 1,
+    attention_dp: int = 1,
     chips: dict[str, ChipSpec] | None = None,
     models: dict[str, ModelSpec] | None = None,
 ) -> dict[str, Any]:
@@ -97,6 +98,9 @@ def roofline_summary(
 
     ``context`` is the decode context (tokens in the KV cache) or, for
     ``prefill``, the prompt length (after ``cached`` prefix tokens).
+    ``attention_dp`` data-parallel attention groups of ``tp`` chips share the
+    ``batch`` (prefill and decode), with ``ep`` any divisor of dp·tp: a replica
+    of dp·tp·pp chips (:mod:`costmodels.roofline`).
     """
     from costmodels import (
         STAGES,
@@ -116,18 +120,21 @@ def roofline_summary(
                          field="--precision")
     kv_prec = precision if kv_precision is None else kv_precision
     _check_choice(kv_prec, PRECISIONS, "--kv-precision", "KV precision")
-    if ep not in (1, tp):
-        raise InputError(f"ep must be 1 or equal to tp ({tp}), got {ep}", field="--ep")
-    if min(batch, tp, pp, ep) < 1 or context < 0 or cached < 0:
-        raise InputError("batch, tp, ep, pp must be ≥ 1 and context, cached ≥ 0", field="--batch")
+    if min(batch, tp, pp, ep, attention_dp) < 1 or context < 0 or cached < 0:
+        raise InputError("batch, tp, ep, pp, attention-dp must be ≥ 1 and context, cached ≥ 0", field="--batch")
+    if attention_dp > 1 and stage not in ("prefill", "decode"):
+        raise InputError(f"--attention-dp {attention_dp}: data-parallel attention is for prefill and decode, "
+                         f"not {stage}", field="--attention-dp")
+    if (attention_dp * tp) % ep:
+        raise InputError(f"ep must divide attention-dp·tp ({attention_dp}·{tp}), got {ep}", field="--ep")
 
-    st = _step(c, m, stage, batch, context, cached, tp, ep, pp, precision, kv_prec)
-    g = tp * pp
+    st = _step(c, m, stage, batch, context, cached, tp, ep, pp, precision, kv_prec, attention_dp)
+    g = attention_dp * tp * pp
     tokens = batch * (context if stage == "prefill" else 1)
     per_user = (context if stage == "prefill" else 1) / st.time_s
     mem_context = cached + context
     mem = memory_per_chip_bytes(c, m, stage=stage, batch=batch, context=mem_context, tp=tp, ep=ep, pp=pp,
-                                precision=precision, kv_precision=kv_prec)
+                                dp=attention_dp, precision=precision, kv_precision=kv_prec)
     ridge = c.ridge_flop_per_byte(precision)
     tps = tokens / st.time_s
     return {
@@ -142,6 +149,7 @@ def roofline_summary(
         "tp": tp,
         "ep": ep,
         "pp": pp,
+        "attention_dp": attention_dp,
         "chips_per_replica": g,
         "step_time_ms": st.time_s * _MS,
         "compute_ms": st.compute_s * _MS,
@@ -190,7 +198,7 @@ def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any])
     prec = s["precision"]
     flops, bw = chip.flops(prec), chip.memory_bandwidth_bytes_per_s
     sweep = _step(chip, model, s["stage"], np.asarray(PLOT_BATCHES), s["context_tokens"], s["cached_tokens"],
-                  s["tp"], s["ep"], s["pp"], prec, s["kv_precision"])
+                  s["tp"], s["ep"], s["pp"], prec, s["kv_precision"], s["attention_dp"])
     g = s["chips_per_replica"]
     achieved = np.asarray(sweep.flops) / np.asarray(sweep.time_s) / g
     intensity = np.asarray(sweep.intensity_flop_per_byte)
@@ -244,7 +252,7 @@ def _print_summary(s: dict[str, Any]) -> None:
     from rich.table import Table
 
     t = Table(title=f"{s['model']} · {s['stage']} on {s['chip']} · B={s['batch']} context={s['context_tokens']} · "
-                    f"tp={s['tp']} ep={s['ep']} pp={s['pp']} ({s['chips_per_replica']} chips) · {s['precision']}")
+                    f"dp={s['attention_dp']} tp={s['tp']} ep={s['ep']} pp={s['pp']} ({s['chips_per_replica']} chips) · {s['precision']}")
     t.add_column("quantity")
     t.add_column("value", justify="right")
     special = {
@@ -269,15 +277,17 @@ def roofline(
     kv_precision: Annotated[Precision | None, typer.Option("--kv-precision",
                                                            help="KV precision (default: --precision)")] = None,
     tp: Annotated[int, typer.Option("--tp", min=1, help="tensor parallel ranks")] = 1,
-    ep: Annotated[int, typer.Option("--ep", min=1, help="expert parallel: 1 or = tp")] = 1,
+    ep: Annotated[int, typer.Option("--ep", min=1, help="expert-parallel ranks: any divisor of attention-dp·tp")] = 1,
     pp: Annotated[int, typer.Option("--pp", min=1, help="pipeline stages")] = 1,
+    attention_dp: Annotated[int, typer.Option("--attention-dp", min=1,
+                                              help="data-parallel attention groups of tp chips (decode, prefill)")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline PNG here")] = None,
 ) -> None:
     """Roofline of one stage on one chip: step time, throughput, intensity vs ridge, memory fit."""
     s = roofline_summary(chip, model, stage=str(stage), batch=batch, context=context, cached=cached,
                          precision=str(precision), kv_precision=None if kv_precision is None else str(kv_precision),
-                         tp=tp, ep=ep, pp=pp)
+                         tp=tp, ep=ep, pp=pp, attention_dp=attention_dp)
     if plot is not None:
         _plot(plot, _chips()[chip], _models()[model], s)
     if json_out:

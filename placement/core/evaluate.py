@@ -69,10 +69,13 @@ Kind = Annotated[str, AfterValidator(_registered_kind)]
 class PartLayout(Record):
     """Chips of one type forming one replica (or one half of a paired replica).
 
-    ``chips = dp·tp·pp``: ``dp`` independent data-parallel groups of ``tp·pp``
-    chips each. Only the attention half of an attention–FFN replica uses
-    ``dp > 1`` — several attention groups feed one FFN group, as in
-    MegaScale-Infer's M:N ratio and DeepSeek's data-parallel attention.
+    ``chips = dp·tp·pp``. In a decode or aggregated replica ``dp`` is
+    data-parallel attention: each pipeline stage has ``dp`` attention groups of
+    ``tp`` chips sharing the replica's batch, the routed experts spread over
+    ``ep`` ranks of the stage's dp·tp chips (:mod:`costmodels.roofline`). In
+    the attention half of an attention–FFN replica, ``dp`` groups of ``tp``
+    chips each run their own batch and feed one FFN group (MegaScale-Infer's
+    M:N ratio).
     """
 
     chip: str
@@ -126,7 +129,7 @@ class Perf:
 
 
 def layout_args(part: PartLayout) -> dict:
-    """The cost models' layout keywords of a part."""
+    """The cost models' layout keywords of a part (``dp`` is passed by the kinds that share a batch over it)."""
     return {"tp": part.tp, "ep": part.ep, "pp": part.pp}
 
 

@@ -17,8 +17,8 @@ terms, each a time no schedule can beat (they overlap, so are never added):
   decompression), over all chips at peak FLOP/s of the weight (attention core:
   KV) precision, or the chip's best rate if it lacks that precision.
 * ``TP exchange``: a layer's row-sliced output must be combined before the
-  next, so each chip receives (tp − 1)/tp of its layers' activations (≥ 8 bits
-  per value, 4 for FP4 models) over its fastest link; ``crossing``: in
+  next, so each chip receives (tp − 1)/tp of its layers' activations of its
+  DP group's B/dp tokens (≥ 8 bits per value, 4 for FP4 models) over its fastest link; ``crossing``: in
   attention–FFN, each token's hidden state goes to the FFN pool and back per layer.
 * ``chain``: one token's causal path: a link latency per layer when tp > 1, per
   pipeline hop, two per layer between attention and FFN pools, the draft ↔
@@ -249,8 +249,7 @@ class _Chips:
         return max(t.bandwidth_bytes_per_s for t in self.chip.memory)
 
     def flops(self, precision: str) -> float:
-        rates = self.chip.flops_per_s
-        return rates.get(precision, max(rates.values()))
+        return self.chip.flops_per_s.get(precision, max(self.chip.flops_per_s.values()))
 
     @property
     def link(self) -> float:
@@ -299,20 +298,20 @@ def _activation_bytes(weights: str) -> float:
 
 
 def _exchange(s: Shape, tokens: float, tp: int, pp: int, weights: str) -> float:
-    """Activation bytes each chip receives: (tp − 1)/tp of each token's hidden state, per layer it holds."""
+    """Activation bytes each chip receives: (tp − 1)/tp of each of its group's tokens' hidden state, per layer."""
     return 0.0 if tp <= 1 else (s.layers / pp) * tokens * s.hidden * _activation_bytes(weights) * (tp - 1) / tp
 
 
 def _step_work(s: Shape, part: str, *, tokens: float, kv_tokens: float, pairs: float, tp: int, pp: int,
-               weights: str) -> _Work:
-    """One step of ``tokens`` new tokens reading ``kv_tokens`` cached (token, layer) entries."""
+               weights: str, dp: int = 1) -> _Work:
+    """One step of ``tokens`` new tokens reading ``kv_tokens`` cached (token, layer) entries, tokens/dp a group."""
     b = _BYTES_PER_VALUE[weights]
     return _Work(
         weight_bytes=s.part_params(part) * b,
         kv_bytes=0.0 if part == "ffn" else kv_tokens * s.kv_bytes_per_token_layer,
         matmul_flops=_FLOPS_PER_MAC * tokens * s.part_params(part),
         attention_flops=0.0 if part == "ffn" else pairs * s.flops_per_pair,
-        exchange_bytes_per_chip=_exchange(s, tokens, tp, pp, weights),
+        exchange_bytes_per_chip=_exchange(s, tokens / dp, tp, pp, weights),
     )
 
 
@@ -369,7 +368,7 @@ def _decode_bound(s: Shape, cls: TrafficClass, on: _Chips, lay: PartLayout, batc
     """Terms and chain of one decode step of ``batch`` sequences, one token each."""
     first, steps, mean = _decode_span(cls)
     kv = batch * s.mean_kv_tokens(first, steps)
-    w = _step_work(s, "full", tokens=batch, kv_tokens=kv, pairs=kv, tp=lay.tp, pp=lay.pp, weights=on.weights)
+    w = _step_work(s, "full", tokens=batch, kv_tokens=kv, pairs=kv, tp=lay.tp, pp=lay.pp, dp=lay.dp, weights=on.weights)
     return _work_terms(w, on), _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=mean)
 
 
@@ -417,7 +416,8 @@ def _aggregated(ctx, cfg, cls, s, prec) -> Floors:
     share = chunk / p  # a step carries C of the prompt's p tokens: C/p of its pairs and KV
     step = _step_work(s, "full", tokens=cfg.batch + chunk,
                       kv_tokens=decode_kv + share * s.kv_tokens(c0 + p),
-                      pairs=decode_kv + share * s.prefill_pairs(p, c0), tp=lay.tp, pp=lay.pp, weights=on.weights)
+                      pairs=decode_kv + share * s.prefill_pairs(p, c0), tp=lay.tp, pp=lay.pp, weights=on.weights,
+                      dp=lay.dp)
     path = _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=mean)
     tpot = Bound((*_work_terms(step, on), path.term()))
     n = max(math.ceil(p / chunk), 1) if chunk else 1

@@ -10,7 +10,8 @@ were taken; with ``only_measured`` they are the only columns.
 Capacity rule (requests/s per replica): each step carries B decode tokens and
 a C-token prefill chunk, decode first; capacity = min(ρ·C/(p·t), B/(o·t))
 with ρ from the M/D/1 bound (:func:`placement.core.evaluate.md1_capacity`)
-on the prompt's ⌈p/C⌉ steps.
+on the prompt's ⌈p/C⌉ steps. Under data-parallel attention each of the dp
+groups runs its own chunk (dp prefill servers): capacity = min(dp·ρ·C/(p·t), B/(o·t)).
 """
 
 from __future__ import annotations
@@ -51,15 +52,17 @@ def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray,
     # A chunk attends to the cached prefix and, on average, half of the prompt before it.
     chunk_context = cls.cached_prefix_tokens + max(cls.prompt_tokens - chunk, 0) / 2
     st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=chunk,
-                         chunk_context=chunk_context, **layout_args(cfg.main), **step_precision_args(ctx))
+                         chunk_context=chunk_context, **layout_args(cfg.main), dp=cfg.main.dp,
+                         **step_precision_args(ctx))
     t = np.asarray(st.time_s, dtype=float)
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
-    prefill_cap = md1_capacity(t * cls.prompt_tokens / chunk, steps_per_prompt * t, cls.ttft_s, 1.0)
+    # Each data-parallel group prefills its own prompts: dp M/D/1 servers.
+    prefill_cap = md1_capacity(t * cls.prompt_tokens / chunk, steps_per_prompt * t, cls.ttft_s, float(cfg.main.dp))
     decode_cap = b / (cls.output_tokens * t)
     cap = np.minimum(prefill_cap, decode_cap)
     ttft = steps_per_prompt * t
-    mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + 1, context=max_context_tokens(cls),
-                                **layout_args(cfg.main), **precision_args(ctx))
+    mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + cfg.main.dp, context=max_context_tokens(cls),
+                                **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
     return Perf(cap, ttft, t, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
 
 
@@ -76,7 +79,7 @@ MEASURED = PoolKind("measured", ("aggregated", None), _measured, measured=True)
 def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
     w = weights(ctx).all_bytes
     for site in ctx.resources().values():
-        for part in parts(ctx, site, "prefill", w, memo):
+        for part in parts(ctx, site, "prefill", w, memo, data_parallel=True):
             for chunk in CHUNKS:
                 yield Grid(PoolConfig(kind=AGGREGATED.name, traffic_class=cls.name, main=part, batch=1,
                                       chunk_tokens=chunk), "serve", BATCHES)

@@ -5,7 +5,9 @@ Replica sizes per chip type form a divisibility chain with the domain size
 the solver's aggregate chip constraint packs exactly (see
 :func:`solvers.milp.check_packable`). Tensor parallelism stays inside one
 scale-up domain and divides the attention heads; a mixture-of-experts model
-may also split its experts over the TP group (EP = TP).
+may also split its experts over the TP group (EP = TP) or, for decode and
+aggregated replicas, run data-parallel attention with its experts over the
+whole stage (wide EP, :func:`layouts`).
 
 Results that every class asks for again are kept in ``memo``, a dict the
 caller keeps for one context (:attr:`placement.core.candidates.Candidates.memo`).
@@ -71,18 +73,36 @@ def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:
     return sizes
 
 
-def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str) -> list[tuple[int, int, int]]:
-    """(tp, ep, pp) with tp·pp = chips, tp inside one domain and dividing the heads."""
+def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str,
+            data_parallel: bool = False) -> list[tuple[int, int, int, int]]:
+    """(tp, ep, pp, dp) with dp·tp·pp = chips, tp inside one domain and dividing the heads.
+
+    Always the dp = 1 layouts: tp·pp = chips, ep ∈ {1, tp} on a mixture-of-experts
+    model (tp dividing the experts). With ``data_parallel`` (decode and
+    aggregated replicas of a mixture-of-experts model) also data-parallel
+    attention with wide expert parallelism, ep = dp·tp = w, for each tp and
+    each stage width w ∈ {min(chips, domain), chips}: the stage fills the
+    scale-up domain (pp = chips/w stages, the all-to-all on the scale-up
+    fabric), or the whole replica is one stage whose all-to-all crosses
+    domains on the scale-out NICs. That is at most two more layouts per tp:
+    the engines' wide-EP shapes (SGLang/TRT-LLM DP attention, EP 8–72 in an
+    NVL72 domain, EP 16–32 over RDMA across 8-GPU nodes) without the full
+    lattice of divisors.
+    """
     m = ctx.model
     out = []
     tp = 1
     while tp <= min(chips, site.chips_per_domain):
-        pp = chips // tp
-        if chips % tp == 0 and m.attention.heads % tp == 0 and pp <= m.layers:
+        if chips % tp == 0 and m.attention.heads % tp == 0:
+            pp = chips // tp
             eps = [1]
             if m.moe is not None and tp > 1 and m.moe.experts % tp == 0 and stage != "decode-attention":
                 eps.append(tp)
-            out.extend((tp, ep, pp) for ep in eps)
+            out.extend((tp, ep, pp, 1) for ep in eps if pp <= m.layers)
+            if data_parallel and m.moe is not None:
+                for width in sorted({min(chips, site.chips_per_domain), chips}):
+                    if width % tp == 0 and width > tp and chips // width <= m.layers:
+                        out.append((tp, width, chips // width, width // tp))
         tp *= 2
     return out
 
@@ -95,9 +115,14 @@ def _fleet_chips(ctx: Context, resource: str) -> int:
     return sum(s.chips for s in ctx.sites.values() if s.resource == resource)
 
 
-def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None) -> list[PartLayout]:
-    """Replica layouts of ``stage`` on ``site``'s resource holding ``weight_bytes`` (kept in ``memo``)."""
-    key = ("parts", site.resource, stage, weight_bytes)
+def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None,
+          data_parallel: bool = False) -> list[PartLayout]:
+    """Replica layouts of ``stage`` on ``site``'s resource holding ``weight_bytes`` (kept in ``memo``).
+
+    ``data_parallel`` adds the data-parallel attention / wide-EP layouts of
+    :func:`layouts` (for kinds whose replica shares one batch over its dp groups).
+    """
+    key = ("parts", site.resource, stage, weight_bytes, data_parallel)
     if memo is not None and key in memo:
         return memo[key]
     need = _min_chips_for_weights(site, weight_bytes)
@@ -106,8 +131,9 @@ def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: d
     for g in replica_sizes(site.chips_per_domain, max(max_chips, site.chips_per_domain)):
         if g < need:
             continue
-        for tp, ep, pp in layouts(ctx, site, g, stage):
-            out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp))
+        for tp, ep, pp, dp in layouts(ctx, site, g, stage, data_parallel):
+            out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp,
+                                  dp=dp))
     if memo is not None:
         memo[key] = out
     return out

@@ -56,7 +56,7 @@ def kv_bytes(ctx: Context, cls: TrafficClass) -> float:
 def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
-                      **layout_args(cfg.main), **step_precision_args(ctx))
+                      **layout_args(cfg.main), dp=cfg.main.dp, **step_precision_args(ctx))
     nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
     transfer_s = b * kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
                                        cls.prefix_cached_on_decode) / nic
@@ -64,18 +64,18 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
     service = np.asarray(st.time_s) / cfg.main.pp
     cap = md1_capacity(service, latency, cls.ttft_s, b)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
-                                **layout_args(cfg.main), **precision_args(ctx))
+                                **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
     return Perf(cap, latency, np.zeros(b.shape), np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
 
 
 def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
-    st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main),
+    st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main), dp=cfg.main.dp,
                      **step_precision_args(ctx))
     tpot = np.asarray(st.time_s, dtype=float)
     cap = b / (cls.output_tokens * tpot)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
-                                **layout_args(cfg.main), **precision_args(ctx))
+                                **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
     return Perf(cap, np.zeros(b.shape), tpot, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
 
 
@@ -102,7 +102,7 @@ def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
     yield from prefill_grids(ctx, cls, memo)
     w = weights(ctx).all_bytes
     for site in ctx.resources().values():
-        for part in parts(ctx, site, "decode", w, memo):
+        for part in parts(ctx, site, "decode", w, memo, data_parallel=True):
             yield Grid(PoolConfig(kind=DECODE.name, traffic_class=cls.name, main=part, batch=1), "decode", BATCHES)
 
 

@@ -126,6 +126,10 @@ def check_configurations(ctx: Context, plan: Plan) -> list[str]:
     return v
 
 
+#: Kinds whose replica shares one batch over data-parallel attention groups (``dp`` of the main part).
+_DP_KINDS = ("decode", "aggregated")
+
+
 def _config_problems(ctx: Context, pid: str, cfg: PoolConfig) -> list[str]:
     v: list[str] = []
     if cfg.kind in _SINGLE and cfg.partner is not None:
@@ -164,14 +168,18 @@ def _config_problems(ctx: Context, pid: str, cfg: PoolConfig) -> list[str]:
         model = None if cfg.kind == "measured" else (
             ctx.draft_model if cfg.kind == "decode-spec" and name == "partner" else ctx.model)
         v += _layout_problems(ctx, f"pool {pid}: config.{name}", part, model,
-                              attention=cfg.kind == "decode-af" and name == "main")
+                              attention=cfg.kind == "decode-af" and name == "main",
+                              shared_batch=cfg.kind in _DP_KINDS and name == "main")
     return v
 
 
 def _layout_problems(ctx: Context, where: str, part: PartLayout, model: ModelSpec | None,
-                     attention: bool) -> list[str]:
+                     attention: bool, shared_batch: bool = False) -> list[str]:
     """A replica's chips are dp·tp·pp of a catalogue chip; TP inside one domain and dividing the heads;
-    no more stages than layers; only an attention half runs data-parallel groups."""
+    no more stages than layers; data-parallel groups only in an attention half or (``shared_batch``) a
+    decode or aggregated replica; ep divides the dp·tp chips of a stage (ep = 1 in an attention half).
+    An all-to-all across domains is priced on the scale-out NICs by the cost models, and the pool's
+    re-derived ``tpot_ms`` is compared with the plan's (``check_pool_fields``)."""
     chip = ctx.chips.get(part.chip)
     if chip is None:
         return [f"{where}.chip {part.chip!r} is not in the catalogue or the instance's chips"]
@@ -190,6 +198,11 @@ def _layout_problems(ctx: Context, where: str, part: PartLayout, model: ModelSpe
         v.append(f"{where}: tp {part.tp} does not divide the model's {model.attention.heads} heads")
     if model is not None and part.pp > model.layers:
         v.append(f"{where}: pp {part.pp} exceeds the model's {model.layers} layers")
-    if part.dp > 1 and not attention:
-        v.append(f"{where}: dp {part.dp}; only the attention half of a decode-af replica is data-parallel")
+    if part.dp > 1 and not (attention or shared_batch):
+        v.append(f"{where}: dp {part.dp}; only decode and aggregated replicas and the attention half of a "
+                 f"decode-af replica are data-parallel")
+    stage_chips = part.tp if attention else part.dp * part.tp
+    if (part.ep > 1 and attention) or stage_chips % part.ep:
+        v.append(f"{where}: ep {part.ep} must divide the {stage_chips} chips of a stage (dp·tp"
+                 f"{'; 1 in an attention half' if attention else ''})")
     return v
