@@ -225,11 +225,12 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
             threads=threads,
             msg=msg,
             start=known.values,
-            target=known.target,
+            target=None if known.target is None else known.target / v.objective_scale,
         )
         outcome = run(m, backend, options)
         status, message = outcome.status, outcome.message + known.note
-        bounds = [b for b in (outcome.bound, known.lower_bound) if b is not None]
+        solver_bound = None if outcome.bound is None else outcome.bound * v.objective_scale
+        bounds = [b for b in (solver_bound, known.lower_bound) if b is not None]
         bound = max(bounds) if bounds else None
         solve_seconds = outcome.seconds + known.seconds
         if known.values is not None and _start_is_better(v, known.values, outcome):

@@ -30,6 +30,7 @@ from placement.core.plan import (
 )
 from placement.core.schema import Instance
 from placement.core.verify import verify
+from placement.core.verify.facts import SERVED_RPS
 from placement.modes import RouteId, StepId
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
@@ -206,9 +207,9 @@ def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPl
         modes = {}
         for route, rate in sorted(sol.route_rates.items()):
             rid = RouteId.parse(route)
-            if rid.traffic_class == cls.name and rate > 1e-12:
+            if rid.traffic_class == cls.name and rate > 0:
                 modes[rid.mode] = clean(rate / cls.rate_rps)  # 10 significant digits, not 9 decimals
-        serving = [p for p in pools if any(StepId.parse(st).traffic_class == cls.name and r > 1e-12
+        serving = [p for p in pools if any(StepId.parse(st).traffic_class == cls.name and r > SERVED_RPS
                                            for s in p.sites for st, r in s.load_rps.items())]
         ttfts = [p.ttft_ms for p in serving if p.ttft_ms is not None]
         tpots = [p.tpot_ms for p in serving if p.tpot_ms is not None]
