@@ -40,9 +40,10 @@ MAX_FILE_BYTES = 20_000_000
 MAX_VALUES = 250_000
 #: Deepest nesting accepted (an instance nests about 6 levels).
 MAX_DEPTH = 64
-#: Longest integer literal accepted: every integer field is bounded far below 10^18 (Python refuses
-#: to convert literals of more than 4,300 digits at all, with a ValueError that names no field).
-MAX_INT_DIGITS = 18
+#: Longest integer literal read as a number: Python refuses to convert longer ones at all, with a
+#: ValueError that names no field; they are reported with their field instead. (Shorter ones meet
+#: the fields' own bounds.)
+MAX_INT_DIGITS = 4_300
 #: Smallest positive request rate (req/s) of a class or a measured replica: one request in ~30,000
 #: years. The verifier counts loads at or below this as not served, and rates near the smallest
 #: doubles (1e-320) overflow the cost models' reciprocals.
@@ -203,7 +204,7 @@ def _reject_non_finite(node: Any, source: str, path: str, count: list[int], dept
     if isinstance(node, float) and not math.isfinite(node):
         raise InputError(f"expected a finite number, got {node}", file=source, field=path or None)
     if isinstance(node, _LongInt):
-        raise InputError(f"an integer of {node.digits:,} digits; expected at most {MAX_INT_DIGITS} digits",
+        raise InputError(f"an integer of {node.digits:,} digits; no field takes more than a few",
                          file=source, field=path or None)
     if isinstance(node, dict):
         for k, v in node.items():
@@ -310,7 +311,8 @@ def _check_model_sizes(model: ModelSpec, source: str, field: str) -> None:
         if isinstance(node, bool):
             return
         if isinstance(node, int) and node > MAX_MODEL_SIZE:
-            raise InputError(f"{node:.3g} is not a plausible model size; expected at most {MAX_MODEL_SIZE:,}",
+            shown = f"{node:,}" if node < 10**20 else f"an integer of {len(str(node)):,} digits"
+            raise InputError(f"{shown} is not a plausible model size; expected at most {MAX_MODEL_SIZE:,}",
                              file=source, field=path)
         if isinstance(node, dict):
             for k, v in node.items():
@@ -339,6 +341,9 @@ def _check_rates(inst: Instance, source: str) -> None:
         if not MIN_RATE_RPS <= m.max_rps_per_replica <= MAX_MEASURED_RPS:
             raise InputError(f"{m.max_rps_per_replica:.3g} req/s per replica; expected {MIN_RATE_RPS:g} to "
                              f"{MAX_MEASURED_RPS:g}", file=source, field=f)
+        if m.chips > MAX_MODEL_SIZE:
+            raise InputError(f"{m.chips if m.chips < 10**20 else 'over 10^20'} chips per replica; expected at most "
+                             f"{MAX_MODEL_SIZE:,}", file=source, field=f"measured_capacity[{i}].chips")
         key = (m.chip, m.traffic_class, m.chips)
         if key in seen and seen[key][1] != m.max_rps_per_replica:
             j, other = seen[key]
