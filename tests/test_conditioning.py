@@ -152,3 +152,53 @@ def test_load_units_switch_to_the_demand_only_for_replicas_far_larger_than_it():
     assert v.load_unit == {("small", "q"): 2.0, ("huge", "q"): 4.0}  # 4: the power of two nearest 3 req/s
     links = [c.name for c in m.constraints() if c.name.startswith("replica_link")]
     assert len(links) == 1 and v.labels[links[0]] == ("replica_link", ("huge", "q", "s"))
+
+
+# ---- repair of a plan the verifier rejects for a tolerance-sized violation --------------------------
+
+
+def _corrupting(monkeypatch, corrupt):
+    import placement.core.solve as core_solve
+
+    real = core_solve.solve_problem
+
+    def solve_and_corrupt(problem, **kwargs):
+        return corrupt(real(problem, **kwargs))
+
+    monkeypatch.setattr(core_solve, "solve_problem", solve_and_corrupt)
+
+
+@pytest.mark.parametrize("what", ["load", "pair"])
+def test_a_plan_rejected_for_residue_is_repaired_and_says_so(monkeypatch, what):
+    inst = _scaled("bertha-lpddr.yaml" if what == "load" else "rubin-lpx-deepseek.yaml")
+    clean_plan = solve(inst, backend="highs")
+    assert clean_plan.verified and not clean_plan.notes
+
+    def corrupt(sol):
+        if what == "load":  # a load 1e-4 short of its step's demand
+            first = sol.loads[0].model_copy(update={"rate": sol.loads[0].rate * (1 - 1e-4)})
+            return sol.model_copy(update={"loads": [first, *sol.loads[1:]]})
+        assert sol.pairs, "rubin-lpx-deepseek's plan pairs attention with FFN replicas over its network"
+        first = sol.pairs[0].model_copy(update={"replicas": sol.pairs[0].replicas * (1 + 1e-4)})
+        return sol.model_copy(update={"pairs": [first, *sol.pairs[1:]]})
+
+    _corrupting(monkeypatch, corrupt)
+    plan = solve(inst, backend="highs")
+    assert plan.status == "optimal" and plan.verified, plan.message
+    assert plan.cost_usd_per_hour == clean_plan.cost_usd_per_hour
+    assert any(n.startswith("repaired: the verifier rejected highs's plan") for n in plan.notes), plan.notes
+
+
+def test_a_plan_that_repair_cannot_fix_stays_rejected(monkeypatch):
+    inst = _scaled("melange-toy.yaml")
+
+    def drop_a_replica(sol):  # fewer replicas than the load needs: not a tolerance matter
+        first = sol.replicas[0]
+        if first.replicas < 2:
+            return sol.model_copy(update={"replicas": sol.replicas[1:]})
+        return sol.model_copy(update={"replicas": [first.model_copy(update={"replicas": first.replicas - 1}),
+                                                   *sol.replicas[1:]]})
+
+    _corrupting(monkeypatch, drop_a_replica)
+    plan = solve(inst, backend="highs")
+    assert plan.status == "error" and not plan.verified and not plan.notes

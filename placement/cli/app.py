@@ -55,6 +55,8 @@ def _load(path: Path):
 
 
 def _plan_exit(plan) -> int:
+    if plan.certified is False:  # --certify: the second backend refuted the first's claim
+        return EXIT_SOLVER
     if plan.status in ("optimal", "feasible") and plan.verified:
         return EXIT_OK
     if plan.status == "time_limit":
@@ -92,6 +94,9 @@ def solve(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
     with_compare: Annotated[bool, typer.Option("--compare", help="also solve each homogeneous fleet and "
                                                 "each single mode; report the savings")] = False,
+    certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
+                                          "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
+                                          "they disagree (the better verified plan is still written)")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     from rich.markup import escape
@@ -107,7 +112,8 @@ def solve(
 
         check_writable(json_path)  # before the solve, not after it
     inst = _load(instance)
-    plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance))
+    plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
+               certify=certify)
     if with_compare and plan.verified:
         from placement.studies.compare import with_comparisons
 
@@ -121,7 +127,9 @@ def solve(
         print_plan(err if str(json_path) == "-" else out, plan)
     code = _plan_exit(plan)
     if code:
-        err.print(f"[red]{plan.status}[/red]: {escape(plan.message or '')}", highlight=False, soft_wrap=True)
+        why = next((n for n in plan.notes if n.startswith("NOT certified")), None) if plan.certified is False else None
+        head, text = ("not certified", why.removeprefix("NOT certified: ")) if why else (plan.status, plan.message)
+        err.print(f"[red]{head}[/red]: {escape(text or '')}", highlight=False, soft_wrap=True)
         for d in plan.diagnosis:
             err.print(f"  - {escape(d)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
