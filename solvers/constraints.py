@@ -74,7 +74,7 @@ def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
     for r in ix.routes:
         lam = ix.rate[r.demand]
         for q in r.steps:
-            terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in loads_of[q]]
+            terms = [(v.y[key], v.load_unit[key[0], q]) for key in loads_of[q]]
             terms.append((v.x[r.name], -lam))
             add_row(
                 m,
@@ -91,21 +91,36 @@ def add_step_coverage(m: pulp.LpProblem, v: Variables) -> None:
 def add_replica_capacity(m: pulp.LpProblem, v: Variables) -> None:
     """Replica capacity, for each column c and site s of part 0::
 
-        Σ_q y_{c,q,s} ≤ n_{c,0,s}
+        Σ_q (κ_{c,q}/cap_{c,q})·y_{c,q,s} ≤ n_{c,0,s}
 
-    i.e. Σ_q a_{c,q,s}/cap_{c,q} ≤ n_{c,0,s}: mixing steps shares a replica linearly.
-    Unit coefficients: the row is not rescaled.
+    i.e. Σ_q a_{c,q,s}/cap_{c,q} ≤ n_{c,0,s}: mixing steps shares a replica
+    linearly (κ is the unit of y, :func:`~solvers.variables.load_units`; the
+    coefficients are 1 where y is in replica-equivalents, and the row is not
+    rescaled then). Where κ ≪ cap (a replica could serve far more than the
+    step's whole demand λ_k) the coefficient is tiny and a load on zero replicas
+    would be within the solvers' tolerance, so each such load also gets::
+
+        κ_{c,q}·y_{c,q,s} − λ_k·n_{c,0,s} ≤ 0
+
+    valid for every plan (a ≤ λ_k always, so n ≥ 1 satisfies it; n = 0 forces
+    a = 0 in the first row anyway), with coefficients of the same size.
     """
     ix = v.index
     loads_at: dict[tuple[str, str], list[Key3]] = defaultdict(list)
     for key in ix.load_keys:
         loads_at[key[0], key[2]].append(key)
     for (c, s), keys in loads_at.items():
-        terms = [(v.y[key], 1.0) for key in keys] + [(v.n[c, 0, s], -1.0)]
+        share = {key: v.load_unit[c, key[1]] / ix.column[c].capacity[key[1]] for key in keys}
+        terms = [(v.y[key], share[key]) for key in keys] + [(v.n[c, 0, s], -1.0)]
         tokens = [ix.names.tokens["column", c], ix.names.tokens["site", s]]
-        add_row(
-            m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0, scaled=1.0
-        )
+        add_row(m, v, "replica_capacity", (c, s), tokens, terms, pulp.LpConstraintLE, 0.0,
+                scaled=1.0 if all(f == 1.0 for f in share.values()) else None)
+        for key in keys:
+            if share[key] != 1.0:
+                lam = ix.rate[ix.route_of_step[key[1]].demand]
+                link = [(v.y[key], v.load_unit[c, key[1]]), (v.n[c, 0, s], -lam)]
+                add_row(m, v, "replica_link", key, [ix.names.tokens["step", key[1]], *tokens], link,
+                        pulp.LpConstraintLE, 0.0)
 
 
 def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
@@ -136,7 +151,7 @@ def add_single_resource(m: pulp.LpProblem, v: Variables) -> None:
             for rho in options:
                 keys = loads_of[q, rho]
                 if keys:
-                    terms = [(v.y[key], ix.column[key[0]].capacity[q]) for key in keys]
+                    terms = [(v.y[key], v.load_unit[key[0], q]) for key in keys]
                     terms.append((v.w[r.demand, rho], -lam * (1.0 + CHOICE_SLACK)))
                     tokens = [ix.names.tokens["step", q], ix.names.tokens["resource", rho]]
                     add_row(

@@ -103,6 +103,12 @@ def _value(var: pulp.LpVariable) -> float:
     return 0.0 if abs(value) < ZERO else float(value)
 
 
+def _digits(value: float) -> float:
+    """``value`` to 10 significant digits, with no absolute flush: a load of 1e-12 req/s is a load
+    when the demand is 1e-12 req/s (values are flushed in their variable's unit, by :func:`_value`)."""
+    return float(f"{value:.10g}")
+
+
 def cancel_cycles(flow: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]:
     """``flow`` (edge -> amount > 0) of one commodity with every circulation removed.
 
@@ -280,7 +286,7 @@ def to_solution(
 
     Flows are multiplied by their transfer's ``flow_unit`` and pairs by their
     column's ``pair_unit`` (values below 1e-9 of a unit count as 0); loads are
-    replica-equivalents times capacity; row scaling needs no undoing. Flows
+    in units of ``load_unit``; row scaling needs no undoing. Flows
     that circulate are cancelled (:func:`cancel_cycles`).
 
     ``objective`` is the primary objective recomputed from n (rounded to
@@ -310,12 +316,12 @@ def to_solution(
     )
     loads = []
     for (c, q, s), var in sorted(v.y.items()):
-        rate = clean(_value(var) * ix.column[c].capacity[q])
+        rate = _digits(_value(var) * v.load_unit[c, q])
         if rate:
             loads.append(Load(column=c, step=q, site=s, rate=rate))
     route_rates = {}
     for r in ix.routes:
-        rate = clean(_value(v.x[r.name]) * ix.rate[r.demand])
+        rate = _digits(_value(v.x[r.name]) * ix.rate[r.demand])
         if rate:
             route_rates[r.name] = rate
     edge_load: dict[tuple[str, str], float] = defaultdict(float)
@@ -330,8 +336,8 @@ def to_solution(
         for e, amount in rebalance_forest(cancel_cycles(per_transfer[t]), net).items():
             value = amount * unit
             edge_load[e] += value
-            if clean(value):
-                flows.append(Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=clean(value)))
+            if value:
+                flows.append(Flow(transfer=t, source=e[0], target=e[1], bytes_per_s=_digits(value)))
     pairs = []
     pair_counts = {key: _value(var) * v.pair_unit[key[0]] for key, var in v.z.items()}
     halves = {key: _value(var) * v.pair_unit[key[0]] for key, var in v.g.items()}

@@ -192,7 +192,7 @@ class Start:
 
 def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg,
            prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
-           pair_split: PairSplit = "auto") -> tuple[Solution, Variables]:
+           pair_split: PairSplit = "auto", feasibility: float | None = None) -> tuple[Solution, Variables]:
     with gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
         start = time.perf_counter()
         m, v = build_model(problem, pair_split)
@@ -225,11 +225,13 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
             threads=threads,
             msg=msg,
             start=known.values,
-            target=known.target,
+            target=None if known.target is None else known.target / v.objective_scale,
+            feasibility=feasibility,
         )
         outcome = run(m, backend, options)
         status, message = outcome.status, outcome.message + known.note
-        bounds = [b for b in (outcome.bound, known.lower_bound) if b is not None]
+        solver_bound = None if outcome.bound is None else outcome.bound * v.objective_scale
+        bounds = [b for b in (solver_bound, known.lower_bound) if b is not None]
         bound = max(bounds) if bounds else None
         solve_seconds = outcome.seconds + known.seconds
         if known.values is not None and _start_is_better(v, known.values, outcome):
@@ -331,6 +333,7 @@ def solve_model(
     msg: bool = False,
     prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
     pair_split: PairSplit = "auto",
+    feasibility: float | None = None,
 ) -> tuple[Solution, Variables]:
     """:func:`solve`, also returning the model's variables, which hold the solution's values.
 
@@ -338,9 +341,10 @@ def solve_model(
     and returns a :class:`Start` (a checked plan to start from, a bound
     proven elsewhere): the start is handed to the backend and returned if the
     solver finds nothing better, and the bound reported is the better of the
-    two (see :mod:`solvers.twolevel`).
+    two (see :mod:`solvers.twolevel`). ``feasibility`` is a primal feasibility
+    tolerance tighter than the backend's default (HiGHS; see :mod:`solvers.repair`).
     """
-    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare, pair_split)
+    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare, pair_split, feasibility)
 
 
 def relax(

@@ -95,7 +95,7 @@ def add_transfer_conservation(m: pulp.LpProblem, v: Variables) -> None:
             per_node[node] += [(v.f[t.name, e], -unit) for e in into[node]]
         for step, sign in ((t.source, -1.0), (t.target, 1.0)):
             for key in loads_of[step]:
-                coef = sign * t.bytes_per_request * ix.column[key[0]].capacity[step]
+                coef = sign * t.bytes_per_request * v.load_unit[key[0], step]
                 per_node[node_of[key[2]]].append((v.y[key], coef))
         for node in ix.nodes:
             if per_node[node]:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import pulp
 
 from solvers.tolerances import TIE_BREAK
 from solvers.variables import Variables
 
-__all__ = ["primary_objective", "set_objective"]
+__all__ = ["OBJECTIVE_BAND", "primary_objective", "set_objective"]
+
+#: Cheapest unit weights inside this band leave the objective as it is; outside it the objective
+#: is divided by the power of two nearest the cheapest weight (see set_objective).
+OBJECTIVE_BAND = (2.0**-4, 2.0**10)
 
 
 def set_objective(m: pulp.LpProblem, v: Variables) -> None:
@@ -31,8 +37,11 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
     w_min = min(weights) if weights else 1.0
     eps_u = 0.0 if ix.problem.objective == "units" else TIE_BREAK * w_min
     primary = v.primary
-    coefs = {var: primary[k] + eps_u * units[k] for k, var in v.n.items()}
-    coefs.update(dict.fromkeys(v.f.values(), TIE_BREAK * w_min))
+    low, high = OBJECTIVE_BAND
+    scale = 1.0 if low <= w_min <= high else 2.0 ** round(math.log2(w_min))
+    v.objective_scale = scale
+    coefs = {var: (primary[k] + eps_u * units[k]) / scale for k, var in v.n.items()}
+    coefs.update(dict.fromkeys(v.f.values(), TIE_BREAK * w_min / scale))
     m.setObjective(pulp.LpAffineExpression(coefs))
 
 

@@ -364,7 +364,10 @@ def start_values(m: pulp.LpProblem, v: Variables, part: Variables) -> dict[pulp.
     ``None`` — and logs why — if they break a row all the same.
     """
     values: dict[pulp.LpVariable, float] = {}
-    for family in ("x", "y", "n", "w"):
+    for key, var in v.y.items():  # loads are in units of load_unit[(column, step)], which may differ
+        theirs = part.y.get(key)
+        values[var] = 0.0 if theirs is None else _value(theirs) * part.load_unit[key[:2]] / v.load_unit[key[:2]]
+    for family in ("x", "n", "w"):
         mine, theirs = getattr(v, family), getattr(part, family)
         for key, var in mine.items():
             values[var] = _value(theirs[key]) if key in theirs else 0.0

@@ -28,8 +28,13 @@ __all__ = [
     "define_variables",
     "flow_units",
     "gc_paused",
+    "load_units",
     "pair_units",
 ]
+
+#: A load's unit switches from the replica's capacity to the demand's rate when one replica could
+#: serve more than this many times the whole demand of its step (see :func:`load_units`).
+LOAD_UNIT_RATIO = 16.0
 
 Key3 = tuple[str, str, str]
 
@@ -38,7 +43,9 @@ Key3 = tuple[str, str, str]
 class Variables:
     """The decision variables of :func:`build_model` and the scales to read them.
 
-    ``x[route]`` fraction of λ_k, ``y[(column, step, site)]`` replica-equivalents,
+    ``x[route]`` fraction of λ_k, ``y[(column, step, site)]`` load in units of
+    ``load_unit[(column, step)]`` requests/s (the replica's capacity: replica-equivalents,
+    or about λ_k when a replica could serve far more than the whole demand, see :func:`load_units`),
     ``n[(column, part, site)]`` integer replicas, ``z[(column, site0, site1)]``
     replica pairs in units of ``pair_unit[column]`` pairs (``g[(column, part, site,
     hub)]`` half-pairs at a hub instead, on tree fleets; see :mod:`solvers.index`),
@@ -48,11 +55,13 @@ class Variables:
     without tie-breaks. ``row_scale[name]`` is the power of two row ``name`` was
     divided by (see :func:`add_row`; absent means 1): row activity × row_scale
     is in the row's natural units (requests/s, units, replicas, bytes/s, W, $/h).
+    The solver's objective times ``objective_scale`` is in the objective's units.
     """
 
     index: Index
     flow_unit: dict[str, float] = field(default_factory=dict)
     pair_unit: dict[str, float] = field(default_factory=dict)
+    load_unit: dict[tuple[str, str], float] = field(default_factory=dict)
     x: dict[str, pulp.LpVariable] = field(default_factory=dict)
     y: dict[Key3, pulp.LpVariable] = field(default_factory=dict)
     n: dict[tuple[str, int, str], pulp.LpVariable] = field(default_factory=dict)
@@ -63,6 +72,8 @@ class Variables:
     primary: dict[tuple[str, int, str], float] = field(default_factory=dict)
     labels: dict[str, tuple[str, tuple]] = field(default_factory=dict)
     row_scale: dict[str, float] = field(default_factory=dict)
+    #: The power of two the objective was divided by (see :func:`solvers.objective.set_objective`).
+    objective_scale: float = 1.0
 
 
 def add_var(
@@ -144,6 +155,31 @@ def flow_units(ix: Index) -> dict[str, float]:
     }
 
 
+def load_units(ix: Index) -> dict[tuple[str, str], float]:
+    """Unit κ_{c,q} of the load variables y of column c at step q (requests/s).
+
+    κ = cap_{c,q}, the replica's capacity (y in replica-equivalents), unless one
+    replica could serve more than :data:`LOAD_UNIT_RATIO` times the rate λ_k of
+    the step's demand; then κ is the power of two nearest λ_k. In
+    replica-equivalents such a load is ≤ λ_k/cap ≪ 1 and its coverage row
+    holds λ_k beside cap: with one class on 16 H100 at 1e-5 req/s the row's λ
+    coefficient was 1e-6 of its largest, inside the solvers' feasibility
+    tolerance, and both solvers served the step with no load at all. With κ ≈ λ
+    the coverage row is balanced, and :func:`~solvers.constraints.add_replica_capacity`
+    adds a linking row a ≤ λ_k·n (exact, as no step carries more than λ_k) so
+    that a load on zero replicas is not inside the tolerance either. A power of
+    two keeps every ratio of the rows exact in binary.
+    """
+    units: dict[tuple[str, str], float] = {}
+    for c, q, _s in ix.load_keys:
+        if (c, q) in units:
+            continue
+        cap = ix.column[c].capacity[q]
+        lam = ix.rate.get(ix.route_of_step[q].demand, 0.0)
+        units[c, q] = 2.0 ** round(math.log2(lam)) if 0 < lam * LOAD_UNIT_RATIO < cap else cap
+    return units
+
+
 def pair_units(ix: Index, flow_unit: dict[str, float]) -> dict[str, float]:
     """Unit μ_c of the pair variables of each two-part column c (pairs), a power of ten.
 
@@ -188,6 +224,7 @@ def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
     v = Variables(index=ix)
     v.flow_unit = flow_units(ix)
     v.pair_unit = pair_units(ix, v.flow_unit)
+    v.load_unit = load_units(ix)
     tok = ix.names.tokens
     for r in ix.routes:
         v.x[r.name] = add_var(m, v, "x", (r.name,), [tok["route", r.name]], ub=1)

@@ -56,6 +56,8 @@ def _load(path: Path):
 
 
 def _plan_exit(plan) -> int:
+    if plan.certified is False:  # --certify: the second backend refuted the first's claim
+        return EXIT_SOLVER
     if plan.status in ("optimal", "feasible") and plan.verified:
         return EXIT_OK
     if plan.status == "time_limit":
@@ -93,6 +95,9 @@ def solve(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
     with_compare: Annotated[bool, typer.Option("--compare", help="also solve each homogeneous fleet and "
                                                 "each single mode; report the savings")] = False,
+    certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
+                                          "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
+                                          "they disagree (the better verified plan is still written)")] = False,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -113,7 +118,7 @@ def solve(
     inst = _load(instance)
     left_after(time_limit, began, "reading the instance")
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
-               began=began)
+               began=began, certify=certify)
     if with_compare and plan.verified:
         from placement.studies.compare import with_comparisons
 
@@ -127,7 +132,9 @@ def solve(
         print_plan(err if str(json_path) == "-" else out, plan)
     code = _plan_exit(plan)
     if code:
-        err.print(f"[red]{plan.status}[/red]: {escape(plan.message or '')}", highlight=False, soft_wrap=True)
+        why = next((n for n in plan.notes if n.startswith("NOT certified")), None) if plan.certified is False else None
+        head, text = ("not certified", why.removeprefix("NOT certified: ")) if why else (plan.status, plan.message)
+        err.print(f"[red]{head}[/red]: {escape(text or '')}", highlight=False, soft_wrap=True)
         for d in plan.diagnosis:
             err.print(f"  - {escape(d)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)

@@ -27,6 +27,8 @@ def print_plan(console: Console, plan: Plan) -> None:
         head += (f" — ${plan.cost_usd_per_hour:,.2f}/h, {plan.chips} chips, {plan.power_w / 1e3:,.1f} kW, "
                  f"${_fmt(plan.usd_per_million_output_tokens, '.3f')}/M output tokens")
     console.print(head, highlight=False)
+    for note in plan.notes:
+        console.print(f"  note: {note}", highlight=False, markup=False)
     if plan.pools:
         t = Table(title="pools")
         for col in ("pool", "class", "stage", "chip", "replicas", "chips", "tp/ep/pp", "batch", "util",

@@ -41,6 +41,31 @@ MAX_FILE_BYTES = 20_000_000
 MAX_VALUES = 250_000
 #: Deepest nesting accepted (an instance nests about 6 levels).
 MAX_DEPTH = 64
+#: Longest integer literal read as a number: Python refuses to convert longer ones at all, with a
+#: ValueError that names no field; they are reported with their field instead. (Shorter ones meet
+#: the fields' own bounds.)
+MAX_INT_DIGITS = 4_300
+#: Smallest positive request rate (req/s) of a class or a measured replica: one request in ~30,000
+#: years. The verifier counts loads at or below this as not served, and rates near the smallest
+#: doubles (1e-320) overflow the cost models' reciprocals.
+MIN_RATE_RPS = 1e-12
+#: Largest measured requests/s per replica (a class asks for at most 1e7 req/s).
+MAX_MEASURED_RPS = 1e9
+#: Largest integer size in a model record (layers, hidden size, heads, head dim, vocabulary,
+#: experts): the largest published models are ~1e5 wide and have ~1e3 layers.
+MAX_MODEL_SIZE = 10_000_000
+
+
+class _LongInt:
+    """An integer literal of more than :data:`MAX_INT_DIGITS` digits, reported with its field by
+    :func:`_reject_non_finite` instead of being converted."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = sum(ch.isdigit() for ch in text)
+
+
+def _int_literal(text: str):
+    return _LongInt(text) if len(text.lstrip("+-")) > MAX_INT_DIGITS else int(text)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -82,6 +107,16 @@ _UniqueKeyLoader.yaml_implicit_resolvers = {
 }
 for _tag, (_rx, _first) in _CORE_RESOLVERS.items():
     _UniqueKeyLoader.add_implicit_resolver(_tag, _rx, list(_first))
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.Node):
+    text = loader.construct_scalar(node).replace("_", "")
+    if len(text.lstrip("+-")) > MAX_INT_DIGITS and not text.lstrip("+-").startswith("0x"):
+        return _LongInt(text)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 class _DuplicateJSONKey(ValueError):
@@ -135,7 +170,7 @@ def read_document(path: str | Path) -> Any:
         raise InputError(f"cannot read file as UTF-8 text: {e}", file=str(p)) from None
     try:
         if p.suffix.lower() == ".json":
-            return json.loads(text, object_pairs_hook=_unique_json_object)
+            return json.loads(text, object_pairs_hook=_unique_json_object, parse_int=_int_literal)
         return yaml.load(text, Loader=_UniqueKeyLoader)
     except RecursionError:
         raise InputError(f"nesting is too deep to be an instance (expected at most {MAX_DEPTH} levels)",
@@ -190,6 +225,9 @@ def _reject_non_finite(node: Any, source: str, path: str, count: list[int], dept
                          file=source, field=path or None)
     if isinstance(node, float) and not math.isfinite(node):
         raise InputError(f"expected a finite number, got {node}", file=source, field=path or None)
+    if isinstance(node, _LongInt):
+        raise InputError(f"an integer of {node.digits:,} digits; no field takes more than a few",
+                         file=source, field=path or None)
     if isinstance(node, dict):
         for k, v in node.items():
             _reject_non_finite(v, source, f"{path}.{k}" if path else str(k), count, depth + 1)
@@ -289,11 +327,62 @@ def _in_size_chain(chips: int, domain: int) -> bool:
     return chips % domain == 0 and power_of_two(chips // domain)
 
 
+def _check_model_sizes(model: ModelSpec, source: str, field: str) -> None:
+    """Model sizes the cost models can multiply without overflow, and sliding-window layers within the layers."""
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, bool):
+            return
+        if isinstance(node, int) and node > MAX_MODEL_SIZE:
+            shown = f"{node:,}" if node < 10**20 else f"an integer of {len(str(node)):,} digits"
+            raise InputError(f"{shown} is not a plausible model size; expected at most {MAX_MODEL_SIZE:,}",
+                             file=source, field=path)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{path}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{path}[{i}]")
+
+    walk(model.model_dump(exclude={"sources", "estimates", "published_total_params"}), field)
+    if model.attention.sliding_window_layers > model.layers:
+        raise InputError(f"{model.attention.sliding_window_layers} sliding-window layers in a model of "
+                         f"{model.layers} layers; expected at most {model.layers}", file=source,
+                         field=f"{field}.attention.sliding_window_layers")
+
+
+def _check_rates(inst: Instance, source: str) -> None:
+    """Rates far enough from the smallest and largest doubles for the cost models and the verifier."""
+    for i, c in enumerate(inst.workload.classes):
+        if c.rate_rps < MIN_RATE_RPS:
+            raise InputError(f"rate {c.rate_rps:.3g} req/s is below {MIN_RATE_RPS:g} req/s (one request in "
+                             "~30,000 years); expected at least that", file=source,
+                             field=f"workload.classes[{i}].rate_rps")
+    seen: dict[tuple[str, str, int], tuple[int, float]] = {}
+    for i, m in enumerate(inst.measured_capacity):
+        f = f"measured_capacity[{i}].max_rps_per_replica"
+        if not MIN_RATE_RPS <= m.max_rps_per_replica <= MAX_MEASURED_RPS:
+            raise InputError(f"{m.max_rps_per_replica:.3g} req/s per replica; expected {MIN_RATE_RPS:g} to "
+                             f"{MAX_MEASURED_RPS:g}", file=source, field=f)
+        if m.chips > MAX_MODEL_SIZE:
+            raise InputError(f"{m.chips if m.chips < 10**20 else 'over 10^20'} chips per replica; expected at most "
+                             f"{MAX_MODEL_SIZE:,}", file=source, field=f"measured_capacity[{i}].chips")
+        key = (m.chip, m.traffic_class, m.chips)
+        if key in seen and seen[key][1] != m.max_rps_per_replica:
+            j, other = seen[key]
+            raise InputError(f"{m.max_rps_per_replica:g} req/s conflicts with {other:g} req/s in "
+                             f"measured_capacity[{j}] for the same chip, class and chips; expected one value",
+                             file=source, field=f)
+        seen.setdefault(key, (i, m.max_rps_per_replica))
+
+
 def cross_check(inst: Instance, source: str) -> None:
     """Checks that need the catalogue or several fields at once."""
     chips = chips_of(inst)
-    model_of(inst, source)
-    draft_model_of(inst, source)
+    _check_model_sizes(model_of(inst, source), source, "model")
+    draft = draft_model_of(inst, source)
+    if draft is not None:
+        _check_model_sizes(draft, source, "draft.model")
+    _check_rates(inst, source)
     hw = inst.hardware
     switches = set(hw.switches)
     if len(switches) != len(hw.switches):

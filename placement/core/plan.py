@@ -187,6 +187,9 @@ class Plan(MutableRecord):
     diagnosis: list[str] = Field(default_factory=list)
     comparisons: list[Comparison] = Field(default_factory=list)
     message: str = ""
+    notes: list[str] = Field(default_factory=list, description="what was done beyond one solve: repairs, "
+                             "certification by a second backend")
+    certified: bool | None = Field(default=None, description="a second backend agreed (None: not asked)")
 
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings: byte-identical across runs."""

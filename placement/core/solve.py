@@ -32,9 +32,11 @@ from placement.core.plan import (
 )
 from placement.core.schema import Instance
 from placement.core.verify import verify
+from placement.core.verify.facts import SERVED_RPS
 from placement.modes import RouteId, StepId
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
+from solvers.repair import REPAIR_FEASIBILITY, repair
 from solvers.solution import Solution, clean
 from solvers.twolevel import solve as solve_problem
 
@@ -50,6 +52,7 @@ def solve(
     gap: float | None = None,
     source: str = "<instance>",
     began: float | None = None,
+    certify: bool = False,
 ) -> Plan:
     """Solve an instance and return a verified :class:`~placement.core.plan.Plan`.
 
@@ -59,17 +62,21 @@ def solve(
     ``time_limit_s`` counts from ``began`` (``time.monotonic()``, default now)
     and covers candidate generation: the solver gets what is left; when nothing
     is, the plan has status ``time_limit``, no pools and a message saying so.
+
+    With ``certify`` the model is solved again by the other bundled backend and
+    the claims compared (:mod:`placement.core.certify`): ``plan.certified``
+    says whether they agree, ``plan.notes`` what the second backend found.
     """
     began = time.monotonic() if began is None else began
     if objective is not None:
         instance = instance.model_copy(update={"objective": objective})
     ctx = Context.of(instance, source)
-    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began)
+    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify)
 
 
 def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | None = None,
                   gap: float | None = None, candidates: Candidates | None = None,
-                  began: float | None = None) -> Plan:
+                  began: float | None = None, certify: bool = False) -> Plan:
     began = time.monotonic() if began is None else began
     try:
         with bounded(time_limit_s, began, "candidate generation"):
@@ -77,7 +84,54 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
         left = left_after(time_limit_s, began, "candidate generation")
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
-    sol = solve_problem(problem, backend=backend, time_limit_s=left, gap=gap)
+    plan = _solve_verified(ctx, problem, cands, backend, left, gap)
+    # CBC has proven wrong bounds on models with single-chip-type rows (issue 15: $4.68/h "optimal"
+    # where $3.03/h is feasible): such models are small, and always get a second opinion.
+    # Only its claims are checked: an error or a time limit is reported as it is.
+    guard = (backend == "cbc" and plan.status in ("optimal", "infeasible")
+             and any(getattr(d, "single_resource", False) for d in problem.demands))
+    if certify or guard:
+        from placement.core.certify import certify as second_opinion
+
+        plan = second_opinion(plan, backend, gap, lambda other: _solve_verified(
+            ctx, problem, cands, other, left, gap))
+        if guard and not certify and plan.certified is False:
+            plan = plan.model_copy(update={"certified": None})  # guarded, not asked: the better plan stands
+    if plan.status == "infeasible":
+        from placement.core.diagnose import diagnose
+
+        diagnosis = diagnose(ctx, problem, cands, backend=backend, time_limit_s=left)
+        plan = plan.model_copy(update={"diagnosis": diagnosis})
+    return plan
+
+
+def _solve_verified(ctx: Context, problem: Problem, cands: Candidates, backend: str,
+                    time_limit_s: float | None, gap: float | None) -> Plan:
+    """One backend's plan, checked by the verifier (status ``error`` with the violations if rejected).
+
+    A rejected plan is first repaired (:func:`solvers.repair.repair`: its replicas kept, the
+    continuous part re-solved at a tight tolerance); if the repaired plan passes it is returned,
+    with its status that of the original solve and a note saying what was repaired.
+    """
+    sol = solve_problem(problem, backend=backend, time_limit_s=time_limit_s, gap=gap)
+    plan = _verified(ctx, problem, cands, sol)
+    if not plan.violations:
+        return plan
+    fixed = repair(problem, sol, time_limit_s=time_limit_s)
+    if not fixed.ok or round(fixed.objective or 0.0, 9) != round(sol.objective or 0.0, 9):
+        return plan
+    repaired = _verified(ctx, problem, cands, fixed.model_copy(update={
+        "status": sol.status, "best_bound": sol.best_bound, "gap": sol.gap, "backend": sol.backend,
+        "solve_seconds": sol.solve_seconds + fixed.solve_seconds}))
+    if repaired.violations:
+        return plan
+    note = (f"repaired: the verifier rejected {backend}'s plan ({plan.violations[0]}); its replicas were kept and "
+            "the loads, flows and pairs re-solved by highs at feasibility tolerance "
+            f"{REPAIR_FEASIBILITY:g}, and the repaired plan passes")
+    return repaired.model_copy(update={"notes": [*repaired.notes, note]})
+
+
+def _verified(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
     plan = assemble_plan(ctx, problem, cands, sol)
     # A time limit without an incumbent has no plan to verify (it stays "time_limit", exit 4).
     if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):
@@ -86,11 +140,6 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
         if violations:
             plan = plan.model_copy(update={"status": "error",
                                            "message": "the verifier rejected the solver's plan: " + violations[0]})
-    if plan.status == "infeasible":
-        from placement.core.diagnose import diagnose
-
-        diagnosis = diagnose(ctx, problem, cands, backend=backend, time_limit_s=time_limit_s)
-        plan = plan.model_copy(update={"diagnosis": diagnosis})
     return plan
 
 
@@ -220,9 +269,9 @@ def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPl
         modes = {}
         for route, rate in sorted(sol.route_rates.items()):
             rid = RouteId.parse(route)
-            if rid.traffic_class == cls.name and rate > 1e-12:
+            if rid.traffic_class == cls.name and rate > 0:
                 modes[rid.mode] = clean(rate / cls.rate_rps)  # 10 significant digits, not 9 decimals
-        serving = [p for p in pools if any(StepId.parse(st).traffic_class == cls.name and r > 1e-12
+        serving = [p for p in pools if any(StepId.parse(st).traffic_class == cls.name and r > SERVED_RPS
                                            for s in p.sites for st, r in s.load_rps.items())]
         ttfts = [p.ttft_ms for p in serving if p.ttft_ms is not None]
         tpots = [p.tpot_ms for p in serving if p.tpot_ms is not None]

@@ -64,6 +64,8 @@ class SolveOptions:
     msg: bool = False
     start: dict[pulp.LpVariable, float] | None = None
     target: float | None = None
+    #: Primal feasibility tolerance, if tighter than the backend's default (HiGHS only; used by repairs).
+    feasibility: float | None = None
 
 
 @runtime_checkable

@@ -43,7 +43,7 @@ class HighsBackend(PulpBackend):
 
     def make_solver(self, options: SolveOptions, log_path: str | None) -> pulp.LpSolver:
         solver = _BatchHiGHS(msg=options.msg, **pulp_options(options))
-        solver.start, solver.target = options.start, options.target
+        solver.start, solver.target, solver.feasibility = options.start, options.target, options.feasibility
         return solver
 
     def outcome(self, model: pulp.LpProblem, options: SolveOptions, seconds: float, log_path: str | None) -> Outcome:
@@ -93,6 +93,7 @@ class _BatchHiGHS(pulp.HiGHS):
 
     start: dict | None = None
     target: float | None = None
+    feasibility: float | None = None
 
     def actualSolve(self, lp, **kwargs):
         import highspy
@@ -130,6 +131,9 @@ class _BatchHiGHS(pulp.HiGHS):
         self.createAndConfigureSolver(lp)
         if self.target is not None:
             lp.solverModel.setOptionValue("objective_target", float(self.target))
+        if self.feasibility is not None:
+            for option in ("primal_feasibility_tolerance", "mip_feasibility_tolerance"):
+                lp.solverModel.setOptionValue(option, float(self.feasibility))
         self._pass_model(lp, variables, highspy)
         if start:
             values = np.array([start.get(var, 0.0) for var in variables], dtype=np.float64)
