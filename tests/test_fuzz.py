@@ -172,10 +172,11 @@ def small_rate_documents(draw) -> tuple[dict, str]:
     """(a valid document with every class's rate scaled down by one of :data:`SMALL_RATE_SCALES`, backend)."""
     doc = draw(valid_documents())
     scale = draw(st.sampled_from(SMALL_RATE_SCALES))
+    # 1e-12 req/s is the smallest rate (and measured capacity) an instance may state.
     for c in doc["workload"]["classes"]:
-        c["rate_rps"] = c["rate_rps"] * scale
+        c["rate_rps"] = max(c["rate_rps"] * scale, 1e-12)
     for m in doc.get("measured_capacity", []):
-        m["max_rps_per_replica"] = m["max_rps_per_replica"] * scale
+        m["max_rps_per_replica"] = max(m["max_rps_per_replica"] * scale, 1e-12)
     return doc, draw(st.sampled_from(["cbc", "highs"]))
 
 
@@ -335,15 +336,7 @@ def _one_class_on_16_h100(rate_rps: float) -> dict:
             "hardware": {"domains": [{"name": "h", "chip": "h100", "count": 2, "chips_per_domain": 8}]}}
 
 
-#: Still failing here (the verifier rejects the solver's plan: flows of 0 req/s, mode shares summing to 0);
-#: fixed by solver conditioning (issue 15 item 2, another branch). Strict: a pass turns red, so the mark is
-#: removed when that fix lands.
-_CONDITIONING = pytest.mark.xfail(strict=True, reason="small rates: solver conditioning (issue 15 item 2)")
-_SMALL_RATE_CASES = [pytest.param(r, b, marks=_CONDITIONING) if (r, b) in {(1e-5, "highs"), (1e-10, "cbc"),
-                                                                            (1e-10, "highs"), (1e-12, "cbc"),
-                                                                            (1e-12, "highs")}
-                     else (r, b)
-                     for r in SMALL_RATE_SCALES for b in ("cbc", "highs")]
+_SMALL_RATE_CASES = [(r, b) for r in SMALL_RATE_SCALES for b in ("cbc", "highs")]
 
 
 @pytest.mark.parametrize(("rate_rps", "backend"), _SMALL_RATE_CASES)
@@ -351,7 +344,6 @@ def test_small_rates_solve_and_verify(rate_rps, backend):
     assert check_valid(_one_class_on_16_h100(rate_rps), backend=backend) == "optimal"
 
 
-@_CONDITIONING
 @settings(max_examples=10, **BOUNDED)
 @given(small_rate_documents())
 def test_small_rate_instances_solve_and_verify(case):
