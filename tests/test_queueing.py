@@ -21,7 +21,13 @@ from costmodels.queueing import (
     slot_wait_s,
 )
 from placement.core.context import Context
-from placement.core.evaluate import ADMISSION_SHARE, MAX_UTILISATION, PartLayout, PoolConfig, evaluate
+from placement.core.evaluate import (
+    ADMISSION_SHARE,
+    MAX_UTILISATION,
+    PartLayout,
+    PoolConfig,
+    evaluate,
+)
 from placement.core.loading import load_instance, parse_instance
 from placement.core.plan import class_latencies_ms
 from placement.core.solve import solve

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADMISSION_SHARE",
     "MAX_UTILISATION",
+    "MIN_SLOT_UTILISATION",
     "Kind",
     "PartLayout",
     "Perf",
@@ -68,6 +69,11 @@ MAX_UTILISATION = 0.9
 
 #: Share of a class's TTFT SLO given to the wait for a decode slot (the rest: prefill wait + prefill + transfer).
 ADMISSION_SHARE = 0.1
+
+#: Slot configurations whose admission wait allows less than this utilisation are refused: a replica kept
+#: mostly idle to meet the wait (one slot held for minutes against a budget of ms) is never the cheap way to
+#: serve, and its capacity, orders of magnitude below its hardware's, would widen the MILP's coefficient span.
+MIN_SLOT_UTILISATION = 0.25
 
 
 def _registered_kind(kind: str) -> str:
@@ -210,7 +216,7 @@ def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.nda
     """(capacity req/s, wait s) of ``slots`` decode slots each held ``hold_s``, the wait ≤ ADMISSION_SHARE·SLO.
 
     :func:`costmodels.slot_max_rate_per_s` (M/D/c mean, M/M/c tail) at
-    utilisation ≤ MAX_UTILISATION.
+    utilisation ≤ MAX_UTILISATION; 0 below MIN_SLOT_UTILISATION.
 
     Examples
     --------
@@ -219,8 +225,10 @@ def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.nda
     >>> round(float(rate), 3), round(float(wait), 3)
     (5.76, 0.269)
     """
-    rate, wait = slot_max_rate_per_s(np.asarray(slots), hold_s, ADMISSION_SHARE * cls.ttft_s, ttft_tail(cls),
+    slots = np.asarray(slots)
+    rate, wait = slot_max_rate_per_s(slots, hold_s, ADMISSION_SHARE * cls.ttft_s, ttft_tail(cls),
                                      max_utilisation=MAX_UTILISATION)
+    rate = np.where(np.asarray(rate) * hold_s >= MIN_SLOT_UTILISATION * slots * (1 - 1e-12), rate, 0.0)
     return np.asarray(rate, dtype=float), np.asarray(wait, dtype=float)
 
 
