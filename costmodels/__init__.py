@@ -2,7 +2,7 @@
 
 Roofline step models (:mod:`costmodels.roofline`), communication
 (:mod:`costmodels.comm`), attention–FFN pipelines (:mod:`costmodels.af`), speculative decoding (:mod:`costmodels.specdec`),
-memory fit (:mod:`costmodels.memory`), serving and economics
+memory fit (:mod:`costmodels.memory`), queueing (:mod:`costmodels.queueing`), serving and economics
 (:mod:`costmodels.serving`) and measured tables (:mod:`costmodels.measured`).
 Everything takes a :class:`~topology.chips.ChipSpec` and a
 :class:`~costmodels.models.ModelSpec` and vectorises over numpy arrays of batch,
@@ -42,6 +42,15 @@ from costmodels.memory import (
     min_chips_for_weights,
 )
 from costmodels.models import ModelSpec, load_model_catalog
+from costmodels.queueing import (
+    bulk_max_rate_per_s,
+    bulk_wait_s,
+    erlang_c,
+    md1_max_utilisation,
+    md1_wait_s,
+    slot_max_rate_per_s,
+    slot_wait_s,
+)
 from costmodels.roofline import (
     FLOPS_PER_MAC,
     STAGES,
@@ -68,8 +77,6 @@ from costmodels.serving import (
     SECONDS_PER_HOUR,
     AggregatedServing,
     aggregated_serving,
-    md1_max_utilisation,
-    md1_wait_s,
     optimal_batch_closed_form,
     optimal_decode_batch,
     power_w,
@@ -112,6 +119,8 @@ __all__ = [
     "aggregated_step",
     "attention_core_flops",
     "attention_flops_per_pair",
+    "bulk_max_rate_per_s",
+    "bulk_wait_s",
     "capacities_from_melange",
     "decode_attention_pairs",
     "decode_attention_step",
@@ -120,6 +129,7 @@ __all__ = [
     "draft_memory_per_chip_bytes",
     "draft_step",
     "ep_alltoall_s",
+    "erlang_c",
     "expected_tokens_per_verify",
     "experts_touched_per_layer",
     "fits",
@@ -142,6 +152,8 @@ __all__ = [
     "pp_hop_s",
     "prefill_attention_pairs",
     "prefill_step",
+    "slot_max_rate_per_s",
+    "slot_wait_s",
     "spec_tpot_s",
     "stage_part",
     "step_comm_s",

@@ -1,10 +1,8 @@
-"""Serving-level formulas: queueing allowance, aggregated chunked-prefill serving,
+"""Serving-level formulas: aggregated chunked-prefill serving,
 balanced decode batch, economics (DESIGN §3).
 
 Examples
 --------
->>> round(md1_max_utilisation(0.5, 1.0), 3)   # M/D/1: ρ ≤ 2(T−S)/(2T−S)
-0.667
 >>> round(usd_per_million_tokens(2.95, 1000.0), 3)
 0.819
 """
@@ -23,8 +21,6 @@ __all__ = [
     "SECONDS_PER_HOUR",
     "AggregatedServing",
     "aggregated_serving",
-    "md1_max_utilisation",
-    "md1_wait_s",
     "optimal_batch_closed_form",
     "optimal_decode_batch",
     "power_w",
@@ -44,43 +40,6 @@ _BISECTION_STEPS = 60
 def _out(x):
     x = np.asarray(x)
     return x if x.ndim else float(x)
-
-
-# ---- queueing ------------------------------------------------------------------
-
-
-def md1_wait_s(service_s, utilisation):
-    """Mean wait in an M/D/1 queue (Pollaczek–Khinchine, deterministic service): ρ·S / (2(1 − ρ))."""
-    s = np.asarray(service_s, dtype=float)
-    rho = np.asarray(utilisation, dtype=float)
-    with np.errstate(divide="ignore"):
-        return _out(np.where(rho < 1, rho * s / (2.0 * (1.0 - rho)), np.inf))
-
-
-def md1_max_utilisation(service_s, slo_s):
-    """Highest utilisation ρ of an M/D/1 server whose mean wait + service meets the SLO.
-
-    Poisson arrivals, one server with deterministic service time S (a replica
-    processing a fixed-size step), mean response W + S ≤ T with
-    W = ρS/(2(1−ρ))::
-
-        ρ ≤ 2(T − S) / (2T − S),     0 when S ≥ T,   → 1 as T → ∞
-
-    The bound is on the *mean*, not a percentile; callers who want tail
-    guarantees should tighten T or cap ρ.
-
-    Examples
-    --------
-    >>> md1_max_utilisation(1.0, 1.0)
-    0.0
-    >>> round(md1_max_utilisation(1.0, 1e9), 6)
-    1.0
-    """
-    s = np.asarray(service_s, dtype=float)
-    t = np.asarray(slo_s, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = np.where(s < t, 2.0 * (t - s) / (2.0 * t - s), 0.0)
-    return _out(np.clip(rho, 0.0, 1.0))
 
 
 # ---- economics -------------------------------------------------------------------
@@ -199,7 +158,7 @@ class AggregatedServing:
     """Steady state of one aggregated replica (arrays broadcast over the inputs).
 
     ``step_s`` is also the TPOT; ``ttft_service_s`` excludes queueing (see
-    :func:`md1_max_utilisation`); ``requests_per_s`` is the replica's capacity.
+    :func:`costmodels.queueing.md1_max_utilisation`); ``requests_per_s`` is the replica's capacity.
     """
 
     step_s: object

@@ -13,10 +13,21 @@ Each kind of replica (``prefill``, ``decode``, ``aggregated``, ``decode-spec``,
 holds the records they share, the rules common to several kinds and the one
 entry point, :func:`evaluate`.
 
-Queueing rule shared by prefill and aggregated serving (M/D/1 per replica):
-with service time S and a fixed latency L before the first token,
-TTFT = W_q + L ≤ SLO ⇒ ρ ≤ 2R/(2R + S), R = SLO − (L − S);
-capacity = min(ρ, ρ_max)·batch/S.
+Queueing (:mod:`costmodels.queueing`). A class's TTFT is the wait for a
+prefill step + the prefill + the KV transfer + the wait for a decode slot
+(aggregated: the wait for the chunked-prefill channel + ⌈p/C⌉ steps + the
+wait for a slot). The budget is shared at a stated ratio so that every
+column's capacity stays a constant of its own: the wait for a slot gets
+:data:`ADMISSION_SHARE` of the TTFT SLO, everything before it the rest::
+
+    W_prefill + L_prefill ≤ (1 − s)·SLO,    W_slot ≤ s·SLO
+
+For a mean SLO the two add up to at most the SLO. For a percentile p the
+two waits are each held to tail mass (1 − p)/2, so by the union bound
+P(TTFT > SLO) ≤ 1 − p. Each capacity is the highest arrival rate whose wait
+meets its part of the budget, with utilisation at most
+:data:`MAX_UTILISATION`; the TTFT a pool reports is its part, waits
+included, at that rate.
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated
 import numpy as np
 from pydantic import AfterValidator, Field, model_validator
 
-from costmodels import md1_max_utilisation
+from costmodels import bulk_max_rate_per_s, bulk_wait_s, slot_max_rate_per_s
 from topology.records import Record
 
 if TYPE_CHECKING:
@@ -35,7 +46,9 @@ if TYPE_CHECKING:
     from placement.core.schema import TrafficClass
 
 __all__ = [
+    "ADMISSION_SHARE",
     "MAX_UTILISATION",
+    "MIN_SLOT_UTILISATION",
     "Kind",
     "PartLayout",
     "Perf",
@@ -44,13 +57,23 @@ __all__ = [
     "evaluate",
     "layout_args",
     "max_context_tokens",
-    "md1_capacity",
     "precision_args",
+    "prefill_queue",
+    "slot_admission",
+    "ttft_tail",
 ]
 
-#: Ceiling on a prefill server's utilisation whatever the M/D/1 bound allows:
-#: arrivals are burstier than Poisson in practice and the bound → 1 as SLO → ∞.
+#: Ceiling on a server's (prefill step or decode slots) utilisation whatever the queueing bound allows:
+#: arrivals are burstier than Poisson in practice and the bounds → 1 as SLO → ∞.
 MAX_UTILISATION = 0.9
+
+#: Share of a class's TTFT SLO given to the wait for a decode slot (the rest: prefill wait + prefill + transfer).
+ADMISSION_SHARE = 0.1
+
+#: Slot configurations whose admission wait allows less than this utilisation are refused: a replica kept
+#: mostly idle to meet the wait (one slot held for minutes against a budget of ms) is never the cheap way to
+#: serve, and its capacity, orders of magnitude below its hardware's, would widen the MILP's coefficient span.
+MIN_SLOT_UTILISATION = 0.25
 
 
 def _registered_kind(kind: str) -> str:
@@ -154,20 +177,62 @@ def max_context_tokens(cls: TrafficClass) -> float:
     return float(cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens)
 
 
-def md1_capacity(service_s, latency_s, slo_s, batch) -> np.ndarray:
-    """ρ·batch/S with ρ from M/D/1 on the time left after the fixed latency.
+def ttft_tail(cls: TrafficClass) -> float | None:
+    """Tail mass each of a TTFT's two waits may exceed its budget with: None for a mean SLO, else (1 − p)/2.
 
     Examples
     --------
-    >>> float(md1_capacity(1.0, 1.0, 100.0, 1.0))  # a long SLO: capped at MAX_UTILISATION
-    0.9
-    >>> float(md1_capacity(1.0, 2.0, 1.5, 1.0))    # the fixed latency alone misses the SLO
-    0.0
+    >>> from types import SimpleNamespace
+    >>> ttft_tail(SimpleNamespace(slo_percentile="p90")), ttft_tail(SimpleNamespace(slo_percentile="mean"))
+    (0.05, None)
     """
-    service_s = np.asarray(service_s, dtype=float)
-    slack = np.asarray(slo_s - (latency_s - service_s), dtype=float)  # time the queue + service may use
-    rho = np.minimum(md1_max_utilisation(service_s, slack), MAX_UTILISATION)
-    return np.where(slack > service_s, rho * batch / service_s, 0.0)
+    p = cls.slo_percentile
+    return None if p == "mean" else (100.0 - float(p[1:])) / 200.0
+
+
+def prefill_queue(interval_s, latency_s, batch, cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity req/s, TTFT part s) of a server admitting up to ``batch`` prompts per ``interval_s``.
+
+    The prompt waits W (:func:`costmodels.bulk_wait_s`), then takes
+    ``latency_s`` (prefill + transfer); capacity = the highest rate with
+    W + latency ≤ (1 − ADMISSION_SHARE)·SLO and utilisation ≤ MAX_UTILISATION.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> cls = SimpleNamespace(ttft_s=100.0, slo_percentile="mean")
+    >>> [round(float(x), 6) for x in prefill_queue(1.0, 1.0, 1.0, cls)]   # a long SLO: capped at MAX_UTILISATION
+    [0.9, 5.5]
+    >>> [float(x) for x in prefill_queue(1.0, 2.0, 1.0, SimpleNamespace(ttft_s=2.0, slo_percentile="mean"))]
+    [0.0, 2.0]
+    """
+    interval_s = np.asarray(interval_s, dtype=float)
+    batch = np.asarray(batch, dtype=float)
+    tail = ttft_tail(cls)
+    budget = (1.0 - ADMISSION_SHARE) * cls.ttft_s - np.asarray(latency_s, dtype=float)
+    rate = np.minimum(bulk_max_rate_per_s(interval_s, batch, budget, tail), MAX_UTILISATION * batch / interval_s)
+    rate = np.where(budget > 0, rate, 0.0)
+    return rate, latency_s + np.asarray(bulk_wait_s(interval_s, batch, rate, tail))
+
+
+def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity req/s, wait s) of ``slots`` decode slots each held ``hold_s``, the wait ≤ ADMISSION_SHARE·SLO.
+
+    :func:`costmodels.slot_max_rate_per_s` (M/D/c mean, M/M/c tail) at
+    utilisation ≤ MAX_UTILISATION; 0 below MIN_SLOT_UTILISATION.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> rate, wait = slot_admission(64, 10.0, SimpleNamespace(ttft_s=5.0, slo_percentile="mean"))
+    >>> round(float(rate), 3), round(float(wait), 3)
+    (5.76, 0.269)
+    """
+    slots = np.asarray(slots)
+    rate, wait = slot_max_rate_per_s(slots, hold_s, ADMISSION_SHARE * cls.ttft_s, ttft_tail(cls),
+                                     max_utilisation=MAX_UTILISATION)
+    rate = np.where(np.asarray(rate) * hold_s >= MIN_SLOT_UTILISATION * slots * (1 - 1e-12), rate, 0.0)
+    return np.asarray(rate, dtype=float), np.asarray(wait, dtype=float)
 
 
 def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_latency_s: float = 0.0,

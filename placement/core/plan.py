@@ -10,7 +10,8 @@ cost, power and $/M output tokens, and the solver's statistics.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,7 +20,7 @@ from pydantic import AfterValidator, Field, ValidationError
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import read_document
-from placement.modes import STAGE_OF_KIND, check_stage
+from placement.modes import STAGE_OF_KIND, StepId, check_stage
 from topology.records import MutableRecord
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "PoolSite",
     "SolverStats",
     "bad_numbers",
+    "class_latencies_ms",
     "parse_plan",
     "read_plan",
 ]
@@ -194,6 +196,37 @@ class Plan(MutableRecord):
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings: byte-identical across runs."""
         return self.model_dump_json(exclude={"solver": set(TIMING_FIELDS)})
+
+
+def class_latencies_ms(traffic_class: str, pools: Iterable[tuple[Iterable[str], float | None, float | None]],
+                       ) -> tuple[float | None, float | None]:
+    """A class's worst TTFT and TPOT (ms) from its pools, each given as (steps it carries, TTFT part, TPOT).
+
+    A route's TTFT adds its steps' parts (prefill: wait + prefill + transfer;
+    decode: the wait for a slot), each step at the worst pool carrying it; the
+    class's is the worst route's. Its TPOT is the worst pool's.
+
+    Examples
+    --------
+    >>> class_latencies_ms("a", [(["a|pd|prefill"], 400.0, None), (["a|pd|decode"], 30.0, 20.0),
+    ...                          (["a|aggregated|serve"], 300.0, 25.0), (["b|pd|decode"], 900.0, 50.0)])
+    (430.0, 25.0)
+    """
+    step_ttft: dict[StepId, float] = {}
+    tpots = []
+    for steps, ttft, tpot in pools:
+        mine = [st for st in map(StepId.parse, steps) if st.traffic_class == traffic_class]
+        if not mine:
+            continue
+        if tpot is not None:
+            tpots.append(tpot)
+        if ttft is not None:
+            for st in mine:
+                step_ttft[st] = max(step_ttft.get(st, ttft), ttft)
+    route_ttft: dict[Any, float] = defaultdict(float)
+    for st, ttft in step_ttft.items():
+        route_ttft[st.route] += ttft
+    return max(route_ttft.values(), default=None), max(tpots, default=None)
 
 
 def bad_numbers(doc: Any, path: str = "") -> Iterator[tuple[str, Any]]:

@@ -99,6 +99,10 @@ class TrafficClass(Record):
     output_tokens: Whole = Field(ge=1, le=1_000_000)
     ttft_ms: PositiveFinite = Field(ge=0.01, le=1e8, description="time to first token, milliseconds")
     tpot_ms: PositiveFinite = Field(ge=0.01, le=1e6, description="time per output token, milliseconds")
+    slo_percentile: Literal["mean", "p50", "p90", "p99"] = Field(
+        default="mean", description="what ttft_ms bounds: the mean TTFT or a percentile (waits included); "
+        "TPOT is a step time, unaffected by queueing"
+    )
     prefix_cached_on_decode: bool = Field(
         default=False, description="the decode side already holds the cached prefix (PD ships only new KV)"
     )

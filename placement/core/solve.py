@@ -29,11 +29,12 @@ from placement.core.plan import (
     Pool,
     PoolSite,
     SolverStats,
+    class_latencies_ms,
 )
 from placement.core.schema import Instance
 from placement.core.verify import verify
 from placement.core.verify.facts import SERVED_RPS
-from placement.modes import RouteId, StepId
+from placement.modes import RouteId
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.repair import REPAIR_FEASIBILITY, repair
@@ -188,7 +189,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         cls = ctx.classes.get(cfg.traffic_class)
         if cls is not None and cfg.kind != "measured":
             perf = evaluate(ctx, cfg, cls, pair_latency_s=_pair_latency(ctx, sol, col))
-            ttft = float(perf.ttft_s) * 1e3 if stage in ("prefill", "aggregated") else None
+            ttft = float(perf.ttft_s) * 1e3 if part == 0 else None
             tpot = float(perf.tpot_s) * 1e3 if stage != "prefill" else None
             mem = float(perf.memory_per_chip_bytes) / 1e9 if part == 0 else None
         usd = sum(n * lay.chips * ctx.sites[s].usd_per_hour_per_chip for s, n in where.items())
@@ -271,11 +272,8 @@ def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPl
             rid = RouteId.parse(route)
             if rid.traffic_class == cls.name and rate > 0:
                 modes[rid.mode] = clean(rate / cls.rate_rps)  # 10 significant digits, not 9 decimals
-        serving = [p for p in pools if any(StepId.parse(st).traffic_class == cls.name and r > SERVED_RPS
-                                           for s in p.sites for st, r in s.load_rps.items())]
-        ttfts = [p.ttft_ms for p in serving if p.ttft_ms is not None]
-        tpots = [p.tpot_ms for p in serving if p.tpot_ms is not None]
-        out.append(ClassPlan(name=cls.name, rate_rps=cls.rate_rps, modes=modes,
-                             ttft_ms=max(ttfts, default=None), tpot_ms=max(tpots, default=None),
+        ttft, tpot = class_latencies_ms(cls.name, (
+            ([st for s in p.sites for st, r in s.load_rps.items() if r > SERVED_RPS], p.ttft_ms, p.tpot_ms) for p in pools))
+        out.append(ClassPlan(name=cls.name, rate_rps=cls.rate_rps, modes=modes, ttft_ms=ttft, tpot_ms=tpot,
                              ttft_slo_ms=cls.ttft_ms, tpot_slo_ms=cls.tpot_ms))
     return out

@@ -8,10 +8,15 @@ serves every class measured on it, mixing them linearly as the measurements
 were taken; with ``only_measured`` they are the only columns.
 
 Capacity rule (requests/s per replica): each step carries B decode tokens and
-a C-token prefill chunk, decode first; capacity = min(ρ·C/(p·t), B/(o·t))
-with ρ from the M/D/1 bound (:func:`placement.core.evaluate.md1_capacity`)
-on the prompt's ⌈p/C⌉ steps. Under data-parallel attention each of the dp
-groups runs its own chunk (dp prefill servers): capacity = min(dp·ρ·C/(p·t), B/(o·t)).
+a C-token prefill chunk, decode first. Two queues, the TTFT budget shared as
+in :mod:`placement.core.evaluate`: the chunk channel is one server of service
+p·t/C per prompt and latency ⌈p/C⌉·t (M/D/1,
+:func:`placement.core.evaluate.prefill_queue`); the B slots are each held
+o·t (:func:`placement.core.evaluate.slot_admission`). Capacity = the lower
+of the two; TTFT = the channel's wait + ⌈p/C⌉·t + the wait for a slot, each
+wait at the rate its own limit allows (at least the wait at the capacity).
+Under data-parallel attention each of the dp groups runs its own chunk: dp such
+channels, each at 1/dp of the rate (capacity ×dp, the same waits).
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from placement.core.evaluate import (
     decode_context_tokens,
     layout_args,
     max_context_tokens,
-    md1_capacity,
     precision_args,
+    prefill_queue,
+    slot_admission,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn
@@ -56,11 +62,12 @@ def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray,
                          **step_precision_args(ctx))
     t = np.asarray(st.time_s, dtype=float)
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
-    # Each data-parallel group prefills its own prompts: dp M/D/1 servers.
-    prefill_cap = md1_capacity(t * cls.prompt_tokens / chunk, steps_per_prompt * t, cls.ttft_s, float(cfg.main.dp))
-    decode_cap = b / (cls.output_tokens * t)
+    # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
+    channel_cap, prefill_ttft = prefill_queue(t * cls.prompt_tokens / chunk, steps_per_prompt * t, 1.0, cls)
+    prefill_cap = cfg.main.dp * channel_cap
+    decode_cap, slot_wait = slot_admission(b, cls.output_tokens * t, cls)
     cap = np.minimum(prefill_cap, decode_cap)
-    ttft = steps_per_prompt * t
+    ttft = prefill_ttft + slot_wait
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + cfg.main.dp, context=max_context_tokens(cls),
                                 **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
     return Perf(cap, ttft, t, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))

@@ -7,12 +7,21 @@ kind is shared with every mode that prefills apart (``pd+draft``,
 
 Capacity rules (requests/s per replica):
 
-* prefill: M/D/1 per replica (:func:`placement.core.evaluate.md1_capacity`),
-  service S = prefill interval (latency / pp, a pipeline admits a new prompt
-  per stage time); TTFT = W_q + prefill latency + KV transfer ≤ SLO,
-  the transfer at the replica's scale-out bandwidth.
-* decode: a sequence holds a batch slot for output_tokens·TPOT seconds;
-  capacity = B / (output_tokens·TPOT), TPOT ≤ SLO.
+* prefill: a replica starts a step on up to b waiting prompts (b from
+  :data:`PREFILL_BATCHES`, b·prompt ≤ :data:`PREFILL_TOKEN_BUDGET` tokens), so
+  a MoE reads the experts the batch touches once per step. Bulk-service queue
+  (:func:`placement.core.evaluate.prefill_queue`). The step model
+  (:func:`costmodels.prefill_step`) runs the b prompts as n = min(pp, b)
+  micro-batches on n·tp chips at once in time t, so a micro-batch takes t/pp
+  per stage: the first stage is free again after I = n·t/pp (the interval
+  between steps), the last micro-batch leaves after (n + pp − 1)·t/pp; with
+  the KV transfer of the b prompts at the replica's scale-out bandwidth that
+  is the latency L. The TTFT part W + L ≤ (1 − s)·SLO, W the wait for a step
+  (mean or percentile).
+* decode: B slots, a sequence holds one for H = output_tokens·TPOT seconds;
+  capacity = the highest rate whose wait for a slot (M/D/c,
+  :func:`placement.core.evaluate.slot_admission`) is ≤ s·SLO, at most
+  MAX_UTILISATION·B/H; TPOT ≤ SLO. The pool reports that wait as its TTFT part.
 """
 
 from __future__ import annotations
@@ -29,8 +38,9 @@ from placement.core.evaluate import (
     decode_context_tokens,
     layout_args,
     max_context_tokens,
-    md1_capacity,
     precision_args,
+    prefill_queue,
+    slot_admission,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec
@@ -41,10 +51,27 @@ if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
 
-__all__ = ["DECODE", "MODE", "PREFILL", "PREFILL_BATCHES", "kv_bytes", "kv_transfer", "prefill_grids"]
+__all__ = ["DECODE", "MODE", "PREFILL", "PREFILL_BATCHES", "PREFILL_TOKEN_BUDGET", "kv_bytes", "kv_transfer",
+           "prefill_batches", "prefill_grids"]
 
-#: Prefill replicas take one prompt at a time (a pipeline overlaps them).
-PREFILL_BATCHES = np.array([1.0])
+#: Prompts a prefill replica may start in one step.
+PREFILL_BATCHES = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+
+#: New tokens one prefill step may hold (engines' max_num_batched_tokens); a single prompt is always allowed.
+PREFILL_TOKEN_BUDGET = 65536
+
+
+def prefill_batches(cls: TrafficClass) -> np.ndarray:
+    """The prefill batches tried for ``cls``: 1, and those whose prompts fit the token budget.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> prefill_batches(SimpleNamespace(prompt_tokens=20000)).tolist()
+    [1.0, 2.0]
+    """
+    fit = PREFILL_BATCHES * cls.prompt_tokens <= PREFILL_TOKEN_BUDGET
+    return PREFILL_BATCHES[(PREFILL_BATCHES == 1.0) | fit]
 
 
 def kv_bytes(ctx: Context, cls: TrafficClass) -> float:
@@ -60,12 +87,14 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
     nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
     transfer_s = b * kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
                                        cls.prefix_cached_on_decode) / nic
-    latency = np.asarray(st.time_s) + transfer_s
-    service = np.asarray(st.time_s) / cfg.main.pp
-    cap = md1_capacity(service, latency, cls.ttft_s, b)
+    # The step runs n = min(pp, b) micro-batches, each stage taking t/pp of the step time t for one of them.
+    pp, t = cfg.main.pp, np.asarray(st.time_s)
+    n_mb = np.minimum(pp, b)
+    latency = t * (n_mb + pp - 1) / pp + transfer_s
+    cap, ttft = prefill_queue(t * n_mb / pp, latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
                                 **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
-    return Perf(cap, latency, np.zeros(b.shape), np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+    return Perf(cap, ttft, np.zeros(b.shape), np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
 
 
 def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
@@ -73,10 +102,10 @@ def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat
     st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main), dp=cfg.main.dp,
                      **step_precision_args(ctx))
     tpot = np.asarray(st.time_s, dtype=float)
-    cap = b / (cls.output_tokens * tpot)
+    cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
                                 **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
-    return Perf(cap, np.zeros(b.shape), tpot, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+    return Perf(cap, wait, tpot, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
 
 
 PREFILL = PoolKind("prefill", ("prefill", None), _prefill)
@@ -89,7 +118,7 @@ def prefill_grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]
     for site in ctx.resources().values():
         for part in parts(ctx, site, "prefill", w, memo):
             yield Grid(PoolConfig(kind=PREFILL.name, traffic_class=cls.name, main=part, batch=1), "prefill",
-                       PREFILL_BATCHES)
+                       prefill_batches(cls))
 
 
 def kv_transfer(ctx: Context, cls: TrafficClass, route: RouteId) -> list[TransferSpec]:

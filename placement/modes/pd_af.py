@@ -12,8 +12,9 @@ Capacity rule (requests/s per replica): TPOT from
 after every layer, so the FFN half is timed layer by layer on one stage's
 ``tp`` chips, S streams keep its ``pp`` stages busy, and each crossing goes
 over the sending group's and the active stage's NICs, with the link's latency
-per crossing; ``dp`` attention groups of batch B, so capacity =
-dp·B / (output_tokens·TPOT).
+per crossing; ``dp`` attention groups of batch B: dp·B slots each held
+output_tokens·TPOT, capacity and wait for a slot by
+:func:`placement.core.evaluate.slot_admission`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from placement.core.evaluate import (
     layout_args,
     max_context_tokens,
     precision_args,
+    slot_admission,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode
@@ -87,10 +89,10 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
                            layers=m.layers, pp=ffn.pp)
         tpot = pipe.tpot_s if tpot is None else np.minimum(tpot, pipe.tpot_s)
     tpot = np.asarray(tpot, dtype=float)
-    cap = dp * b / (cls.output_tokens * tpot)
+    cap, wait = slot_admission(dp * b, cls.output_tokens * tpot, cls)
     ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
     pair = dp * b * bytes_per_token / tpot
-    return Perf(cap, np.zeros(b.shape), tpot, ok, pair, amem)
+    return Perf(cap, wait, tpot, ok, pair, amem)
 
 
 def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, memory_batch,

@@ -11,7 +11,8 @@ latency of the link between them.
 Capacity rule (requests/s per replica): a cycle drafts γ tokens, verifies
 them in one target step and, remote, waits a round trip; it yields
 E = :func:`costmodels.expected_tokens_per_verify` tokens, so
-TPOT = (γ·t_draft + t_verify + RTT)/E and capacity = B / (output_tokens·TPOT).
+TPOT = (γ·t_draft + t_verify + RTT)/E; B slots each held output_tokens·TPOT,
+capacity and wait for a slot by :func:`placement.core.evaluate.slot_admission`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from placement.core.evaluate import (
     layout_args,
     max_context_tokens,
     precision_args,
+    slot_admission,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode
@@ -72,7 +74,7 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
     rtt = 2.0 * lat if cfg.partner is not None else 0.0
     e = expected_tokens_per_verify(draft.acceptance[:gamma])
     tpot = (gamma * t_draft + t_verify + rtt) / e
-    cap = b / (cls.output_tokens * tpot)
+    cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)
     mem = np.asarray(memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
                                            **layout_args(cfg.main), **prec), dtype=float)
     dmem = np.asarray(draft_memory_per_chip_bytes(dchip, dm, colocated=colocated, batch=b,
@@ -84,7 +86,7 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
     else:
         ok = np.asarray(fits(chip, mem)) & np.asarray(fits(dchip, dmem))
     pair = b * (gamma + 1) * _TOKEN_BYTES / np.maximum(tpot * e, 1e-12)
-    return Perf(cap, np.zeros(b.shape), tpot, ok, pair, mem)
+    return Perf(cap, wait, tpot, ok, pair, mem)
 
 
 def _where(cfg: PoolConfig) -> str:

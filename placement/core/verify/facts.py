@@ -161,7 +161,7 @@ def _pool_facts(ctx: Context, plan: Plan, index: int, pool: Pool) -> PoolFacts:
         f.problem = f"pool {pool.id}: its configuration cannot be evaluated ({e})"
         return f
     f.fits = bool(perf.fits)
-    f.ttft_ms = float(perf.ttft_s) * 1e3 if f.stage in ("prefill", "aggregated") else None
+    f.ttft_ms = float(perf.ttft_s) * 1e3 if pool.part == 0 else None
     f.tpot_ms = float(perf.tpot_s) * 1e3 if f.stage != "prefill" else None
     f.pair_bytes_per_s = float(perf.pair_bytes_per_s)
     f.level_pair_bytes_per_s = float(level_perf.pair_bytes_per_s)

@@ -20,9 +20,8 @@ from itertools import pairwise
 from typing import Any
 
 from placement.core.context import Context
-from placement.core.plan import Plan
+from placement.core.plan import Plan, class_latencies_ms
 from placement.core.verify.facts import RTOL, SERVED_RPS, PoolFacts, close
-from placement.modes.ids import StepId
 
 __all__ = ["check_class_fields", "check_links", "check_pair_fields", "check_pool_fields", "check_totals",
            "mismatch"]
@@ -74,18 +73,17 @@ def check_pool_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[
 
 
 def check_class_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
-    """A class's rate and SLOs are the instance's; its TTFT/TPOT the worst of the pools serving it."""
+    """A class's rate and SLOs are the instance's; its TTFT/TPOT from its pools (:func:`class_latencies_ms`)."""
     v: list[str] = []
     for cp in plan.classes:
         cls = ctx.classes.get(cp.name)
         if cls is None:
             continue
-        serving = [f for f in facts if any(StepId.parse(st).traffic_class == cp.name and r > SERVED_RPS
-                                           for s in f.pool.sites for st, r in s.load_rps.items())]
-        ttfts = [f.ttft_ms for f in serving if f.ttft_ms is not None]
-        tpots = [f.tpot_ms for f in serving if f.tpot_ms is not None]
+        ttft, tpot = class_latencies_ms(cp.name, (
+            ([st for s in f.pool.sites for st, r in s.load_rps.items() if r > SERVED_RPS], f.ttft_ms, f.tpot_ms)
+            for f in facts))
         want = {"rate_rps": cls.rate_rps, "ttft_slo_ms": cls.ttft_ms, "tpot_slo_ms": cls.tpot_ms,
-                "ttft_ms": max(ttfts, default=None), "tpot_ms": max(tpots, default=None)}
+                "ttft_ms": ttft, "tpot_ms": tpot}
         for name, gives in want.items():
             says = getattr(cp, name)
             if not _same(says, None if gives is None else float(gives)):

@@ -13,7 +13,7 @@ import math
 from collections import defaultdict
 
 from placement.core.context import Context
-from placement.core.plan import Plan
+from placement.core.plan import Plan, class_latencies_ms
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
 from placement.modes.ids import RouteId, StepId
 
@@ -103,7 +103,8 @@ def check_capacity(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
 
 
 def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
-    """Each configuration fits its chips' memory and meets its class's TTFT and TPOT."""
+    """Each configuration fits its chips' memory and meets its class's TTFT and TPOT; each route's TTFT (its
+    steps' parts added, :func:`placement.core.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
     for f in facts:
         if not f.main or f.pool.config.kind == "measured":
@@ -117,6 +118,13 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
             v.append(f"pool {f.pool.id}: TPOT {f.tpot_ms:.3f} ms exceeds class {cls.name}'s {cls.tpot_ms} ms")
         if f.ttft_ms is not None and over(f.ttft_ms, cls.ttft_ms):
             v.append(f"pool {f.pool.id}: TTFT {f.ttft_ms:.3f} ms exceeds class {cls.name}'s {cls.ttft_ms} ms")
+    for name, cls in ctx.classes.items():
+        ttft, _ = class_latencies_ms(name, (
+            ([st for s in f.pool.sites for st, r in s.load_rps.items() if r > SERVED_RPS], f.ttft_ms, None)
+            for f in facts if f.main))
+        if ttft is not None and over(ttft, cls.ttft_ms):
+            v.append(f"class {name}: TTFT {ttft:.3f} ms along its worst route (prefill and decode-slot waits "
+                     f"included) exceeds its {cls.ttft_ms} ms")
     return v
 
 

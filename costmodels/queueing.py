@@ -1,0 +1,274 @@
+"""Queueing in front of a replica: waits, their tails, and the highest arrival rate that meets a budget.
+
+Three servers appear in LLM serving, all fed by Poisson arrivals (rate λ):
+
+* **M/D/1** — one server, deterministic service S, one request at a time
+  (:func:`md1_wait_s`, :func:`md1_max_utilisation`).
+* **Bulk service M/D^(1,b)/1** — a prefill replica that, whenever it is free,
+  starts a step on up to ``b`` waiting prompts (all of them if fewer), one
+  step per interval I (a pipeline of ``pp`` stages admits a step every
+  I = step/pp). Every step is charged the full-batch interval I (a partial
+  batch is no slower than a full one), so the model is conservative
+  (:func:`bulk_wait_s`, :func:`bulk_max_rate_per_s`).
+* **M/D/c** — ``c`` slots each held for a deterministic time H: the B batch
+  slots of a decode replica, each held for output_tokens·TPOT
+  (:func:`slot_wait_s`, :func:`slot_max_rate_per_s`).
+
+A wait is either its mean (``tail=None``) or the value it exceeds with
+probability at most ``tail`` (a p90 wait: ``tail=0.1``).
+
+Bulk service, the bound. A prompt arriving to find q prompts waiting and the
+server busy with residual R leaves in the ⌊q/b⌋+1-th step after the current
+one, so W ≤ R + (q/b)·I. By PASTA and Little (E[q] = λ·E[W]) and
+E[R] = P(busy)·I/2 with P(busy) ≤ u = min(1, λI)::
+
+    E[W] ≤ u·I / (2(1 − ρ)),      ρ = λI/b < 1
+
+exact for b = 1 (Pollaczek–Khinchine, u = ρ). The tail uses the exponential
+form with the M/M/1 decay rate (service I treated as exponential, which
+dominates the deterministic one)::
+
+    P(W > t) ≈ u·exp(−(1 − ρ)·t/I)
+
+which is M/M/1's exactly for b = 1; ``tests/test_queueing.py`` checks both
+against a discrete-event simulation.
+
+Slots, the Erlang-C model. With a = λH offered load and ρ = a/c, the M/M/c
+probability of waiting is Erlang's C(c, a) and::
+
+    P(W > t) = C·exp(−c(1 − ρ)·t/H)                       (M/M/c, exact)
+    E[W] ≈ ½·C·H/(c(1 − ρ))·[1 + (1−ρ)(c−1)(√(4+5c) − 2)/(16ρc)]
+
+the mean is Cosmetatos's approximation for deterministic holds (exact for
+c = 1); the tail keeps the M/M/c form, conservative for deterministic holds.
+The highest rate is found on a grid of utilisations (steps of
+:data:`UTILISATION_STEP`, rounding down), which keeps it deterministic and
+cheap: Erlang C of each slot count is computed once.
+
+Examples
+--------
+>>> round(md1_max_utilisation(0.5, 1.0), 3)       # M/D/1: ρ ≤ 2(T−S)/(2T−S)
+0.667
+>>> round(float(bulk_wait_s(1.0, 1, 0.5)), 3)     # b = 1 is M/D/1: ρS/(2(1−ρ))
+0.5
+>>> float(bulk_max_rate_per_s(1.0, 4, 1.0))   # four prompts a step, always busy: b(1 − I/2R)/I
+2.0
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+__all__ = [
+    "UTILISATION_STEP",
+    "bulk_max_rate_per_s",
+    "bulk_wait_s",
+    "erlang_c",
+    "md1_max_utilisation",
+    "md1_wait_s",
+    "slot_max_rate_per_s",
+    "slot_wait_s",
+]
+
+#: Resolution of the utilisation grid on which slot capacities are found (rounded down).
+UTILISATION_STEP = 1.0 / 2000
+_UTILISATION_GRID = np.arange(0.0, 1.0, UTILISATION_STEP)
+_BISECTION_STEPS = 60
+
+
+def _out(x):
+    x = np.asarray(x)
+    return x if x.ndim else float(x)
+
+
+# ---- M/D/1 -----------------------------------------------------------------------
+
+
+def md1_wait_s(service_s, utilisation):
+    """Mean wait in an M/D/1 queue (Pollaczek–Khinchine, deterministic service): ρ·S / (2(1 − ρ))."""
+    s = np.asarray(service_s, dtype=float)
+    rho = np.asarray(utilisation, dtype=float)
+    with np.errstate(divide="ignore"):
+        return _out(np.where(rho < 1, rho * s / (2.0 * (1.0 - rho)), np.inf))
+
+
+def md1_max_utilisation(service_s, slo_s):
+    """Highest utilisation ρ of an M/D/1 server whose mean wait + service meets the SLO.
+
+    Poisson arrivals, one server with deterministic service time S (a replica
+    processing a fixed-size step), mean response W + S ≤ T with
+    W = ρS/(2(1−ρ))::
+
+        ρ ≤ 2(T − S) / (2T − S),     0 when S ≥ T,   → 1 as T → ∞
+
+    Examples
+    --------
+    >>> md1_max_utilisation(1.0, 1.0)
+    0.0
+    >>> round(md1_max_utilisation(1.0, 1e9), 6)
+    1.0
+    """
+    s = np.asarray(service_s, dtype=float)
+    t = np.asarray(slo_s, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(s < t, 2.0 * (t - s) / (2.0 * t - s), 0.0)
+    return _out(np.clip(rho, 0.0, 1.0))
+
+
+# ---- bulk service: a batched prefill replica ------------------------------------------
+
+
+def bulk_wait_s(interval_s, batch, rate_per_s, tail=None):
+    """Wait before a prompt's step starts, one server taking up to ``batch`` prompts per ``interval_s``.
+
+    ``tail=None``: the mean bound u·I/(2(1 − ρ)); else the wait exceeded with
+    probability ``tail``: I·max(0, ln(u/tail))/(1 − ρ). u = min(1, λI),
+    ρ = λI/b (module docstring); ∞ when ρ ≥ 1.
+
+    Examples
+    --------
+    >>> round(float(bulk_wait_s(1.0, 1, 0.5, tail=0.1)), 3)   # M/M/1 p90: 2·ln 5
+    3.219
+    >>> float(bulk_wait_s(1.0, 8, 0.05, tail=0.1))           # rarely busy: the p90 wait is 0
+    0.0
+    """
+    i = np.asarray(interval_s, dtype=float)
+    x = np.asarray(rate_per_s, dtype=float) * i
+    rho = x / np.asarray(batch, dtype=float)
+    u = np.minimum(x, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if tail is None:
+            w = u * i / (2.0 * (1.0 - rho))
+        else:
+            w = i * np.maximum(np.log(np.maximum(u, 1e-300) / tail), 0.0) / (1.0 - rho)
+    return _out(np.where(rho < 1.0, w, np.inf))
+
+
+def bulk_max_rate_per_s(interval_s, batch, budget_s, tail=None):
+    """Highest arrival rate whose :func:`bulk_wait_s` is at most ``budget_s`` (0 if the budget is negative).
+
+    Mean, closed form in x = λI (R the budget)::
+
+        x ≤ 2Rb / (bI + 2R)        when that is ≤ 1 (the server is not always busy)
+        x ≤ b·(1 − I/(2R))         otherwise
+
+    a tail by bisection on x ∈ [0, b) (the wait grows with x).
+
+    Examples
+    --------
+    >>> round(float(bulk_max_rate_per_s(1.0, 1, 1.0)), 3)   # M/D/1: ρ = 2R/(I + 2R)
+    0.667
+    >>> float(bulk_max_rate_per_s(1.0, 1, -1.0))
+    0.0
+    """
+    i = np.asarray(interval_s, dtype=float)
+    b = np.asarray(batch, dtype=float)
+    r = np.asarray(budget_s, dtype=float)
+    i, b, r = np.broadcast_arrays(i, b, r)
+    if tail is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            light = 2.0 * r * b / (b * i + 2.0 * r)
+            x = np.where(light <= 1.0, light, b * (1.0 - i / (2.0 * r)))
+    else:
+        lo, hi = np.zeros(i.shape), b * (1.0 - 1e-12)
+        for _ in range(_BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            ok = np.asarray(bulk_wait_s(i, b, mid / i, tail)) <= r
+            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        x = lo
+    return _out(np.where(r >= 0.0, np.clip(x, 0.0, None) / i, 0.0))
+
+
+# ---- slots: admission to a decode replica's batch ---------------------------------------
+
+
+def erlang_c(servers: int, utilisation):
+    """Probability that an arrival waits in an M/M/c queue, C(c, a) with a = c·ρ.
+
+    Erlang B by the recursion 1/B_k = 1 + (k/a)/B_{k−1}, then
+    C = B / (1 − ρ(1 − B)).
+
+    Examples
+    --------
+    >>> round(float(erlang_c(1, 0.5)), 6)   # M/M/1: ρ
+    0.5
+    >>> round(float(erlang_c(2, 0.5)), 6)   # 2ρ²/(1 + ρ)
+    0.333333
+    """
+    rho = np.asarray(utilisation, dtype=float)
+    a = servers * rho
+    inv_b = np.ones(a.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # 1/B → ∞ (B → 0) at light load
+        for k in range(1, servers + 1):
+            inv_b = 1.0 + (k / a) * inv_b
+        erl_b = 1.0 / inv_b
+        c = erl_b / (1.0 - rho * (1.0 - erl_b))
+    return _out(np.where(rho > 0, np.where(rho < 1, c, 1.0), 0.0))
+
+
+@lru_cache(maxsize=512)
+def _erlang_c_on_grid(servers: int) -> np.ndarray:
+    return np.asarray(erlang_c(servers, _UTILISATION_GRID), dtype=float)
+
+
+def _slot_wait_scaled(servers: int, rho, c, tail):
+    """Wait in units of the hold time H, given ρ and Erlang C (module docstring)."""
+    gap = servers * (1.0 - rho)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if tail is None:
+            corr = 1.0 + (1.0 - rho) * (servers - 1) * (np.sqrt(4.0 + 5.0 * servers) - 2.0) / (16.0 * rho * servers)
+            w = np.where(c > 0, 0.5 * c / gap * corr, 0.0)
+        else:
+            w = np.maximum(np.log(np.maximum(c, 1e-300) / tail), 0.0) / gap
+    return np.where(rho < 1.0, w, np.inf)
+
+
+def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
+    """Wait for one of ``servers`` slots each held ``hold_s``: the mean (M/D/c, Cosmetatos) or the
+    value exceeded with probability ``tail`` (M/M/c tail); ∞ when λH ≥ c.
+
+    Examples
+    --------
+    >>> round(float(slot_wait_s(1, 1.0, 0.5)), 6)            # c = 1 is M/D/1
+    0.5
+    >>> round(float(slot_wait_s(4, 1.0, 2.0, tail=0.1)), 4)  # ln(C/0.1)/(c(1 − ρ))
+    0.2767
+    """
+    s, h, lam = np.broadcast_arrays(np.asarray(servers, dtype=int), np.asarray(hold_s, dtype=float),
+                                    np.asarray(rate_per_s, dtype=float))
+    out = np.empty(s.shape)
+    for c in np.unique(s):
+        m = s == c
+        rho = lam[m] * h[m] / c
+        out[m] = h[m] * _slot_wait_scaled(int(c), rho, np.asarray(erlang_c(int(c), rho)), tail)
+    return _out(out)
+
+
+def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: float = 1.0):
+    """(highest rate, its wait) of ``servers`` slots held ``hold_s`` whose :func:`slot_wait_s` ≤ ``budget_s``.
+
+    The utilisation is the largest on the grid k·:data:`UTILISATION_STEP`
+    (at most ``max_utilisation``) at and below which every grid point meets
+    the budget; rate = ρ·c/H. Zero when no positive utilisation does.
+
+    Examples
+    --------
+    >>> rate, wait = slot_max_rate_per_s(64, 10.0, 0.5, max_utilisation=0.9)
+    >>> round(float(rate), 3), round(float(wait), 3)
+    (5.76, 0.269)
+    """
+    s, h, r = np.broadcast_arrays(np.asarray(servers, dtype=int), np.asarray(hold_s, dtype=float),
+                                  np.asarray(budget_s, dtype=float))
+    rate, wait = np.zeros(s.shape), np.zeros(s.shape)
+    grid = _UTILISATION_GRID[_UTILISATION_GRID <= max_utilisation * (1 + 1e-12)]
+    for idx in np.ndindex(s.shape):
+        c = int(s[idx])
+        scaled = _slot_wait_scaled(c, grid, _erlang_c_on_grid(c)[: grid.size], tail)
+        bad = scaled * h[idx] > r[idx]
+        k = int(np.argmax(bad)) - 1 if bad.any() else grid.size - 1
+        if k > 0:
+            rate[idx] = grid[k] * c / h[idx]
+            wait[idx] = scaled[k] * h[idx]
+    return _out(rate), _out(wait)
