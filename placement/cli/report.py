@@ -7,7 +7,7 @@ from rich.table import Table
 
 from placement.core.plan import Plan
 
-__all__ = ["print_comparison", "print_plan"]
+__all__ = ["SAVINGS_HEADINGS", "print_comparison", "print_plan"]
 
 
 def _fmt(x, spec=".3g", none="-") -> str:
@@ -66,9 +66,15 @@ def print_plan(console: Console, plan: Plan) -> None:
         console.print(f"[red]violation:[/red] {v}", highlight=False)
 
 
+#: The savings column's heading per objective (what the full plan saves is measured in it).
+SAVINGS_HEADINGS = {"cost": "full plan saves ($/h)", "power": "full plan saves (power)",
+                    "chips": "full plan saves (chips)"}
+
+
 def print_comparison(console: Console, rows) -> None:
     t = Table(title="heterogeneous vs homogeneous fleets and single modes")
-    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", "full plan saves"):
+    objective = rows[0].savings_of if rows else "cost"
+    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", SAVINGS_HEADINGS[objective]):
         t.add_column(col)
     for r in rows:
         t.add_row(r.label, r.status, _fmt(r.cost_usd_per_hour, ",.2f"), _fmt(r.chips, "d"),

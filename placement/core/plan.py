@@ -159,7 +159,11 @@ class Comparison(MutableRecord):
     modes: dict[str, float] = Field(default_factory=dict, description="mode -> req/s served that way")
     chips_by_type: dict[str, int] = Field(default_factory=dict)
     savings: float | None = Field(
-        default=None, description="what the full plan saves against this one: 1 - full cost / this cost"
+        default=None, description="what the full plan saves against this one, in the instance's objective: "
+        "1 - full value / this value (see savings_of)"
+    )
+    savings_of: Literal["cost", "power", "chips"] = Field(
+        default="cost", description="the objective savings is measured in: $/h, W or chips"
     )
 
 
