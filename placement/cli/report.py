@@ -32,6 +32,9 @@ def print_plan(console: Console, plan: Plan) -> None:
                       f"{p.utilisation:.0%}" if p.part == 0 else "", _fmt(p.ttft_ms), _fmt(p.tpot_ms),
                       f"{p.usd_per_hour:,.2f}", ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
         console.print(t)
+        measured = [f"{p.id} ({p.step_table})" for p in plan.pools if p.step_table]
+        if measured:
+            console.print(f"step times from measured tables: {', '.join(measured)}", highlight=False)
     if plan.classes:
         t = Table(title="classes")
         for col in ("class", "req/s", "modes", "TTFT ms (SLO)", "TPOT ms (SLO)"):

@@ -84,6 +84,8 @@ class Pool(MutableRecord):
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     memory_per_chip_gb: float | None = None
+    step_table: str | None = Field(default=None, description="the instance's measured_step_time[i] the step "
+                                   "time rests on; None: the roofline")
     usd_per_hour: float
     power_w: float
     domains: list[str] = Field(description="domain groups hosting the pool (the sites' names)")

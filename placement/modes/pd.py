@@ -13,6 +13,10 @@ Capacity rules (requests/s per replica):
   the transfer at the replica's scale-out bandwidth.
 * decode: a sequence holds a batch slot for output_tokens·TPOT seconds;
   capacity = B / (output_tokens·TPOT), TPOT ≤ SLO.
+
+A measured step table of the instance (``measured_step_time``) replaces the
+roofline step of the prefill or decode replicas it matches
+(:mod:`placement.core.measured_steps`); the rules above stay.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from placement.core.evaluate import (
     precision_args,
     step_precision_args,
 )
+from placement.core.measured_steps import measured_step_s
 from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec
 from placement.modes.ids import RouteId
 from placement.modes.layouts import BATCHES, parts, weights
@@ -57,26 +62,33 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
                       **layout_args(cfg.main), **step_precision_args(ctx))
+    step_s, covered = np.asarray(st.time_s, dtype=float), True
+    if (measured := measured_step_s(ctx, cfg.main, "prefill", b, cls.prompt_tokens, cls.name)) is not None:
+        step_s, covered = measured
     nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
     transfer_s = b * kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
                                        cls.prefix_cached_on_decode) / nic
-    latency = np.asarray(st.time_s) + transfer_s
-    service = np.asarray(st.time_s) / cfg.main.pp
+    latency = step_s + transfer_s
+    service = step_s / cfg.main.pp
     cap = md1_capacity(service, latency, cls.ttft_s, b)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
                                 **layout_args(cfg.main), **precision_args(ctx))
-    return Perf(cap, latency, np.zeros(b.shape), np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+    return Perf(cap, latency, np.zeros(b.shape), np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape),
+                np.asarray(mem))
 
 
 def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main),
                      **step_precision_args(ctx))
-    tpot = np.asarray(st.time_s, dtype=float)
+    tpot, covered = np.asarray(st.time_s, dtype=float), True
+    if (measured := measured_step_s(ctx, cfg.main, "decode", b, decode_context_tokens(cls), cls.name)) is not None:
+        tpot, covered = measured
     cap = b / (cls.output_tokens * tpot)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
                                 **layout_args(cfg.main), **precision_args(ctx))
-    return Perf(cap, np.zeros(b.shape), tpot, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+    return Perf(cap, np.zeros(b.shape), tpot, np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape),
+                np.asarray(mem))
 
 
 PREFILL = PoolKind("prefill", ("prefill", None), _prefill)
