@@ -160,3 +160,27 @@ def test_skipping_searches_by_their_bound_keeps_the_same_columns(name, monkeypat
     monkeypatch.setattr(candidates, "_worth_searching", lambda searches, kept: searches)
     every = {c.name: c.capacity for c in generate(ctx).columns}
     assert skipped == every
+
+
+@pytest.mark.parametrize(("tok_per_s_per_user", "batch", "per_chip", "pow2", "pow2_per_chip"),
+                         [(108, 429, 5794, 256, 4172), (76, 854, 8117, 512, 6390)])
+def test_roofline_reports_the_largest_batch_at_a_tpot(tok_per_s_per_user, batch, per_chip, pow2, pow2_per_chip):
+    """``placement roofline --tpot-ms``: the B200 TP8 numbers of the candidates above, from the CLI."""
+    import json
+
+    import typer
+    from click.testing import CliRunner
+
+    from placement.cli.app import app
+
+    args = ["roofline", "--chip", "b200", "--model", "llama-3.1-70b", "--precision", "fp8", "--tp", "8",
+            "--context", "1150", "--tpot-ms", str(1000 / tok_per_s_per_user), "--json"]
+    r = CliRunner().invoke(typer.main.get_command(app), args)
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output)
+    assert (s["max_batch_at_tpot"], round(s["tokens_per_s_per_chip"])) == (batch, per_chip)
+    assert (s["max_power_of_two_batch_at_tpot"], round(s["tokens_per_s_per_chip_at_power_of_two"])) == (
+        pow2, pow2_per_chip)
+    assert s["step_time_ms"] <= 1000 / tok_per_s_per_user
+    r = CliRunner().invoke(typer.main.get_command(app), args[:-2] + ["1", "--json"])
+    assert r.exit_code == 2 and "no batch meets 1 ms" in r.output
