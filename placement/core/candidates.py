@@ -13,9 +13,10 @@ not fit are dropped, and so are dominated ones (:mod:`solvers.dominance`):
 
 Batches. Each configuration is evaluated on the coarse grid of its mode, and
 the integer batch of largest capacity meeting the SLOs
-(:func:`placement.core.batch_choice.best_batch`) is offered beside the grid's
-feasible batches — at most one column more per configuration. The search
-runs after a first pruning of the grid columns, and only for configurations
+(:func:`placement.core.batch_choice.best_batch`) replaces the best grid batch's
+column — a configuration keeps no more columns than its grid gave. The search
+runs for replicas of one part (paired ones — attention–FFN, remote draft —
+keep the power-of-two grid), after a first pruning of the grid columns, and only for configurations
 whose capacity bound (:func:`~placement.core.batch_choice.capacity_bound`)
 no kept column dominates; the survivors of both are pruned again.
 
@@ -135,8 +136,8 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
     for i in np.flatnonzero(ok):
         pend.append(_pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i)))
     i = best_index(perf, ok)
-    if i is None or len(grid.batches) < 2:
-        return None
+    if i is None or len(grid.batches) < 2 or base.partner is not None:
+        return None  # paired replicas keep the grid: their extra columns made pair-hub MILPs far slower in CBC
     bound = _pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i))
     bound.capacity = capacity_bound(perf, ok, grid.batches, cls.output_tokens)
     loads = np.asarray(perf.pair_bytes_per_s)[ok][np.argsort(np.asarray(perf.capacity_rps)[ok], kind="stable")]
@@ -168,7 +169,8 @@ def _worth_searching(searches: list[_Search], kept: list[_Pending]) -> list[_Sea
 
 
 def _search(out: Candidates, ctx: Context, s: _Search) -> list[_Pending]:
-    """The candidate at the best integer batch of a search, if it is not a grid batch."""
+    """The candidate at the best integer batch of a search, if it is not a grid batch (it replaces the best
+    grid batch's, ``s.bound.name``: a configuration keeps as many columns as its grid gave)."""
     lat = s.grid.pair_latency_s
     best = best_batch(ctx, s.grid.config, s.cls, s.grid.batches, s.perf, s.ok, lat or 0.0, out.memo)
     if best is None:
@@ -230,10 +232,13 @@ def generate(ctx: Context) -> Candidates:
             if s is not None:
                 searches.append(s)
     kept = _prune(pend)
-    found = [p for s in _worth_searching(searches, kept) for p in _search(out, ctx, s)]
+    searched = [(s, p) for s in _worth_searching(searches, kept) for p in _search(out, ctx, s)]
+    found = [p for _, p in searched]
+    gone = {s.bound.name for s, _ in searched}  # the best batch takes the best grid batch's place
     touched = {_group_key(p) for p in found}  # only their groups can change
     kept = sorted([p for p in kept if _group_key(p) not in touched]
-                  + _prune([p for p in kept if _group_key(p) in touched] + found), key=lambda p: p.name)
+                  + _prune([p for p in kept if _group_key(p) in touched and p.name not in gone] + found),
+                  key=lambda p: p.name)
     for p in kept:
         out.configs[p.name] = p.config()
         out.columns.append(Column(
