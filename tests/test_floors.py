@@ -132,11 +132,11 @@ def test_a_tpot_below_its_floor_is_rejected_naming_the_floor(bertha):
     pool = _decode_pool(bad)
     pool.tpot_ms = 1.0
     v = check_floors(bad, ctx)
-    # B = 64 at the mean context 1,650: KV 64 × 1,650 × 163,840 B = 17.30 GB;
-    # (69.5 GB weights + 17.30 GB KV) / (2 × 3.35 TB/s) = 12.96 ms.
-    assert pool.batch == 64 and pool.chips_per_replica == 2, pool
-    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 12.9") and "memory: weights 69.5 GB" in m
-               and "2 × h100 × 3.35 TB/s" in m for m in v), v
+    # B = 269 (the largest batch meeting the 25 ms TPOT) at the mean context: KV 69.16 GB × 269/256
+    # = 72.68 GB; (69.5 GB weights + 72.68 GB KV) / (4 × 3.35 TB/s) = 10.61 ms.
+    assert pool.batch == 269 and pool.chips_per_replica == 4, pool
+    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 10.61") and "memory: weights 69.5 GB" in m
+               and "4 × h100 × 3.35 TB/s" in m for m in v), v
     assert any(m in verify(ctx, bad) for m in v)
 
 

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from placement.core.plan import Plan
 
-__all__ = ["print_comparison", "print_plan"]
+__all__ = ["SAVINGS_HEADINGS", "print_comparison", "print_plan"]
 
 
 def _dp(pool) -> str:
@@ -40,6 +40,9 @@ def print_plan(console: Console, plan: Plan) -> None:
                       f"{p.utilisation:.0%}" if p.part == 0 else "", _fmt(p.ttft_ms), _fmt(p.tpot_ms),
                       f"{p.usd_per_hour:,.2f}", ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
         console.print(t)
+        measured = [f"{p.id} ({p.step_table})" for p in plan.pools if p.step_table]
+        if measured:
+            console.print(f"step times from measured tables: {', '.join(measured)}", highlight=False)
     if plan.classes:
         t = Table(title="classes")
         for col in ("class", "req/s", "modes", "TTFT ms (SLO)", "TPOT ms (SLO)"):
@@ -74,9 +77,15 @@ def print_plan(console: Console, plan: Plan) -> None:
         console.print(f"[red]violation:[/red] {v}", highlight=False)
 
 
+#: The savings column's heading per objective (what the full plan saves is measured in it).
+SAVINGS_HEADINGS = {"cost": "full plan saves ($/h)", "power": "full plan saves (power)",
+                    "chips": "full plan saves (chips)"}
+
+
 def print_comparison(console: Console, rows) -> None:
     t = Table(title="heterogeneous vs homogeneous fleets and single modes")
-    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", "full plan saves"):
+    objective = rows[0].savings_of if rows else "cost"
+    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", SAVINGS_HEADINGS[objective]):
         t.add_column(col)
     for r in rows:
         t.add_row(r.label, r.status, _fmt(r.cost_usd_per_hour, ",.2f"), _fmt(r.chips, "d"),

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from costmodels.models import ModelSpec
     from topology.chips import ChipSpec
 
-__all__ = ["PLOT_BATCHES", "catalog", "catalog_rows", "roofline", "roofline_summary"]
+__all__ = ["MAX_BATCH", "PLOT_BATCHES", "batch_at_tpot", "catalog", "catalog_rows", "roofline", "roofline_summary"]
 
 #: Batch sizes drawn on the roofline plot: powers of two from 1 to 4096.
 PLOT_BATCHES = tuple(2.0**k for k in range(13))
+#: Largest batch ``--tpot-ms`` considers.
+MAX_BATCH = 65536
 _MS = 1e3
 _GB = 1e9
 _TERA = 1e12
@@ -77,6 +79,26 @@ def _step(chip, model, stage, batch, context, cached, tp, ep, pp, precision, kv_
     return decode_step(chip, model, batch=batch, context=context, dp=dp, **args)
 
 
+def batch_at_tpot(chip: ChipSpec, model: ModelSpec, stage: str, tpot_s: float, context: int, cached: int, tp: int,
+                  ep: int, pp: int, precision: str, kv_precision: str, dp: int = 1) -> tuple[int, int]:
+    """(largest batch, largest power-of-two batch) whose decode step takes at most ``tpot_s`` and fits (0: none).
+
+    Every batch from 1 to :data:`MAX_BATCH` is priced at once; the step grows with the batch, so the
+    largest one that meets the TPOT is the most throughput at it.
+    """
+    import numpy as np
+
+    from costmodels import fits, memory_per_chip_bytes
+
+    b = np.arange(1, MAX_BATCH + 1, dtype=float)
+    st = _step(chip, model, stage, b, context, cached, tp, ep, pp, precision, kv_precision, dp)
+    mem = memory_per_chip_bytes(chip, model, stage=stage, batch=b, context=cached + context, tp=tp, ep=ep, pp=pp,
+                                dp=dp, precision=precision, kv_precision=kv_precision)
+    ok = (np.asarray(st.time_s) <= tpot_s * (1 + 1e-12)) & np.asarray(fits(chip, mem))
+    pow2 = ok & (np.bitwise_and(b.astype(np.int64), b.astype(np.int64) - 1) == 0)
+    return (int(b[ok].max()) if ok.any() else 0), (int(b[pow2].max()) if pow2.any() else 0)
+
+
 def roofline_summary(
     chip: str,
     model: str,
@@ -93,6 +115,7 @@ def roofline_summary(
     attention_dp: int = 1,
     chips: dict[str, ChipSpec] | None = None,
     models: dict[str, ModelSpec] | None = None,
+    tpot_ms: float | None = None,
 ) -> dict[str, Any]:
     """Everything ``roofline`` prints, as a JSON-ready dict (base units plus ms/GB).
 
@@ -101,6 +124,8 @@ def roofline_summary(
     ``attention_dp`` data-parallel attention groups of ``tp`` chips share the
     ``batch`` (prefill and decode), with ``ep`` any divisor of dp·tp: a replica
     of dp·tp·pp chips (:mod:`costmodels.roofline`).
+    With ``tpot_ms`` (decode stages) ``batch`` is the largest batch whose step
+    meets it (:func:`batch_at_tpot`), and the largest power of two beside it.
     """
     from costmodels import (
         STAGES,
@@ -128,6 +153,18 @@ def roofline_summary(
     if (attention_dp * tp) % ep:
         raise InputError(f"ep must divide attention-dp·tp ({attention_dp}·{tp}), got {ep}", field="--ep")
 
+    at_tpot: dict[str, Any] = {}
+    if tpot_ms is not None:
+        if stage == "prefill" or not tpot_ms > 0:
+            raise InputError("--tpot-ms needs a decode stage and a positive time", field="--tpot-ms")
+        batch, pow2 = batch_at_tpot(c, m, stage, tpot_ms / _MS, context, cached, tp, ep, pp, precision, kv_prec, attention_dp)
+        if batch == 0:
+            one = _step(c, m, stage, 1, context, cached, tp, ep, pp, precision, kv_prec, attention_dp).time_s * _MS
+            raise InputError(f"no batch meets {tpot_ms:g} ms and fits (batch 1 steps in {one:.3f} ms)",
+                             field="--tpot-ms")
+        pst = _step(c, m, stage, pow2, context, cached, tp, ep, pp, precision, kv_prec, attention_dp) if pow2 else None
+        at_tpot = {"tpot_slo_ms": tpot_ms, "max_batch_at_tpot": batch, "max_power_of_two_batch_at_tpot": pow2,
+                   "tokens_per_s_per_chip_at_power_of_two": pow2 / pst.time_s / (attention_dp * tp * pp) if pst else 0.0}
     st = _step(c, m, stage, batch, context, cached, tp, ep, pp, precision, kv_prec, attention_dp)
     g = attention_dp * tp * pp
     tokens = batch * (context if stage == "prefill" else 1)
@@ -171,6 +208,7 @@ def roofline_summary(
         "fits": fits(c, mem),
         "usd_per_million_tokens": usd_per_million_tokens(g * c.usd_per_hour, tps),
         "tokens_per_s_per_mw": tokens_per_s_per_mw(tps, g * c.power_w),
+        **at_tpot,
     }
 
 
@@ -263,6 +301,10 @@ def _print_summary(s: dict[str, Any]) -> None:
     }
     for label, key, fmt in _ROWS:
         t.add_row(label, special[label] if key is None else fmt.format(s[key]))
+    if "max_batch_at_tpot" in s:
+        t.add_row(f"largest batch at TPOT {s['tpot_slo_ms']:g} ms", f"{s['max_batch_at_tpot']:,}")
+        t.add_row("  largest power of two / its tokens/s per chip",
+                  f"{s['max_power_of_two_batch_at_tpot']:,} / {s['tokens_per_s_per_chip_at_power_of_two']:,.1f}")
     Console().print(t)
 
 
@@ -283,11 +325,13 @@ def roofline(
                                               help="data-parallel attention groups of tp chips (decode, prefill)")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline PNG here")] = None,
+    tpot_ms: Annotated[float | None, typer.Option("--tpot-ms", help="decode: use the largest batch whose step "
+                                                   "meets this TPOT (ignores --batch)")] = None,
 ) -> None:
     """Roofline of one stage on one chip: step time, throughput, intensity vs ridge, memory fit."""
     s = roofline_summary(chip, model, stage=str(stage), batch=batch, context=context, cached=cached,
                          precision=str(precision), kv_precision=None if kv_precision is None else str(kv_precision),
-                         tp=tp, ep=ep, pp=pp, attention_dp=attention_dp)
+                         tp=tp, ep=ep, pp=pp, attention_dp=attention_dp, tpot_ms=tpot_ms)
     if plot is not None:
         _plot(plot, _chips()[chip], _models()[model], s)
     if json_out:

@@ -11,6 +11,15 @@ not fit are dropped, and so are dominated ones (:mod:`solvers.dominance`):
     whole number) and serve at least as much, with no more pair traffic and
     no stricter latency limit.
 
+Batches. Each configuration is evaluated on the coarse grid of its mode, and
+the integer batch of largest capacity meeting the SLOs
+(:func:`placement.core.batch_choice.best_batch`) replaces the best grid batch's
+column — a configuration keeps no more columns than its grid gave. The search
+runs for replicas of one part (paired ones — attention–FFN, remote draft —
+keep the power-of-two grid), after a first pruning of the grid columns, and only for configurations
+whose capacity bound (:func:`~placement.core.batch_choice.capacity_bound`)
+no kept column dominates; the survivors of both are pruned again.
+
 Only columns of one class, kind and resources are compared. Replica sizes
 form a divisibility chain with the domain size
 (:func:`placement.modes.layouts.replica_sizes`), so the solver's aggregate
@@ -29,11 +38,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from placement.core.batch_choice import best_batch, best_index, capacity_bound, perf_at
 from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.evaluate import PartLayout, Perf, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
 from placement.modes import Grid, configurations, enabled_modes, transfers
-from solvers.dominance import Columns, Row, dominates, undominated
+from solvers.dominance import LOAD_ATOL, RTOL, Columns, Row, copies, dominates, undominated
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
 
 __all__ = ["Candidates", "build_problem", "generate"]
@@ -90,21 +100,86 @@ def _name_around_batch(cfg: PoolConfig, latency_s: float | None) -> tuple[str, s
     return "|".join(head), "".join(f"|{t}" for t in tail)
 
 
+@dataclass
+class _Search:
+    """A configuration whose best integer batch may beat its grid's (see :func:`_worth_searching`)."""
+
+    grid: Grid
+    cls: TrafficClass
+    steps: list[str]
+    perf: Perf
+    ok: np.ndarray
+    bound: _Pending
+
+
+def _pending(ctx_name: tuple[str, str], grid: Grid, cls: TrafficClass, steps: list[str], batch: int,
+             perf: Perf) -> _Pending:
+    """The candidate of ``grid``'s configuration at ``batch`` with the scalars ``perf``."""
+    base, lat = grid.config, grid.pair_latency_s
+    head, tail = ctx_name
+    units = (base.main.chips,) + ((base.partner.chips,) if base.partner else ())
+    return _Pending(f"{head}|b{batch}{tail}", base, cls.name, steps, float(perf.capacity_rps), units,
+                    float(perf.pair_bytes_per_s) if base.partner else 0.0, float("inf") if lat is None else lat,
+                    batch)
+
+
 def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Grid, cls: TrafficClass,
-                   steps: list[str]) -> None:
-    """Evaluate one grid; each batch that meets the class's SLOs and fits awaits pruning."""
+                   steps: list[str]) -> _Search | None:
+    """Evaluate one grid; each batch that meets the class's SLOs and fits awaits pruning. Returns the search
+    for a better integer batch, with the most it can find, when the grid has batches around a feasible one."""
     base, lat = grid.config, grid.pair_latency_s
     perf = evaluate(ctx, base, cls, batch=grid.batches, pair_latency_s=lat or 0.0, memo=out.memo)
     ok = perf.ok(cls)
     out.generated += len(grid.batches)
     out.feasible += int(ok.sum())
-    units = (base.main.chips,) + ((base.partner.chips,) if base.partner else ())
-    head, tail = _name_around_batch(base, lat)
+    names = _name_around_batch(base, lat)
     for i in np.flatnonzero(ok):
-        batch = int(grid.batches[i])
-        pend.append(_Pending(f"{head}|b{batch}{tail}", base, cls.name, steps, float(perf.capacity_rps[i]), units,
-                             float(perf.pair_bytes_per_s[i]) if base.partner else 0.0,
-                             float("inf") if lat is None else lat, batch))
+        pend.append(_pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i)))
+    i = best_index(perf, ok)
+    if i is None or len(grid.batches) < 2 or base.partner is not None:
+        return None  # paired replicas keep the grid: their extra columns made pair-hub MILPs far slower in CBC
+    bound = _pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i))
+    bound.capacity = capacity_bound(perf, ok, grid.batches, cls.output_tokens)
+    loads = np.asarray(perf.pair_bytes_per_s)[ok][np.argsort(np.asarray(perf.capacity_rps)[ok], kind="stable")]
+    if (np.diff(loads) < 0).any():  # pair traffic not growing with capacity: assume none at the best batch
+        bound.pair_bytes_per_s = 0.0
+    return _Search(grid, cls, steps, perf, ok, bound)
+
+
+def _worth_searching(searches: list[_Search], kept: list[_Pending]) -> list[_Search]:
+    """The searches whose bound no kept column of its group dominates (within the dominance tolerances)."""
+    groups: dict[tuple, list[_Pending]] = {}
+    for p in kept:
+        groups.setdefault(_group_key(p), []).append(p)
+    out = []
+    for s in searches:
+        g = groups.get(_group_key(s.bound), [])
+        if len(g) and len(s.bound.units) == len(g[0].units):
+            m = copies(np.array([s.bound.units]), np.array([p.units for p in g]))[0]
+            cap = np.array([p.capacity for p in g])
+            load = np.array([p.pair_bytes_per_s for p in g])
+            limit = np.array([p.pair_max_latency_s for p in g])
+            hit = ((m > 0) & (m * cap >= s.bound.capacity * (1 - RTOL))
+                   & (m * load <= s.bound.pair_bytes_per_s * (1 + RTOL) + LOAD_ATOL)
+                   & (limit >= s.bound.pair_max_latency_s))
+            if hit.any():
+                continue
+        out.append(s)
+    return out
+
+
+def _search(out: Candidates, ctx: Context, s: _Search) -> list[_Pending]:
+    """The candidate at the best integer batch of a search, if it is not a grid batch (it replaces the best
+    grid batch's, ``s.bound.name``: a configuration keeps as many columns as its grid gave)."""
+    lat = s.grid.pair_latency_s
+    best = best_batch(ctx, s.grid.config, s.cls, s.grid.batches, s.perf, s.ok, lat or 0.0, out.memo)
+    if best is None:
+        return []
+    out.generated += best[2]
+    if best[0] in s.grid.batches[s.ok]:
+        return []
+    out.feasible += 1
+    return [_pending(_name_around_batch(s.grid.config, lat), s.grid, s.cls, s.steps, best[0], best[1])]
 
 
 def _columns(group: list[_Pending]) -> Columns:
@@ -123,13 +198,17 @@ def _dominated(x: _Pending, y: _Pending) -> bool:
     return x is not y and dominates(row(y, x), row(x, y))
 
 
+def _group_key(p: _Pending) -> tuple:
+    """Candidates compared for dominance: one class, kind and resources."""
+    return p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None
+
+
 def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
     """Candidates that may dominate each other (class, kind, resources), each best capacity per chip
     first (a few strong columns prune most of the rest quickly), then by name."""
     groups: dict[tuple, list[_Pending]] = {}
     for p in pend:
-        key = (p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None)
-        groups.setdefault(key, []).append(p)
+        groups.setdefault(_group_key(p), []).append(p)
     return [sorted(sorted(groups[key], key=lambda p: p.name), key=lambda p: -p.capacity / sum(p.units))
             for key in sorted(groups, key=str)]
 
@@ -146,10 +225,21 @@ def generate(ctx: Context) -> Candidates:
     """Enumerate, evaluate and prune every replica configuration of the instance."""
     out = Candidates()
     pend: list[_Pending] = []
+    searches: list[_Search] = []
     for cls in ctx.instance.workload.classes:
         for grid, steps in configurations(ctx, cls, out.memo):
-            _evaluate_grid(out, pend, ctx, grid, cls, steps)
-    for p in _prune(pend):
+            s = _evaluate_grid(out, pend, ctx, grid, cls, steps)
+            if s is not None:
+                searches.append(s)
+    kept = _prune(pend)
+    searched = [(s, p) for s in _worth_searching(searches, kept) for p in _search(out, ctx, s)]
+    found = [p for _, p in searched]
+    gone = {s.bound.name for s, _ in searched}  # the best batch takes the best grid batch's place
+    touched = {_group_key(p) for p in found}  # only their groups can change
+    kept = sorted([p for p in kept if _group_key(p) not in touched]
+                  + _prune([p for p in kept if _group_key(p) in touched and p.name not in gone] + found),
+                  key=lambda p: p.name)
+    for p in kept:
         out.configs[p.name] = p.config()
         out.columns.append(Column(
             name=p.name,

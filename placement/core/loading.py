@@ -378,7 +378,8 @@ def _check_rates(inst: Instance, source: str) -> None:
 def cross_check(inst: Instance, source: str) -> None:
     """Checks that need the catalogue or several fields at once."""
     chips = chips_of(inst)
-    _check_model_sizes(model_of(inst, source), source, "model")
+    model = model_of(inst, source)
+    _check_model_sizes(model, source, "model")
     draft = draft_model_of(inst, source)
     if draft is not None:
         _check_model_sizes(draft, source, "draft.model")
@@ -433,10 +434,21 @@ def cross_check(inst: Instance, source: str) -> None:
                     f"{m.chips} chips per replica do not pack into {m.chip} domains of {size} chips "
                     f"(domain group {d.name!r}); expected a power of two dividing {size}, or {size} times a "
                     "power of two", file=source, field=f"{f}.chips")
+    seen_tables: dict[tuple, int] = {}
     for i, m in enumerate(inst.measured_step_time):
+        f = f"measured_step_time[{i}]"
         if m.chip not in fleet_chips:
             raise InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
-                             field=f"measured_step_time[{i}].chip")
+                             field=f"{f}.chip")
+        if m.model is not None and m.model != model.name:
+            raise InputError(f"measured with model {m.model!r}, but the instance serves {model.name!r}; "
+                             "a step table holds for the model it was measured with", file=source, field=f"{f}.model")
+        key = (m.chip, m.stage, m.tp, m.ep, m.pp)
+        if key in seen_tables:
+            raise InputError(f"a second {m.stage} table for {m.chip} at tp={m.tp} ep={m.ep} pp={m.pp} (the first is "
+                             f"measured_step_time[{seen_tables[key]}]); expected one table per chip, stage and layout",
+                             file=source, field=f)
+        seen_tables[key] = i
     if inst.only_measured and not inst.measured_capacity:
         raise InputError("only_measured is true but measured_capacity is empty", file=source,
                          field="only_measured")

@@ -86,6 +86,8 @@ class Pool(MutableRecord):
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     memory_per_chip_gb: float | None = None
+    step_table: str | None = Field(default=None, description="the instance's measured_step_time[i] the step "
+                                   "time rests on; None: the roofline")
     usd_per_hour: float
     power_w: float
     domains: list[str] = Field(description="domain groups hosting the pool (the sites' names)")
@@ -161,7 +163,11 @@ class Comparison(MutableRecord):
     modes: dict[str, float] = Field(default_factory=dict, description="mode -> req/s served that way")
     chips_by_type: dict[str, int] = Field(default_factory=dict)
     savings: float | None = Field(
-        default=None, description="what the full plan saves against this one: 1 - full cost / this cost"
+        default=None, description="what the full plan saves against this one, in the instance's objective: "
+        "1 - full value / this value (see savings_of)"
+    )
+    savings_of: Literal["cost", "power", "chips"] = Field(
+        default="cost", description="the objective savings is measured in: $/h, W or chips"
     )
 
 

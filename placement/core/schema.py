@@ -231,22 +231,48 @@ class Limits(Record):
 
 
 class MeasuredStepTime(Record):
-    """Measured decode step time by batch for a chip and layout; replaces the roofline
-    decode step (interpolated piecewise-linearly within the measured batches)."""
+    """A measured step-time table for one chip and layout; it replaces the roofline step of the pools it
+    matches (see :mod:`placement.core.measured_steps`).
+
+    ``stage: decode`` times one decode step of ``batch`` sequences at
+    ``context_tokens`` tokens of KV cache each (pd's ``decode`` pools);
+    ``stage: prefill`` times one prefill step of ``batch`` prompts of
+    ``context_tokens`` new tokens (``prefill`` pools). Without
+    ``context_tokens`` the table is one row, taken as measured at every
+    context; with it, ``step_time_ms`` has one row per context. ``model``
+    (default: the instance's) must be the instance's model.
+    """
 
     chip: str
+    model: str | None = None
     stage: Literal["decode", "prefill"] = "decode"
-    tp: int = Field(default=1, ge=1)
-    batch: list[Annotated[int, Field(ge=1)]] = Field(min_length=2)
-    step_time_ms: list[PositiveFinite] = Field(min_length=2)
+    tp: Whole = Field(default=1, ge=1)
+    ep: Whole = Field(default=1, ge=1)
+    pp: Whole = Field(default=1, ge=1)
+    batch: list[Annotated[Whole, Field(ge=1)]] = Field(min_length=2)
+    context_tokens: list[Annotated[Whole, Field(ge=0)]] | None = Field(default=None, min_length=2)
+    step_time_ms: list[PositiveFinite] | list[list[PositiveFinite]] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _same_length(self) -> MeasuredStepTime:
-        if len(self.batch) != len(self.step_time_ms):
-            raise ValueError("batch and step_time_ms must have the same length")
         if sorted(set(self.batch)) != list(self.batch):
             raise ValueError("batch must be strictly increasing")
+        rows = self.step_time_ms
+        if self.context_tokens is None:
+            if any(isinstance(r, list) for r in rows) or len(rows) != len(self.batch):
+                raise ValueError("without context_tokens, step_time_ms is one list as long as batch")
+            return self
+        if sorted(set(self.context_tokens)) != list(self.context_tokens):
+            raise ValueError("context_tokens must be strictly increasing")
+        if len(rows) != len(self.context_tokens) or any(not isinstance(r, list) or len(r) != len(self.batch)
+                                                         for r in rows):
+            raise ValueError("with context_tokens, step_time_ms has one row per context, each as long as batch")
         return self
+
+    def step_times_s(self) -> list[list[float]]:
+        """The table in seconds, one row per context (a single row without ``context_tokens``)."""
+        rows = self.step_time_ms if self.context_tokens is not None else [self.step_time_ms]
+        return [[t / 1e3 for t in row] for row in rows]
 
 
 class Instance(Record):

@@ -18,6 +18,7 @@ from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
 from placement.core.deadline import TimeLimitError, bounded, left_after
 from placement.core.evaluate import evaluate
+from placement.core.measured_steps import table_field
 from placement.core.plan import (
     STAGE_OF_KIND,
     CandidateStats,
@@ -201,7 +202,8 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
             pp=lay.pp, batch=cfg.batch, chunk_tokens=cfg.chunk_tokens, micro_batches=cfg.micro_batches,
             paired_with=partner, capacity_rps_per_replica=dict(sorted(cap.items())) if part == 0 else {},
             utilisation=round(used / replicas, 6) if part == 0 and replicas else 0.0,
-            ttft_ms=ttft, tpot_ms=tpot, memory_per_chip_gb=mem, usd_per_hour=usd, power_w=power,
+            ttft_ms=ttft, tpot_ms=tpot, memory_per_chip_gb=mem, step_table=table_field(ctx, cfg, part),
+            usd_per_hour=usd, power_w=power,
             domains=[ps.site for ps in psites], sites=psites, config=cfg, part=part,
         ))
     _assign_domains(ctx, pools)

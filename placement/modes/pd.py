@@ -22,6 +22,10 @@ Capacity rules (requests/s per replica):
   capacity = the highest rate whose wait for a slot (M/D/c,
   :func:`placement.core.evaluate.slot_admission`) is ≤ s·SLO, at most
   MAX_UTILISATION·B/H; TPOT ≤ SLO. The pool reports that wait as its TTFT part.
+
+A measured step table of the instance (``measured_step_time``) replaces the
+roofline step of the prefill or decode replicas it matches
+(:mod:`placement.core.measured_steps`); the rules above stay.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from placement.core.evaluate import (
     slot_admission,
     step_precision_args,
 )
+from placement.core.measured_steps import measured_step_s
 from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec
 from placement.modes.ids import RouteId
 from placement.modes.layouts import BATCHES, parts, weights
@@ -84,28 +89,34 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
                       **layout_args(cfg.main), dp=cfg.main.dp, **step_precision_args(ctx))
+    t, covered = np.asarray(st.time_s, dtype=float), True
+    if (measured := measured_step_s(ctx, cfg.main, "prefill", b, cls.prompt_tokens, cls.name)) is not None:
+        t, covered = measured
     nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
     transfer_s = b * kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
                                        cls.prefix_cached_on_decode) / nic
     # The step runs n = min(pp, b) micro-batches, each stage taking t/pp of the step time t for one of them.
-    pp, t = cfg.main.pp, np.asarray(st.time_s)
+    pp = cfg.main.pp
     n_mb = np.minimum(pp, b)
     latency = t * (n_mb + pp - 1) / pp + transfer_s
     cap, ttft = prefill_queue(t * n_mb / pp, latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
                                 **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
-    return Perf(cap, ttft, np.zeros(b.shape), np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+    return Perf(cap, ttft, np.zeros(b.shape), np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape),
+                np.asarray(mem))
 
 
 def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main), dp=cfg.main.dp,
                      **step_precision_args(ctx))
-    tpot = np.asarray(st.time_s, dtype=float)
+    tpot, covered = np.asarray(st.time_s, dtype=float), True
+    if (measured := measured_step_s(ctx, cfg.main, "decode", b, decode_context_tokens(cls), cls.name)) is not None:
+        tpot, covered = measured
     cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
                                 **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
-    return Perf(cap, wait, tpot, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+    return Perf(cap, wait, tpot, np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape), np.asarray(mem))
 
 
 PREFILL = PoolKind("prefill", ("prefill", None), _prefill)

@@ -2,7 +2,9 @@
 
 Each alternative re-solves the instance with part of it removed: only the
 domain groups of one chip type, or only one serving mode. ``savings`` says what
-the full heterogeneous plan saves against each (1 − full cost / its cost).
+the full heterogeneous plan saves against each, in the instance's objective
+(1 − full value / its value: $/h for ``cost``, W for ``power``, chips for
+``chips``; ``savings_of`` names it).
 
 Examples
 --------
@@ -19,7 +21,7 @@ from placement.core.plan import Comparison, Plan
 from placement.core.schema import Instance
 from placement.core.solve import solve
 
-__all__ = ["compare", "variants", "with_comparisons"]
+__all__ = ["compare", "objective_value", "variants", "with_comparisons"]
 
 
 def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
@@ -39,17 +41,26 @@ def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
     return out
 
 
-def _row(label: str, kind: str, plan: Plan, full_cost: float | None) -> Comparison:
+def objective_value(plan: Plan, objective: str) -> float | None:
+    """What ``objective`` (``cost``, ``power`` or ``chips``) measures of a verified plan: $/h, W or chips."""
+    if not plan.verified:
+        return None
+    value = {"cost": plan.cost_usd_per_hour, "power": plan.power_w, "chips": plan.chips}[objective]
+    return None if value is None else float(value)
+
+
+def _row(label: str, kind: str, plan: Plan, full_value: float | None, objective: str) -> Comparison:
     ok = plan.status in ("optimal", "feasible", "time_limit") and plan.verified
-    cost = plan.cost_usd_per_hour if ok else None
+    value = objective_value(plan, objective) if ok else None
     return Comparison(
-        label=label, kind=kind, status=plan.status, cost_usd_per_hour=cost,
+        label=label, kind=kind, status=plan.status, cost_usd_per_hour=plan.cost_usd_per_hour if ok else None,
         chips=plan.chips if ok else None, power_w=plan.power_w if ok else None,
         usd_per_million_output_tokens=plan.usd_per_million_output_tokens if ok else None,
         modes={m: round(sum(c.modes.get(m, 0) * c.rate_rps for c in plan.classes), 9)
                for m in sorted({m for c in plan.classes for m in c.modes})} if ok else {},
         chips_by_type=plan.chips_by_type if ok else {},
-        savings=round(1 - full_cost / cost, 9) if ok and cost and full_cost is not None else None,
+        savings=round(1 - full_value / value, 9) if value and full_value is not None else None,
+        savings_of=objective,
     )
 
 
@@ -57,15 +68,15 @@ def compare(inst: Instance, *, backend: str = "cbc", time_limit_s: float | None 
             source: str = "<instance>", full: Plan | None = None) -> list[Comparison]:
     """Solve the full instance (unless ``full`` is given) and every variant of it."""
     rows: list[Comparison] = []
-    full_cost = None
+    full_value = None
     for label, kind, variant in variants(inst):
         if kind == "full" and full is not None:
             plan = full
         else:
             plan = solve(variant, backend=backend, time_limit_s=time_limit_s, source=source)
         if kind == "full":
-            full_cost = plan.cost_usd_per_hour if plan.verified else None
-        rows.append(_row(label, kind, plan, full_cost))
+            full_value = objective_value(plan, inst.objective)
+        rows.append(_row(label, kind, plan, full_value, inst.objective))
     return rows
 
 

@@ -20,6 +20,7 @@ from itertools import pairwise
 from typing import Any
 
 from placement.core.context import Context
+from placement.core.measured_steps import table_field
 from placement.core.plan import Plan, class_latencies_ms
 from placement.core.verify.facts import RTOL, SERVED_RPS, PoolFacts, close
 
@@ -60,7 +61,8 @@ def check_pool_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[
             "chips": f.chips, "chips_per_replica": f.chips_per_replica, "tp": lay.tp, "ep": lay.ep, "pp": lay.pp,
             "batch": cfg.batch, "chunk_tokens": cfg.chunk_tokens, "micro_batches": cfg.micro_batches,
             "paired_with": partner, "capacity_rps_per_replica": f.capacity_rps, "ttft_ms": f.ttft_ms,
-            "tpot_ms": f.tpot_ms, "memory_per_chip_gb": f.memory_per_chip_gb, "usd_per_hour": f.usd_per_hour,
+            "tpot_ms": f.tpot_ms, "memory_per_chip_gb": f.memory_per_chip_gb,
+            "step_table": table_field(ctx, cfg, p.part), "usd_per_hour": f.usd_per_hour,
             "power_w": f.power_w, "domains": [s.site for s in p.sites],
         }
         for name, gives in want.items():

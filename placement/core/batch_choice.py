@@ -1,0 +1,155 @@
+"""The batch of a configuration: the integer batch of largest capacity that meets the class's SLOs.
+
+Candidate generation evaluates each configuration on its mode's coarse grid
+of batches (powers of two, :data:`placement.modes.layouts.BATCHES`);
+:func:`best_batch` then finds the best integer batch. For every kind the
+feasible batches form an interval up to some B_max (TPOT, TTFT and memory
+grow with the batch; the cost model's aggregated step can be slower at batch
+1–2 than at 3, so that interval may start above 1) and capacity is
+quasi-concave over them — increasing for the decode kinds
+(B / (output·TPOT(B)), TPOT growing at most linearly in B), and for
+aggregated the minimum of a decreasing prefill and an increasing decode
+capacity. So the best batch lies between the best grid batch's two
+neighbours, and a search over that bracket — about :data:`REFINE_POINTS`
+evenly spaced batches, then every batch between the neighbours of the best
+of them — finds it exactly (checked against every integer batch for every
+configuration of the shipped instances, ``tests/test_batch_choice.py``). A
+configuration whose feasible batches all fall between two grid batches is
+still missed.
+
+:func:`capacity_bound` bounds what the search can find without running it.
+Every kind's capacity is at most k·B / (output·TPOT(B)) — equal for the
+decode kinds, k the sequences per batch slot (``dp`` attention groups of an
+attention–FFN replica, else 1), and below it for aggregated, whose capacity
+is the smaller of that and its prefill capacity. With k the largest ratio
+capacity·output·TPOT / B on the grid and TPOT nondecreasing in B (checked on
+the grid), a batch in [b_{i-1}, b_{i+1}] serves at most
+k·max(b_{i+1} / (output·TPOT(b_i)), b_i / (output·TPOT(b_{i-1}))).
+Candidate generation skips the search where even that bound is dominated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from placement.core.evaluate import Perf, PoolConfig, evaluate
+
+if TYPE_CHECKING:
+    from placement.core.context import Context
+    from placement.core.schema import TrafficClass
+
+__all__ = ["REFINE_POINTS", "best_batch", "best_index", "capacity_bound", "perf_at"]
+
+#: About how many batches the first round of the search evaluates (:func:`best_batch`).
+REFINE_POINTS = 64
+#: Relative slack of the checks behind :func:`capacity_bound` (floating-point rounding of B / (output·TPOT)).
+_RTOL = 1e-9
+
+
+def best_index(perf: Perf, ok: np.ndarray) -> int | None:
+    """Index of the feasible batch of largest capacity (ties: the last, the largest batch); None if none.
+
+    Examples
+    --------
+    >>> z = np.zeros(3)
+    >>> perf = Perf(np.array([1.0, 3.0, 3.0]), z, z, np.ones(3, dtype=bool), z, z)
+    >>> best_index(perf, np.array([True, True, True])), best_index(perf, np.zeros(3, dtype=bool))
+    (2, None)
+    """
+    if not ok.any():
+        return None
+    cap = np.where(ok, np.asarray(perf.capacity_rps, dtype=float), -np.inf)
+    return int(np.flatnonzero(cap >= cap.max())[-1])
+
+
+def perf_at(perf: Perf, i: int) -> Perf:
+    """The scalars of ``perf`` at index ``i``."""
+    return Perf(*(np.asarray(getattr(perf, f.name))[i] for f in fields(Perf)))
+
+
+def _bracket(batches: np.ndarray, i: int) -> tuple[int, int]:
+    """Indices of the neighbours of grid batch ``i`` (itself at an end of the grid)."""
+    return max(i - 1, 0), min(i + 1, len(batches) - 1)
+
+
+def capacity_bound(perf: Perf, ok: np.ndarray, batches: np.ndarray, output_tokens: float) -> float:
+    """Most capacity :func:`best_batch` can find for this grid evaluation (see the module notes; inf when
+    TPOT does not grow with the batch on the grid).
+
+    Examples
+    --------
+    >>> b = np.array([1.0, 2.0, 4.0]); tpot = np.array([0.01, 0.011, 0.013])
+    >>> perf = Perf(b / (100 * tpot), np.zeros(3), tpot, np.ones(3, dtype=bool), np.zeros(3), np.zeros(3))
+    >>> round(capacity_bound(perf, np.array([True, True, False]), b, 100), 3)   # 4 / (100 · 0.011)
+    3.636
+    """
+    i = best_index(perf, ok)
+    if i is None:
+        return 0.0
+    tpot = np.asarray(perf.tpot_s, dtype=float)
+    if (tpot <= 0).any() or (np.diff(tpot) < 0).any():
+        return float("inf")
+    k = float((np.asarray(perf.capacity_rps) * output_tokens * tpot / batches).max())
+    lo, hi = _bracket(batches, i)
+    most = max(batches[hi] / (output_tokens * tpot[i]), batches[i] / (output_tokens * tpot[lo]))
+    return float(k * most * (1 + _RTOL))
+
+
+def best_batch(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batches: np.ndarray, perf: Perf, ok: np.ndarray,
+               pair_latency_s: float = 0.0, memo: dict | None = None) -> tuple[int, Perf, int] | None:
+    """The integer batch of largest capacity meeting ``cls``'s SLOs, searched around the best of ``batches``.
+
+    ``perf``/``ok`` are the evaluation of ``cfg`` over the sorted grid
+    ``batches``. Two rounds on fixed lattices: the multiples of a power-of-two
+    spacing (about :data:`REFINE_POINTS` of them) between the best grid
+    batch's neighbours, then every batch between the neighbours of the best
+    of those. Configurations with the same best batches search the same
+    batches, so ``memo`` shares their cost-model results (the halves of
+    attention–FFN replicas). Batches stay multiples of ``cfg.micro_batches``
+    (a micro-batched replica splits its batch evenly) and inside the grid's
+    range. Returns ``(batch, perf at it, batches evaluated)``, or None when
+    no grid batch is feasible.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import placement
+    >>> from placement.core.context import Context
+    >>> from placement.core.loading import load_instance
+    >>> from placement.modes import configurations
+    >>> ctx = Context.of(load_instance(Path(placement.__file__).parent / "instances/mixed-fleet.yaml"))
+    >>> cls = ctx.instance.workload.classes[0]
+    >>> grid = next(g for g, _ in configurations(ctx, cls, {}) if g.config.kind == "decode")
+    >>> perf = evaluate(ctx, grid.config, cls, batch=grid.batches)
+    >>> b, at, n = best_batch(ctx, grid.config, cls, grid.batches, perf, perf.ok(cls))
+    >>> bool(at.ok(cls)) and bool(b >= grid.batches[perf.ok(cls)].max())
+    True
+    """
+    i = best_index(perf, ok)
+    if i is None:
+        return None
+    step = max(int(cfg.micro_batches), 1)
+    lo, hi = (int(batches[k]) for k in _bracket(batches, i))
+    best_b, best_perf = int(batches[i]), perf_at(perf, i)
+    evaluated = 0
+    off_grid = np.setdiff1d(np.arange(-(-lo // step), hi // step + 1) * step, batches)
+    if not len(off_grid):  # the grid already holds every batch of the bracket
+        return best_b, best_perf, evaluated
+    spacing = step * 2 ** max(int(np.floor(np.log2(max(hi - lo, 1) / (step * REFINE_POINTS)))), 0)
+    for h in dict.fromkeys((spacing, step)):  # a coarser lattice, then every multiple of step
+        pts = np.arange(-(-lo // h), hi // h + 1, dtype=float) * h
+        if not len(pts):
+            break
+        sub = evaluate(ctx, cfg, cls, batch=pts, pair_latency_s=pair_latency_s, memo=memo)
+        evaluated += len(pts)
+        j = best_index(sub, sub.ok(cls))
+        if j is None:
+            break
+        if sub.capacity_rps[j] > best_perf.capacity_rps or (sub.capacity_rps[j] == best_perf.capacity_rps
+                                                            and pts[j] > best_b):
+            best_b, best_perf = int(pts[j]), perf_at(sub, j)
+        lo, hi = int(pts[max(j - 1, 0)]), int(pts[min(j + 1, len(pts) - 1)])
+    return best_b, best_perf, evaluated
