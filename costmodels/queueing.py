@@ -57,6 +57,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -74,6 +75,9 @@ __all__ = [
 
 #: Resolution of the utilisation grid on which slot capacities are found (rounded down).
 UTILISATION_STEP = 1.0 / 2000
+#: Series terms of the Poisson tail in :func:`erlang_c` (ρ < 1 needs at most ~√(74c) + 37/(1 − ρ)) and its relative tolerance.
+_ERLANG_MAX_TERMS = 100_000
+_ERLANG_TOLERANCE = 1e-17
 _UTILISATION_GRID = np.arange(0.0, 1.0, UTILISATION_STEP)
 _BISECTION_STEPS = 60
 
@@ -184,11 +188,15 @@ def bulk_max_rate_per_s(interval_s, batch, budget_s, tail=None):
 # ---- slots: admission to a decode replica's batch ---------------------------------------
 
 
-def erlang_c(servers: int, utilisation):
-    """Probability that an arrival waits in an M/M/c queue, C(c, a) with a = c·ρ.
+def erlang_c(servers, utilisation):
+    """Probability that an arrival waits in an M/M/c queue, C(c, a) with a = c·ρ (arrays broadcast).
 
-    Erlang B by the recursion 1/B_k = 1 + (k/a)/B_{k−1}, then
-    C = B / (1 − ρ(1 − B)).
+    Erlang B from the Poisson distribution, B = p_c / P(X ≤ c) with X ~ Poisson(a)
+    and p_c = e^{−a} a^c / c!; the upper tail is the series
+    P(X > c) = p_c · Σ_{n≥1} Π_{i=1..n} a/(c + i), whose terms fall at least as
+    fast as ρ^n and as e^{−n²/2c}, so a few hundred vectorised terms reach
+    double precision for any c (the textbook recursion 1/B_k = 1 + (k/a)/B_{k−1}
+    costs c steps per c). Then C = B / (1 − ρ(1 − B)).
 
     Examples
     --------
@@ -197,19 +205,32 @@ def erlang_c(servers: int, utilisation):
     >>> round(float(erlang_c(2, 0.5)), 6)   # 2ρ²/(1 + ρ)
     0.333333
     """
-    rho = np.asarray(utilisation, dtype=float)
-    a = servers * rho
-    inv_b = np.ones(a.shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # 1/B → ∞ (B → 0) at light load
-        for k in range(1, servers + 1):
-            inv_b = 1.0 + (k / a) * inv_b
-        erl_b = 1.0 / inv_b
-        c = erl_b / (1.0 - rho * (1.0 - erl_b))
-    return _out(np.where(rho > 0, np.where(rho < 1, c, 1.0), 0.0))
+    c, rho = np.broadcast_arrays(np.asarray(servers, dtype=float), np.asarray(utilisation, dtype=float))
+    live = (rho > 0) & (rho < 1)
+    cc, r = np.where(live, c, 1.0), np.where(live, rho, 0.5)
+    a = cc * r
+    log_factorial = np.vectorize(math.lgamma, otypes=[float])(cc + 1.0)
+    pmf = np.exp(-a + cc * np.log(a) - log_factorial)
+    # Where p_c underflows (many slots at moderate load) B and C are 0 whatever the tail: sum only the rest.
+    on = np.flatnonzero(pmf > 0.0)
+    a_on, c_on = a.ravel()[on], cc.ravel()[on]
+    term, s_on = np.ones(on.size), np.zeros(on.size)
+    for n in range(1, _ERLANG_MAX_TERMS + 1):
+        term = term * a_on / (c_on + n)
+        s_on = s_on + term
+        if n % 16 == 0 and not np.any(term > _ERLANG_TOLERANCE * s_on):
+            break
+    tail_sum = np.zeros(a.size)
+    tail_sum[on] = s_on
+    tail_sum = tail_sum.reshape(a.shape)
+    erl_b = pmf / (1.0 - pmf * tail_sum)
+    erl_c = erl_b / (1.0 - r * (1.0 - erl_b))
+    return _out(np.where(rho > 0, np.where(rho < 1, erl_c, 1.0), 0.0))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)
 def _erlang_c_on_grid(servers: int) -> np.ndarray:
+    """Erlang C of ``servers`` slots at every utilisation of the grid (kept: classes and configurations share slot counts)."""
     return np.asarray(erlang_c(servers, _UTILISATION_GRID), dtype=float)
 
 
@@ -250,8 +271,9 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     """(highest rate, its wait) of ``servers`` slots held ``hold_s`` whose :func:`slot_wait_s` ≤ ``budget_s``.
 
     The utilisation is the largest on the grid k·:data:`UTILISATION_STEP`
-    (at most ``max_utilisation``) at and below which every grid point meets
-    the budget; rate = ρ·c/H. Zero when no positive utilisation does.
+    (at most ``max_utilisation``) that meets the budget (the wait grows with ρ,
+    so every grid point below it does too); rate = ρ·c/H. Zero when no
+    positive utilisation does.
 
     Examples
     --------
@@ -261,14 +283,15 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     """
     s, h, r = np.broadcast_arrays(np.asarray(servers, dtype=int), np.asarray(hold_s, dtype=float),
                                   np.asarray(budget_s, dtype=float))
-    rate, wait = np.zeros(s.shape), np.zeros(s.shape)
     grid = _UTILISATION_GRID[_UTILISATION_GRID <= max_utilisation * (1 + 1e-12)]
-    for idx in np.ndindex(s.shape):
-        c = int(s[idx])
-        scaled = _slot_wait_scaled(c, grid, _erlang_c_on_grid(c)[: grid.size], tail)
-        bad = scaled * h[idx] > r[idx]
-        k = int(np.argmax(bad)) - 1 if bad.any() else grid.size - 1
-        if k > 0:
-            rate[idx] = grid[k] * c / h[idx]
-            wait[idx] = scaled[k] * h[idx]
+    rate, wait = np.zeros(s.shape), np.zeros(s.shape)
+    for c in np.unique(s):
+        m = s == c
+        scaled = _slot_wait_scaled(int(c), grid, _erlang_c_on_grid(int(c))[: grid.size], tail)
+        # The wait grows with ρ (Erlang C and 1/(1 − ρ) both do): k is the last grid point meeting the budget.
+        bad = scaled[None, :] * h[m][:, None] > r[m][:, None]
+        k = np.where(bad.any(axis=1), np.argmax(bad, axis=1) - 1, grid.size - 1)
+        ok = k > 0
+        rate[m] = np.where(ok, grid[k] * c / h[m], 0.0)
+        wait[m] = np.where(ok, scaled[k] * h[m], 0.0)
     return _out(rate), _out(wait)
