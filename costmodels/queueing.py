@@ -284,14 +284,15 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     s, h, r = np.broadcast_arrays(np.asarray(servers, dtype=int), np.asarray(hold_s, dtype=float),
                                   np.asarray(budget_s, dtype=float))
     grid = _UTILISATION_GRID[_UTILISATION_GRID <= max_utilisation * (1 + 1e-12)]
-    rate, wait = np.zeros(s.shape), np.zeros(s.shape)
-    for c in np.unique(s):
-        m = s == c
-        scaled = _slot_wait_scaled(int(c), grid, _erlang_c_on_grid(int(c))[: grid.size], tail)
-        # The wait grows with ρ (Erlang C and 1/(1 − ρ) both do): k is the last grid point meeting the budget.
-        bad = scaled[None, :] * h[m][:, None] > r[m][:, None]
-        k = np.where(bad.any(axis=1), np.argmax(bad, axis=1) - 1, grid.size - 1)
-        ok = k > 0
-        rate[m] = np.where(ok, grid[k] * c / h[m], 0.0)
-        wait[m] = np.where(ok, scaled[k] * h[m], 0.0)
+    uniq, inv = np.unique(s.ravel(), return_inverse=True)
+    erl = np.stack([_erlang_c_on_grid(int(c))[: grid.size] for c in uniq])
+    scaled = _slot_wait_scaled(uniq[:, None].astype(float), grid[None, :], erl, tail)[inv]
+    hh, rr, cc = h.ravel(), r.ravel(), s.ravel()
+    # The wait grows with ρ (Erlang C and 1/(1 − ρ) both do): k is the last grid point meeting the budget.
+    bad = scaled * hh[:, None] > rr[:, None]
+    k = np.where(bad.any(axis=1), np.argmax(bad, axis=1) - 1, grid.size - 1)
+    ok = k > 0
+    at = np.take_along_axis(scaled, np.maximum(k, 0)[:, None], axis=1)[:, 0]
+    rate = np.where(ok, grid[k] * cc / hh, 0.0).reshape(s.shape)
+    wait = np.where(ok, at * hh, 0.0).reshape(s.shape)
     return _out(rate), _out(wait)

@@ -79,7 +79,7 @@ def test_b200_numbers():
     for u in (108, 76):
         fine, pow2 = _brute_force(_b200(u))
         got[u] = (round(max(pow2.values())), round(max(fine.values())))
-    assert got == {108: (4172, 5794), 76: (6390, 8117)}
+    assert got == {108: (1670, 2117), 76: (2778, 3937)}  # the roofline's below × the 0.9 slot utilisation cap
 
 
 def _check_grids(ctx: Context) -> int:
@@ -87,8 +87,8 @@ def _check_grids(ctx: Context) -> int:
     checked = 0
     for cls in ctx.instance.workload.classes:
         for grid, _ in configurations(ctx, cls, {}):
-            if len(grid.batches) < 2:
-                continue
+            if len(grid.batches) < 2 or grid.config.kind == "prefill":
+                continue  # prefill replicas keep their grid of prompts per step (not searched)
             cfg, lat = grid.config, grid.pair_latency_s or 0.0
             fine = np.union1d(FINE[FINE % cfg.micro_batches == 0], BATCHES)
             p = evaluate(ctx, cfg, cls, batch=fine, pair_latency_s=lat)
@@ -163,9 +163,10 @@ def test_skipping_searches_by_their_bound_keeps_the_same_columns(name, monkeypat
 
 
 @pytest.mark.parametrize(("tok_per_s_per_user", "batch", "per_chip", "pow2", "pow2_per_chip"),
-                         [(108, 429, 5794, 256, 4172), (76, 854, 8117, 512, 6390)])
+                         [(108, 174, 2352, 128, 1855), (76, 460, 4374, 256, 3087)])
 def test_roofline_reports_the_largest_batch_at_a_tpot(tok_per_s_per_user, batch, per_chip, pow2, pow2_per_chip):
-    """``placement roofline --tpot-ms``: the B200 TP8 numbers of the candidates above, from the CLI."""
+    """``placement roofline --tpot-ms``: the B200 TP8 step of the candidates above, from the CLI (calibrated
+    B200; the candidates' tokens/s are these × the 0.9 cap on decode-slot utilisation: 2,352 × 0.9 = 2,117)."""
     import json
 
     import typer

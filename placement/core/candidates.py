@@ -136,8 +136,10 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
     for i in np.flatnonzero(ok):
         pend.append(_pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i)))
     i = best_index(perf, ok)
-    if i is None or len(grid.batches) < 2 or base.partner is not None:
-        return None  # paired replicas keep the grid: their extra columns made pair-hub MILPs far slower in CBC
+    if i is None or len(grid.batches) < 2 or base.partner is not None or base.kind == "prefill":
+        # Paired replicas keep the grid (their extra columns made pair-hub MILPs far slower in CBC), and so
+        # do prefill replicas: their capacity is not unimodal in the prompts per step (bulk-service waits).
+        return None
     bound = _pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i))
     bound.capacity = capacity_bound(perf, ok, grid.batches, cls.output_tokens)
     loads = np.asarray(perf.pair_bytes_per_s)[ok][np.argsort(np.asarray(perf.capacity_rps)[ok], kind="stable")]
