@@ -140,7 +140,9 @@ def test_shipped_rubin_plan_serves_on_rubin_alone_with_wide_ep(rubin_plan):
     _, ctx, doc = rubin_plan
     assert doc["cost_usd_per_hour"] < 3467.87
     assert "lp30" not in doc["chips_by_type"]
-    wide = [p for p in doc["pools"] if p["config"]["main"]["dp"] > 1 and p["ep"] >= 32]
+    # With slot admission the optimum uses dp8·ep8 replicas of 8 Rubin: data-parallel attention, EP over all of them.
+    wide = [p for p in doc["pools"] if p["config"]["main"]["dp"] > 1
+            and p["ep"] == p["config"]["main"]["dp"] * p["config"]["main"]["tp"]]
     assert wide and all(p["stage"] in ("decode", "aggregated") for p in wide)
     assert verify(ctx, parse_plan(doc)) == []
 
