@@ -29,7 +29,7 @@ from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.loading import load_instance, parse_instance
 from placement.core.solve import solve
-from solvers.milp import build_model, lp_bound
+from solvers.milp import build_model, lp_bound, relax
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_SPAN = 1e6
@@ -106,7 +106,10 @@ def test_roofline_instance_scales_within_integer_rounding(backend):
     assert large <= lp[1000] * 1.001, (large, lp[1000])  # rounding amortised at scale
     # The chip types and stages used at scale are those of the small optimum or its relaxation.
     kinds = {(p.stage, p.chip) for p in plans[1000].pools if p.replicas >= 10}
-    assert kinds <= {(p.stage, p.chip) for p in plans[1].pools}, kinds
+    problem, cands = build_problem(Context.of(parse_instance(docs[1])))
+    support = {(cands.configs[x.column].kind, cands.configs[x.column].main.chip)
+               for x in relax(problem).loads if x.rate > 1e-9}
+    assert kinds <= {(p.stage, p.chip) for p in plans[1].pools} | support, (kinds, support)
 
 
 @pytest.mark.parametrize("k", [1, 1000])

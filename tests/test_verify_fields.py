@@ -69,7 +69,7 @@ DECODE_EDITS = {
     "stage": "prefill",
     "tpot_ms": 10.0,
     "batch": 256,
-    "tp": 2,
+    "tp": 3,  # no layout has it: differs from every pool
     "utilisation": 0.5,
     "memory_per_chip_gb": 80.0,
 }
