@@ -80,6 +80,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.arrays import as_result
+
 __all__ = [
     "AFPipeline",
     "af_busiest_stage_layers",
@@ -91,13 +93,6 @@ __all__ = [
 
 #: Activations cross twice per layer (there and back); each direction is its own NIC server.
 _DIRECTIONS = 2.0
-
-
-def _out(x):
-    x = np.asarray(x)
-    if x.ndim:
-        return x
-    return bool(x) if x.dtype == bool else float(x)
 
 
 def af_layers_per_stage(layers: int, pp: int) -> np.ndarray:
@@ -124,7 +119,7 @@ def af_busiest_stage_layers(layers: int, pp):
     >>> af_busiest_stage_layers(61, 32), af_busiest_stage_layers(61, 1)
     (2.0, 61.0)
     """
-    return _out(np.ceil(layers / np.asarray(pp, dtype=float)))
+    return as_result(np.ceil(layers / np.asarray(pp, dtype=float)))
 
 
 def af_stream_counts(dp: int, micro_batches: int, pp: int) -> list[int]:
@@ -221,9 +216,9 @@ def af_pipeline(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, s
     link = np.maximum(m * ca, s * share * cf) / _DIRECTIONS
     tpot = np.maximum(np.maximum(loop, attention), np.maximum(stage, link))
     return AFPipeline(
-        tpot_s=_out(tpot), loop_s=_out(loop), attention_bound_s=_out(attention), ffn_stage_bound_s=_out(stage),
-        link_bound_s=_out(link), streams=int(streams), attention_utilisation=_out(attention / tpot),
-        busiest_stage_utilisation=_out(stage / tpot), link_utilisation=_out(link / tpot),
+        tpot_s=as_result(tpot), loop_s=as_result(loop), attention_bound_s=as_result(attention), ffn_stage_bound_s=as_result(stage),
+        link_bound_s=as_result(link), streams=int(streams), attention_utilisation=as_result(attention / tpot),
+        busiest_stage_utilisation=as_result(stage / tpot), link_utilisation=as_result(link / tpot),
     )
 
 

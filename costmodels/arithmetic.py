@@ -19,6 +19,7 @@ from typing import Literal
 
 import numpy as np
 
+from costmodels.arrays import as_result
 from costmodels.models import BYTES_PER_VALUE, ModelSpec
 
 __all__ = [
@@ -44,15 +45,6 @@ FLOPS_PER_MAC = 2.0
 
 Part = Literal["full", "attention", "ffn"]
 ArrayLike = float | int | np.ndarray
-
-
-def _out(x: np.ndarray):
-    """Python float (bool) for 0-d results, the array otherwise."""
-    x = np.asarray(x)
-    if x.ndim:
-        return x
-    return bool(x) if x.dtype == bool else float(x)
-
 
 
 def _lm_head_params(model: ModelSpec) -> float:
@@ -140,13 +132,13 @@ def experts_touched_per_layer(model: ModelSpec, tokens: ArrayLike, *, include_sh
     256
     """
     if model.moe is None:
-        return _out(np.zeros_like(np.asarray(tokens, dtype=float)))
+        return as_result(np.zeros_like(np.asarray(tokens, dtype=float)))
     e = model.moe
     t = np.asarray(tokens, dtype=float)
     routed = e.experts * (1.0 - np.power(1.0 - e.active_experts / e.experts, t))
     if include_shared:
         routed = routed + np.where(t > 0, e.shared_experts, 0.0)
-    return _out(routed)
+    return as_result(routed)
 
 
 def weight_bytes_touched(model: ModelSpec, part: Part, tokens: ArrayLike, precision: str):
@@ -165,10 +157,10 @@ def weight_bytes_touched(model: ModelSpec, part: Part, tokens: ArrayLike, precis
     else:
         ffn = dense + 0.0 * t
     if part == "attention":
-        return _out(attn + 0.0 * t)
+        return as_result(attn + 0.0 * t)
     if part == "ffn":
-        return _out(ffn)
-    return _out(attn + ffn)
+        return as_result(ffn)
+    return as_result(attn + ffn)
 
 
 def attention_flops_per_pair(model: ModelSpec, *, absorbed: bool) -> float:
@@ -199,7 +191,7 @@ def decode_attention_pairs(model: ModelSpec, context: ArrayLike):
     """Query–key pairs of one decode token summed over layers: L_full·c + L_swa·min(c, w)."""
     full, swa, w = _layer_split(model)
     c = np.asarray(context, dtype=float)
-    return _out(full * c + (swa * np.minimum(c, w) if swa else 0.0))
+    return as_result(full * c + (swa * np.minimum(c, w) if swa else 0.0))
 
 
 def _causal_pairs(x: np.ndarray, w: float) -> np.ndarray:
@@ -219,7 +211,7 @@ def prefill_attention_pairs(model: ModelSpec, prompt: ArrayLike, cached: ArrayLi
     out = full * (p * c0 + 0.5 * p * p)
     if swa:
         out = out + swa * (_causal_pairs(c0 + p, w) - _causal_pairs(c0, w))
-    return _out(out)
+    return as_result(out)
 
 
 def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: ArrayLike, decode: bool):
@@ -232,7 +224,7 @@ def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: Ar
     (2·c0·r_kv·h·(d_nope + d_v) per layer), and the absorbed form.
     """
     if decode:
-        return _out(np.asarray(decode_attention_pairs(model, context)) * attention_flops_per_pair(model, absorbed=True))
+        return as_result(np.asarray(decode_attention_pairs(model, context)) * attention_flops_per_pair(model, absorbed=True))
     pairs = np.asarray(prefill_attention_pairs(model, new_tokens, context))
     flops = pairs * attention_flops_per_pair(model, absorbed=False)
     a = model.attention
@@ -240,7 +232,7 @@ def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: Ar
         c0 = np.asarray(context, dtype=float)
         decompress = FLOPS_PER_MAC * c0 * a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim) * model.layers
         flops = np.minimum(flops + decompress, pairs * attention_flops_per_pair(model, absorbed=True))
-    return _out(flops)
+    return as_result(flops)
 
 
 def kv_bytes_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLike):
@@ -252,7 +244,7 @@ def kv_bytes_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLik
     full, swa, w = _layer_split(model)
     c = np.asarray(context, dtype=float)
     tokens = full * c + (swa * np.minimum(c, w) if swa else 0.0)
-    return _out(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
+    return as_result(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
 
 
 def kv_duplication(model: ModelSpec, tp: ArrayLike):
@@ -272,5 +264,5 @@ def kv_duplication(model: ModelSpec, tp: ArrayLike):
     """
     t = np.asarray(tp, dtype=float)
     if model.attention.kind == "mla":
-        return _out(t)
-    return _out(np.maximum(1.0, t / model.attention.kv_heads))
+        return as_result(t)
+    return as_result(np.maximum(1.0, t / model.attention.kv_heads))

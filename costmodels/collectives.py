@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.arrays import as_result
 from topology.chips import ChipSpec
 
 __all__ = [
@@ -99,8 +100,7 @@ _TWO_STEPS = 2.0
 
 
 def _out(x):
-    x = np.asarray(x, dtype=float)
-    return x if x.ndim else float(x)
+    return as_result(np.asarray(x, dtype=float))
 
 
 def link_for_span(chip: ChipSpec, span_chips):

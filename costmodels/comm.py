@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.arrays import as_result
 from costmodels.collectives import SCALE_OUT_LATENCY_S, allreduce_s, link_for_span
 from costmodels.models import BYTES_PER_VALUE, ModelSpec
 from topology.chips import ChipSpec
@@ -52,13 +53,6 @@ ACTIVATION_BYTES_PER_VALUE = BYTES_PER_VALUE[DEFAULT_ACTIVATION_PRECISION]
 _ALLTOALL_PHASES = 2.0
 #: Activations cross between the attention and FFN pools twice per layer (there and back).
 _AF_CROSSINGS_PER_LAYER = 2.0
-
-
-def _out(x):
-    x = np.asarray(x)
-    if x.ndim:
-        return x
-    return bool(x) if x.dtype == bool else float(x)
 
 
 def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
@@ -110,7 +104,7 @@ def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep, span_chips=
     bw, lat = link_for_span(chip, span)
     out_bytes = np.asarray(tokens, dtype=float) / span * k * d * bytes_per_value * (n - 1.0) / n
     t = _ALLTOALL_PHASES * (out_bytes / bw + lat)
-    return _out(np.where(n > 1, t, 0.0))
+    return as_result(np.where(n > 1, t, 0.0))
 
 
 def pp_hop_s(chip: ChipSpec, bytes_per_micro_batch, tp, pp):
@@ -122,7 +116,7 @@ def pp_hop_s(chip: ChipSpec, bytes_per_micro_batch, tp, pp):
     """
     t_a = np.asarray(tp, dtype=float)
     bw, lat = link_for_span(chip, t_a * np.asarray(pp, dtype=float))
-    return _out(np.asarray(bytes_per_micro_batch, dtype=float) / (t_a * bw) + lat)
+    return as_result(np.asarray(bytes_per_micro_batch, dtype=float) / (t_a * bw) + lat)
 
 
 def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro_batch, tp, ep, pp, dp=1,
@@ -158,10 +152,10 @@ def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro
     ar = np.asarray(tp_allreduce_s(chip, x / dp_a, tp_a))
     dense, moe = model.n_dense_layers, model.n_moe_layers
     if part == "attention":
-        return _out(model.layers * ar)
+        return as_result(model.layers * ar)
     sharded = ep_a > 1
     if part == "ffn":
-        return _out(dense * ar + moe * np.where(sharded, 0.0, ar))
+        return as_result(dense * ar + moe * np.where(sharded, 0.0, ar))
     stage_chips = dp_a * tp_a
     moe_s = 0.0
     if moe:
@@ -172,7 +166,7 @@ def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro
         moe_s = ar + a2a + np.where(slices > 1, np.asarray(tp_allreduce_s(chip, x_e, slices)), 0.0)
     total = dense * 2.0 * ar + moe * moe_s
     hops = (pp_a - 1.0) * np.asarray(pp_hop_s(chip, x, stage_chips, pp_a))
-    return _out(total + hops)
+    return as_result(total + hops)
 
 
 def kv_transfer_bytes(model: ModelSpec, prompt, cached=0, kv_precision: str = "bf16",
@@ -196,7 +190,7 @@ def kv_transfer_bytes(model: ModelSpec, prompt, cached=0, kv_precision: str = "b
     c = p if prefix_cached_on_decode else p + np.asarray(cached, dtype=float)
     swa = a.sliding_window_layers
     tokens = (model.layers - swa) * c + (swa * np.minimum(c, a.sliding_window_tokens) if swa else 0.0)
-    return _out(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
+    return as_result(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
 
 
 def kv_transfer_s(bytes_, bandwidth_bytes_per_s, latency_s=0.0):
@@ -207,7 +201,7 @@ def kv_transfer_s(bytes_, bandwidth_bytes_per_s, latency_s=0.0):
     >>> round(kv_transfer_s(1e9, 50e9, 5e-6), 6)
     0.020005
     """
-    return _out(np.asarray(bytes_, dtype=float) / np.asarray(bandwidth_bytes_per_s, dtype=float)
+    return as_result(np.asarray(bytes_, dtype=float) / np.asarray(bandwidth_bytes_per_s, dtype=float)
                 + np.asarray(latency_s, dtype=float))
 
 
@@ -242,7 +236,7 @@ def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s,
     """
     per_token = af_activation_bytes_per_token(model, activation_precision, ffn_expert_parallel=ffn_expert_parallel)
     t = np.asarray(tokens, dtype=float) * per_token / np.asarray(bandwidth_bytes_per_s, dtype=float)
-    return _out(t + _AF_CROSSINGS_PER_LAYER * model.layers * np.asarray(latency_s, dtype=float))
+    return as_result(t + _AF_CROSSINGS_PER_LAYER * model.layers * np.asarray(latency_s, dtype=float))
 
 
 def af_tpot_s(attn_s, ffn_s, comm_s, micro_batches):
@@ -284,7 +278,7 @@ def af_tpot_s(attn_s, ffn_s, comm_s, micro_batches):
     a, f, c = (np.asarray(v, dtype=float) for v in (attn_s, ffn_s, comm_s))
     m = np.asarray(micro_batches, dtype=float)
     one_way = c / _AF_CROSSINGS_PER_LAYER
-    return _out(np.maximum(m * np.maximum(np.maximum(a, f), one_way), a + f + c))
+    return as_result(np.maximum(m * np.maximum(np.maximum(a, f), one_way), a + f + c))
 
 
 def af_comm_hidden(attn_s, ffn_s, comm_s, micro_batches):
@@ -292,4 +286,4 @@ def af_comm_hidden(attn_s, ffn_s, comm_s, micro_batches):
     a, f, c = (np.asarray(v, dtype=float) for v in (attn_s, ffn_s, comm_s))
     slow = np.maximum(a, f)
     m = np.asarray(micro_batches, dtype=float)
-    return _out((c / _AF_CROSSINGS_PER_LAYER <= slow) & (m * slow >= a + f + c))
+    return as_result((c / _AF_CROSSINGS_PER_LAYER <= slow) & (m * slow >= a + f + c))

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from costmodels.arithmetic import routed_expert_bytes
+from costmodels.arrays import as_result
 from costmodels.models import ModelSpec
 from costmodels.roofline import (
     kv_bytes_per_sequence,
@@ -58,13 +59,6 @@ __all__ = [
 #: Share of the working tier kept free for activations, graphs and fragmentation
 #: (vLLM's default gpu_memory_utilization = 0.9 reserves the same 10 %).
 DEFAULT_WORKSPACE_FRACTION = 0.10
-
-
-def _out(x):
-    x = np.asarray(x)
-    if x.ndim:
-        return x
-    return bool(x) if x.dtype == bool else float(x)
 
 
 def _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_precision, dp=1):
@@ -122,7 +116,7 @@ def memory_per_chip_bytes(
     # stored/g, plus the (dp − 1) further copies of the replicated weights and the fullest rank's spare slots.
     weights = (stored + (dp_a - 1.0) * (stored - routed) + routed * (slot_share - 1.0)) / g
     kv = np.asarray(batch, dtype=float) * _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec, dp)
-    return _out(weights + kv + workspace_fraction * chip.memory_bytes)
+    return as_result(weights + kv + workspace_fraction * chip.memory_bytes)
 
 
 def fits(chip: ChipSpec, memory_or_model, **stage_kwargs):
@@ -142,7 +136,7 @@ def fits(chip: ChipSpec, memory_or_model, **stage_kwargs):
     """
     if isinstance(memory_or_model, ModelSpec):
         memory_or_model = memory_per_chip_bytes(chip, memory_or_model, **stage_kwargs)
-    return _out(np.asarray(memory_or_model, dtype=float) <= chip.memory_bytes)
+    return as_result(np.asarray(memory_or_model, dtype=float) <= chip.memory_bytes)
 
 
 def min_chips_for_weights(
@@ -192,4 +186,4 @@ def max_batch_that_fits(
     with np.errstate(divide="ignore", invalid="ignore"):
         b = np.where(per_seq > 0, np.floor(np.maximum(room, 0.0) / np.where(per_seq > 0, per_seq, 1.0)),
                      np.where(room >= 0, np.inf, 0.0))
-    return _out(b)
+    return as_result(b)

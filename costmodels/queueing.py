@@ -62,6 +62,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from costmodels.arrays import as_result
+
 __all__ = [
     "UTILISATION_STEP",
     "bulk_max_rate_per_s",
@@ -82,11 +84,6 @@ _UTILISATION_GRID = np.arange(0.0, 1.0, UTILISATION_STEP)
 _BISECTION_STEPS = 60
 
 
-def _out(x):
-    x = np.asarray(x)
-    return x if x.ndim else float(x)
-
-
 # ---- M/D/1 -----------------------------------------------------------------------
 
 
@@ -95,7 +92,7 @@ def md1_wait_s(service_s, utilisation):
     s = np.asarray(service_s, dtype=float)
     rho = np.asarray(utilisation, dtype=float)
     with np.errstate(divide="ignore"):
-        return _out(np.where(rho < 1, rho * s / (2.0 * (1.0 - rho)), np.inf))
+        return as_result(np.where(rho < 1, rho * s / (2.0 * (1.0 - rho)), np.inf))
 
 
 def md1_max_utilisation(service_s, slo_s):
@@ -118,7 +115,7 @@ def md1_max_utilisation(service_s, slo_s):
     t = np.asarray(slo_s, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = np.where(s < t, 2.0 * (t - s) / (2.0 * t - s), 0.0)
-    return _out(np.clip(rho, 0.0, 1.0))
+    return as_result(np.clip(rho, 0.0, 1.0))
 
 
 # ---- bulk service: a batched prefill replica ------------------------------------------
@@ -147,7 +144,7 @@ def bulk_wait_s(interval_s, batch, rate_per_s, tail=None):
             w = u * i / (2.0 * (1.0 - rho))
         else:
             w = i * np.maximum(np.log(np.maximum(u, 1e-300) / tail), 0.0) / (1.0 - rho)
-    return _out(np.where(rho < 1.0, w, np.inf))
+    return as_result(np.where(rho < 1.0, w, np.inf))
 
 
 def bulk_max_rate_per_s(interval_s, batch, budget_s, tail=None):
@@ -182,7 +179,7 @@ def bulk_max_rate_per_s(interval_s, batch, budget_s, tail=None):
             ok = np.asarray(bulk_wait_s(i, b, mid / i, tail)) <= r
             lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
         x = lo
-    return _out(np.where(r >= 0.0, np.clip(x, 0.0, None) / i, 0.0))
+    return as_result(np.where(r >= 0.0, np.clip(x, 0.0, None) / i, 0.0))
 
 
 # ---- slots: admission to a decode replica's batch ---------------------------------------
@@ -225,7 +222,7 @@ def erlang_c(servers, utilisation):
     tail_sum = tail_sum.reshape(a.shape)
     erl_b = pmf / (1.0 - pmf * tail_sum)
     erl_c = erl_b / (1.0 - r * (1.0 - erl_b))
-    return _out(np.where(rho > 0, np.where(rho < 1, erl_c, 1.0), 0.0))
+    return as_result(np.where(rho > 0, np.where(rho < 1, erl_c, 1.0), 0.0))
 
 
 @lru_cache(maxsize=4096)
@@ -264,7 +261,7 @@ def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
         m = s == c
         rho = lam[m] * h[m] / c
         out[m] = h[m] * _slot_wait_scaled(int(c), rho, np.asarray(erlang_c(int(c), rho)), tail)
-    return _out(out)
+    return as_result(out)
 
 
 def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: float = 1.0):
@@ -295,4 +292,4 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     at = np.take_along_axis(scaled, np.maximum(k, 0)[:, None], axis=1)[:, 0]
     rate = np.where(ok, grid[k] * cc / hh, 0.0).reshape(s.shape)
     wait = np.where(ok, at * hh, 0.0).reshape(s.shape)
-    return _out(rate), _out(wait)
+    return as_result(rate), as_result(wait)

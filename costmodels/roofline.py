@@ -106,6 +106,7 @@ from costmodels.arithmetic import (
     stored_weight_bytes,
     weight_bytes_touched,
 )
+from costmodels.arrays import as_result
 from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, step_comm_s
 from costmodels.efficiency import compute_time_s, memory_time_s, overhead_time_s
 from costmodels.models import ModelSpec
@@ -153,14 +154,6 @@ def stage_part(stage: str) -> Part:
         return _STAGE_PART[stage]
     except KeyError:
         raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(_STAGE_PART)}") from None
-
-
-def _out(x: np.ndarray):
-    """Python float (bool) for 0-d results, the array otherwise."""
-    x = np.asarray(x)
-    if x.ndim:
-        return x
-    return bool(x) if x.dtype == bool else float(x)
 
 
 @dataclass(frozen=True)
@@ -277,7 +270,7 @@ def forward_cost(
     shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
 
     def b(x):
-        return _out(np.broadcast_to(x, shape))
+        return as_result(np.broadcast_to(x, shape))
 
     return StepCost(
         time_s=b(time_s),

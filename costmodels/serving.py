@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.arrays import as_result
 from costmodels.models import BYTES_PER_VALUE, ModelSpec
 from costmodels.roofline import FLOPS_PER_MAC, aggregated_step, decode_step
 from topology.chips import ChipSpec
@@ -37,22 +38,17 @@ _BATCH_SEARCH_LOG10 = (0.0, 7.0)
 _BISECTION_STEPS = 60
 
 
-def _out(x):
-    x = np.asarray(x)
-    return x if x.ndim else float(x)
-
-
 # ---- economics -------------------------------------------------------------------
 
 
 def usd_per_hour(chip: ChipSpec, chips):
     """$/h of ``chips`` chips: chips × chip.usd_per_hour (sum over pools for a fleet)."""
-    return _out(np.asarray(chips, dtype=float) * chip.usd_per_hour)
+    return as_result(np.asarray(chips, dtype=float) * chip.usd_per_hour)
 
 
 def power_w(chip: ChipSpec, chips):
     """Power of ``chips`` chips: chips × chip.power_w."""
-    return _out(np.asarray(chips, dtype=float) * chip.power_w)
+    return as_result(np.asarray(chips, dtype=float) * chip.power_w)
 
 
 def usd_per_million_tokens(usd_per_hour_, tokens_per_s):
@@ -65,7 +61,7 @@ def usd_per_million_tokens(usd_per_hour_, tokens_per_s):
     """
     tps = np.asarray(tokens_per_s, dtype=float)
     with np.errstate(divide="ignore"):
-        return _out(np.asarray(usd_per_hour_, dtype=float) / (tps * SECONDS_PER_HOUR) * _TOKENS_PER_MILLION)
+        return as_result(np.asarray(usd_per_hour_, dtype=float) / (tps * SECONDS_PER_HOUR) * _TOKENS_PER_MILLION)
 
 
 def tokens_per_s_per_mw(tokens_per_s, power_w_):
@@ -76,7 +72,7 @@ def tokens_per_s_per_mw(tokens_per_s, power_w_):
     >>> tokens_per_s_per_mw(700.0, 700.0)
     1000000.0
     """
-    return _out(np.asarray(tokens_per_s, dtype=float) / (np.asarray(power_w_, dtype=float) / _WATTS_PER_MW))
+    return as_result(np.asarray(tokens_per_s, dtype=float) / (np.asarray(power_w_, dtype=float) / _WATTS_PER_MW))
 
 
 # ---- the balanced batch ------------------------------------------------------------
@@ -221,6 +217,6 @@ def aggregated_serving(
         ttft = np.where(p > 0, np.ceil(p / np.where(chunk > 0, chunk, np.nan)) * t, t)
     rate = np.where(np.isfinite(rate), rate, 0.0)
     return AggregatedServing(
-        step_s=_out(t), chunk_tokens=_out(chunk), ttft_service_s=_out(np.where(np.isnan(ttft), np.inf, ttft)),
-        requests_per_s=_out(rate), output_tokens_per_s=_out(rate * o),
+        step_s=as_result(t), chunk_tokens=as_result(chunk), ttft_service_s=as_result(np.where(np.isnan(ttft), np.inf, ttft)),
+        requests_per_s=as_result(rate), output_tokens_per_s=as_result(rate * o),
     )

@@ -34,6 +34,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from costmodels.arrays import as_result
 from costmodels.comm import DEFAULT_ACTIVATION_PRECISION
 from costmodels.memory import DEFAULT_WORKSPACE_FRACTION, memory_per_chip_bytes
 from costmodels.models import ModelSpec
@@ -47,11 +48,6 @@ from costmodels.roofline import (
 from topology.chips import ChipSpec
 
 __all__ = ["draft_memory_per_chip_bytes", "draft_step", "expected_tokens_per_verify", "spec_tpot_s", "verify_step"]
-
-
-def _out(x):
-    x = np.asarray(x)
-    return x if x.ndim else float(x)
 
 
 def expected_tokens_per_verify(acceptance: float | Sequence[float] | np.ndarray, gamma: int | None = None):
@@ -86,7 +82,7 @@ def expected_tokens_per_verify(acceptance: float | Sequence[float] | np.ndarray,
         if gamma > a.shape[-1]:
             raise ValueError(f"gamma={gamma} exceeds the {a.shape[-1]} acceptance positions given")
         a = a[..., : int(gamma)]
-    return _out(1.0 + np.sum(np.cumprod(a, axis=-1), axis=-1))
+    return as_result(1.0 + np.sum(np.cumprod(a, axis=-1), axis=-1))
 
 
 def spec_tpot_s(draft_step_s, verify_step_s, gamma, acceptance, round_trip_s=0.0):
@@ -103,7 +99,7 @@ def spec_tpot_s(draft_step_s, verify_step_s, gamma, acceptance, round_trip_s=0.0
     """
     e = expected_tokens_per_verify(acceptance, gamma)
     cycle = gamma * np.asarray(draft_step_s, dtype=float) + np.asarray(verify_step_s, dtype=float)
-    return _out((cycle + np.asarray(round_trip_s, dtype=float)) / np.asarray(e))
+    return as_result((cycle + np.asarray(round_trip_s, dtype=float)) / np.asarray(e))
 
 
 def verify_step(
@@ -164,8 +160,8 @@ def draft_step(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, cont
                      kv_precision=kv_precision, activation_precision=activation_precision)
     if not colocated:
         return st
-    return replace(st, time_s=_out(np.asarray(st.time_s) - np.asarray(st.overhead_s)),
-                   overhead_s=_out(0.0 * np.asarray(st.overhead_s)))
+    return replace(st, time_s=as_result(np.asarray(st.time_s) - np.asarray(st.overhead_s)),
+                   overhead_s=as_result(0.0 * np.asarray(st.overhead_s)))
 
 
 def draft_memory_per_chip_bytes(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, context, tp=1, ep=1,
