@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 from placement.core.context import Context

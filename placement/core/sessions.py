@@ -39,6 +39,7 @@ Examples
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Annotated, Literal
 
 import numpy as np
@@ -96,8 +97,8 @@ class Gap(Record):
         if self.kind == "lognormal" and self.mean_s < self.median_s:
             raise ValueError("a lognormal gap has mean_s ≥ median_s")
         if self.kind == "empirical":
-            ps, ts = zip(*sorted(self.quantiles.items()), strict=True)
-            if any(b <= a for a, b in zip(ts, ts[1:], strict=False)):
+            ts = [t for _, t in sorted(self.quantiles.items())]
+            if any(b <= a for a, b in pairwise(ts)):
                 raise ValueError("empirical quantiles must increase with the probability")
         return self
 

@@ -52,8 +52,8 @@ def _same(a, b) -> bool:
 def check_kv(ctx: Context, plan: Plan) -> tuple[Context, list[str]]:
     """(the expanded context to verify the rest against, the violations of the KV fields)."""
     if plan.kv_policy not in POLICY_MODES:
-        return ctx, [f"kv_policy: says {plan.kv_policy!r}; a plan for session classes names one of "
-                     f"{', '.join(POLICY_MODES)}"]
+        why = f"kv_policy: says {plan.kv_policy!r}; a plan for session classes names one of {', '.join(POLICY_MODES)}"
+        return ctx, [why]
     v: list[str] = []
     offered = expand(ctx, plan.kv_policy)
     v += [f"classes[{i}].kv_retention: class {cp.name!r} is not a session class of the instance"
