@@ -246,3 +246,20 @@ def test_instances_without_sessions_are_unchanged():
     plan = solve(parse_instance(doc), backend="highs")
     text = plan.model_dump_json()
     assert plan.verified and "kv_" not in text and plan.kv_policy is None
+
+
+def test_kv_prices_marginal_hits_cost_more_with_longer_windows(tmp_path):
+    """The hits a longer window adds cost more to hold per hit (the gap tail thins out), in every tier; the
+    command prints the table with the uncached price."""
+    from placement.cli.kv import price_rows
+    from placement.core.context import Context
+
+    ctx = Context.of(parse_instance(TINY))
+    rows = price_rows(ctx, ctx.classes["agent"])
+    for tier in ("hbm", "host", "flash"):
+        marginal = [r[5] for r in rows if r[0] == tier]
+        assert marginal == sorted(marginal) and len(marginal) == len(RETENTION_WINDOWS_S)
+    inst = tmp_path / "tiny.yaml"
+    inst.write_text(json.dumps(TINY))
+    r = CliRunner().invoke(app, ["kv-prices", str(inst)])
+    assert r.exit_code == 0 and "recomputing the prefix costs $" in r.output

@@ -187,7 +187,7 @@ def call_gap_mix(s: Sessions) -> tuple[float, float, float]:
     >>> s = Sessions(steps_per_request=9, requests_per_session=9.2,
     ...              tool_gap=Gap(kind="exponential", mean_s=10), think_time=Gap(kind="exponential", mean_s=60))
     >>> [round(w, 4) for w in call_gap_mix(s)]
-    [0.8889, 0.0990, 0.0121]
+    [0.8889, 0.099, 0.0121]
     """
     tool = (s.steps_per_request - 1.0) / s.steps_per_request
     end = 1.0 / (s.steps_per_request * s.requests_per_session)
