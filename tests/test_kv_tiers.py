@@ -263,3 +263,14 @@ def test_kv_prices_marginal_hits_cost_more_with_longer_windows(tmp_path):
     inst.write_text(json.dumps(TINY))
     r = CliRunner().invoke(app, ["kv-prices", str(inst)])
     assert r.exit_code == 0 and "recomputing the prefix costs $" in r.output
+
+
+def test_compare_lists_the_other_kv_policies(tiny_plans):
+    from placement.studies.compare import compare
+
+    rows = compare(parse_instance(TINY), backend="highs", full=tiny_plans["tiered"])
+    kv = {r.label: r for r in rows if r.kind == "kv"}
+    assert set(kv) == {"KV policy hbm-only", "KV policy none"}
+    assert kv["KV policy none"].cost_usd_per_hour == pytest.approx(tiny_plans["none"].cost_usd_per_hour)
+    assert kv["KV policy none"].savings > 0
+    assert sum(rows[0].modes.values()) == pytest.approx(4.0)  # the session class counted once

@@ -197,7 +197,7 @@ class Comparison(MutableRecord):
     """The same instance solved with part of it removed (one chip type, or one mode)."""
 
     label: str
-    kind: Literal["full", "homogeneous", "mode"]
+    kind: Literal["full", "homogeneous", "mode", "kv"]
     status: str
     cost_usd_per_hour: float | None
     chips: int | None
