@@ -274,3 +274,34 @@ def test_compare_lists_the_other_kv_policies(tiny_plans):
     assert kv["KV policy none"].cost_usd_per_hour == pytest.approx(tiny_plans["none"].cost_usd_per_hour)
     assert kv["KV policy none"].savings > 0
     assert sum(rows[0].modes.values()) == pytest.approx(4.0)  # the session class counted once
+
+
+def test_a_remote_store_needs_its_numbers_and_then_serves(tmp_path):
+    """A remote KV store (Mooncake-style) has no catalogue default: without capacity, bandwidth and price the
+    instance is refused naming the field (exit 2); with them the policies may use it."""
+    doc = json.loads(json.dumps(TINY))
+    doc["hardware"]["domains"][0]["kv_tiers"] = [{"tier": "remote"}]
+    inst = tmp_path / "remote.yaml"
+    inst.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["solve", str(inst), "--solver", "highs", "-q"])
+    assert r.exit_code == 2 and "hardware.domains[0].kv_tiers[0]" in r.output and "capacity_gb" in r.output
+    doc["hardware"]["domains"][0]["kv_tiers"] = [{"tier": "remote", "capacity_gb": 100000, "bandwidth_gb_per_s": 25,
+                                                  "latency_us": 20, "usd_per_gb_hour": 0.0005}]
+    plan = solve(parse_instance(doc), backend="highs")
+    assert plan.verified and plan.kv_policy == "tiered"
+    assert {e.tier for e in plan.classes[0].kv_retention} <= {"remote", "hbm", "none"}
+    assert {u.tier for u in plan.kv_tiers} >= {"remote"}
+
+
+def test_a_session_class_needs_a_cached_prefix():
+    doc = json.loads(json.dumps(TINY))
+    doc["workload"]["classes"][0]["cached_prefix_tokens"] = 0
+    with pytest.raises(ValueError, match=r"classes\[0\]\.cached_prefix_tokens"):
+        solve(parse_instance(doc), backend="highs")
+
+
+def test_cli_policy_choices_are_the_library_modes():
+    from placement.cli.options import KvPolicy
+    from placement.core.kvmodel import POLICY_MODES
+
+    assert tuple(p.value for p in KvPolicy) == POLICY_MODES
