@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from topology.records import Record
 
@@ -189,6 +189,16 @@ class Problem(Record):
     budget_usd_per_hour: float | None = Field(default=None, gt=0)
     policies: list[Policy] = Field(default_factory=list)
     policy_limits: list[PolicyLimit] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_unused(self, handler):
+        """Problems without policies serialise as they did before policies existed."""
+        out = handler(self)
+        if isinstance(out, dict):
+            for k in ("policies", "policy_limits"):
+                if k in out and not out[k]:
+                    del out[k]
+        return out
 
 
 def unit_weight(objective: Objective, site: Site) -> float:
