@@ -305,3 +305,14 @@ def test_cli_policy_choices_are_the_library_modes():
     from placement.core.kvmodel import POLICY_MODES
 
     assert tuple(p.value for p in KvPolicy) == POLICY_MODES
+
+
+def test_solve_summary_shows_retention_and_tiers(tiny_plans):
+    from rich.console import Console
+
+    from placement.cli.report import print_plan
+
+    console = Console(record=True, width=160)
+    print_plan(console, tiny_plans["tiered"])
+    text = console.export_text()
+    assert "KV retention (--kv-policy tiered)" in text and "KV tiers in use" in text

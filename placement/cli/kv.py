@@ -34,7 +34,8 @@ import typer
 
 from placement.cli.options import InstanceArg
 
-__all__ = ["holding_usd_per_million_tokens", "kv_prices_command", "price_rows", "uncached_usd_per_million_tokens"]
+__all__ = ["holding_usd_per_million_tokens", "kv_prices_command", "price_rows", "print_kv",
+           "uncached_usd_per_million_tokens"]
 
 
 def holding_usd_per_million_tokens(usd_per_byte_hour: float, bytes_per_token: float, residence_s: float,
@@ -109,3 +110,26 @@ def kv_prices_command(instance: InstanceArg,
             table.add_row(tier, f"{w / 60:g} min", f"{h:.1%}", f"{r:.1f}", f"{usd:.4g}", f"{marginal:.4g}", ratio)
         if not quiet:
             out.print(table)
+
+
+def print_kv(console, plan) -> None:
+    """The retention each session class uses and the tiers' use, as tables (``solve``'s summary)."""
+    from rich.table import Table
+
+    t = Table(title=f"KV retention (--kv-policy {plan.kv_policy})")
+    for col in ("class", "tier", "window", "share", "hit rate", "held GB", "reload ms (1 link)"):
+        t.add_column(col)
+    for c in plan.classes:
+        for e in c.kv_retention or []:
+            t.add_row(c.name, e.tier, f"{e.window_s / 60:g} min", f"{e.share:.1%}", f"{e.hit_rate:.1%}",
+                      f"{e.held_gb:,.1f}", f"{e.reload_ms:.0f}")
+    console.print(t)
+    used = [u for u in plan.kv_tiers if u.used_gb > 0]
+    if used:
+        t = Table(title=f"KV tiers in use (${plan.kv_usd_per_hour or 0:,.2f}/h)")
+        for col in ("tier", "domain group", "used / capacity GB", "reload GB/s (of)", "$/h"):
+            t.add_column(col)
+        for u in used:
+            t.add_row(u.tier, u.domain_group, f"{u.used_gb:,.0f} / {u.capacity_gb:,.0f}",
+                      f"{u.bandwidth_used_gb_per_s:.3g} ({u.bandwidth_gb_per_s:.3g})", f"{u.usd_per_hour:.2f}")
+        console.print(t)
