@@ -75,6 +75,9 @@ POLICY_MODES = ("tiered", "hbm-only", "none")
 #: Placeholder for the policy "recompute every prefix".
 NONE = "none"
 
+#: Rate (req/s) below which an outcome class counts as not served (as the plan writer and verifier do).
+SERVED_RPS = 1e-12
+
 
 def outcome_name(cls_name: str, outcome: str) -> str:
     """The outcome class of ``cls_name``: ``miss``, ``hbm`` or a tier."""
@@ -280,7 +283,7 @@ def expand(ctx: Context, mode: str | None = None, shares: dict[str, dict[str, fl
         rates = ({o: cls.rate_rps for o in outcomes_offered(ps)} if shares is None
                  else outcome_rates(ps, shares.get(cls.name, {}), cls.rate_rps))
         for outcome, rate in rates.items():
-            if rate <= 0:
+            if rate <= SERVED_RPS:  # as the plan writer: a step below this carries nothing
                 continue
             virtual = outcome_class(ctx, cls, outcome, tiers, rate)
             if virtual.name in names:

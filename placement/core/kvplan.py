@@ -22,6 +22,7 @@ from placement.core.context import Context
 from placement.core.evaluate import PoolConfig, evaluate
 from placement.core.kvmodel import (
     NONE,
+    SERVED_RPS,
     Expansion,
     RetentionPolicy,
     outcome_name,
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
     from placement.core.candidates import Candidates
 
 __all__ = ["KvFacts", "extend_problem", "finish_plan", "headroom_bytes", "kv_facts", "session_summary", "shares_of"]
-
-#: Load (req/s) below which a step or class counts as not served (as the plan writer and verifier do).
-SERVED_RPS = 1e-12
 
 
 def headroom_bytes(ctx: Context, cfg: PoolConfig) -> float:
