@@ -41,7 +41,8 @@ def add_route_split(m: pulp.LpProblem, v: Variables) -> None:
     routes_of: dict[str, list[str]] = defaultdict(list)
     for r in ix.routes:
         routes_of[r.demand].append(r.name)
-    for k in sorted(ix.rate):
+    decided = {d for p in ix.problem.policies for d in p.demands}  # their rows: solvers.kv_rows
+    for k in sorted(set(ix.rate) - decided):
         terms = [(v.x[r], 1.0) for r in routes_of[k]]
         add_row(
             m,

@@ -296,7 +296,9 @@ def to_solution(
     """
     ix = v.index
     n = {key: (_value(var) if relaxed else float(round(_value(var)))) for key, var in v.n.items()}
+    shares = {p: _digits(_value(var)) for p, var in v.pi.items()}
     objective = sum(v.primary[key] * count for key, count in n.items())
+    objective += sum(p.cost * shares[p.name] for p in ix.problem.policies)
     units = sum(ix.replica_units(key) * count for key, count in n.items())
     cost = sum(
         ix.site[key[2]].usd_per_hour_per_unit * ix.replica_units(key) * c for key, c in n.items()
@@ -381,6 +383,7 @@ def to_solution(
         replicas=replicas,
         loads=loads,
         route_rates=route_rates,
+        policy_shares={p: s for p, s in sorted(shares.items()) if s},
         flows=flows,
         pairs=pairs,
         edge_loads=edge_loads,

@@ -68,6 +68,7 @@ from solvers.constraints import (
 from solvers.export import export_model
 from solvers.extract import empty_solution, model_stats, to_solution
 from solvers.index import Index, PairSplit
+from solvers.kv_rows import add_policy_objective, add_policy_rows, add_policy_variables
 from solvers.network_rows import (
     NEGLIGIBLE,
     add_edge_capacity,
@@ -155,6 +156,7 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.
         ix = Index.from_problem(problem, pair_split)
         m = pulp.LpProblem(name="placement", sense=pulp.LpMinimize)
         v = define_variables(m, ix)
+        add_policy_variables(m, v)
         add_route_split(m, v)
         add_step_coverage(m, v)
         add_replica_capacity(m, v)
@@ -165,7 +167,9 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.
         add_edge_capacity(m, v)
         add_power_cap(m, v)
         add_budget(m, v)
+        add_policy_rows(m, v)
         set_objective(m, v)
+        add_policy_objective(m, v)
     return m, v
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from topology.records import Record
 
@@ -43,6 +43,8 @@ __all__ = [
     "Edge",
     "Objective",
     "Part",
+    "Policy",
+    "PolicyLimit",
     "Problem",
     "Route",
     "Site",
@@ -145,6 +147,32 @@ class Edge(Record):
     latency_s: float = Field(default=0.0, ge=0)
 
 
+class Policy(Record):
+    """A way to serve a share π of a group of demands whose rates are then decided by the MILP.
+
+    The policies of one ``group`` have shares π_p ≥ 0 with Σ_p π_p = 1; demand k
+    is served at λ_k·Σ_p ``demands[k]``·π_p instead of λ_k (the demands named
+    by policies have no fixed rate: λ_k is the most they can carry). ``cost`` is
+    added to the objective per unit of π (the objective's units: $/h for cost).
+    For KV retention (:mod:`placement.core.kvmodel`): a group is a session class,
+    a policy a (tier, window), its demands the hit and miss classes.
+    """
+
+    name: str
+    group: str
+    demands: dict[str, float] = Field(description="demand -> share of its λ served per unit of π")
+    cost: float = Field(default=0.0, ge=0)
+
+
+class PolicyLimit(Record):
+    """A row Σ_p ``policies[p]``·π_p ≤ ``rhs`` + Σ_c ``replicas[c]``·Σ_s n_{c,0,s} (a tier's bytes or bytes/s)."""
+
+    name: str
+    policies: dict[str, float]
+    replicas: dict[str, float] = Field(default_factory=dict, description="column -> headroom per replica")
+    rhs: float = Field(default=0.0, ge=0)
+
+
 class Problem(Record):
     """Everything the MILP needs; see the module docstring for the notation."""
 
@@ -159,6 +187,18 @@ class Problem(Record):
     objective: Objective = "cost"
     power_cap_w: float | None = Field(default=None, gt=0)
     budget_usd_per_hour: float | None = Field(default=None, gt=0)
+    policies: list[Policy] = Field(default_factory=list)
+    policy_limits: list[PolicyLimit] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_unused(self, handler):
+        """Problems without policies serialise as they did before policies existed."""
+        out = handler(self)
+        if isinstance(out, dict):
+            for k in ("policies", "policy_limits"):
+                if k in out and not out[k]:
+                    del out[k]
+        return out
 
 
 def unit_weight(objective: Objective, site: Site) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from solvers.tolerances import ZERO
 from topology.records import Record
@@ -138,12 +138,21 @@ class Solution(Record):
     replicas: list[Placement]
     loads: list[Load]
     route_rates: dict[str, float]
+    #: π of each policy with a share (:mod:`solvers.kv_rows`); left out of the JSON when empty.
+    policy_shares: dict[str, float] = Field(default_factory=dict)
     flows: list[Flow]
     pairs: list[Pair]
     edge_loads: list[EdgeLoad]
     cost_usd_per_hour: float
     power_w: float
     units: int
+
+    @model_serializer(mode="wrap")
+    def _without_unused(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and not out.get("policy_shares", True):
+            out.pop("policy_shares")
+        return out
 
     @property
     def ok(self) -> bool:

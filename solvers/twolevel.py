@@ -104,7 +104,7 @@ def solve(
     ('optimal', 3.0)
     """
     options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split}
-    if _size(problem) < MIN_SIZE:
+    if _size(problem) < MIN_SIZE or problem.policies:  # policies: always the full model (solvers.kv_rows)
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
     began = time.perf_counter()
     share = None if time_limit_s is None else time_limit_s * SHARE

@@ -69,6 +69,8 @@ class Variables:
     g: dict[tuple[str, int, str, str], pulp.LpVariable] = field(default_factory=dict)
     f: dict[tuple[str, tuple[str, str]], pulp.LpVariable] = field(default_factory=dict)
     w: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
+    #: π[policy]: share of its group served under the policy (:mod:`solvers.kv_rows`).
+    pi: dict[str, pulp.LpVariable] = field(default_factory=dict)
     primary: dict[tuple[str, int, str], float] = field(default_factory=dict)
     labels: dict[str, tuple[str, tuple]] = field(default_factory=dict)
     row_scale: dict[str, float] = field(default_factory=dict)

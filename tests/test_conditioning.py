@@ -42,7 +42,10 @@ def _one_class(rate: float):
 
 
 def _assert_serves_every_step(inst, plan) -> None:
-    """Every step of every mode a class uses carries share × rate, within 1e-6 relative (not absolute)."""
+    """Every step of every mode a class uses carries share × rate, within 1e-6 relative (not absolute).
+
+    A session class is served as its outcome classes (``<class>.kv-miss``, ``.kv-hbm``…, listed beside it
+    at the rates its retention gives): each stage of a mode, summed over them, carries share × rate."""
     loads: dict[str, float] = {}
     for pool in plan.pools:
         for site in pool.sites:
@@ -50,6 +53,17 @@ def _assert_serves_every_step(inst, plan) -> None:
                 loads[step] = loads.get(step, 0.0) + rate
     rates = {c.name: c.rate_rps for c in inst.workload.classes}
     for cp in plan.classes:
+        if cp.kv_retention is not None:
+            by_stage: dict[tuple[str, str], float] = {}
+            for s, rate in loads.items():
+                sid = StepId.parse(s)
+                if sid.traffic_class.startswith(f"{cp.name}.kv-"):
+                    by_stage[sid.mode, sid.stage] = by_stage.get((sid.mode, sid.stage), 0.0) + rate
+            for (mode, stage), rate in by_stage.items():
+                want = cp.modes[mode] * rates[cp.name]
+                assert abs(rate - want) <= 1e-6 * want, (cp.name, mode, stage, rate, want)
+            continue
+        rates.setdefault(cp.name, cp.rate_rps)  # an outcome class: its rate is checked by the verifier
         assert abs(sum(cp.modes.values()) - 1.0) < 1e-6, cp
         for mode, share in cp.modes.items():
             steps = [s for s in loads if StepId.parse(s).traffic_class == cp.name and StepId.parse(s).route.mode == mode]

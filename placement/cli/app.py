@@ -20,7 +20,8 @@ import typer
 
 from placement.cli.bench import bench_command, export_command, generate_command
 from placement.cli.guard import guarded
-from placement.cli.options import InstanceArg, Objective, PlanArg, check_run_options
+from placement.cli.kv import kv_prices_command
+from placement.cli.options import InstanceArg, KvPolicy, Objective, PlanArg, check_run_options
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
 from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
@@ -98,6 +99,9 @@ def solve(
     certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
                                           "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
                                           "they disagree (the better verified plan is still written)")] = False,
+    kv_policy: Annotated[KvPolicy | None, typer.Option("--kv-policy", help="session classes: keep KV in every "
+                                                       "tier (default when tiers exist), in HBM only, or "
+                                                       "recompute every prefix")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -118,7 +122,7 @@ def solve(
     inst = _load(instance)
     left_after(time_limit, began, "reading the instance")
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
-               began=began, certify=certify)
+               began=began, certify=certify, kv_policy=None if kv_policy is None else str(kv_policy))
     if with_compare and plan.verified:
         from placement.studies.compare import with_comparisons
 
@@ -202,6 +206,7 @@ app.command("marginal")(guarded(marginal_command))
 app.command("generate")(guarded(generate_command))
 app.command("bench")(guarded(bench_command))
 app.command("export")(guarded(export_command))
+app.command("kv-prices")(guarded(kv_prices_command))
 
 
 def main() -> None:  # pragma: no cover

@@ -45,6 +45,7 @@ __all__ = [
     "Gap",
     "InstanceArg",
     "JsonPath",
+    "KvPolicy",
     "Objective",
     "PlanArg",
     "PlotAxis",
@@ -74,6 +75,14 @@ class Objective(StrEnum):
     cost = "cost"
     power = "power"
     chips = "chips"
+
+
+class KvPolicy(StrEnum):
+    """Where session classes may keep KV between calls (:data:`placement.core.kvmodel.POLICY_MODES`)."""
+
+    tiered = "tiered"
+    hbm_only = "hbm-only"
+    none = "none"
 
 
 class Stage(StrEnum):

@@ -51,6 +51,10 @@ def print_plan(console: Console, plan: Plan) -> None:
             t.add_row(c.name, f"{c.rate_rps:g}", ", ".join(f"{m} {w:.0%}" for m, w in c.modes.items()),
                       f"{_fmt(c.ttft_ms)} ({c.ttft_slo_ms:g})", f"{_fmt(c.tpot_ms)} ({c.tpot_slo_ms:g})")
         console.print(t)
+    if plan.kv_policy is not None:
+        from placement.cli.kv import print_kv
+
+        print_kv(console, plan)
     busy = [lk for lk in plan.links if lk.load_bytes_per_s > 0]
     if busy:
         t = Table(title="links carrying traffic")

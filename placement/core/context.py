@@ -66,6 +66,8 @@ class Context:
     graph: nx.DiGraph
     source: str = "<instance>"
     classes: dict[str, TrafficClass] = field(default_factory=dict)
+    #: Holding cost of the KV tiers a plan uses, part of its cost (set by :mod:`placement.core.verify.kv`).
+    kv_usd_per_hour: float = 0.0
 
     @classmethod
     def of(cls, inst: Instance, source: str = "<instance>") -> Context:

@@ -59,6 +59,7 @@ __all__ = [
     "max_context_tokens",
     "precision_args",
     "prefill_queue",
+    "prefix_reload_s",
     "slot_admission",
     "ttft_tail",
 ]
@@ -175,6 +176,21 @@ def decode_context_tokens(cls: TrafficClass) -> float:
 def max_context_tokens(cls: TrafficClass) -> float:
     """Context at the last output token (what the KV cache must hold)."""
     return float(cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens)
+
+
+def prefix_reload_s(ctx: Context, cls: TrafficClass, chips: int, batch=1.0) -> np.ndarray:
+    """Seconds to read ``batch`` requests' cached prefixes from a KV tier (0 when the class reloads none).
+
+    Each chip of the replica reads its shard of the prefix over its own link to the tier, so one prefix of
+    K bytes takes latency + K / (chips × bandwidth); a step of b prompts reads b of them.
+    """
+    b = np.asarray(batch, dtype=float)
+    if cls.prefix_reload_gb_per_s is None or cls.cached_prefix_tokens == 0:
+        return np.zeros(b.shape)
+    from costmodels import kv_transfer_bytes
+
+    prefix = float(kv_transfer_bytes(ctx.model, 0, cls.cached_prefix_tokens, ctx.instance.precision.kv))
+    return cls.prefix_reload_latency_us * 1e-6 + b * prefix / (chips * cls.prefix_reload_gb_per_s * 1e9)
 
 
 def ttft_tail(cls: TrafficClass) -> float | None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError, model_serializer
 
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
@@ -29,6 +29,8 @@ __all__ = [
     "ClassPlan",
     "Comparison",
     "FlowPlan",
+    "KvRetention",
+    "KvTierUse",
     "LinkPlan",
     "PairPlan",
     "Plan",
@@ -96,6 +98,40 @@ class Pool(MutableRecord):
     part: int = 0
 
 
+class KvRetention(MutableRecord):
+    """One retention policy of a session class (:mod:`placement.core.kvmodel`) and what it holds."""
+
+    policy: str
+    tier: str = Field(description="hbm, host, flash, remote, or none (recompute)")
+    window_s: float
+    share: float = Field(description="share of the class's calls under this policy")
+    hit_rate: float = Field(description="P(next call within the window)")
+    residence_s: float = Field(description="E[min(gap, window)]: mean time a call's KV is held")
+    held_gb: float = Field(description="KV held in the tier by this policy (Little's law)")
+    reload_ms: float = Field(description="one prefix read back over one chip's link (0 in HBM)")
+
+
+class KvTierUse(MutableRecord):
+    """A KV tier in one domain group: capacity, use, reload bandwidth and holding cost."""
+
+    tier: str
+    domain_group: str
+    capacity_gb: float
+    used_gb: float
+    bandwidth_gb_per_s: float
+    bandwidth_used_gb_per_s: float
+    usd_per_hour: float
+
+
+def _drop_unset(out: Any, keys: tuple[str, ...]) -> Any:
+    """A serialised record without ``keys`` that are None or empty (plans without sessions stay as they were)."""
+    if isinstance(out, dict):
+        for k in keys:
+            if k in out and out[k] in (None, [], {}):
+                del out[k]
+    return out
+
+
 class ClassPlan(MutableRecord):
     name: str
     rate_rps: float
@@ -104,6 +140,13 @@ class ClassPlan(MutableRecord):
     tpot_ms: float | None
     ttft_slo_ms: float
     tpot_slo_ms: float
+    kv_retention: list[KvRetention] | None = Field(
+        default=None, description="a session class: its retention policies (its outcome classes are listed "
+        "as classes of their own)")
+
+    @model_serializer(mode="wrap")
+    def _serialise(self, handler):
+        return _drop_unset(handler(self), ("kv_retention",))
 
 
 class LinkPlan(MutableRecord):
@@ -154,7 +197,7 @@ class Comparison(MutableRecord):
     """The same instance solved with part of it removed (one chip type, or one mode)."""
 
     label: str
-    kind: Literal["full", "homogeneous", "mode"]
+    kind: Literal["full", "homogeneous", "mode", "kv"]
     status: str
     cost_usd_per_hour: float | None
     chips: int | None
@@ -198,6 +241,14 @@ class Plan(MutableRecord):
     notes: list[str] = Field(default_factory=list, description="what was done beyond one solve: repairs, "
                              "certification by a second backend")
     certified: bool | None = Field(default=None, description="a second backend agreed (None: not asked)")
+    kv_policy: str | None = Field(default=None, description="--kv-policy the session classes were solved with")
+    kv_tiers: list[KvTierUse] = Field(default_factory=list)
+    kv_usd_per_hour: float | None = Field(default=None, description="holding cost of the KV tiers (in "
+                                          "cost_usd_per_hour)")
+
+    @model_serializer(mode="wrap")
+    def _serialise(self, handler):
+        return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_usd_per_hour"))
 
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings: byte-identical across runs."""

@@ -48,6 +48,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec
+from placement.core.sessions import KvTierSpec, Sessions
 from placement.modes import check_option, options
 from topology.chips import ChipSpec
 from topology.records import Record
@@ -110,6 +111,13 @@ class TrafficClass(Record):
         default=False,
         description="serve the whole class on one chip type (Mélange assigns each request bucket to one GPU type)",
     )
+    prefix_reload_gb_per_s: PositiveFinite | None = Field(
+        default=None, le=1e7, description="the cached prefix is first read from a KV tier over each chip's link at "
+        "this bandwidth: prefix bytes / (chips × bandwidth) + latency is added to the prefill's TTFT")
+    prefix_reload_latency_us: NonNegFinite = Field(default=0.0, le=1e8)
+    sessions: Sessions | None = Field(
+        default=None, description="the calls form agentic sessions: the optimizer chooses where and how long "
+        "their KV is retained between calls (:mod:`placement.core.sessions`)")
 
     @property
     def ttft_s(self) -> float:
@@ -173,6 +181,8 @@ class DomainGroup(Record):
     uplink_gb_per_s: PositiveFinite | None = Field(default=None, le=1e7)
     uplink_latency_us: NonNegFinite = Field(default=2.0, le=1e6)
     usd_per_hour_per_chip: PositiveFinite | None = Field(default=None, le=1e5, description="overrides the chip's price")
+    kv_tiers: list[KvTierSpec] = Field(default_factory=list, max_length=3,
+                                       description="KV-cache tiers beside HBM (host memory, flash, remote store)")
 
     @property
     def uplink_bytes_per_s(self) -> float | None:

@@ -55,6 +55,7 @@ def solve(
     source: str = "<instance>",
     began: float | None = None,
     certify: bool = False,
+    kv_policy: str | None = None,
 ) -> Plan:
     """Solve an instance and return a verified :class:`~placement.core.plan.Plan`.
 
@@ -68,25 +69,41 @@ def solve(
     With ``certify`` the model is solved again by the other bundled backend and
     the claims compared (:mod:`placement.core.certify`): ``plan.certified``
     says whether they agree, ``plan.notes`` what the second backend found.
+
+    ``kv_policy`` (``tiered``, ``hbm-only``, ``none``; default: tiered when a
+    domain group has a KV tier) says where the session classes' KV may be kept
+    between calls (:mod:`placement.core.kvmodel`); without session classes it
+    changes nothing.
     """
     began = time.monotonic() if began is None else began
     if objective is not None:
         instance = instance.model_copy(update={"objective": objective})
     ctx = Context.of(instance, source)
-    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify)
+    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
+                         kv_policy=kv_policy)
 
 
 def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | None = None,
                   gap: float | None = None, candidates: Candidates | None = None,
-                  began: float | None = None, certify: bool = False) -> Plan:
+                  began: float | None = None, certify: bool = False, kv_policy: str | None = None) -> Plan:
     began = time.monotonic() if began is None else began
+    kv = None
+    if any(c.sessions is not None for c in ctx.instance.workload.classes):
+        from placement.core.kvmodel import expand
+
+        kv = expand(ctx, kv_policy)  # the session classes become their outcome classes
+    work = kv.context if kv is not None else ctx
     try:
         with bounded(time_limit_s, began, "candidate generation"):
-            problem, cands = build_problem(ctx, candidates)
+            problem, cands = build_problem(work, candidates)
+            if kv is not None:
+                from placement.core.kvplan import extend_problem
+
+                problem = extend_problem(ctx, kv, problem, cands)
         left = left_after(time_limit_s, began, "candidate generation")
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
-    plan = _solve_verified(ctx, problem, cands, backend, left, gap)
+    plan = _solve_verified(ctx, problem, cands, backend, left, gap, kv)
     # CBC has proven wrong bounds on models with single-chip-type rows (issue 15: $4.68/h "optimal"
     # where $3.03/h is feasible): such models are small, and always get a second opinion.
     # Only its claims are checked: an error or a time limit is reported as it is.
@@ -96,19 +113,19 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
         from placement.core.certify import certify as second_opinion
 
         plan = second_opinion(plan, backend, gap, lambda other: _solve_verified(
-            ctx, problem, cands, other, left, gap))
+            ctx, problem, cands, other, left, gap, kv))
         if guard and not certify and plan.certified is False:
             plan = plan.model_copy(update={"certified": None})  # guarded, not asked: the better plan stands
     if plan.status == "infeasible":
         from placement.core.diagnose import diagnose
 
-        diagnosis = diagnose(ctx, problem, cands, backend=backend, time_limit_s=left)
+        diagnosis = diagnose(work, problem, cands, backend=backend, time_limit_s=left)
         plan = plan.model_copy(update={"diagnosis": diagnosis})
     return plan
 
 
 def _solve_verified(ctx: Context, problem: Problem, cands: Candidates, backend: str,
-                    time_limit_s: float | None, gap: float | None) -> Plan:
+                    time_limit_s: float | None, gap: float | None, kv=None) -> Plan:
     """One backend's plan, checked by the verifier (status ``error`` with the violations if rejected).
 
     A rejected plan is first repaired (:func:`solvers.repair.repair`: its replicas kept, the
@@ -116,7 +133,7 @@ def _solve_verified(ctx: Context, problem: Problem, cands: Candidates, backend: 
     with its status that of the original solve and a note saying what was repaired.
     """
     sol = solve_problem(problem, backend=backend, time_limit_s=time_limit_s, gap=gap)
-    plan = _verified(ctx, problem, cands, sol)
+    plan = _verified(ctx, problem, cands, sol, kv)
     if not plan.violations:
         return plan
     fixed = repair(problem, sol, time_limit_s=time_limit_s)
@@ -124,7 +141,7 @@ def _solve_verified(ctx: Context, problem: Problem, cands: Candidates, backend: 
         return plan
     repaired = _verified(ctx, problem, cands, fixed.model_copy(update={
         "status": sol.status, "best_bound": sol.best_bound, "gap": sol.gap, "backend": sol.backend,
-        "solve_seconds": sol.solve_seconds + fixed.solve_seconds}))
+        "solve_seconds": sol.solve_seconds + fixed.solve_seconds}), kv)
     if repaired.violations:
         return plan
     note = (f"repaired: the verifier rejected {backend}'s plan ({plan.violations[0]}); its replicas were kept and "
@@ -133,8 +150,13 @@ def _solve_verified(ctx: Context, problem: Problem, cands: Candidates, backend: 
     return repaired.model_copy(update={"notes": [*repaired.notes, note]})
 
 
-def _verified(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
-    plan = assemble_plan(ctx, problem, cands, sol)
+def _verified(ctx: Context, problem: Problem, cands: Candidates, sol: Solution, kv=None) -> Plan:
+    """The plan of ``sol``, verified against ``ctx`` (``kv``: the session classes' expansion it was solved on)."""
+    plan = assemble_plan(ctx if kv is None else kv.context, problem, cands, sol)
+    if kv is not None:
+        from placement.core.kvplan import finish_plan
+
+        plan = finish_plan(ctx, kv, plan, sol)
     # A time limit without an incumbent has no plan to verify (it stays "time_limit", exit 4).
     if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):
         violations = verify(ctx, plan)

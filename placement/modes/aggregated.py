@@ -36,6 +36,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     precision_args,
     prefill_queue,
+    prefix_reload_s,
     slot_admission,
     step_precision_args,
 )
@@ -63,7 +64,8 @@ def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray,
     t = np.asarray(st.time_s, dtype=float)
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
-    channel_cap, prefill_ttft = prefill_queue(t * cls.prompt_tokens / chunk, steps_per_prompt * t, 1.0, cls)
+    reload_s = prefix_reload_s(ctx, cls, cfg.main.chips)
+    channel_cap, prefill_ttft = prefill_queue(t * cls.prompt_tokens / chunk, steps_per_prompt * t + reload_s, 1.0, cls)
     prefill_cap = cfg.main.dp * channel_cap
     decode_cap, slot_wait = slot_admission(b, cls.output_tokens * t, cls)
     cap = np.minimum(prefill_cap, decode_cap)

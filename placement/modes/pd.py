@@ -44,6 +44,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     precision_args,
     prefill_queue,
+    prefix_reload_s,
     slot_admission,
     step_precision_args,
 )
@@ -98,7 +99,7 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
     # The step runs n = min(pp, b) micro-batches, each stage taking t/pp of the step time t for one of them.
     pp = cfg.main.pp
     n_mb = np.minimum(pp, b)
-    latency = t * (n_mb + pp - 1) / pp + transfer_s
+    latency = t * (n_mb + pp - 1) / pp + transfer_s + prefix_reload_s(ctx, cls, cfg.main.chips, b)
     cap, ttft = prefill_queue(t * n_mb / pp, latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
                                 **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))

@@ -1,8 +1,10 @@
 """The heterogeneous plan beside every homogeneous fleet and every single mode.
 
 Each alternative re-solves the instance with part of it removed: only the
-domain groups of one chip type, or only one serving mode. ``savings`` says what
-the full heterogeneous plan saves against each, in the instance's objective
+domain groups of one chip type, or only one serving mode; with session
+classes, also each other ``--kv-policy`` (HBM only, recompute every prefix).
+``savings`` says what the full heterogeneous plan saves against each, in the
+instance's objective
 (1 − full value / its value: $/h for ``cost``, W for ``power``, chips for
 ``chips``; ``savings_of`` names it).
 
@@ -21,7 +23,7 @@ from placement.core.plan import Comparison, Plan
 from placement.core.schema import Instance
 from placement.core.solve import solve
 
-__all__ = ["compare", "objective_value", "variants", "with_comparisons"]
+__all__ = ["compare", "kv_variants", "objective_value", "variants", "with_comparisons"]
 
 
 def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
@@ -41,6 +43,14 @@ def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
     return out
 
 
+def kv_variants(inst: Instance) -> list[tuple[str, str]]:
+    """(label, --kv-policy) of the KV policies other than the instance's default, when it has session classes."""
+    if not any(c.sessions is not None for c in inst.workload.classes):
+        return []
+    default = "tiered" if any(d.kv_tiers for d in inst.hardware.domains) else "hbm-only"
+    return [(f"KV policy {p}", p) for p in ("tiered", "hbm-only", "none") if p != default]
+
+
 def objective_value(plan: Plan, objective: str) -> float | None:
     """What ``objective`` (``cost``, ``power`` or ``chips``) measures of a verified plan: $/h, W or chips."""
     if not plan.verified:
@@ -52,12 +62,13 @@ def objective_value(plan: Plan, objective: str) -> float | None:
 def _row(label: str, kind: str, plan: Plan, full_value: float | None, objective: str) -> Comparison:
     ok = plan.status in ("optimal", "feasible", "time_limit") and plan.verified
     value = objective_value(plan, objective) if ok else None
+    classes = [c for c in plan.classes if c.kv_retention is None]  # a session class: its outcome classes count
     return Comparison(
         label=label, kind=kind, status=plan.status, cost_usd_per_hour=plan.cost_usd_per_hour if ok else None,
         chips=plan.chips if ok else None, power_w=plan.power_w if ok else None,
         usd_per_million_output_tokens=plan.usd_per_million_output_tokens if ok else None,
-        modes={m: round(sum(c.modes.get(m, 0) * c.rate_rps for c in plan.classes), 9)
-               for m in sorted({m for c in plan.classes for m in c.modes})} if ok else {},
+        modes={m: round(sum(c.modes.get(m, 0) * c.rate_rps for c in classes), 9)
+               for m in sorted({m for c in classes for m in c.modes})} if ok else {},
         chips_by_type=plan.chips_by_type if ok else {},
         savings=round(1 - full_value / value, 9) if value and full_value is not None else None,
         savings_of=objective,
@@ -77,6 +88,9 @@ def compare(inst: Instance, *, backend: str = "cbc", time_limit_s: float | None 
         if kind == "full":
             full_value = objective_value(plan, inst.objective)
         rows.append(_row(label, kind, plan, full_value, inst.objective))
+    for label, policy in kv_variants(inst):
+        plan = solve(inst, backend=backend, time_limit_s=time_limit_s, source=source, kv_policy=policy)
+        rows.append(_row(label, "kv", plan, full_value, inst.objective))
     return rows
 
 

@@ -24,6 +24,9 @@ check, its rule in its docstring:
 ``check_limits``          power and budget limits
 ``check_floors``          no TPOT, TTFT or capacity beats its physical floor (:mod:`placement.core.floors`,
                           which shares no code with the cost models)
+``check_kv``              session classes: retention policies, hit rates, tier capacity, bandwidth
+                          and cost re-derived (:mod:`~placement.core.verify.kv`); the checks above
+                          then see the session classes as their outcome classes
 ========================  ==================================================================
 
 Examples
@@ -47,6 +50,7 @@ from placement.core.verify.fields import (
     check_totals,
 )
 from placement.core.verify.fleet import check_domains, check_limits, check_network
+from placement.core.verify.kv import check_kv, has_sessions
 from placement.core.verify.serving import (
     check_capacity,
     check_demand,
@@ -71,6 +75,10 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
     """
     if plan.status not in CHECKED_STATUSES:
         return []
+    if has_sessions(ctx):
+        ctx, kv_violations = check_kv(ctx, plan)
+        if kv_violations:
+            return kv_violations
     malformed = [*check_numbers(plan), *check_references(ctx, plan), *check_configurations(ctx, plan)]
     if malformed:
         return malformed  # the checks below re-derive from the configurations: only from sound ones

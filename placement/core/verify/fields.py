@@ -96,10 +96,10 @@ def check_class_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list
 def check_totals(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
     """The plan's cost, power, chips (by type), output tokens/s and $/M tokens = the sums over its pools."""
     v: list[str] = []
-    cost = sum(f.usd_per_hour for f in facts)
+    cost = sum(f.usd_per_hour for f in facts) + ctx.kv_usd_per_hour
     power = sum(f.power_w for f in facts)
     if plan.cost_usd_per_hour is not None and not close(plan.cost_usd_per_hour, cost, 1e-6):
-        v.append(f"cost: plan says ${plan.cost_usd_per_hour:.6g}/h, its pools cost ${cost:.6g}/h")
+        v.append(f"cost: plan says ${plan.cost_usd_per_hour:.6g}/h, its pools (and KV tiers) cost ${cost:.6g}/h")
     if plan.power_w is not None and not close(plan.power_w, power, 1e-6):
         v.append(f"power: plan says {plan.power_w:.6g} W, its pools draw {power:.6g} W")
     by_type: dict[str, int] = defaultdict(int)

@@ -62,7 +62,8 @@ def check_references(ctx: Context, plan: Plan) -> list[str]:
     v += [f"column {c!r} part {k} appears in more than one pool"
           for c, k in _duplicates((p.column, p.part) for p in plan.pools)]
     v += [f"class {d!r} appears more than once in classes" for d in _duplicates(c.name for c in plan.classes)]
-    v += [f"class {c.name!r} is not in the instance" for c in plan.classes if c.name not in ctx.classes]
+    v += [f"class {c.name!r} is not in the instance" for c in plan.classes
+          if c.name not in ctx.classes and c.kv_retention is None]  # session classes: verify.kv
     sites_of: dict[tuple[str, int], set[str]] = {}
     steps = {str(s) for c in ctx.instance.workload.classes for m in enabled_modes(ctx) for s in m.steps(c.name)}
     for pool in plan.pools:

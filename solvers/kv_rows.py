@@ -1,0 +1,91 @@
+"""Rows of the placement MILP for demands whose rates are decided: policies and their limits.
+
+A :class:`~solvers.problem.Policy` p of group g serves a share π_p of the
+group; the demands it names are served at λ_k·Σ_p a_{p,k}·π_p. With x_r the
+fraction of λ_k sent down route r (as everywhere in :mod:`solvers.milp`)::
+
+    Σ_{r∈k} x_r − Σ_p a_{p,k}·π_p = 0        for each demand k named by a policy
+    Σ_{p∈g} π_p = 1                          for each group g
+    Σ_p b_{l,p}·π_p − Σ_{c,s} h_{l,c}·n_{c,0,s} ≤ rhs_l    for each limit l
+
+and Σ_p cost_p·π_p joins the objective. The first family replaces the route
+split row (Σ x_r = 1) of those demands and keeps its family name, so that
+every consumer of route split rows (the elastic model of the infeasibility
+diagnosis) treats it as the demand's row. The mix is linear and exact: a
+share of sessions under each policy is physically realisable, so a fractional
+π is no relaxation artefact.
+
+Examples
+--------
+>>> from solvers.problem import Column, Demand, Part, Policy, Problem, Route, Site
+>>> from solvers.milp import solve
+>>> p = Problem(demands=[Demand(name="hit", rate=4.0), Demand(name="miss", rate=4.0)],
+...             routes=[Route(name="h", demand="hit", steps=["qh"]), Route(name="m", demand="miss", steps=["qm"])],
+...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"qh": 4.0, "qm": 1.0})],
+...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=8,
+...                         usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)],
+...             policies=[Policy(name="keep", group="g", demands={"hit": 0.75, "miss": 0.25}, cost=0.5),
+...                       Policy(name="drop", group="g", demands={"miss": 1.0})])
+>>> sol = solve(p, backend="highs")
+>>> sol.objective, sol.policy_shares   # 2 GPUs either way; keeping 8/9 of the group fills them
+(2.444444444, {'drop': 0.1111111111, 'keep': 0.8888888889})
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pulp
+
+from solvers.variables import Variables, add_row, add_var
+
+__all__ = ["add_policy_objective", "add_policy_rows", "add_policy_variables", "policy_demands"]
+
+
+def policy_demands(problem) -> set[str]:
+    """The demands whose rate policies decide (their route split rows are written here)."""
+    return {k for p in problem.policies for k in p.demands}
+
+
+def add_policy_variables(m: pulp.LpProblem, v: Variables) -> None:
+    """π_p ∈ [0, 1] for each policy, named ``pi__<i>`` in the order of the problem."""
+    for i, p in enumerate(v.index.problem.policies):
+        v.pi[p.name] = add_var(m, v, "pi", (p.name,), [str(i)], ub=1)
+
+
+def add_policy_rows(m: pulp.LpProblem, v: Variables) -> None:
+    """The demand rows, one row per group and one per limit (module docstring)."""
+    ix = v.index
+    problem = ix.problem
+    if not problem.policies:
+        return
+    routes_of: dict[str, list[str]] = defaultdict(list)
+    for r in ix.routes:
+        routes_of[r.demand].append(r.name)
+    feeds: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for p in problem.policies:
+        for k, share in p.demands.items():
+            feeds[k].append((p.name, share))
+    for k in sorted(feeds):
+        if k not in ix.rate:
+            continue
+        terms = [(v.x[r], 1.0) for r in routes_of[k]] + [(v.pi[name], -share) for name, share in feeds[k]]
+        add_row(m, v, "route_split", (k,), [ix.names.tokens["demand", k]], terms, pulp.LpConstraintEQ, 0.0)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for p in problem.policies:
+        groups[p.group].append(p.name)
+    for i, g in enumerate(sorted(groups)):
+        add_row(m, v, "policy_group", (g,), [str(i)], [(v.pi[name], 1.0) for name in groups[g]],
+                pulp.LpConstraintEQ, 1.0, scaled=1.0)
+    for i, lim in enumerate(problem.policy_limits):
+        terms = [(v.pi[name], b) for name, b in lim.policies.items() if b]
+        for c, head in sorted(lim.replicas.items()):
+            terms += [(v.n[key], -head) for key in ix.replica_keys if key[0] == c and key[1] == 0 and head]
+        add_row(m, v, "policy_limit", (lim.name,), [str(i)], terms, pulp.LpConstraintLE, lim.rhs)
+
+
+def add_policy_objective(m: pulp.LpProblem, v: Variables) -> None:
+    """Add Σ cost_p·π_p to the objective, in its scale (``v.objective_scale``)."""
+    costs = [(v.pi[p.name], p.cost / v.objective_scale) for p in v.index.problem.policies if p.cost]
+    if costs:
+        m.setObjective(m.objective + pulp.LpAffineExpression(costs))
