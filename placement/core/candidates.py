@@ -264,8 +264,12 @@ def generate(ctx: Context) -> Candidates:
 
 
 def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Problem, Candidates]:
-    """The solver-neutral problem of an instance (and the candidates behind it)."""
-    cands = generate(ctx) if cands is None else cands
+    """The solver-neutral problem of an instance (and the candidates behind it; generated, or reused from an
+    earlier context of this process with the same candidates, :mod:`placement.core.candidate_cache`)."""
+    if cands is None:
+        from placement.core.candidate_cache import cached_generate  # it imports this module
+
+        cands = cached_generate(ctx)
     inst = ctx.instance
     demands = [Demand(name=cls.name, rate=cls.rate_rps, single_resource=cls.single_chip_type)
                for cls in inst.workload.classes]
