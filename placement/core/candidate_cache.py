@@ -37,7 +37,7 @@ from placement.core.candidates import Candidates, generate
 if TYPE_CHECKING:
     from placement.core.context import Context
 
-__all__ = ["CACHE_SIZE", "cache_info", "candidate_key", "cached_generate", "clear"]
+__all__ = ["CACHE_SIZE", "cache_info", "cached_generate", "candidate_key", "clear"]
 
 #: Generations kept (a sweep has one per series; the largest instances' take a few hundred MB).
 CACHE_SIZE = 2
