@@ -2,11 +2,13 @@
 
 Candidate generation reads the model, the precision, the chips' physics, the
 classes' shapes and SLOs, the modes, the draft, the measured tables and the
-fleet (domain sizes and counts, switches and links: replica sizes and pair
-latencies come from it) — never a price, a class's rate, the objective or the
-limits. Sweep, Pareto and marginal points that change only those share one
-generation: the key is a hash of the instance and of its resolved chips and
-models with exactly those fields left out (:func:`candidate_key`).
+fleet (domain sizes and counts bound the replica sizes; switches, links and
+their latencies give the pair latencies) — never a price, a class's rate, a
+link's or an uplink's bandwidth (paths are the lowest-latency ones), the
+objective or the limits. Sweep, Pareto and marginal points that change only
+those share one generation: the key is a hash of the instance and of its
+resolved chips and models with exactly those fields left out
+(:func:`candidate_key`). A point with another domain count generates again.
 
 Nothing is pruned by price, so a cached generation is the generation of the
 new point, column for column. The cache is in-process (a process pool's
@@ -48,12 +50,15 @@ _STATS = {"hits": 0, "misses": 0}
 
 def candidate_key(ctx: Context) -> str:
     """Hash of everything candidate generation reads: the instance and its resolved chips and models,
-    without prices, rates, the objective, the limits or the description."""
+    without prices, rates, link and uplink bandwidths, the objective, the limits or the description."""
     doc = ctx.instance.model_dump(mode="json", exclude={"description", "objective", "limits"})
     for cls in doc["workload"]["classes"]:
         cls.pop("rate_rps", None)
     for group in doc["hardware"]["domains"]:
         group.pop("usd_per_hour_per_chip", None)
+        group.pop("uplink_gb_per_s", None)
+    for link in doc["hardware"]["links"]:
+        link.pop("bandwidth_gb_per_s", None)
     for chip in doc["hardware"]["chips"]:
         chip.pop("usd_per_hour", None)
     resolved = {
