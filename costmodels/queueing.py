@@ -209,7 +209,9 @@ def erlang_c(servers, utilisation):
     live = (rho > 0) & (rho < 1)
     cc, r = np.where(live, c, 1.0), np.where(live, rho, 0.5)
     a = cc * r
-    log_factorial = np.vectorize(math.lgamma, otypes=[float])(cc + 1.0)
+    # ln c! once per distinct slot count (an array of them is mostly one count repeated over utilisations).
+    counts, where = np.unique(cc + 1.0, return_inverse=True)
+    log_factorial = np.array([math.lgamma(x) for x in counts.tolist()])[where].reshape(cc.shape)
     pmf = np.exp(-a + cc * np.log(a) - log_factorial)
     # Where p_c underflows (many slots at moderate load) B and C are 0 whatever the tail: sum only the rest.
     on = np.flatnonzero(pmf > 0.0)
@@ -309,9 +311,10 @@ def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
     return _out(out)
 
 
-def _last_within(scaled: np.ndarray, running_max: np.ndarray, hold_s: np.ndarray,
+def _last_within(scaled: np.ndarray, running_max: np.ndarray, row: np.ndarray, hold_s: np.ndarray,
                  budget_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index of the last grid point before the first with scaled·H > budget, scaled there), row by row.
+    """(index of the last grid point before the first with scaled·H > budget, scaled there) for each
+    (row of ``scaled``, hold, budget).
 
     The wait grows with ρ, so that point is found by bisection on the running
     maximum M of ``scaled``: rounding is monotone, so fl(M_i·H) first exceeds
@@ -319,22 +322,21 @@ def _last_within(scaled: np.ndarray, running_max: np.ndarray, hold_s: np.ndarray
     with other holds are compared point by point. Index −1 when the first point
     already exceeds the budget, the last index when none does.
     """
-    rows, n = scaled.shape
-    k = np.empty(rows, dtype=int)
+    n = scaled.shape[1]
+    k = np.empty(row.size, dtype=int)
     fast = np.flatnonzero(np.isfinite(hold_s) & (hold_s > 0))
-    h, r, top = hold_s[fast], budget_s[fast], running_max[fast]
+    h, r, of = hold_s[fast], budget_s[fast], row[fast]
     lo, hi = np.zeros(fast.size, dtype=int), np.full(fast.size, n)  # the first exceeding index is in [lo, hi]
-    at = np.arange(fast.size)
     while (open_ := lo < hi).any():
         mid = (lo + hi) // 2
-        over = top[at, np.minimum(mid, n - 1)] * h > r
+        over = running_max[of, np.minimum(mid, n - 1)] * h > r
         lo, hi = np.where(open_ & ~over, mid + 1, lo), np.where(open_ & over, mid, hi)
     k[fast] = lo - 1
     slow = np.flatnonzero(~(np.isfinite(hold_s) & (hold_s > 0)))
     if slow.size:
-        bad = scaled[slow] * hold_s[slow, None] > budget_s[slow, None]
+        bad = scaled[row[slow]] * hold_s[slow, None] > budget_s[slow, None]
         k[slow] = np.where(bad.any(axis=1), np.argmax(bad, axis=1) - 1, n - 1)
-    return k, scaled[np.arange(rows), np.maximum(k, 0)]
+    return k, scaled[row, np.maximum(k, 0)]
 
 
 def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: float = 1.0):
@@ -358,7 +360,7 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     hh, rr, cc = h.ravel(), r.ravel(), s.ravel()
     uniq, inv = np.unique(cc, return_inverse=True)
     scaled, top = _waits_on_grid(uniq, size, tail)
-    k, at = _last_within(scaled[inv], top[inv], hh, rr)
+    k, at = _last_within(scaled, top, inv.ravel(), hh, rr)
     ok = k > 0
     rate = np.where(ok, grid[np.maximum(k, 0)] * cc / hh, 0.0).reshape(s.shape)
     wait = np.where(ok, at * hh, 0.0).reshape(s.shape)
