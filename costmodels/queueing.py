@@ -237,17 +237,17 @@ class _Rows:
     def __init__(self, size: int) -> None:
         self.size, self.rows = size, OrderedDict()
 
-    def missing(self, keys) -> list:
-        return [k for k in dict.fromkeys(keys) if k not in self.rows]
+    def get(self, key):
+        """The row kept for ``key`` (now the most recently used), or None."""
+        if key in self.rows:
+            self.rows.move_to_end(key)
+            return self.rows[key]
+        return None
 
     def put(self, key, row) -> None:
         self.rows[key] = row
         if len(self.rows) > self.size:
             self.rows.popitem(last=False)
-
-    def get(self, key):
-        self.rows.move_to_end(key)
-        return self.rows[key]
 
 
 #: Erlang C on the grid, by (slot count, grid points), and the scaled waits, by (slot count, points, tail).
@@ -264,18 +264,21 @@ def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[
     """
     grid = _UTILISATION_GRID[:size]
     keys = [(int(c), size, tail) for c in servers]
-    if new := _WAIT_ROWS.missing(keys):
-        if todo := _ERLANG_ROWS.missing(k[:2] for k in new):
-            erl = np.asarray(erlang_c(np.array([c for c, _ in todo], dtype=float)[:, None], grid[None, :]))
-            for key, row in zip(todo, erl, strict=True):
+    rows = {k: row for k in dict.fromkeys(keys) if (row := _WAIT_ROWS.get(k)) is not None}
+    if new := [k for k in dict.fromkeys(keys) if k not in rows]:
+        erl = {k[:2]: row for k in new if (row := _ERLANG_ROWS.get(k[:2])) is not None}
+        if todo := [k[:2] for k in new if k[:2] not in erl]:
+            values = np.asarray(erlang_c(np.array([c for c, _ in todo], dtype=float)[:, None], grid[None, :]))
+            for key, row in zip(todo, values, strict=True):
+                erl[key] = row
                 _ERLANG_ROWS.put(key, row)
-        erl = np.stack([_ERLANG_ROWS.get(k[:2]) for k in new])
-        scaled = _slot_wait_scaled(np.array([k[0] for k in new], dtype=float)[:, None], grid[None, :], erl, tail)
+        scaled = _slot_wait_scaled(np.array([k[0] for k in new], dtype=float)[:, None], grid[None, :],
+                                   np.stack([erl[k[:2]] for k in new]), tail)
         top = np.maximum.accumulate(np.where(np.isnan(scaled), -np.inf, scaled), axis=1)
         for key, row, row_top in zip(new, scaled, top, strict=True):
-            _WAIT_ROWS.put(key, (row, row if np.array_equal(row, row_top) else row_top))
-    rows = [_WAIT_ROWS.get(k) for k in keys]
-    return np.stack([r for r, _ in rows]), np.stack([t for _, t in rows])
+            rows[key] = (row, row if np.array_equal(row, row_top) else row_top)
+            _WAIT_ROWS.put(key, rows[key])
+    return np.stack([rows[k][0] for k in keys]), np.stack([rows[k][1] for k in keys])
 
 
 def _slot_wait_scaled(servers: int, rho, c, tail):

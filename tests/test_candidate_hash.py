@@ -98,3 +98,16 @@ def test_slot_search_equals_the_scan_of_every_utilisation(seed):
     slow = _slot_rate_by_scan(servers, hold_s, budget_s, tail, cap)
     assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
     assert (fast[0] > 0).any() and (fast[0] == 0).any()
+
+
+def test_slot_search_with_rows_evicted_midway(monkeypatch):
+    """More slot counts in one call than the kept rows: the same answer as the scan."""
+    from costmodels import queueing
+
+    monkeypatch.setattr(queueing, "_WAIT_ROWS", queueing._Rows(2))
+    monkeypatch.setattr(queueing, "_ERLANG_ROWS", queueing._Rows(2))
+    servers, hold_s, budget_s = np.array([1, 5, 9, 13, 5, 1]), np.full(6, 2.0), np.full(6, 0.5)
+    slot_max_rate_per_s(servers[:2], hold_s[:2], budget_s[:2], None, max_utilisation=0.9)  # two rows kept
+    fast = slot_max_rate_per_s(servers, hold_s, budget_s, None, max_utilisation=0.9)
+    slow = _slot_rate_by_scan(servers, hold_s, budget_s, None, 0.9)
+    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1]) and (fast[0] > 0).all()
