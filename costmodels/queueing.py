@@ -58,7 +58,7 @@ Examples
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from collections import OrderedDict
 
 import numpy as np
 
@@ -206,7 +206,9 @@ def erlang_c(servers, utilisation):
     live = (rho > 0) & (rho < 1)
     cc, r = np.where(live, c, 1.0), np.where(live, rho, 0.5)
     a = cc * r
-    log_factorial = np.vectorize(math.lgamma, otypes=[float])(cc + 1.0)
+    # ln c! once per distinct slot count (an array of them is mostly one count repeated over utilisations).
+    counts, where = np.unique(cc + 1.0, return_inverse=True)
+    log_factorial = np.array([math.lgamma(x) for x in counts.tolist()])[where].reshape(cc.shape)
     pmf = np.exp(-a + cc * np.log(a) - log_factorial)
     # Where p_c underflows (many slots at moderate load) B and C are 0 whatever the tail: sum only the rest.
     on = np.flatnonzero(pmf > 0.0)
@@ -225,10 +227,55 @@ def erlang_c(servers, utilisation):
     return as_result(np.where(rho > 0, np.where(rho < 1, erl_c, 1.0), 0.0))
 
 
-@lru_cache(maxsize=4096)
-def _erlang_c_on_grid(servers: int) -> np.ndarray:
-    """Erlang C of ``servers`` slots at every utilisation of the grid (kept: classes and configurations share slot counts)."""
-    return np.asarray(erlang_c(servers, _UTILISATION_GRID), dtype=float)
+class _Rows:
+    """Rows kept per key, least recently used dropped beyond ``size`` (classes and configurations share
+    slot counts, and a sweep's points share all of them)."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.rows = size, OrderedDict()
+
+    def get(self, key):
+        """The row kept for ``key`` (now the most recently used), or None."""
+        if key in self.rows:
+            self.rows.move_to_end(key)
+            return self.rows[key]
+        return None
+
+    def put(self, key, row) -> None:
+        self.rows[key] = row
+        if len(self.rows) > self.size:
+            self.rows.popitem(last=False)
+
+
+#: Erlang C on the grid, by (slot count, grid points), and the scaled waits, by (slot count, points, tail).
+_ERLANG_ROWS = _Rows(4096)
+_WAIT_ROWS = _Rows(4096)
+
+
+def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """(wait / H, its running maximum with NaN as −∞) at the first ``size`` grid utilisations, one row
+    per slot count of ``servers``.
+
+    Rows not kept yet are computed together (Erlang C and the waits are
+    elementwise, so a row is the same whatever else is computed with it).
+    """
+    grid = _UTILISATION_GRID[:size]
+    keys = [(int(c), size, tail) for c in servers]
+    rows = {k: row for k in dict.fromkeys(keys) if (row := _WAIT_ROWS.get(k)) is not None}
+    if new := [k for k in dict.fromkeys(keys) if k not in rows]:
+        erl = {k[:2]: row for k in new if (row := _ERLANG_ROWS.get(k[:2])) is not None}
+        if todo := [k[:2] for k in new if k[:2] not in erl]:
+            values = np.asarray(erlang_c(np.array([c for c, _ in todo], dtype=float)[:, None], grid[None, :]))
+            for key, row in zip(todo, values, strict=True):
+                erl[key] = row
+                _ERLANG_ROWS.put(key, row)
+        scaled = _slot_wait_scaled(np.array([k[0] for k in new], dtype=float)[:, None], grid[None, :],
+                                   np.stack([erl[k[:2]] for k in new]), tail)
+        top = np.maximum.accumulate(np.where(np.isnan(scaled), -np.inf, scaled), axis=1)
+        for key, row, row_top in zip(new, scaled, top, strict=True):
+            rows[key] = (row, row if np.array_equal(row, row_top) else row_top)
+            _WAIT_ROWS.put(key, rows[key])
+    return np.stack([rows[k][0] for k in keys]), np.stack([rows[k][1] for k in keys])
 
 
 def _slot_wait_scaled(servers: int, rho, c, tail):
@@ -264,6 +311,34 @@ def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
     return as_result(out)
 
 
+def _last_within(scaled: np.ndarray, running_max: np.ndarray, row: np.ndarray, hold_s: np.ndarray,
+                 budget_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the last grid point before the first with scaled·H > budget, scaled there) for each
+    (row of ``scaled``, hold, budget).
+
+    The wait grows with ρ, so that point is found by bisection on the running
+    maximum M of ``scaled``: rounding is monotone, so fl(M_i·H) first exceeds
+    the budget exactly where fl(scaled_i·H) first does (H > 0 and finite); rows
+    with other holds are compared point by point. Index −1 when the first point
+    already exceeds the budget, the last index when none does.
+    """
+    n = scaled.shape[1]
+    k = np.empty(row.size, dtype=int)
+    fast = np.flatnonzero(np.isfinite(hold_s) & (hold_s > 0))
+    h, r, of = hold_s[fast], budget_s[fast], row[fast]
+    lo, hi = np.zeros(fast.size, dtype=int), np.full(fast.size, n)  # the first exceeding index is in [lo, hi]
+    while (open_ := lo < hi).any():
+        mid = (lo + hi) // 2
+        over = running_max[of, np.minimum(mid, n - 1)] * h > r
+        lo, hi = np.where(open_ & ~over, mid + 1, lo), np.where(open_ & over, mid, hi)
+    k[fast] = lo - 1
+    slow = np.flatnonzero(~(np.isfinite(hold_s) & (hold_s > 0)))
+    if slow.size:
+        bad = scaled[row[slow]] * hold_s[slow, None] > budget_s[slow, None]
+        k[slow] = np.where(bad.any(axis=1), np.argmax(bad, axis=1) - 1, n - 1)
+    return k, scaled[row, np.maximum(k, 0)]
+
+
 def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: float = 1.0):
     """(highest rate, its wait) of ``servers`` slots held ``hold_s`` whose :func:`slot_wait_s` ≤ ``budget_s``.
 
@@ -280,16 +355,13 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     """
     s, h, r = np.broadcast_arrays(np.asarray(servers, dtype=int), np.asarray(hold_s, dtype=float),
                                   np.asarray(budget_s, dtype=float))
-    grid = _UTILISATION_GRID[_UTILISATION_GRID <= max_utilisation * (1 + 1e-12)]
-    uniq, inv = np.unique(s.ravel(), return_inverse=True)
-    erl = np.stack([_erlang_c_on_grid(int(c))[: grid.size] for c in uniq])
-    scaled = _slot_wait_scaled(uniq[:, None].astype(float), grid[None, :], erl, tail)[inv]
+    size = int(np.count_nonzero(_UTILISATION_GRID <= max_utilisation * (1 + 1e-12)))
+    grid = _UTILISATION_GRID[:size]
     hh, rr, cc = h.ravel(), r.ravel(), s.ravel()
-    # The wait grows with ρ (Erlang C and 1/(1 − ρ) both do): k is the last grid point meeting the budget.
-    bad = scaled * hh[:, None] > rr[:, None]
-    k = np.where(bad.any(axis=1), np.argmax(bad, axis=1) - 1, grid.size - 1)
+    uniq, inv = np.unique(cc, return_inverse=True)
+    scaled, top = _waits_on_grid(uniq, size, tail)
+    k, at = _last_within(scaled, top, inv.ravel(), hh, rr)
     ok = k > 0
-    at = np.take_along_axis(scaled, np.maximum(k, 0)[:, None], axis=1)[:, 0]
-    rate = np.where(ok, grid[k] * cc / hh, 0.0).reshape(s.shape)
+    rate = np.where(ok, grid[np.maximum(k, 0)] * cc / hh, 0.0).reshape(s.shape)
     wait = np.where(ok, at * hh, 0.0).reshape(s.shape)
     return as_result(rate), as_result(wait)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placement.core.batch_choice import best_batch, best_index, capacity_bound, perf_at
+from placement.core.batch_choice import best_batch, best_index, capacity_bound
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, Perf, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
@@ -113,13 +113,13 @@ class _Search:
 
 
 def _pending(ctx_name: tuple[str, str], grid: Grid, cls: TrafficClass, steps: list[str], batch: int,
-             perf: Perf) -> _Pending:
-    """The candidate of ``grid``'s configuration at ``batch`` with the scalars ``perf``."""
+             capacity_rps: float, pair_bytes_per_s: float) -> _Pending:
+    """The candidate of ``grid``'s configuration at ``batch`` with that capacity and pair traffic."""
     base, lat = grid.config, grid.pair_latency_s
     head, tail = ctx_name
     units = (base.main.chips,) + ((base.partner.chips,) if base.partner else ())
-    return _Pending(f"{head}|b{batch}{tail}", base, cls.name, steps, float(perf.capacity_rps), units,
-                    float(perf.pair_bytes_per_s) if base.partner else 0.0, float("inf") if lat is None else lat,
+    return _Pending(f"{head}|b{batch}{tail}", base, cls.name, steps, float(capacity_rps), units,
+                    float(pair_bytes_per_s) if base.partner else 0.0, float("inf") if lat is None else lat,
                     batch)
 
 
@@ -133,14 +133,17 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
     out.generated += len(grid.batches)
     out.feasible += int(ok.sum())
     names = _name_around_batch(base, lat)
-    for i in np.flatnonzero(ok):
-        pend.append(_pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i)))
+    # Python scalars of the arrays once (float() of an element of each, as for one batch).
+    caps, pairs = np.asarray(perf.capacity_rps).tolist(), np.asarray(perf.pair_bytes_per_s).tolist()
+    batches = grid.batches.astype(int).tolist()
+    for i in np.flatnonzero(ok).tolist():
+        pend.append(_pending(names, grid, cls, steps, batches[i], caps[i], pairs[i]))
     i = best_index(perf, ok)
     if i is None or len(grid.batches) < 2 or base.partner is not None or base.kind == "prefill":
         # Paired replicas keep the grid (their extra columns made pair-hub MILPs far slower in CBC), and so
         # do prefill replicas: their capacity is not unimodal in the prompts per step (bulk-service waits).
         return None
-    bound = _pending(names, grid, cls, steps, int(grid.batches[i]), perf_at(perf, i))
+    bound = _pending(names, grid, cls, steps, batches[i], caps[i], pairs[i])
     bound.capacity = capacity_bound(perf, ok, grid.batches, cls.output_tokens)
     loads = np.asarray(perf.pair_bytes_per_s)[ok][np.argsort(np.asarray(perf.capacity_rps)[ok], kind="stable")]
     if (np.diff(loads) < 0).any():  # pair traffic not growing with capacity: assume none at the best batch
@@ -181,7 +184,8 @@ def _search(out: Candidates, ctx: Context, s: _Search) -> list[_Pending]:
     if best[0] in s.grid.batches[s.ok]:
         return []
     out.feasible += 1
-    return [_pending(_name_around_batch(s.grid.config, lat), s.grid, s.cls, s.steps, best[0], best[1])]
+    return [_pending(_name_around_batch(s.grid.config, lat), s.grid, s.cls, s.steps, best[0],
+                     best[1].capacity_rps, best[1].pair_bytes_per_s)]
 
 
 def _columns(group: list[_Pending]) -> Columns:
@@ -264,8 +268,12 @@ def generate(ctx: Context) -> Candidates:
 
 
 def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Problem, Candidates]:
-    """The solver-neutral problem of an instance (and the candidates behind it)."""
-    cands = generate(ctx) if cands is None else cands
+    """The solver-neutral problem of an instance (and the candidates behind it; generated, or reused from an
+    earlier context of this process with the same candidates, :mod:`placement.core.candidate_cache`)."""
+    if cands is None:
+        from placement.core.candidate_cache import cached_generate  # it imports this module
+
+        cands = cached_generate(ctx)
     inst = ctx.instance
     demands = [Demand(name=cls.name, rate=cls.rate_rps, single_resource=cls.single_chip_type)
                for cls in inst.workload.classes]

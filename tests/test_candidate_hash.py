@@ -1,0 +1,113 @@
+"""Candidate generation keeps its columns exactly: hashes of shipped instances' columns, the cache, the slot search.
+
+The hashes are those of ``benchmarks/behaviour_hash.py`` (every column and the
+configuration behind it, as sorted JSON), taken before candidate generation
+was made faster; a change of physics changes them on purpose and must update
+them here and in ``benchmarks/behaviour_hash.json`` together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from costmodels.queueing import _UTILISATION_GRID, _slot_wait_scaled, erlang_c, slot_max_rate_per_s
+from placement import load_instance
+from placement.core import candidate_cache
+from placement.core.candidates import build_problem, generate
+from placement.core.context import Context
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: instance -> (columns, SHA-256 prefix of the columns), as benchmarks/behaviour_hash.py prints them.
+COLUMNS = {
+    "melange-toy": (2, "cb26ff2fbaef18d7"),
+    "bertha-lpddr": (21, "41c5816ccbd2b2b5"),
+    "spec-decode-draft": (604, "b34bffea8c313777"),
+}
+
+
+def _columns_sha(problem, cands) -> tuple[int, str]:
+    rows = sorted(
+        json.dumps({"column": c.model_dump(mode="json"), "config": cands.configs[c.name].model_dump(mode="json")},
+                   sort_keys=True)
+        for c in problem.columns
+    )
+    return len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
+
+
+def _context(name: str, **update) -> Context:
+    inst = load_instance(ROOT / "instances" / f"{name}.yaml")
+    return Context.of(inst.model_copy(update=update) if update else inst)
+
+
+@pytest.mark.parametrize("name", sorted(COLUMNS))
+def test_generated_columns_hash_as_before(name):
+    ctx = _context(name)
+    problem, cands = build_problem(ctx, generate(ctx))
+    assert _columns_sha(problem, cands) == COLUMNS[name]
+
+
+def test_cache_reuses_columns_across_prices_and_rates_only():
+    """A price or a rate changed: the same columns, from the cache; an SLO changed: generated again."""
+    candidate_cache.clear()
+    inst = load_instance(ROOT / "instances" / "melange-toy.yaml")
+    first = candidate_cache.cached_generate(Context.of(inst))
+    hw = inst.hardware.model_copy(update={"domains": [d.model_copy(update={"usd_per_hour_per_chip": 123.0})
+                                                      for d in inst.hardware.domains]})
+    classes = [c.model_copy(update={"rate_rps": c.rate_rps * 3}) for c in inst.workload.classes]
+    cheaper = inst.model_copy(update={"hardware": hw,
+                                      "workload": inst.workload.model_copy(update={"classes": classes})})
+    again = candidate_cache.cached_generate(Context.of(cheaper))
+    assert candidate_cache.cache_info()["hits"] == 1
+    assert again.columns == first.columns == generate(Context.of(cheaper)).columns
+    assert again.columns is not first.columns  # callers own their lists
+    stricter = [c.model_copy(update={"tpot_ms": c.tpot_ms / 2}) for c in inst.workload.classes]
+    candidate_cache.cached_generate(Context.of(
+        inst.model_copy(update={"workload": inst.workload.model_copy(update={"classes": stricter})})))
+    assert candidate_cache.cache_info()["misses"] == 2
+    candidate_cache.clear()
+
+
+def _slot_rate_by_scan(servers, hold_s, budget_s, tail, max_utilisation):
+    """The highest grid utilisation meeting the budget by scanning every grid point (the definition)."""
+    grid = _UTILISATION_GRID[_UTILISATION_GRID <= max_utilisation * (1 + 1e-12)]
+    rate, wait = np.zeros(len(servers)), np.zeros(len(servers))
+    for i, (c, h, r) in enumerate(zip(servers, hold_s, budget_s, strict=True)):
+        scaled = _slot_wait_scaled(float(c), grid, np.asarray(erlang_c(int(c), grid)), tail)
+        bad = scaled * h > r
+        k = int(np.argmax(bad)) - 1 if bad.any() else grid.size - 1
+        if k > 0:
+            rate[i], wait[i] = grid[k] * c / h, scaled[k] * h
+    return rate, wait
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_slot_search_equals_the_scan_of_every_utilisation(seed):
+    rng = np.random.default_rng(seed)
+    servers = rng.choice([1, 2, 3, 8, 64, 1000, 4096], size=24)
+    hold_s = 10 ** rng.uniform(-3, 3, size=24)
+    budget_s = 10 ** rng.uniform(-3, 2, size=24)
+    budget_s[:2] = (-1.0, 0.0)
+    tail, cap = [(None, 0.9), (0.05, 1.0), (0.005, 0.9), (None, 0.5)][seed]
+    fast = slot_max_rate_per_s(servers, hold_s, budget_s, tail, max_utilisation=cap)
+    slow = _slot_rate_by_scan(servers, hold_s, budget_s, tail, cap)
+    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+    assert (fast[0] > 0).any() and (fast[0] == 0).any()
+
+
+def test_slot_search_with_rows_evicted_midway(monkeypatch):
+    """More slot counts in one call than the kept rows: the same answer as the scan."""
+    from costmodels import queueing
+
+    monkeypatch.setattr(queueing, "_WAIT_ROWS", queueing._Rows(2))
+    monkeypatch.setattr(queueing, "_ERLANG_ROWS", queueing._Rows(2))
+    servers, hold_s, budget_s = np.array([1, 5, 9, 13, 5, 1]), np.full(6, 2.0), np.full(6, 0.5)
+    slot_max_rate_per_s(servers[:2], hold_s[:2], budget_s[:2], None, max_utilisation=0.9)  # two rows kept
+    fast = slot_max_rate_per_s(servers, hold_s, budget_s, None, max_utilisation=0.9)
+    slow = _slot_rate_by_scan(servers, hold_s, budget_s, None, 0.9)
+    assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1]) and (fast[0] > 0).all()
