@@ -20,21 +20,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from placement.core.api import CheckResult, check
     from placement.core.errors import InputError, PlacementError, SolverError, VerificationError
     from placement.core.loading import load_instance, parse_instance
     from placement.core.plan import Plan
+    from placement.core.replan import Events, replan
     from placement.core.schema import Instance
     from placement.core.solve import solve
 
 __all__ = [
+    "CheckResult",
+    "Events",
     "InputError",
     "Instance",
     "PlacementError",
     "Plan",
     "SolverError",
     "VerificationError",
+    "check",
     "load_instance",
     "parse_instance",
+    "replan",
     "solve",
 ]
 
@@ -49,6 +55,10 @@ _HOME = {
     "Plan": "placement.core.plan",
     "Instance": "placement.core.schema",
     "solve": "placement.core.solve",
+    "replan": "placement.core.replan",
+    "Events": "placement.core.replan",
+    "check": "placement.core.api",
+    "CheckResult": "placement.core.api",
 }
 
 

@@ -66,6 +66,8 @@ class Context:
     graph: nx.DiGraph
     source: str = "<instance>"
     classes: dict[str, TrafficClass] = field(default_factory=dict)
+    #: Domain group -> indices of its failed domains (unusable; see :mod:`placement.core.failures`).
+    failed_domains: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, inst: Instance, source: str = "<instance>") -> Context:

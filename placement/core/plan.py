@@ -15,11 +15,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import read_document
+from placement.core.migration import Migration
 from placement.modes import STAGE_OF_KIND, StepId, check_stage
 from topology.records import MutableRecord
 
@@ -198,6 +205,18 @@ class Plan(MutableRecord):
     notes: list[str] = Field(default_factory=list, description="what was done beyond one solve: repairs, "
                              "certification by a second backend")
     certified: bool | None = Field(default=None, description="a second backend agreed (None: not asked)")
+    failed_domains: dict[str, list[int]] = Field(default_factory=dict, description="domain group -> indices of "
+                                                 "failed domains the plan was made without (re-plans)")
+    migration: Migration | None = Field(default=None, description="the moves from the plan it replaces")
+
+    @model_serializer(mode="wrap")
+    def _omit_unused_ops(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Plans of a healthy fleet made from scratch are written without the re-plan fields."""
+        out = handler(self)
+        for key, empty in (("failed_domains", {}), ("migration", None)):
+            if key in out and out[key] == empty:
+                del out[key]
+        return out
 
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings: byte-identical across runs."""

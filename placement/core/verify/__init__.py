@@ -20,6 +20,7 @@ check, its rule in its docstring:
 ``check_slos_and_memory`` each configuration fits in memory and meets its class's TTFT/TPOT
 ``check_pairing``         paired parts balance site by site within their latency level
 ``check_domains``         domain indices in range, replicas fit the domains listed, packing
+``check_failed_domains``  no replica on a domain the plan records as failed (whose uplink share is gone)
 ``check_network``         transfer conservation per node, link loads within bandwidth
 ``check_limits``          power and budget limits
 ``check_floors``          no TPOT, TTFT or capacity beats its physical floor (:mod:`placement.core.floors`,
@@ -71,6 +72,17 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
     """
     if plan.status not in CHECKED_STATUSES:
         return []
+    if plan.failed_domains:  # a plan for a degraded fleet is checked against that fleet
+        from placement.core.errors import InputError
+        from placement.core.failures import check_failed_domains, degrade
+
+        try:
+            ctx = degrade(ctx, plan.failed_domains, "failed_domains")
+        except InputError as e:
+            return [str(e)]
+        on_failed = check_failed_domains(ctx.failed_domains, plan.pools)
+        if on_failed:
+            return on_failed
     malformed = [*check_numbers(plan), *check_references(ctx, plan), *check_configurations(ctx, plan)]
     if malformed:
         return malformed  # the checks below re-derive from the configurations: only from sound ones
