@@ -68,6 +68,18 @@ def solve(
     With ``certify`` the model is solved again by the other bundled backend and
     the claims compared (:mod:`placement.core.certify`): ``plan.certified``
     says whether they agree, ``plan.notes`` what the second backend found.
+
+    Raises
+    ------
+    InputError
+        A model, chip or mode the instance names that the catalogue cannot resolve.
+
+    Examples
+    --------
+    >>> from placement.core.loading import load_instance
+    >>> plan = solve(load_instance("instances/melange-toy.yaml"), backend="highs")
+    >>> plan.status, plan.verified, plan.cost_usd_per_hour
+    ('optimal', True, 6.7)
     """
     began = time.monotonic() if began is None else began
     if objective is not None:
