@@ -171,3 +171,18 @@ def test_cli_replan_and_check_against_the_degraded_fleet(tmp_path):
     for bad in (["--fail", "a10g-pool"], ["--fail", "nope:1"], ["--fail", "a10g-pool:16"], ["--move-usd", "-1"]):
         r = runner.invoke(app, ["replan", toy, str(p0), *bad])
         assert r.exit_code == 2, (bad, r.output)
+
+
+def test_stated_replicas_per_domain_are_checked_exactly():
+    inst = _toy(chips_per_domain=4, count=4)
+    plan = solve(inst, backend=BACKEND)
+    a10g = next(p for p in plan.pools if p.chip == "a10g")
+    new = replan(inst, plan, Events(failed_domains={"a10g-pool": a10g.sites[0].domains[:1]}), backend=BACKEND)
+    site = next(s for p in new.pools for s in p.sites if s.site == "a10g-pool")
+    assert sum(site.replicas_per_domain) == site.replicas and new.verified
+    again = replan(inst, new, backend=BACKEND)  # a re-plan of a re-plan reads the stated counts
+    assert again.verified and again.migration.moves == []
+    crowded = new.model_copy(deep=True)
+    s = next(s for p in crowded.pools for s in p.sites if s.site == "a10g-pool")
+    s.replicas_per_domain = [s.replicas, *[0] * (len(s.domains) - 1)] if len(s.domains) > 1 else [s.replicas + 1]
+    assert not placement.check(inst, crowded).ok

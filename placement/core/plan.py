@@ -68,6 +68,16 @@ class PoolSite(MutableRecord):
     replicas: int
     domains: list[int] = Field(default_factory=list, description="indices of the domains used in the group")
     load_rps: dict[str, float] = Field(default_factory=dict, description="route step -> requests/s")
+    replicas_per_domain: list[int] = Field(default_factory=list, description="replicas on each domain of "
+                                           "domains, in that order (a replica larger than a domain counts once in "
+                                           "each of its domains); empty: not stated, the verifier packs")
+
+    @model_serializer(mode="wrap")
+    def _omit_unstated(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("replicas_per_domain") == []:
+            del out["replicas_per_domain"]
+        return out
 
 
 class Pool(MutableRecord):

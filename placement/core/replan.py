@@ -87,7 +87,7 @@ class Running:
 def _running(ctx: Context, plan: Plan, source: str) -> dict[Key, Running]:
     """The current plan's replicas by (column, part, group), per replica, split into alive and lost."""
     by_group: dict[str, dict[Key, tuple[int, int, list[int]]]] = defaultdict(dict)
-    pools = {}
+    pools, stated = {}, {}
     for pool in plan.pools:
         for s in pool.sites:
             if s.site not in ctx.sites:
@@ -96,10 +96,14 @@ def _running(ctx: Context, plan: Plan, source: str) -> dict[Key, Running]:
             key = (pool.column, pool.part, s.site)
             by_group[s.site][key] = (pool.chips_per_replica, s.replicas, s.domains)
             pools[key] = pool
+            stated[key] = _stated_slots(ctx, pool.chips_per_replica, s) if s.replicas_per_domain else None
     out: dict[Key, Running] = {}
     for group, sizes in sorted(by_group.items()):
         info = ctx.sites[group]
-        slots = replica_slots(info.chips_per_domain, info.group.count, sizes)
+        if all(stated[k] is not None for k in sizes):
+            slots = {k: stated[k] for k in sizes}
+        else:
+            slots = replica_slots(info.chips_per_domain, info.group.count, sizes)
         if slots is None:
             raise InputError(f"the pools in {group} do not fit the domains they list", file=source, field="pools")
         dead = set(ctx.failed_domains.get(group, ()))
@@ -109,6 +113,14 @@ def _running(ctx: Context, plan: Plan, source: str) -> dict[Key, Running]:
                                alive=[sl for sl in mine if not dead & set(sl)],
                                lost=[sl for sl in mine if dead & set(sl)])
     return out
+
+
+def _stated_slots(ctx: Context, units: int, site) -> list[Slot]:
+    """Per-replica slots of a pool site that states its replicas per domain (runs for multi-domain ones)."""
+    span = -(-units // ctx.sites[site.site].chips_per_domain)
+    if span > 1:
+        return [tuple(site.domains[i:i + span]) for i in range(0, len(site.domains), span)]
+    return [(d,) for d, c in zip(site.domains, site.replicas_per_domain) for _ in range(c)]
 
 
 def _usd_per_change(ctx: Context, config: PoolConfig, part: int, group: str, move_usd: float) -> tuple[float, float,
@@ -143,7 +155,9 @@ def _place(ctx: Context, plan: Plan, running: dict[Key, Running]) -> tuple[dict[
         placed.update(slots or {})
     for pool in plan.pools:
         for s in pool.sites:
-            s.domains = sorted({d for sl in placed.get((pool.column, pool.part, s.site), []) for d in sl})
+            on = Counter(d for sl in placed.get((pool.column, pool.part, s.site), []) for d in sl)
+            s.domains = sorted(on)
+            s.replicas_per_domain = [on[d] for d in s.domains]
     return placed, notes
 
 
