@@ -99,6 +99,8 @@ def solve(
     certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
                                           "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
                                           "they disagree (the better verified plan is still written)")] = False,
+    survive: Annotated[str | None, typer.Option("--survive", help="domain:1: the plan still serves every class "
+                                                "after losing any one domain (N+1)")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -118,8 +120,15 @@ def solve(
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
     left_after(time_limit, began, "reading the instance")
-    plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
-               began=began, certify=certify)
+    if survive is not None:
+        from placement.core.survive import parse_survive, solve_surviving
+
+        parse_survive(survive)
+        plan = solve_surviving(inst if objective is None else inst.model_copy(update={"objective": objective}),
+                               survive=survive, backend=solver, time_limit_s=time_limit, gap=gap, source=str(instance))
+    else:
+        plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap,
+                   source=str(instance), began=began, certify=certify)
     if with_compare and plan.verified:
         from placement.studies.compare import with_comparisons
 

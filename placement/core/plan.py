@@ -218,12 +218,14 @@ class Plan(MutableRecord):
     failed_domains: dict[str, list[int]] = Field(default_factory=dict, description="domain group -> indices of "
                                                  "failed domains the plan was made without (re-plans)")
     migration: Migration | None = Field(default=None, description="the moves from the plan it replaces")
+    survive: str | None = Field(default=None, description="a failure the plan is built to survive: 'domain:1' "
+                                "(any one domain lost, the rest still serve every class)")
 
     @model_serializer(mode="wrap")
     def _omit_unused_ops(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Plans of a healthy fleet made from scratch are written without the re-plan fields."""
         out = handler(self)
-        for key, empty in (("failed_domains", {}), ("migration", None)):
+        for key, empty in (("failed_domains", {}), ("migration", None), ("survive", None)):
             if key in out and out[key] == empty:
                 del out[key]
         return out

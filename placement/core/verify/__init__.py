@@ -23,6 +23,7 @@ check, its rule in its docstring:
 ``check_failed_domains``  no replica on a domain the plan records as failed (whose uplink share is gone)
 ``check_network``         transfer conservation per node, link loads within bandwidth
 ``check_limits``          power and budget limits
+``check_survival``        (N+1 plans) with any one domain lost, the rest still serve every class
 ``check_floors``          no TPOT, TTFT or capacity beats its physical floor (:mod:`placement.core.floors`,
                           which shares no code with the cost models)
 ========================  ==================================================================
@@ -56,6 +57,7 @@ from placement.core.verify.serving import (
     check_slos_and_memory,
 )
 from placement.core.verify.structure import check_configurations, check_numbers, check_references
+from placement.core.verify.survive import check_survival
 
 __all__ = ["RTOL", "pair_latency_of", "verify"]
 
@@ -107,4 +109,5 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
         *check_network(ctx, plan, facts),
         *check_limits(ctx, plan, facts),
         *check_floors(plan, ctx),
+        *check_survival(ctx, plan, facts),
     ]
