@@ -20,7 +20,7 @@ import typer
 
 from placement.cli.bench import bench_command, export_command, generate_command
 from placement.cli.guard import guarded
-from placement.cli.ops import replan_command
+from placement.cli.ops import replan_command, schedule_command
 from placement.cli.options import InstanceArg, Objective, PlanArg, check_run_options
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
@@ -213,6 +213,7 @@ app.command("generate")(guarded(generate_command))
 app.command("bench")(guarded(bench_command))
 app.command("export")(guarded(export_command))
 app.command("replan")(guarded(replan_command))
+app.command("schedule")(guarded(schedule_command))
 
 
 def main() -> None:  # pragma: no cover

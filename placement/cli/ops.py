@@ -10,7 +10,7 @@ import typer
 from placement.cli.options import InstanceArg, PlanArg, check_run_options
 from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
 
-__all__ = ["print_migration", "replan_command"]
+__all__ = ["print_migration", "replan_command", "schedule_command"]
 
 
 def print_migration(console, plan) -> None:
@@ -113,3 +113,57 @@ def _exit(plan) -> int:
         return EXIT_VERIFY
     return EXIT_SOLVER
 
+
+
+def schedule_command(
+    instance: InstanceArg,
+    profile: Annotated[Path, typer.Option("--profile", help="CSV: period,class,rate_rps[,hours]")],
+    move_usd: Annotated[float, typer.Option("--move-usd", help="fixed $ per replica added or removed")] = 0.0,
+    solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the schedule (with every period's "
+                                                   "plan) as JSON here")] = None,
+) -> None:
+    """One plan per period of a demand profile (rolling horizon), beside independent and static-peak plans."""
+    import math
+
+    from rich.table import Table
+
+    from placement.cli.consoles import out
+    from placement.core.loading import load_instance
+    from placement.core.schedule import read_profile, schedule
+
+    if not (math.isfinite(move_usd) and move_usd >= 0):
+        raise InputError(f"expected a finite $ >= 0, got {move_usd}", field="--move-usd")
+    if json_path is not None:
+        from placement.core.output import check_writable, refuse_inputs
+
+        check_writable(json_path)
+        refuse_inputs({"--json": json_path}, [instance, profile])
+    inst = load_instance(instance)
+    result = schedule(inst, read_profile(profile), backend=solver, move_usd=move_usd, keep_plans=json_path is not None)
+    if json_path is not None:
+        from placement.core.output import write_atomic
+
+        write_atomic(json_path, result.model_dump_json(indent=2))
+    t = Table(title=f"schedule ({result.method})")
+    for col in ("period", "h", "status", "$/h", "chips", "+", "−", "migration $", "alone $/h"):
+        t.add_column(col)
+    for p in result.periods:
+        t.add_row(p.period, f"{p.hours:g}", p.status, _money(p.cost_usd_per_hour), str(p.chips or "-"),
+                  str(p.replicas_added), str(p.replicas_removed), f"{p.migration_usd:,.2f}",
+                  _money(p.independent_usd_per_hour))
+    out.print(t)
+    if result.total_usd is None:
+        raise typer.Exit(EXIT_INFEASIBLE if any(p.status == "infeasible" for p in result.periods) else EXIT_SOLVER)
+    out.print(f"schedule ${result.total_usd:,.2f} (run ${result.run_usd:,.2f} + migration ${result.migration_usd:,.2f}); "
+              f"independent periods ${_money(result.independent_usd)} (a lower bound: gap "
+              f"{_pct(result.gap_to_independent)}); static peak plan ${_money(result.static_peak_usd)}",
+              highlight=False)
+
+
+def _money(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2%}"
