@@ -21,6 +21,7 @@ import typer
 from placement.cli.bench import bench_command, export_command, generate_command
 from placement.cli.guard import guarded
 from placement.cli.kv import kv_prices_command
+from placement.cli.ops import replan_command, schedule_command
 from placement.cli.options import InstanceArg, KvPolicy, Objective, PlanArg, check_run_options
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
@@ -102,6 +103,8 @@ def solve(
     kv_policy: Annotated[KvPolicy | None, typer.Option("--kv-policy", help="session classes: keep KV in every "
                                                        "tier (default when tiers exist), in HBM only, or "
                                                        "recompute every prefix")] = None,
+    survive: Annotated[str | None, typer.Option("--survive", help="domain:1: the plan still serves every class "
+                                                "after losing any one domain (N+1)")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -121,8 +124,16 @@ def solve(
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
     left_after(time_limit, began, "reading the instance")
-    plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
-               began=began, certify=certify, kv_policy=None if kv_policy is None else str(kv_policy))
+    if survive is not None:
+        from placement.core.survive import parse_survive, solve_surviving
+
+        parse_survive(survive)
+        plan = solve_surviving(inst if objective is None else inst.model_copy(update={"objective": objective}),
+                               survive=survive, backend=solver, time_limit_s=time_limit, gap=gap, source=str(instance))
+    else:
+        plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap,
+                   source=str(instance), began=began, certify=certify,
+                   kv_policy=None if kv_policy is None else str(kv_policy))
     if with_compare and plan.verified:
         from placement.studies.compare import with_comparisons
 
@@ -207,6 +218,8 @@ app.command("generate")(guarded(generate_command))
 app.command("bench")(guarded(bench_command))
 app.command("export")(guarded(export_command))
 app.command("kv-prices")(guarded(kv_prices_command))
+app.command("replan")(guarded(replan_command))
+app.command("schedule")(guarded(schedule_command))
 
 
 def main() -> None:  # pragma: no cover

@@ -282,7 +282,8 @@ def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Proble
     flows = [Transfer(name=t.id, route=str(t.route), source=str(t.source), target=str(t.target),
                       bytes_per_request=t.bytes_per_request) for t in transfers(ctx)]
     sites = [
-        Site(name=n, node=n, resource=s.resource, units_per_domain=s.chips_per_domain, domains=s.group.count,
+        Site(name=n, node=n, resource=s.resource, units_per_domain=s.chips_per_domain,
+             domains=s.group.count - len(ctx.failed_domains.get(n, ())),
              usd_per_hour_per_unit=s.usd_per_hour_per_chip, power_w_per_unit=s.chip.power_w)
         for n, s in sorted(ctx.sites.items())
     ]

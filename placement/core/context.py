@@ -68,6 +68,8 @@ class Context:
     classes: dict[str, TrafficClass] = field(default_factory=dict)
     #: Holding cost of the KV tiers a plan uses, part of its cost (set by :mod:`placement.core.verify.kv`).
     kv_usd_per_hour: float = 0.0
+    #: Domain group -> indices of its failed domains (unusable; see :mod:`placement.core.failures`).
+    failed_domains: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, inst: Instance, source: str = "<instance>") -> Context:

@@ -193,6 +193,16 @@ def load_instance(path: str | Path) -> Instance:
     ------
     InputError
         Naming the file, the field and what was expected.
+
+    Examples
+    --------
+    >>> inst = load_instance("instances/melange-toy.yaml")
+    >>> inst.name, [d.name for d in inst.hardware.domains]
+    ('melange-toy', ['a10g-pool', 'a100-pool'])
+    >>> load_instance("no-such-file.yaml")
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: no-such-file.yaml: file not found
     """
     return parse_instance(read_document(path), source=str(path))
 

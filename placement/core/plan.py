@@ -15,11 +15,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationError, model_serializer
+from pydantic import (
+    AfterValidator,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import read_document
+from placement.core.migration import Migration
 from placement.modes import STAGE_OF_KIND, StepId, check_stage
 from topology.records import MutableRecord
 
@@ -63,6 +70,16 @@ class PoolSite(MutableRecord):
     replicas: int
     domains: list[int] = Field(default_factory=list, description="indices of the domains used in the group")
     load_rps: dict[str, float] = Field(default_factory=dict, description="route step -> requests/s")
+    replicas_per_domain: list[int] = Field(default_factory=list, description="replicas on each domain of "
+                                           "domains, in that order (a replica larger than a domain counts once in "
+                                           "each of its domains); empty: not stated, the verifier packs")
+
+    @model_serializer(mode="wrap")
+    def _omit_unstated(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("replicas_per_domain") == []:
+            del out["replicas_per_domain"]
+        return out
 
 
 class Pool(MutableRecord):
@@ -245,10 +262,17 @@ class Plan(MutableRecord):
     kv_tiers: list[KvTierUse] = Field(default_factory=list)
     kv_usd_per_hour: float | None = Field(default=None, description="holding cost of the KV tiers (in "
                                           "cost_usd_per_hour)")
+    failed_domains: dict[str, list[int]] = Field(default_factory=dict, description="domain group -> indices of "
+                                                 "failed domains the plan was made without (re-plans)")
+    migration: Migration | None = Field(default=None, description="the moves from the plan it replaces")
+    survive: str | None = Field(default=None, description="a failure the plan is built to survive: 'domain:1' "
+                                "(any one domain lost, the rest still serve every class)")
 
     @model_serializer(mode="wrap")
-    def _serialise(self, handler):
-        return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_usd_per_hour"))
+    def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Plans without sessions, made from scratch on a healthy fleet, are written without those fields."""
+        return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_usd_per_hour", "failed_domains",
+                                           "migration", "survive"))
 
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings: byte-identical across runs."""

@@ -74,6 +74,18 @@ def solve(
     domain group has a KV tier) says where the session classes' KV may be kept
     between calls (:mod:`placement.core.kvmodel`); without session classes it
     changes nothing.
+
+    Raises
+    ------
+    InputError
+        A model, chip or mode the instance names that the catalogue cannot resolve.
+
+    Examples
+    --------
+    >>> from placement.core.loading import load_instance
+    >>> plan = solve(load_instance("instances/melange-toy.yaml"), backend="highs")
+    >>> plan.status, plan.verified, plan.cost_usd_per_hour
+    ('optimal', True, 6.7)
     """
     began = time.monotonic() if began is None else began
     if objective is not None:

@@ -20,8 +20,10 @@ check, its rule in its docstring:
 ``check_slos_and_memory`` each configuration fits in memory and meets its class's TTFT/TPOT
 ``check_pairing``         paired parts balance site by site within their latency level
 ``check_domains``         domain indices in range, replicas fit the domains listed, packing
+``check_failed_domains``  no replica on a domain the plan records as failed (whose uplink share is gone)
 ``check_network``         transfer conservation per node, link loads within bandwidth
 ``check_limits``          power and budget limits
+``check_survival``        (N+1 plans) with any one domain lost, the rest still serve every class
 ``check_floors``          no TPOT, TTFT or capacity beats its physical floor (:mod:`placement.core.floors`,
                           which shares no code with the cost models)
 ``check_kv``              session classes: retention policies, hit rates, tier capacity, bandwidth
@@ -59,6 +61,7 @@ from placement.core.verify.serving import (
     check_slos_and_memory,
 )
 from placement.core.verify.structure import check_configurations, check_numbers, check_references
+from placement.core.verify.survive import check_survival
 
 __all__ = ["RTOL", "pair_latency_of", "verify"]
 
@@ -75,6 +78,17 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
     """
     if plan.status not in CHECKED_STATUSES:
         return []
+    if plan.failed_domains:  # a plan for a degraded fleet is checked against that fleet
+        from placement.core.errors import InputError
+        from placement.core.failures import check_failed_domains, degrade
+
+        try:
+            ctx = degrade(ctx, plan.failed_domains, "failed_domains")
+        except InputError as e:
+            return [str(e)]
+        on_failed = check_failed_domains(ctx.failed_domains, plan.pools)
+        if on_failed:
+            return on_failed
     if has_sessions(ctx):
         ctx, kv_violations = check_kv(ctx, plan)
         if kv_violations:
@@ -103,4 +117,5 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
         *check_network(ctx, plan, facts),
         *check_limits(ctx, plan, facts),
         *check_floors(plan, ctx),
+        *check_survival(ctx, plan, facts),
     ]

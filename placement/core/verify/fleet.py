@@ -23,7 +23,7 @@ from placement.core.verify.facts import RTOL, PoolFacts, over, transfers
 from solvers.packing import pack_into_domains
 from solvers.problem import Site
 
-__all__ = ["assign_in_listed_domains", "check_domains", "check_limits", "check_network"]
+__all__ = ["assign_in_listed_domains", "check_domains", "check_limits", "check_network", "check_stated_domains"]
 
 
 def _site(ctx: Context, name: str) -> Site:
@@ -61,7 +61,12 @@ def check_domains(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]
                          f"{len(set(s.domains))} domain(s) of {info.chips_per_domain} chips")
     if v:
         return v
+    stated = {name for name in per_site if all(s.replicas_per_domain for f in facts for s in f.pool.sites
+                                               if s.site == name)}
+    v.extend(check_stated_domains(ctx, facts, stated))
     for name, sizes in sorted(per_site.items()):
+        if name in stated:
+            continue
         site = _site(ctx, name)
         try:
             hosted = pack_into_domains(site, {k: (u, n) for k, (u, n, _) in sizes.items()})
@@ -76,6 +81,42 @@ def check_domains(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]
             problem = assign_in_listed_domains(site, sizes)
             if problem is not None:
                 v.append(f"domain group {name}: {problem}")
+    return v
+
+
+def check_stated_domains(ctx: Context, facts: list[PoolFacts], groups: set[str]) -> list[str]:
+    """For groups whose pools state ``replicas_per_domain``: the counts add up to the replicas, a replica
+    larger than a domain takes runs of consecutive whole domains, and each domain's chips fit in it."""
+    v: list[str] = []
+    used: dict[tuple[str, int], int] = defaultdict(int)
+    for f in facts:
+        for j, s in enumerate(f.pool.sites):
+            if s.site not in groups:
+                continue
+            where = f"pools[{f.index}].sites[{j}].replicas_per_domain"
+            size_d, units = ctx.sites[s.site].chips_per_domain, f.chips_per_replica
+            counts = s.replicas_per_domain
+            if len(counts) != len(s.domains) or any(c < 1 for c in counts):
+                v.append(f"{where}: expected a count >= 1 for each of the {len(s.domains)} domains listed, got "
+                         f"{counts}")
+                continue
+            span = -(-units // size_d)
+            if span > 1:
+                runs = [s.domains[i:i + span] for i in range(0, len(s.domains), span)]
+                if (any(c != 1 for c in counts) or len(s.domains) != s.replicas * span
+                        or any(r[-1] - r[0] != span - 1 for r in runs)):
+                    v.append(f"{where}: {s.replicas} replicas of {units} chips need {s.replicas} runs of {span} "
+                             f"consecutive domains, got {s.domains}")
+                    continue
+            elif sum(counts) != s.replicas:
+                v.append(f"{where}: {counts} adds up to {sum(counts)}, the site has {s.replicas} replicas")
+                continue
+            for d, c in zip(s.domains, counts):
+                used[s.site, d] += c * min(units, size_d)
+    for (name, d), chips in sorted(used.items()):
+        if chips > ctx.sites[name].chips_per_domain:
+            v.append(f"domain group {name}: domain {d} holds {chips} chips of replicas, it has "
+                     f"{ctx.sites[name].chips_per_domain}")
     return v
 
 

@@ -1,0 +1,169 @@
+"""Operating a fleet over time: ``placement replan`` (registered in :mod:`placement.cli.app`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from placement.cli.options import InstanceArg, PlanArg, check_run_options
+from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
+
+__all__ = ["print_migration", "replan_command", "schedule_command"]
+
+
+def print_migration(console, plan) -> None:
+    """The moves of a re-plan as a table, then their totals."""
+    from rich.table import Table
+
+    mig = plan.migration
+    if plan.failed_domains:
+        failed = "; ".join(f"{g}: {', '.join(map(str, ix))}" for g, ix in plan.failed_domains.items())
+        console.print(f"failed domains: {failed}", highlight=False, markup=False)
+    if mig is None:
+        return
+    if mig.moves:
+        t = Table(title="moves")
+        for col in ("pool", "stage", "chip", "group", "before → after", "lost", "+", "−", "domains +", "domains −",
+                    "reload GB", "s", "$"):
+            t.add_column(col)
+        for m in mig.moves:
+            t.add_row(m.pool or f"({m.previous_pool})", m.stage, m.chip, m.group,
+                      f"{m.replicas_before} → {m.replicas_after}", str(m.replicas_lost), str(m.added), str(m.removed),
+                      _indices(m.domains_added), _indices(m.domains_removed), f"{m.reload_bytes / 1e9:,.1f}",
+                      f"{m.reload_s:.3g}", f"{m.usd:,.2f}")
+        console.print(t)
+    console.print(f"migration: {mig.replicas_added} added, {mig.replicas_removed} removed, {mig.replicas_kept} kept, "
+                  f"{mig.replicas_lost} lost; {mig.reload_bytes / 1e9:,.1f} GB reloaded, longest {mig.reload_s:.3g} s, "
+                  f"${mig.usd:,.2f} one-off; objective ${mig.objective_usd_per_hour:,.4f}/h "
+                  f"(run + one-off / {mig.amortise_h:g} h)", highlight=False)
+
+
+def _indices(ix: list[int], most: int = 8) -> str:
+    shown = ",".join(map(str, ix[:most]))
+    return shown + (f",… ({len(ix)})" if len(ix) > most else "")
+
+
+def replan_command(
+    instance: InstanceArg,
+    plan_path: PlanArg,
+    fail: Annotated[list[str] | None, typer.Option("--fail", help="GROUP:INDICES of failed domains, e.g. "
+                                                   "vr-nvl72:0-7 or vr-nvl72:3,17 (repeatable)")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="PATH=VALUE: the instance now, e.g. "
+                                                   "workload.classes.chat.rate_rps=40 (repeatable)")] = None,
+    move_usd: Annotated[float, typer.Option("--move-usd", help="fixed $ per replica added or removed, on top "
+                                            "of its weight reload")] = 0.0,
+    amortise_h: Annotated[float, typer.Option("--amortise-h", help="hours over which one-off $ are spread in "
+                                              "the objective")] = 24.0,
+    solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="solver seconds")] = None,
+    gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the new plan as JSON here")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
+) -> None:
+    """Re-plan a running plan after failures or changes, counting what each move costs."""
+    import math
+
+    from rich.markup import escape
+
+    from placement.cli.consoles import err, out
+    from placement.cli.report import print_plan
+    from placement.core.failures import parse_failures
+    from placement.core.loading import load_instance
+    from placement.core.plan import read_plan
+    from placement.core.replan import Events, replan
+    from placement.studies.whatif import apply_overrides
+
+    check_run_options(time_limit_s=time_limit, gap=gap)
+    if not (math.isfinite(move_usd) and move_usd >= 0):
+        raise InputError(f"expected a finite $ >= 0, got {move_usd}", field="--move-usd")
+    if not (math.isfinite(amortise_h) and amortise_h > 0):
+        raise InputError(f"expected a finite number of hours > 0, got {amortise_h}", field="--amortise-h")
+    if json_path is not None:
+        from placement.core.output import check_writable, refuse_inputs
+
+        check_writable(json_path)
+        refuse_inputs({"--json": json_path}, [instance, plan_path])
+    failed = parse_failures(fail or [])
+    inst, _ = apply_overrides(load_instance(instance), list(set_ or []), str(instance))
+    current = read_plan(plan_path)
+    new = replan(inst, current, Events(failed_domains=failed, move_usd=move_usd, amortise_h=amortise_h),
+                 backend=solver, time_limit_s=time_limit, gap=gap, source=str(instance))
+    if json_path is not None:
+        from placement.core.output import write_atomic
+
+        write_atomic(json_path, new.model_dump_json(indent=2))
+    console = err if str(json_path) == "-" else out
+    if not quiet:
+        print_plan(console, new)
+        print_migration(console, new)
+    code = _exit(new)
+    if code:
+        err.print(f"[red]{new.status}[/red]: {escape(new.message or '')}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _exit(plan) -> int:
+    if plan.status in ("optimal", "feasible", "time_limit") and plan.verified:
+        return EXIT_OK
+    if plan.status == "infeasible":
+        return EXIT_INFEASIBLE
+    if plan.violations:
+        return EXIT_VERIFY
+    return EXIT_SOLVER
+
+
+
+def schedule_command(
+    instance: InstanceArg,
+    profile: Annotated[Path, typer.Option("--profile", help="CSV: period,class,rate_rps[,hours]")],
+    move_usd: Annotated[float, typer.Option("--move-usd", help="fixed $ per replica added or removed")] = 0.0,
+    solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
+    json_path: Annotated[Path | None, typer.Option("--json", help="write the schedule (with every period's "
+                                                   "plan) as JSON here")] = None,
+) -> None:
+    """One plan per period of a demand profile (rolling horizon), beside independent and static-peak plans."""
+    import math
+
+    from rich.table import Table
+
+    from placement.cli.consoles import out
+    from placement.core.loading import load_instance
+    from placement.core.schedule import read_profile, schedule
+
+    if not (math.isfinite(move_usd) and move_usd >= 0):
+        raise InputError(f"expected a finite $ >= 0, got {move_usd}", field="--move-usd")
+    if json_path is not None:
+        from placement.core.output import check_writable, refuse_inputs
+
+        check_writable(json_path)
+        refuse_inputs({"--json": json_path}, [instance, profile])
+    inst = load_instance(instance)
+    result = schedule(inst, read_profile(profile), backend=solver, move_usd=move_usd, keep_plans=json_path is not None)
+    if json_path is not None:
+        from placement.core.output import write_atomic
+
+        write_atomic(json_path, result.model_dump_json(indent=2))
+    t = Table(title=f"schedule ({result.method})")
+    for col in ("period", "h", "status", "$/h", "chips", "+", "−", "migration $", "alone $/h"):
+        t.add_column(col)
+    for p in result.periods:
+        t.add_row(p.period, f"{p.hours:g}", p.status, _money(p.cost_usd_per_hour), str(p.chips or "-"),
+                  str(p.replicas_added), str(p.replicas_removed), f"{p.migration_usd:,.2f}",
+                  _money(p.independent_usd_per_hour))
+    out.print(t)
+    if result.total_usd is None:
+        raise typer.Exit(EXIT_INFEASIBLE if any(p.status == "infeasible" for p in result.periods) else EXIT_SOLVER)
+    out.print(f"schedule ${result.total_usd:,.2f} (run ${result.run_usd:,.2f} + migration ${result.migration_usd:,.2f}); "
+              f"independent periods ${_money(result.independent_usd)} (a lower bound: gap "
+              f"{_pct(result.gap_to_independent)}); static peak plan ${_money(result.static_peak_usd)}",
+              highlight=False)
+
+
+def _money(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2%}"

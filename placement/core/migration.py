@@ -1,0 +1,102 @@
+"""What changing a running plan costs: the reload rule and the ``migration`` record of a re-plan.
+
+Reload rule
+-----------
+Every replica added, and every replica removed, costs one *reload*: the
+replica's weights travel into its chips over their share of the domain's
+scale-out uplink, and while they do, the replica's chips are paid for and
+serve nothing (a removal is charged the same time: its traffic drains to the
+replicas that stay)::
+
+    bytes   = weight bytes of what the part holds (see weight_bytes_of)
+    seconds = bytes / (chips × uplink of the domain / chips per domain)
+    $       = seconds × chips × $/h per chip / 3600  +  the fixed $ per move
+
+A replica that stays where it is costs nothing. A replica on a failed domain
+is already gone: replacing it is an addition.
+
+Examples
+--------
+>>> reload_seconds(1.4e12, chips=8, uplink_bytes_per_s=7.2e12, chips_per_domain=72)
+1.75
+>>> round(reload_usd(1.75, chips=8, usd_per_hour_per_chip=10.0, move_usd=0.5), 6)
+0.538889
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from placement.core.context import Context
+from placement.core.evaluate import PoolConfig, precision_args
+from topology.records import MutableRecord
+
+__all__ = ["Migration", "Move", "reload_seconds", "reload_usd", "weight_bytes_of"]
+
+
+class Move(MutableRecord):
+    """Replicas of one pool part in one domain group: before → after, and what the change costs."""
+
+    pool: str | None = Field(description="the pool's id in the new plan (None: it is gone)")
+    previous_pool: str | None = Field(description="its id in the current plan (None: it is new)")
+    column: str
+    part: int
+    stage: str
+    chip: str
+    group: str
+    replicas_before: int
+    replicas_lost: int = Field(description="replicas of the current plan on failed domains")
+    replicas_after: int
+    added: int
+    removed: int
+    domains_added: list[int] = Field(default_factory=list, description="indices that gain replicas")
+    domains_removed: list[int] = Field(default_factory=list, description="indices that lose replicas")
+    reload_bytes: float
+    reload_s: float = Field(description="seconds per replica reloaded (replicas reload in parallel)")
+    usd: float
+
+
+class Migration(MutableRecord):
+    """The moves from the current plan to the new one, and their totals."""
+
+    moves: list[Move] = Field(default_factory=list)
+    replicas_added: int = 0
+    replicas_removed: int = 0
+    replicas_kept: int = 0
+    replicas_lost: int = 0
+    reload_bytes: float = 0.0
+    reload_s: float = Field(default=0.0, description="the longest single reload (moves run in parallel)")
+    usd: float = Field(default=0.0, description="one-off cost of all moves")
+    move_usd: float = Field(default=0.0, description="the fixed $ charged per replica added or removed")
+    amortise_h: float = Field(description="hours over which the one-off cost is spread in the objective")
+    objective_usd_per_hour: float = Field(description="run cost + usd / amortise_h: what the re-plan minimised")
+
+
+def weight_bytes_of(ctx: Context, config: PoolConfig, part: int) -> float:
+    """Bytes of weights one replica of ``part`` of ``config`` holds.
+
+    A whole replica holds the whole model (its shards add up to it); the
+    attention half of an attention–FFN replica holds the attention and
+    embedding weights, its FFN half the FFN weights; a remote draft holds the
+    draft model.
+    """
+    precision = precision_args(ctx)["precision"]
+    model = ctx.model
+    if config.partner is None:
+        return model.weight_bytes(precision)
+    if config.kind == "decode-af":
+        params = model.ffn_params if part else model.attention_params + model.embedding_params
+        return params * model.weight_bytes(precision) / model.total_params
+    if part and ctx.draft_model is not None:
+        return ctx.draft_model.weight_bytes(precision)
+    return model.weight_bytes(precision)
+
+
+def reload_seconds(weight_bytes: float, *, chips: int, uplink_bytes_per_s: float, chips_per_domain: int) -> float:
+    """Seconds to load ``weight_bytes`` into ``chips`` chips over their share of the domain uplink."""
+    return weight_bytes / (chips * uplink_bytes_per_s / chips_per_domain)
+
+
+def reload_usd(seconds: float, *, chips: int, usd_per_hour_per_chip: float, move_usd: float = 0.0) -> float:
+    """$ of one reload: the replica's chips paid for ``seconds``, plus the fixed ``move_usd``."""
+    return seconds * chips * usd_per_hour_per_chip / 3600.0 + move_usd

@@ -1,0 +1,274 @@
+"""Re-plan a running placement after failures, demand or price changes, paying for every change.
+
+The instance given is the world *now* (new rates, prices, SLOs: edit it, or
+``--set PATH=VALUE`` on the command line); the plan is what runs; the events
+add failed domains. The re-plan is the MILP of the degraded fleet
+(:mod:`placement.core.failures`) with the migration terms of
+:mod:`solvers.migration_rows`::
+
+    min  run $/h  +  (Σ reload $ of every replica added or removed) / amortise_h
+
+the reload $ following :mod:`placement.core.migration`. Replicas that stay
+keep their domain indices; new ones fill the free room of healthy domains
+(:mod:`placement.core.domain_slots`). The new plan records every failed
+domain (the current plan's and the events'), so that the verifier — and
+``placement check`` — judge it against the degraded fleet, and carries a
+``migration`` record: each move, and the totals.
+
+Examples
+--------
+>>> import placement
+>>> inst = placement.load_instance("instances/melange-toy.yaml")
+>>> plan = placement.solve(inst, backend="highs")
+>>> same = placement.replan(inst, plan, backend="highs")
+>>> same.cost_usd_per_hour == plan.cost_usd_per_hour, len(same.migration.moves)
+(True, 0)
+>>> hit = plan.pools[0].sites[0]
+>>> after = placement.replan(inst, plan, placement.Events(failed_domains={hit.site: hit.domains[:1]}),
+...                          backend="highs")
+>>> after.verified, after.failed_domains == {hit.site: hit.domains[:1]}, after.migration.replicas_lost
+(True, True, 1)
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from placement.core.candidates import build_problem
+from placement.core.context import Context
+from placement.core.domain_slots import Slot, place_around, replica_slots
+from placement.core.errors import InputError
+from placement.core.evaluate import PoolConfig
+from placement.core.failures import degrade, healthy_indices, merge_failures
+from placement.core.migration import Migration, Move, reload_seconds, reload_usd, weight_bytes_of
+from placement.core.plan import Plan
+from placement.core.schema import Instance
+from placement.core.solve import assemble_plan
+from placement.core.verify import verify
+from solvers.migration_rows import add_migration
+from solvers.milp import Start, solve_model
+
+__all__ = ["DEFAULT_AMORTISE_H", "Events", "Running", "replan"]
+
+#: Hours over which a re-plan spreads its one-off migration $ (a plan is expected to hold about a day).
+DEFAULT_AMORTISE_H = 24.0
+
+Key = tuple[str, int, str]
+
+
+@dataclass(frozen=True)
+class Events:
+    """What happened since the current plan was made.
+
+    ``failed_domains``: domain group -> indices of domains that failed (added
+    to those the current plan already records). ``move_usd``: a fixed $ per
+    replica added or removed, on top of its reload. ``amortise_h``: hours over
+    which one-off $ are spread in the objective (> 0).
+    """
+
+    failed_domains: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    move_usd: float = 0.0
+    amortise_h: float = DEFAULT_AMORTISE_H
+
+
+@dataclass
+class Running:
+    """Replicas of one pool part in one group in the current plan: where they sit, which survive."""
+
+    pool: str
+    config: PoolConfig
+    chips_per_replica: int
+    alive: list[Slot]
+    lost: list[Slot]
+
+
+def _running(ctx: Context, plan: Plan, source: str) -> dict[Key, Running]:
+    """The current plan's replicas by (column, part, group), per replica, split into alive and lost."""
+    by_group: dict[str, dict[Key, tuple[int, int, list[int]]]] = defaultdict(dict)
+    pools, stated = {}, {}
+    for pool in plan.pools:
+        for s in pool.sites:
+            if s.site not in ctx.sites:
+                raise InputError(f"pool {pool.id} sits in {s.site!r}, not a domain group of the instance",
+                                 file=source, field="pools")
+            key = (pool.column, pool.part, s.site)
+            by_group[s.site][key] = (pool.chips_per_replica, s.replicas, s.domains)
+            pools[key] = pool
+            stated[key] = _stated_slots(ctx, pool.chips_per_replica, s) if s.replicas_per_domain else None
+    out: dict[Key, Running] = {}
+    for group, sizes in sorted(by_group.items()):
+        info = ctx.sites[group]
+        if all(stated[k] is not None for k in sizes):
+            slots = {k: stated[k] for k in sizes}
+        else:
+            slots = replica_slots(info.chips_per_domain, info.group.count, sizes)
+        if slots is None:
+            raise InputError(f"the pools in {group} do not fit the domains they list", file=source, field="pools")
+        dead = set(ctx.failed_domains.get(group, ()))
+        for key, mine in slots.items():
+            pool = pools[key]
+            out[key] = Running(pool=pool.id, config=pool.config, chips_per_replica=pool.chips_per_replica,
+                               alive=[sl for sl in mine if not dead & set(sl)],
+                               lost=[sl for sl in mine if dead & set(sl)])
+    return out
+
+
+def _stated_slots(ctx: Context, units: int, site) -> list[Slot]:
+    """Per-replica slots of a pool site that states its replicas per domain (runs for multi-domain ones)."""
+    span = -(-units // ctx.sites[site.site].chips_per_domain)
+    if span > 1:
+        return [tuple(site.domains[i:i + span]) for i in range(0, len(site.domains), span)]
+    return [(d,) for d, c in zip(site.domains, site.replicas_per_domain) for _ in range(c)]
+
+
+def _usd_per_change(ctx: Context, config: PoolConfig, part: int, group: str, move_usd: float) -> tuple[float, float,
+                                                                                                         float]:
+    """(weight bytes, reload seconds, $) of adding or removing one replica of ``part`` in ``group``."""
+    info = ctx.sites[group]
+    lay = config.main if part == 0 else config.partner
+    weight = weight_bytes_of(ctx, config, part)
+    seconds = reload_seconds(weight, chips=lay.chips, uplink_bytes_per_s=info.uplink_bytes_per_s,
+                             chips_per_domain=info.chips_per_domain)
+    return weight, seconds, reload_usd(seconds, chips=lay.chips, usd_per_hour_per_chip=info.usd_per_hour_per_chip,
+                                       move_usd=move_usd)
+
+
+def _place(ctx: Context, plan: Plan, running: dict[Key, Running]) -> tuple[dict[Key, list[Slot]], list[str]]:
+    """Give the new plan's replicas domain indices, keeping running ones in place; write them into the pools."""
+    wanted: dict[str, dict[Key, tuple[int, int]]] = defaultdict(dict)
+    for pool in plan.pools:
+        for s in pool.sites:
+            wanted[s.site][pool.column, pool.part, s.site] = (pool.chips_per_replica, s.replicas)
+    placed: dict[Key, list[Slot]] = {}
+    notes = []
+    for group, sizes in sorted(wanted.items()):
+        size_d, healthy = ctx.sites[group].chips_per_domain, healthy_indices(ctx, group)
+        kept = {k: (u, running[k].alive[:n]) for k, (u, n) in sizes.items() if k in running}
+        new = {k: (u, n - len(kept.get(k, (u, []))[1])) for k, (u, n) in sizes.items()}
+        slots = place_around(size_d, healthy, kept, new)
+        if slots is None:
+            slots = place_around(size_d, healthy, {}, sizes)
+            notes.append(f"{group}: the replicas kept left the free room too fragmented for the new ones; the "
+                         "group was re-packed (the moves below count every replica that changed domain)")
+        placed.update(slots or {})
+    for pool in plan.pools:
+        for s in pool.sites:
+            on = Counter(d for sl in placed.get((pool.column, pool.part, s.site), []) for d in sl)
+            s.domains = sorted(on)
+            s.replicas_per_domain = [on[d] for d in s.domains]
+    return placed, notes
+
+
+def _migration(ctx: Context, plan: Plan, running: dict[Key, Running], placed: dict[Key, list[Slot]],
+               events: Events) -> Migration:
+    new_pools = {(p.column, p.part): p for p in plan.pools}
+    moves = []
+    kept_total = 0
+    for key in sorted(set(running) | set(placed)):
+        column, part, group = key
+        now = running.get(key)
+        after = placed.get(key, [])
+        alive = now.alive if now else []
+        lost = now.lost if now else []
+        gone, came = Counter(alive) - Counter(after), Counter(after) - Counter(alive)
+        kept_total += sum((Counter(alive) & Counter(after)).values())
+        if not (gone or came or lost):
+            continue
+        pool = new_pools.get((column, part))
+        config = pool.config if pool is not None else now.config
+        weight, seconds, usd = _usd_per_change(ctx, config, part, group, events.move_usd)
+        changes = sum(gone.values()) + sum(came.values())
+        lay = config.main if part == 0 else config.partner
+        moves.append(Move(
+            pool=pool.id if pool else None, previous_pool=now.pool if now else None, column=column, part=part,
+            stage=pool.stage if pool else _stage(config, part), chip=lay.chip, group=group,
+            replicas_before=len(alive) + len(lost), replicas_lost=len(lost), replicas_after=len(after),
+            added=sum(came.values()), removed=sum(gone.values()),
+            domains_added=sorted({d for sl in came for d in sl}),
+            domains_removed=sorted({d for sl in (*gone, *lost) for d in sl}),
+            reload_bytes=changes * weight, reload_s=seconds if changes else 0.0, usd=round(changes * usd, 9)))
+    total = round(sum(m.usd for m in moves), 9)
+    return Migration(
+        moves=moves, replicas_added=sum(m.added for m in moves), replicas_removed=sum(m.removed for m in moves),
+        replicas_kept=kept_total, replicas_lost=sum(m.replicas_lost for m in moves),
+        reload_bytes=sum(m.reload_bytes for m in moves), reload_s=max((m.reload_s for m in moves), default=0.0),
+        usd=total, move_usd=events.move_usd, amortise_h=events.amortise_h,
+        objective_usd_per_hour=round((plan.cost_usd_per_hour or 0.0) + total / events.amortise_h, 9))
+
+
+def _stage(config: PoolConfig, part: int) -> str:
+    from placement.modes import STAGE_OF_KIND
+
+    return STAGE_OF_KIND[config.kind][part] or "?"
+
+
+def _check_inputs(instance: Instance, plan: Plan, events: Events, source: str) -> None:
+    if plan.instance != instance.name:
+        raise InputError(f"plan is for instance {plan.instance!r}, not {instance.name!r}", field="instance")
+    if plan.status not in ("optimal", "feasible", "time_limit"):
+        raise InputError(f"the current plan has status {plan.status!r}: there is nothing running to re-plan",
+                         field="status")
+    if instance.objective != "cost":
+        raise InputError(f"a re-plan adds migration $ to the objective: it needs objective 'cost', got "
+                         f"{instance.objective!r}", file=source, field="objective")
+    if not events.amortise_h > 0 or not events.move_usd >= 0:
+        raise InputError(f"expected amortise_h > 0 and move_usd >= 0, got {events.amortise_h} and "
+                         f"{events.move_usd}", field="events")
+
+
+def replan(instance: Instance, plan: Plan, events: Events | None = None, *, backend: str = "cbc",
+           time_limit_s: float | None = None, gap: float | None = None, source: str = "<instance>") -> Plan:
+    """The cheapest plan for ``instance`` from the running ``plan``, counting migration (module docstring).
+
+    Parameters
+    ----------
+    instance : Instance
+        The instance as it is now (rates, prices, SLOs); its objective must be ``cost``.
+    plan : Plan
+        The plan that runs (a verified plan of this instance, e.g. from :func:`placement.solve`).
+    events : Events, optional
+        Failed domains, the fixed $ per move and the amortisation hours.
+    backend, time_limit_s, gap
+        As for :func:`placement.solve` (the solver's limit; the full MILP is solved, not two levels).
+
+    Returns
+    -------
+    Plan
+        Verified against the degraded fleet; ``failed_domains`` and ``migration`` filled. Its status
+        says what happened (``infeasible``: the fleet left cannot serve the demand).
+
+    Raises
+    ------
+    InputError
+        The plan is for another instance or has no placement, a failed group or index does not exist,
+        the objective is not cost, or the plan's pools do not fit the domains they list.
+    """
+    events = events or Events()
+    _check_inputs(instance, plan, events, source)
+    ctx = degrade(Context.of(instance, source), merge_failures(plan.failed_domains, events.failed_domains))
+    running = _running(ctx, plan, source)
+    problem, cands = build_problem(ctx)
+    alive = {k: len(r.alive) for k, r in running.items() if r.alive}
+
+    def prepare(m, v):
+        usd = {}
+        for key in v.n:
+            column, part, group = key
+            config = cands.configs[column]
+            usd[key] = _usd_per_change(ctx, config, part, group, events.move_usd)[2]
+        add_migration(m, v, alive, usd, events.amortise_h)
+        return Start()
+
+    sol, _ = solve_model(problem, backend, time_limit_s, gap, prepare=prepare)
+    new = assemble_plan(ctx, problem, cands, sol)
+    update: dict = {"failed_domains": {g: list(ix) for g, ix in ctx.failed_domains.items()}}
+    if sol.ok and new.status in ("optimal", "feasible", "time_limit"):
+        placed, notes = _place(ctx, new, running)
+        violations = verify(ctx, new.model_copy(update=update))
+        update.update(verified=not violations, violations=violations, notes=[*new.notes, *notes],
+                      migration=_migration(ctx, new, running, placed, events))
+        if violations:
+            update.update(status="error", message="the verifier rejected the re-plan: " + violations[0])
+    return new.model_copy(update=update)

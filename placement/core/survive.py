@@ -1,0 +1,108 @@
+"""Plans that survive losing any one domain (``solve --survive domain:1``).
+
+The MILP is the instance's with the N+1 rows of :mod:`solvers.survive_rows`
+(replicas spread over their group's domains, at most m_{c,p,s} per domain;
+for every group, the replicas left after losing its fullest domain cover
+every class). Replicas are then spread round-robin over the group's domains
+— domain i of D gets ⌊n/D⌋ replicas, one more for the first n mod D — which
+puts at most ⌈n/D⌉ ≤ m on any domain, and the plan states its replicas per
+domain, so that the verifier (:mod:`placement.core.verify.survive`) removes
+each domain in turn and re-checks coverage. Parts larger than a domain are
+not offered (they take whole domains and are not spread this way); the
+one-level MILP is solved (not the two-level scheme of large fleets).
+
+Examples
+--------
+>>> from placement.core.loading import load_instance
+>>> plan = solve_surviving(load_instance("instances/melange-toy.yaml"), backend="highs")
+>>> plan.survive, plan.verified, plan.cost_usd_per_hour, [(p.chip, p.replicas) for p in plan.pools]
+('domain:1', True, 8.35, [('a100-80gb', 2), ('a10g', 1)])
+
+(The plain optimum is 3 A10G + 1 A100, $6.70/h: losing the A100 leaves the
+classes it serves with nothing.)
+"""
+
+from __future__ import annotations
+
+from placement.core.candidates import build_problem
+from placement.core.context import Context
+from placement.core.errors import InputError
+from placement.core.failures import healthy_indices
+from placement.core.plan import Plan
+from placement.core.schema import Instance
+from placement.core.solve import assemble_plan
+from placement.core.verify import verify
+from placement.core.verify.survive import SURVIVABLE
+from solvers.milp import Start, solve_model
+from solvers.survive_rows import add_survive, too_large
+
+__all__ = ["parse_survive", "solve_surviving", "spread_domains"]
+
+
+def parse_survive(text: str) -> str:
+    """The failure ``--survive`` names, checked.
+
+    Examples
+    --------
+    >>> parse_survive("domain:1")
+    'domain:1'
+    >>> parse_survive("switch:1")
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: --survive: expected domain:1 (losing any one domain), got 'switch:1'
+    """
+    if text not in SURVIVABLE:
+        raise InputError(f"expected {' or '.join(SURVIVABLE)} (losing any one domain), got {text!r}",
+                         field="--survive")
+    return text
+
+
+def spread_domains(ctx: Context, plan: Plan) -> None:
+    """Spread each pool's replicas round-robin over its group's healthy domains; state them per domain."""
+    for pool in plan.pools:
+        for s in pool.sites:
+            healthy = healthy_indices(ctx, s.site)
+            base, extra = divmod(s.replicas, len(healthy))
+            counts = [base + (i < extra) for i in range(len(healthy))]
+            s.domains = [d for d, c in zip(healthy, counts) if c]
+            s.replicas_per_domain = [c for c in counts if c]
+
+
+def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: str = "cbc",
+                    time_limit_s: float | None = None, gap: float | None = None,
+                    source: str = "<instance>") -> Plan:
+    """The cheapest verified plan that still serves every class after losing any one domain.
+
+    Returns
+    -------
+    Plan
+        With ``survive`` set and replicas stated per domain; ``status`` ``infeasible`` when no plan survives.
+
+    Raises
+    ------
+    InputError
+        ``survive`` is not a failure this solver knows (:func:`parse_survive`).
+    """
+    parse_survive(survive)
+    ctx = Context.of(instance, source)
+    problem, cands = build_problem(ctx)
+    dropped: list = []
+
+    def prepare(m, v):
+        dropped.extend(too_large(v))
+        add_survive(m, v)
+        return Start()
+
+    sol, _ = solve_model(problem, backend, time_limit_s, gap, prepare=prepare)
+    plan = assemble_plan(ctx, problem, cands, sol)
+    update: dict = {"survive": survive}
+    if dropped:
+        update["notes"] = [*plan.notes, (f"--survive {survive}: {len({k[0] for k in dropped})} candidate "
+                           "configuration(s) larger than a domain were not offered")]
+    if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):
+        spread_domains(ctx, plan)
+        violations = verify(ctx, plan.model_copy(update=update))
+        update.update(verified=not violations, violations=violations)
+        if violations:
+            update.update(status="error", message="the verifier rejected the solver's plan: " + violations[0])
+    return plan.model_copy(update=update)

@@ -1,0 +1,93 @@
+"""The N+1 check: with any one domain lost, the replicas left still serve every class.
+
+For a plan that says it survives ``domain:1``, every pool states its replicas
+per domain; for each domain that hosts something, the replicas on it are
+removed (and, for a paired part, the replicas of the other part they pair
+with) and a small LP asks whether the rest can carry every class: each class
+may re-split over the modes the instance enables, each step's load is spread
+over the pools serving it, each pool's loads fit its replicas left at its
+re-derived capacity (:func:`placement.core.verify.facts.derive`). Only
+capacity is checked: transfers and links are not re-routed.
+
+Examples
+--------
+>>> from placement.core.verify.survive import check_survival  # doctest: +SKIP
+>>> check_survival(ctx, plan, facts)                          # doctest: +SKIP
+[]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pulp
+
+from placement.core.context import Context
+from placement.core.plan import Plan
+from placement.core.verify.facts import RTOL, PoolFacts
+from placement.modes import enabled_modes
+
+__all__ = ["SURVIVABLE", "check_survival", "covers"]
+
+#: Failures a plan can be built to survive.
+SURVIVABLE = ("domain:1",)
+
+
+def _var(m: pulp.LpProblem, name: str, up: float | None = None) -> pulp.LpVariable:
+    if hasattr(m, "add_variable"):
+        return m.add_variable(name, 0, up, pulp.LpContinuous)
+    return pulp.LpVariable(name, 0, up)  # PuLP < 3
+
+
+def covers(ctx: Context, facts: list[PoolFacts], replicas: dict[str, float]) -> bool:
+    """Whether pools with ``replicas`` (pool id -> replicas of its main part) can serve every class."""
+    m = pulp.LpProblem("survive", pulp.LpMinimize)
+    loads: dict[str, list] = defaultdict(list)
+    for f in facts:
+        if not f.main:
+            continue
+        used = []
+        for j, (step, cap) in enumerate(sorted(f.actual_capacity_rps.items())):
+            if cap > 0:
+                a = _var(m, f"a_{f.index}_{j}")
+                loads[step].append(a)
+                used.append(a * (1.0 / cap))
+        if used:
+            m += pulp.lpSum(used) <= max(replicas.get(f.pool.id, 0.0), 0.0)
+    for k, cls in enumerate(ctx.instance.workload.classes):
+        shares = []
+        for i, mode in enumerate(enabled_modes(ctx)):
+            x = _var(m, f"x_{k}_{i}", 1)
+            shares.append(x)
+            for step in mode.steps(cls.name):
+                m += pulp.lpSum(loads.get(str(step), [])) >= cls.rate_rps * (1 - RTOL) * x
+        m += pulp.lpSum(shares) == 1
+    m += pulp.lpSum([])
+    m.solve(pulp.HiGHS(msg=False))
+    return pulp.LpStatus[m.status] == "Optimal"
+
+
+def check_survival(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
+    """Every domain whose loss leaves a class short, for a plan with ``survive`` set; [] otherwise."""
+    if plan.survive is None:
+        return []
+    if plan.survive not in SURVIVABLE:
+        return [f"survive: {plan.survive!r} is not a failure this verifier checks ({', '.join(SURVIVABLE)})"]
+    unstated = [f"pools[{f.index}].sites[{j}]" for f in facts for j, s in enumerate(f.pool.sites)
+                if not s.replicas_per_domain]
+    if unstated:
+        return [f"{unstated[0]}: a plan that survives {plan.survive} states its replicas per domain"]
+    partner = {f.pool.id: f.pool.paired_with for f in facts if f.main}
+    on: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
+    for f in facts:
+        for s in f.pool.sites:
+            for d, c in zip(s.domains, s.replicas_per_domain):
+                on[s.site, d][f.pool.id] = c
+    whole = {f.pool.id: float(f.pool.replicas) for f in facts if f.main}
+    v = []
+    for (group, d), here in sorted(on.items()):
+        left = {p: n - here.get(p, 0) - here.get(partner[p] or "", 0) for p, n in whole.items()}
+        if not covers(ctx, facts, left):
+            v.append(f"survive {plan.survive}: losing domain {group}:{d} leaves too few replicas to serve "
+                     "every class")
+    return v
