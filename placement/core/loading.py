@@ -31,7 +31,7 @@ from placement.core.errors import InputError
 from placement.core.schema import Instance
 from topology.chips import ChipSpec, load_chip_catalog
 
-__all__ = ["chips_of", "draft_model_of", "load_instance", "model_of", "parse_instance", "read_bounded",
+__all__ = ["chips_of", "draft_model_of", "load_instance", "model_aliases", "model_of", "parse_instance", "read_bounded",
            "read_document"]
 
 #: Instance files larger than this are refused before parsing (absurd sizes).
@@ -294,14 +294,35 @@ def chips_of(inst: Instance) -> dict[str, ChipSpec]:
     return chips
 
 
+def model_aliases() -> dict[str, str]:
+    """Lower-cased catalogue names and Hugging Face ids -> catalogue name.
+
+    Examples
+    --------
+    >>> model_aliases()["meta-llama/llama-3.1-70b-instruct"], model_aliases()["llama-3.1-70b"]
+    ('llama-3.1-70b', 'llama-3.1-70b')
+    """
+    out = {}
+    for name, spec in load_model_catalog().items():
+        out[name.lower()] = name
+        for hf in spec.hf_ids:
+            out.setdefault(hf.lower(), name)
+    return out
+
+
 def _resolve_model(ref: str | ModelSpec, source: str, field: str) -> ModelSpec:
+    """A catalogue model by name or Hugging Face id, case-insensitive, or the instance's own record."""
     if isinstance(ref, ModelSpec):
         return ref
     models = load_model_catalog()
-    if ref not in models:
-        raise InputError(f"unknown model {ref!r}; expected one of {', '.join(sorted(models))} or a full model record",
+    name = model_aliases().get(ref.strip().lower())
+    if name is None:
+        guess = difflib.get_close_matches(ref.lower(), list(model_aliases()), n=1, cutoff=0.6)
+        hint = f"did you mean {guess[0]!r}? " if guess else ""
+        raise InputError(f"unknown model {ref!r}; {hint}expected one of {', '.join(sorted(models))}, a Hugging "
+                         "Face id of one (placement catalog models) or a full model record",
                          file=source, field=field)
-    return models[ref]
+    return models[name]
 
 
 def model_of(inst: Instance, source: str = "<instance>") -> ModelSpec:
