@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from placement.cli.options import CatalogKind, Precision, Stage
-from placement.core.errors import InputError
+from placement.core.errors import EXIT_INFEASIBLE, InputError
 
 if TYPE_CHECKING:
     from costmodels.models import ModelSpec
@@ -323,7 +323,8 @@ def roofline(
     pp: Annotated[int, typer.Option("--pp", min=1, help="pipeline stages")] = 1,
     attention_dp: Annotated[int, typer.Option("--attention-dp", min=1,
                                               help="data-parallel attention groups of tp chips (decode, prefill)")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the figures as JSON here ('-': standard "
+                                                  "output, instead of the table)")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline PNG here")] = None,
     tpot_ms: Annotated[float | None, typer.Option("--tpot-ms", help="decode: use the largest batch whose step "
                                                    "meets this TPOT (ignores --batch)")] = None,
@@ -334,14 +335,24 @@ def roofline(
                          tp=tp, ep=ep, pp=pp, attention_dp=attention_dp, tpot_ms=tpot_ms)
     if plot is not None:
         _plot(plot, _chips()[chip], _models()[model], s)
-    if json_out:
-        typer.echo(json.dumps(s, indent=2))
-    else:
+    if json_out is not None:
+        from placement.core.output import write_atomic
+
+        write_atomic(json_out, json.dumps(s, indent=2) + "\n")
+    if json_out is None or str(json_out) != "-":
         _print_summary(s)
         if plot is not None:
             from rich.console import Console
 
             Console().print(f"wrote {plot}")
+    if not s["fits"]:
+        from placement.cli.consoles import err
+
+        err.print(f"[red]does not fit[/red]: {s['memory_per_chip_gb']:.2f} GB per chip needed, "
+                  f"{s['capacity_per_chip_gb']:.2f} GB available on {chip}; use more chips (--tp, --pp, --ep), "
+                  "a smaller batch or context, or a narrower --precision / --kv-precision",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INFEASIBLE)
 
 
 def _ridge_text(ridge: float | None) -> str:
@@ -369,7 +380,8 @@ def catalog_rows(kind: str) -> list[dict[str, Any]]:
 
 def catalog(
     kind: Annotated[CatalogKind, typer.Argument(help="what to list")] = CatalogKind.chips,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows as JSON here ('-': standard "
+                                                  "output, instead of the table)")] = None,
 ) -> None:
     """List the shipped chip or model catalogue."""
     from rich.console import Console
@@ -377,9 +389,12 @@ def catalog(
 
     kind = str(kind)
     rows = catalog_rows(kind)
-    if json_out:
-        typer.echo(json.dumps(rows, indent=2))
-        return
+    if json_out is not None:
+        from placement.core.output import write_atomic
+
+        write_atomic(json_out, json.dumps(rows, indent=2) + "\n")
+        if str(json_out) == "-":
+            return
     if kind == "chips":
         t = Table(title="chips")
         for col in ("name", "kind", "BF16 / FP8 / FP4 TFLOP/s", "memory GB", "TB/s", "ridge", "domain",

@@ -150,7 +150,8 @@ def _examples(schema: dict) -> dict[str, dict[str, Any]]:
     defs = {**defs, "Instance": schema}
     for path in shipped_instances():
         _walk(defs, top, read_document(path), seen)
-    for path, key, name in ((CHIPS, "chips", "ChipSpec"), (MODELS, "models", "ModelSpec")):
+    chip_def = "ChipSpec" if "ChipSpec" in defs else "UserChip"
+    for path, key, name in ((CHIPS, "chips", chip_def), (MODELS, "models", "ModelSpec")):
         for record in read_document(path)[key]:
             _walk(defs, {"$ref": f"#/$defs/{name}"}, record, seen)
     return seen
