@@ -135,3 +135,12 @@ def test_make_demo_installs_no_test_extra(tmp_path):
                           check=True)
     installs = [ln for ln in done.stdout.splitlines() if "pip install" in ln and "--upgrade pip" not in ln]
     assert installs == [f"{tmp_path}/venv/bin/pip install --quiet -e ."]
+
+
+def test_standard_output_for_generate_out_and_roofline_plot():
+    r = runner.invoke(app, ["generate", "--family", "uniform", "--domains", "4", "--chip-types", "1", "--classes", "1",
+                            "--out", "-"])
+    assert r.exit_code == 0, r.output
+    assert yaml.safe_load(r.stdout)["name"].startswith("bench-uniform-d4") and "wrote" not in r.stdout
+    r = runner.invoke(app, ["roofline", "--chip", "h100", "--model", "llama-3.1-8b", "--plot", "-"])
+    assert r.exit_code == 0 and r.stdout_bytes.startswith(b"\x89PNG\r\n\x1a\n")

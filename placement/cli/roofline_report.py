@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -212,18 +210,6 @@ def roofline_summary(
     }
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any]) -> None:
     """Roofline PNG: the chip's roof (peak and achievable), its ridge, the stage's batch sweep."""
     import matplotlib
@@ -264,7 +250,9 @@ def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any])
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
-    _write_atomic(path, buf.getvalue())
+    from placement.core.output import write_bytes_atomic
+
+    write_bytes_atomic(path, buf.getvalue())
 
 
 _ROWS = (
@@ -285,7 +273,7 @@ _ROWS = (
 )
 
 
-def _print_summary(s: dict[str, Any]) -> None:
+def _print_summary(s: dict[str, Any], stderr: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -305,7 +293,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         t.add_row(f"largest batch at TPOT {s['tpot_slo_ms']:g} ms", f"{s['max_batch_at_tpot']:,}")
         t.add_row("  largest power of two / its tokens/s per chip",
                   f"{s['max_power_of_two_batch_at_tpot']:,} / {s['tokens_per_s_per_chip_at_power_of_two']:,.1f}")
-    Console().print(t)
+    Console(stderr=stderr).print(t)
 
 
 def roofline(
@@ -340,8 +328,8 @@ def roofline(
 
         write_atomic(json_out, json.dumps(s, indent=2) + "\n")
     if json_out is None or str(json_out) != "-":
-        _print_summary(s)
-        if plot is not None:
+        _print_summary(s, stderr=str(plot) == "-")  # a PNG on standard output: the table goes to stderr
+        if plot is not None and str(plot) != "-":
             from rich.console import Console
 
             Console().print(f"wrote {plot}")
