@@ -4,6 +4,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The demo installs the package alone (no test extra: no Ray, pytest, hypothesis); `make test` adds the extra.
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: demo test install bench clean
 
@@ -13,9 +15,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+$(DEMO_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(DEMO_STAMP)
+
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	mkdir -p out
 	$(BIN)/placement solve instances/rubin-lpx-deepseek.yaml --json out/rubin-lpx-deepseek.plan.json
 	$(BIN)/placement check instances/rubin-lpx-deepseek.yaml out/rubin-lpx-deepseek.plan.json

@@ -119,9 +119,13 @@ class ModelSpec(Record):
     published_total_params: float | None = Field(default=None, gt=0)
     sources: dict[str, str] = Field(min_length=1)
     estimates: list[str] = Field(default_factory=list)
+    hf_ids: list[str] = Field(default_factory=list, description="Hugging Face ids of the checkpoints with this "
+                              "architecture; an instance's model may name one (case-insensitive)")
 
     @model_validator(mode="after")
     def _layers_add_up(self) -> ModelSpec:
+        if self.hf_ids and "hf_ids" not in self.sources:
+            raise ValueError(f"model {self.name!r}: no source given for hf_ids")
         if self.dense_layers is not None and self.dense_layers > self.layers:
             raise ValueError("dense_layers cannot exceed layers")
         if self.moe is None and self.dense_layers not in (None, self.layers):

@@ -176,7 +176,7 @@ def test_roofline_reports_the_largest_batch_at_a_tpot(tok_per_s_per_user, batch,
     from placement.cli.app import app
 
     args = ["roofline", "--chip", "b200", "--model", "llama-3.1-70b", "--precision", "fp8", "--tp", "8",
-            "--context", "1150", "--tpot-ms", str(1000 / tok_per_s_per_user), "--json"]
+            "--context", "1150", "--tpot-ms", str(1000 / tok_per_s_per_user), "--json", "-"]
     r = CliRunner().invoke(typer.main.get_command(app), args)
     assert r.exit_code == 0, r.output
     s = json.loads(r.output)
@@ -184,5 +184,5 @@ def test_roofline_reports_the_largest_batch_at_a_tpot(tok_per_s_per_user, batch,
     assert (s["max_power_of_two_batch_at_tpot"], round(s["tokens_per_s_per_chip_at_power_of_two"])) == (
         pow2, pow2_per_chip)
     assert s["step_time_ms"] <= 1000 / tok_per_s_per_user
-    r = CliRunner().invoke(typer.main.get_command(app), args[:-2] + ["1", "--json"])
+    r = CliRunner().invoke(typer.main.get_command(app), args[:-3] + ["1", "--json", "-"])
     assert r.exit_code == 2 and "no batch meets 1 ms" in r.output

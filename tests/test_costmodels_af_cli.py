@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,13 +119,20 @@ def test_roofline_rejects_bad_input(catalogues, kwargs, field):
 
 
 def test_roofline_command_prints_table_json_and_plot(catalogues, capsys, tmp_path):
-    roofline_report.roofline(chip="h100", model="deepseek-v3", stage="decode-ffn", batch=32, context=4096,
-                             precision="fp8", tp=8, ep=8, json_out=True)
-    data = json.loads(capsys.readouterr().out)
-    assert data["stage"] == "decode-ffn" and data["ep"] == 8
+    import typer
+
+    with pytest.raises(typer.Exit) as stop:  # the FFN half of DeepSeek-V3 on 8 H100 needs 90 GB per chip: exit 3
+        roofline_report.roofline(chip="h100", model="deepseek-v3", stage="decode-ffn", batch=32, context=4096,
+                                 precision="fp8", tp=8, ep=8, json_out=Path("-"))
+    assert stop.value.exit_code == 3
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["stage"] == "decode-ffn" and data["ep"] == 8 and not data["fits"]
+    assert "does not fit" in captured.err and "90.22 GB per chip" in captured.err
     png = tmp_path / "roof.png"
-    roofline_report.roofline(chip="h100", model="llama-3.1-70b", stage="decode-attention", batch=8, context=32768,
-                             tp=1, plot=png)
+    with pytest.raises(typer.Exit):  # 122 GB per chip: the table and the plot are still written
+        roofline_report.roofline(chip="h100", model="llama-3.1-70b", stage="decode-attention", batch=8,
+                                 context=32768, tp=1, plot=png)
     out = capsys.readouterr().out
     assert "arithmetic intensity" in out and "ridge point" in out and "memory per chip" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -132,10 +140,10 @@ def test_roofline_command_prints_table_json_and_plot(catalogues, capsys, tmp_pat
 
 
 def test_catalog_command(catalogues, capsys):
-    roofline_report.catalog("chips", json_out=True)
+    roofline_report.catalog("chips", json_out=Path("-"))
     chips = json.loads(capsys.readouterr().out)
     assert {c["name"] for c in chips} == set(fx.all_chips())
-    roofline_report.catalog("models", json_out=False)
+    roofline_report.catalog("models", json_out=None)
     out = capsys.readouterr().out
     assert "deepseek-v3" in out and "mla" in out
     roofline_report.catalog("chips")

@@ -205,7 +205,7 @@ def test_floor_tp_exchange_counts_the_tokens_of_one_dp_group(rubin_plan):
 def test_roofline_cli_attention_dp_and_free_ep():
     def run(*args: str) -> dict:
         r = runner.invoke(app, ["roofline", "--chip", "rubin", "--model", "deepseek-v3", "--precision", "fp8",
-                                "--batch", "256", "--context", "8192", "--json", *args])
+                                "--batch", "256", "--context", "8192", "--json", "-", *args])
         assert r.exit_code == 0, r.output
         return json.loads(r.output)
 

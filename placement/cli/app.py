@@ -19,11 +19,14 @@ from typing import Annotated
 import typer
 
 from placement.cli.bench import bench_command, export_command, generate_command
+from placement.cli.deploy import deploy_command
 from placement.cli.guard import guarded
+from placement.cli.init import init_command
 from placement.cli.kv import kv_prices_command
 from placement.cli.ops import replan_command, schedule_command
 from placement.cli.options import InstanceArg, KvPolicy, Objective, PlanArg, check_run_options
 from placement.cli.roofline_report import catalog, roofline
+from placement.cli.schema import schema_command
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
 from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
 
@@ -220,6 +223,9 @@ app.command("export")(guarded(export_command))
 app.command("kv-prices")(guarded(kv_prices_command))
 app.command("replan")(guarded(replan_command))
 app.command("schedule")(guarded(schedule_command))
+app.command("schema")(guarded(schema_command))
+app.command("deploy")(guarded(deploy_command))
+app.command("init")(guarded(init_command))
 
 
 def main() -> None:  # pragma: no cover

@@ -156,7 +156,7 @@ def generate_command(
                          load=DEFAULT_LOAD if load is None else load, fleet_options=options)
     write_instance(doc, out_path)
     hw = doc["hardware"]
-    Console().print(f"[green]wrote[/green] {out_path}: {domains} domains in {len(hw['domains'])} groups, "
+    Console(stderr=str(out_path) == "-").print(f"[green]wrote[/green] {out_path}: {domains} domains in {len(hw['domains'])} groups, "
                     f"{len(hw['switches'])} switches, {len(doc['workload']['classes'])} classes, "
                     f"model {model}", highlight=False)
 

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from placement.cli.options import CatalogKind, Precision, Stage
-from placement.core.errors import InputError
+from placement.core.errors import EXIT_INFEASIBLE, InputError
 
 if TYPE_CHECKING:
     from costmodels.models import ModelSpec
@@ -212,18 +210,6 @@ def roofline_summary(
     }
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any]) -> None:
     """Roofline PNG: the chip's roof (peak and achievable), its ridge, the stage's batch sweep."""
     import matplotlib
@@ -264,7 +250,9 @@ def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any])
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
-    _write_atomic(path, buf.getvalue())
+    from placement.core.output import write_bytes_atomic
+
+    write_bytes_atomic(path, buf.getvalue())
 
 
 _ROWS = (
@@ -285,7 +273,7 @@ _ROWS = (
 )
 
 
-def _print_summary(s: dict[str, Any]) -> None:
+def _print_summary(s: dict[str, Any], stderr: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -305,7 +293,7 @@ def _print_summary(s: dict[str, Any]) -> None:
         t.add_row(f"largest batch at TPOT {s['tpot_slo_ms']:g} ms", f"{s['max_batch_at_tpot']:,}")
         t.add_row("  largest power of two / its tokens/s per chip",
                   f"{s['max_power_of_two_batch_at_tpot']:,} / {s['tokens_per_s_per_chip_at_power_of_two']:,.1f}")
-    Console().print(t)
+    Console(stderr=stderr).print(t)
 
 
 def roofline(
@@ -323,7 +311,8 @@ def roofline(
     pp: Annotated[int, typer.Option("--pp", min=1, help="pipeline stages")] = 1,
     attention_dp: Annotated[int, typer.Option("--attention-dp", min=1,
                                               help="data-parallel attention groups of tp chips (decode, prefill)")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the figures as JSON here ('-': standard "
+                                                  "output, instead of the table)")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="write a roofline PNG here")] = None,
     tpot_ms: Annotated[float | None, typer.Option("--tpot-ms", help="decode: use the largest batch whose step "
                                                    "meets this TPOT (ignores --batch)")] = None,
@@ -334,14 +323,24 @@ def roofline(
                          tp=tp, ep=ep, pp=pp, attention_dp=attention_dp, tpot_ms=tpot_ms)
     if plot is not None:
         _plot(plot, _chips()[chip], _models()[model], s)
-    if json_out:
-        typer.echo(json.dumps(s, indent=2))
-    else:
-        _print_summary(s)
-        if plot is not None:
+    if json_out is not None:
+        from placement.core.output import write_atomic
+
+        write_atomic(json_out, json.dumps(s, indent=2) + "\n")
+    if json_out is None or str(json_out) != "-":
+        _print_summary(s, stderr=str(plot) == "-")  # a PNG on standard output: the table goes to stderr
+        if plot is not None and str(plot) != "-":
             from rich.console import Console
 
             Console().print(f"wrote {plot}")
+    if not s["fits"]:
+        from placement.cli.consoles import err
+
+        err.print(f"[red]does not fit[/red]: {s['memory_per_chip_gb']:.2f} GB per chip needed, "
+                  f"{s['capacity_per_chip_gb']:.2f} GB available on {chip}; use more chips (--tp, --pp, --ep), "
+                  "a smaller batch or context, or a narrower --precision / --kv-precision",
+                  highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INFEASIBLE)
 
 
 def _ridge_text(ridge: float | None) -> str:
@@ -369,7 +368,8 @@ def catalog_rows(kind: str) -> list[dict[str, Any]]:
 
 def catalog(
     kind: Annotated[CatalogKind, typer.Argument(help="what to list")] = CatalogKind.chips,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows as JSON here ('-': standard "
+                                                  "output, instead of the table)")] = None,
 ) -> None:
     """List the shipped chip or model catalogue."""
     from rich.console import Console
@@ -377,9 +377,12 @@ def catalog(
 
     kind = str(kind)
     rows = catalog_rows(kind)
-    if json_out:
-        typer.echo(json.dumps(rows, indent=2))
-        return
+    if json_out is not None:
+        from placement.core.output import write_atomic
+
+        write_atomic(json_out, json.dumps(rows, indent=2) + "\n")
+        if str(json_out) == "-":
+            return
     if kind == "chips":
         t = Table(title="chips")
         for col in ("name", "kind", "BF16 / FP8 / FP4 TFLOP/s", "memory GB", "TB/s", "ridge", "domain",

@@ -11,7 +11,9 @@ Examples
 >>> parse_instance({"name": "x"}, source="x.yaml")
 Traceback (most recent call last):
 ...
-placement.core.errors.InputError: x.yaml: model: required field is missing (and 2 more problem(s))
+placement.core.errors.InputError: x.yaml: model: required field is missing
+  and workload: required field is missing
+  and hardware: required field is missing
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from placement.core.errors import InputError
 from placement.core.schema import Instance
 from topology.chips import ChipSpec, load_chip_catalog
 
-__all__ = ["chips_of", "draft_model_of", "load_instance", "model_of", "parse_instance", "read_bounded",
+__all__ = ["chips_of", "draft_model_of", "load_instance", "model_aliases", "model_of", "parse_instance", "read_bounded",
            "read_document"]
 
 #: Instance files larger than this are refused before parsing (absurd sizes).
@@ -264,7 +266,29 @@ _FRIENDLY = {
 }
 
 
+def _describe(err: dict, errors: list[dict]) -> str:
+    """One pydantic error as a sentence: what is wrong and what was given."""
+    msg = _FRIENDLY.get(err["type"])
+    if err["type"] == "extra_forbidden":
+        parent = tuple(err["loc"][:-1])
+        missing = [str(other["loc"][-1]) for other in errors
+                   if other["type"] == "missing" and tuple(other["loc"][:-1]) == parent]
+        guess = difflib.get_close_matches(str(err["loc"][-1]), missing, n=1, cutoff=0.5)
+        if guess:
+            msg = f"unknown field (misspelt?); did you mean {guess[0]!r}, which is missing?"
+    if msg is None:
+        got = err.get("input")
+        got_s = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        text = err["msg"][:1].lower() + err["msg"][1:]  # lower-case the sentence, not a quoted pattern
+        text = text.removeprefix("value error, ")
+        # A validator's own sentence, or a length bound, already says what it got.
+        msg = text if err["type"] in ("value_error", "too_short", "too_long") else f"{text}; got {got_s}"
+    return msg
+
+
 def _input_error(e: ValidationError, source: str) -> InputError:
+    """Every problem pydantic found, the most useful first (its field is the error's), the others on their own
+    lines, each with its field."""
     errors = e.errors(include_url=False)
     # A str-or-record union reports both branches; the string branch's complaint is the useful one.
     first = errors[0]
@@ -278,23 +302,18 @@ def _input_error(e: ValidationError, source: str) -> InputError:
             first = err
             break
     field = _field_path(tuple(first["loc"]))
-    msg = _FRIENDLY.get(first["type"])
-    if first["type"] == "extra_forbidden":
-        parent = tuple(first["loc"][:-1])
-        missing = [str(err["loc"][-1]) for err in errors
-                   if err["type"] == "missing" and tuple(err["loc"][:-1]) == parent]
-        guess = difflib.get_close_matches(str(first["loc"][-1]), missing, n=1, cutoff=0.5)
-        if guess:
-            msg = f"unknown field (misspelt?); did you mean {guess[0]!r}, which is missing?"
-    if msg is None:
-        got = first.get("input")
-        got_s = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
-        text = first["msg"][:1].lower() + first["msg"][1:]  # lower-case the sentence, not a quoted pattern
-        text = text.removeprefix("value error, ")
-        # A validator's own sentence, or a length bound, already says what it got.
-        msg = text if first["type"] in ("value_error", "too_short", "too_long") else f"{text}; got {got_s}"
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return InputError(msg + more, file=source, field=field or None)
+    msg = _describe(first, errors)
+    seen = {field}
+    explained = {tuple(err["loc"][:-1]) for err in errors if err["type"] == "extra_forbidden"}
+    for err in errors:
+        where = _field_path(tuple(err["loc"]))
+        if err is first or where in seen:
+            continue  # the other branches of a union, at a field already reported
+        if err["type"] == "missing" and tuple(err["loc"][:-1]) in explained:
+            continue  # the misspelt key's missing twin
+        seen.add(where)
+        msg += f"\n  and {where or '(top level)'}: {_describe(err, errors)}"
+    return InputError(msg, file=source, field=field or None)
 
 
 def chips_of(inst: Instance) -> dict[str, ChipSpec]:
@@ -304,14 +323,35 @@ def chips_of(inst: Instance) -> dict[str, ChipSpec]:
     return chips
 
 
+def model_aliases() -> dict[str, str]:
+    """Lower-cased catalogue names and Hugging Face ids -> catalogue name.
+
+    Examples
+    --------
+    >>> model_aliases()["meta-llama/llama-3.1-70b-instruct"], model_aliases()["llama-3.1-70b"]
+    ('llama-3.1-70b', 'llama-3.1-70b')
+    """
+    out = {}
+    for name, spec in load_model_catalog().items():
+        out[name.lower()] = name
+        for hf in spec.hf_ids:
+            out.setdefault(hf.lower(), name)
+    return out
+
+
 def _resolve_model(ref: str | ModelSpec, source: str, field: str) -> ModelSpec:
+    """A catalogue model by name or Hugging Face id, case-insensitive, or the instance's own record."""
     if isinstance(ref, ModelSpec):
         return ref
     models = load_model_catalog()
-    if ref not in models:
-        raise InputError(f"unknown model {ref!r}; expected one of {', '.join(sorted(models))} or a full model record",
+    name = model_aliases().get(ref.strip().lower())
+    if name is None:
+        guess = difflib.get_close_matches(ref.lower(), list(model_aliases()), n=1, cutoff=0.6)
+        hint = f"did you mean {guess[0]!r}? " if guess else ""
+        raise InputError(f"unknown model {ref!r}; {hint}expected one of {', '.join(sorted(models))}, a Hugging "
+                         "Face id of one (placement catalog models) or a full model record",
                          file=source, field=field)
-    return models[ref]
+    return models[name]
 
 
 def model_of(inst: Instance, source: str = "<instance>") -> ModelSpec:

@@ -43,6 +43,7 @@ __all__ = [
     "Plan",
     "Pool",
     "PoolSite",
+    "Provenance",
     "SolverStats",
     "bad_numbers",
     "class_latencies_ms",
@@ -55,6 +56,9 @@ MAX_PLAN_INT = 2**53
 
 #: Wall-clock fields: the only part of a plan that differs between identical runs.
 TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
+
+#: Version of the plan's JSON layout (``schemas/plan.schema.json``); raised when a field changes meaning.
+PLAN_SCHEMA_VERSION = "1"
 
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
 #: A stage a part of a replica runs (:func:`placement.modes.stages`; STAGE_OF_KIND maps pool kinds to them).
@@ -231,6 +235,20 @@ class Comparison(MutableRecord):
     )
 
 
+class Provenance(MutableRecord):
+    """What a plan answers: the layout version, the tool, the instance (by hash), the model and precision."""
+
+    schema_version: str = Field(default=PLAN_SCHEMA_VERSION, description="version of the plan JSON layout")
+    tool_version: str = Field(description="placement version that wrote the plan")
+    instance_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the instance's canonical "
+                                 "JSON (placement.core.provenance.instance_sha256)")
+    model: str = Field(description="the served model's catalogue name")
+    draft_model: str | None = None
+    precision_weights: str
+    precision_kv: str
+    precision_activations: str
+
+
 class Plan(MutableRecord):
     """A placement, its predicted performance and cost, and how it was found."""
 
@@ -267,6 +285,8 @@ class Plan(MutableRecord):
     migration: Migration | None = Field(default=None, description="the moves from the plan it replaces")
     survive: str | None = Field(default=None, description="a failure the plan is built to survive: 'domain:1' "
                                 "(any one domain lost, the rest still serve every class)")
+    provenance: Provenance | None = Field(default=None, description="schema and tool versions, instance hash, "
+                                          "model and precision (None: a plan written before they were recorded)")
 
     @model_serializer(mode="wrap")
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -275,8 +295,8 @@ class Plan(MutableRecord):
                                            "migration", "survive"))
 
     def canonical_json(self) -> str:
-        """The plan as JSON without wall-clock timings: byte-identical across runs."""
-        return self.model_dump_json(exclude={"solver": set(TIMING_FIELDS)})
+        """The plan as JSON without wall-clock timings and provenance (tool version): byte-identical across runs."""
+        return self.model_dump_json(exclude={"solver": set(TIMING_FIELDS), "provenance": True})
 
 
 def class_latencies_ms(traffic_class: str, pools: Iterable[tuple[Iterable[str], float | None, float | None]],

@@ -49,6 +49,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec
 from placement.core.sessions import KvTierSpec, Sessions
+from placement.core.user_chips import UserChip, user_chip
 from placement.modes import check_option, options
 from topology.chips import ChipSpec
 from topology.records import Record
@@ -211,8 +212,14 @@ class Link(Record):
         return self.latency_us * 1e-6
 
 
+#: An entry of ``hardware.chips``: a full chip record, or ``base: <chip>`` plus overrides (:mod:`.user_chips`).
+UserChipSpec = Annotated[ChipSpec, BeforeValidator(user_chip, json_schema_input_type=UserChip)]
+
+
 class Hardware(Record):
-    chips: list[ChipSpec] = Field(default_factory=list, description="chip records beyond the catalogue")
+    chips: list[UserChipSpec] = Field(default_factory=list, description="chip records beyond the catalogue: a full "
+                                      "record, or base: <catalogue chip> plus overrides; without sources a chip is "
+                                      "uncalibrated")
     domains: list[DomainGroup] = Field(min_length=1, max_length=1000)
     switches: list[Name] = Field(default_factory=list, max_length=10_000)
     links: list[Link] = Field(default_factory=list, max_length=10_000)

@@ -91,8 +91,11 @@ def solve(
     if objective is not None:
         instance = instance.model_copy(update={"objective": objective})
     ctx = Context.of(instance, source)
-    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
+    plan = solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
                          kv_policy=kv_policy)
+    from placement.core.provenance import provenance
+
+    return plan.model_copy(update={"provenance": provenance(ctx)})
 
 
 def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | None = None,

@@ -41,10 +41,41 @@ from typing import Any
 from placement.core.errors import InputError, SolverError, redact
 from placement.studies.executor import Outcome, _call
 
-__all__ = ["ray_available", "run_map_ray"]
+__all__ = ["CONNECT_TIMEOUT_S", "probe_address", "ray_available", "run_map_ray"]
 
 #: Packages shipped to an existing cluster's workers.
 _PACKAGES = ("placement", "solvers", "costmodels", "topology")
+#: Seconds to wait for a TCP connection to ``--address`` before giving up: ``ray.init`` itself retries an
+#: address that does not answer for minutes.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def probe_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise :class:`SolverError` unless ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts a TCP connection in time.
+
+    ``auto`` and addresses without a port are left to Ray.
+
+    Examples
+    --------
+    >>> probe_address("auto")
+    >>> probe_address("ray://user:secret@127.0.0.1:1", timeout_s=1)
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.SolverError: Ray at ray://***@127.0.0.1:1 does not answer: no TCP connection to 127.0.0.1:1 within 1 s (Connection refused)
+    """
+    import socket
+
+    rest = address.split("://", 1)[-1].rsplit("@", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or type(e).__name__)
+        raise SolverError(redact(f"Ray at {address} does not answer: no TCP connection to {host}:{port} within "
+                                 f"{timeout_s:g} s ({why})")) from None
 
 
 def ray_available() -> bool:
@@ -153,6 +184,7 @@ def run_map_ray(
         if address is None:
             kwargs["num_cpus"] = workers
         else:
+            probe_address(address)
             kwargs["address"] = address
             kwargs["runtime_env"] = _runtime_env()
         try:

@@ -1,0 +1,80 @@
+"""``bench.sh``: per traffic class, an aiperf run against the deployment and a check of TTFT and TPOT.
+
+Each class is driven at its planned rate with its prompt and output lengths
+(synthetic prompts, fixed lengths, streaming chat), then its measured TTFT and
+inter-token latency (aiperf's ``time_to_first_token`` and
+``inter_token_latency``, in ms, from ``profile_export_aiperf.json``) are
+compared with the plan's prediction and the SLO: the script prints one line
+per class and exits 1 if a class misses its SLO. The statistic compared is the
+one the class's ``slo_percentile`` bounds (mean → ``avg``). aiperf options as
+documented in ai-dynamo/aiperf ``docs/cli_options.md`` (``-m``, ``--url``,
+``--endpoint-type``, ``--streaming``, ``--synthetic-input-tokens-mean``,
+``--output-tokens-mean``, ``--request-rate``, ``--request-count``,
+``--artifact-dir``).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from placement.core.plan import Plan
+
+__all__ = ["bench_script"]
+
+#: Requests per class: enough for a p99 to be more than one sample, over at least a minute at the planned rate.
+MIN_REQUESTS = 1000
+_STAT = {"mean": "avg", "p50": "p50", "p90": "p90", "p99": "p99"}
+
+_CHECK = r'''
+check() {  # class, artifact dir, statistic, predicted TTFT, TTFT SLO, predicted TPOT, TPOT SLO (ms)
+  python3 - "$@" <<'PY'
+import json, pathlib, sys
+name, art, stat, p_ttft, s_ttft, p_tpot, s_tpot = sys.argv[1:]
+doc = json.loads(next(pathlib.Path(art).rglob("profile_export_aiperf.json")).read_text())
+doc = doc.get("records", doc)
+ttft = doc["time_to_first_token"][stat]
+itl = doc["inter_token_latency"]["avg"]
+ok = ttft <= float(s_ttft) and itl <= float(s_tpot)
+print(f"{name}: TTFT {stat} {ttft:.1f} ms (predicted {p_ttft}, SLO {s_ttft}); "
+      f"TPOT {itl:.2f} ms (predicted {p_tpot}, SLO {s_tpot}) -> {'ok' if ok else 'MISSES SLO'}")
+sys.exit(0 if ok else 1)
+PY
+}
+'''
+
+
+def _fmt(ms: float | None) -> str:
+    return "n/a" if ms is None else f"{ms:.3g}"
+
+
+def bench_script(plan: Plan, model: str, tokens: dict[str, tuple[int, int]], slo_stat: dict[str, str]) -> str:
+    """The script: ``tokens`` maps class -> (prompt tokens, output tokens); ``slo_stat`` class -> percentile."""
+    lines = ["#!/usr/bin/env bash",
+             f"# Benchmark of the deployment of plan {plan.instance!r}: one aiperf run per traffic class at its",
+             "# planned rate, then TTFT / TPOT against the plan's prediction and the SLO.",
+             "# ENDPOINT: the OpenAI-compatible address of the deployment (frontend or gateway).",
+             "set -euo pipefail",
+             'ENDPOINT="${ENDPOINT:-localhost:8000}"',
+             'OUT="${OUT:-artifacts}"',
+             "status=0",
+             _CHECK.strip("\n")]
+    for c in plan.classes:
+        prompt, output = tokens.get(c.name, (None, None))
+        if prompt is None:
+            lines.append(f"# {c.name}: prompt and output lengths unknown (give deploy --instance); skipped")
+            continue
+        count = max(MIN_REQUESTS, round(c.rate_rps * 60))
+        art = f'"$OUT/{c.name}"'
+        cmd = ["aiperf", "profile", "-m", model, "--url", '"$ENDPOINT"', "--endpoint-type", "chat", "--streaming",
+               "--synthetic-input-tokens-mean", str(prompt), "--synthetic-input-tokens-stddev", "0",
+               "--output-tokens-mean", str(output), "--output-tokens-stddev", "0",
+               "--request-rate", f"{c.rate_rps:g}", "--request-count", str(count), "--random-seed", "0",
+               "--artifact-dir", art]
+        shown = " ".join(a if a.startswith('"') else shlex.quote(a) for a in cmd)
+        stat = _STAT[slo_stat.get(c.name, "mean")]
+        lines += [f"# class {c.name}: {c.rate_rps:g} req/s, {prompt} prompt + {output} output tokens",
+                  shown,
+                  (f"check {shlex.quote(c.name)} {art} {stat} {_fmt(c.ttft_ms)} {c.ttft_slo_ms:g} "
+                  f"{_fmt(c.tpot_ms)} {c.tpot_slo_ms:g} || status=1")]
+    lines.append('exit "$status"')
+    return "\n".join(lines) + "\n"

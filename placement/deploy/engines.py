@@ -1,0 +1,187 @@
+"""Engine command lines for one pool: vLLM, SGLang and TensorRT-LLM, and which chips each engine targets.
+
+A pool's layout maps onto the engines' flags as follows (``dp`` is data-parallel
+attention, the plan's ``config.main.dp``):
+
+=================  ===============================  ==================================  =============================
+plan               vLLM (``vllm serve``)            SGLang (``sglang.launch_server``)   TRT-LLM (``trtllm-serve``)
+=================  ===============================  ==================================  =============================
+tp                 ``--tensor-parallel-size``       ``--tp-size`` (tp·dp with DP attn)  ``--tp_size`` (tp·dp)
+pp                 ``--pipeline-parallel-size``     ``--pp-size``                       ``--pp_size``
+dp (attention)     ``--data-parallel-size``         ``--dp-size --enable-dp-attention`` ``enable_attention_dp`` (yaml)
+ep > 1             ``--enable-expert-parallel``     ``--ep-size``                       ``--ep_size``
+batch              ``--max-num-seqs``               ``--max-running-requests``          ``--max_batch_size``
+chunk_tokens       ``--max-num-batched-tokens``     ``--chunked-prefill-size``          ``--max_num_tokens``
+KV fp8             ``--kv-cache-dtype fp8``         ``--kv-cache-dtype fp8_e4m3``       ``kv_cache_config.dtype`` (yaml)
+draft (γ tokens)   ``--speculative-config``         ``--speculative-*``                 ``speculative_config`` (yaml)
+prefill / decode   ``--kv-transfer-config`` (NIXL)  ``--disaggregation-mode``           ``disaggregated`` (Dynamo)
+=================  ===============================  ==================================  =============================
+
+Sources (flag names, read mid-2026): vLLM engine arguments
+(https://docs.vllm.ai/en/latest/configuration/engine_args.html), SGLang server
+arguments (https://docs.sglang.ai/advanced_features/server_arguments.html),
+TensorRT-LLM ``trtllm-serve`` and ``LlmArgs``
+(https://nvidia.github.io/TensorRT-LLM/commands/trtllm-serve.html).
+
+Examples
+--------
+>>> a = EngineLayout(tp=4, pp=1, dp=1, ep=1, batch=64, chunk_tokens=None, kv="fp8", role="decode")
+>>> " ".join(vllm_args(a, "meta-llama/Llama-3.1-70B-Instruct"))  # doctest: +NORMALIZE_WHITESPACE
+'vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 4 --pipeline-parallel-size 1
+ --max-num-seqs 64 --kv-cache-dtype fp8 --kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+>>> target_engines("bertha"), target_engines("h100")
+((), ('vllm', 'sglang', 'trtllm'))
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ACCELERATOR_RESOURCE",
+    "CHIPS_PER_NODE",
+    "ENGINES",
+    "EngineLayout",
+    "engine_args",
+    "sglang_args",
+    "target_engines",
+    "trtllm_args",
+    "trtllm_options",
+    "vllm_args",
+]
+
+ENGINES = ("vllm", "sglang", "trtllm")
+Role = Literal["aggregated", "prefill", "decode"]
+
+#: Chip -> engines that run it. vLLM and SGLang run NVIDIA and AMD GPUs; TensorRT-LLM runs NVIDIA only;
+#: vLLM runs Trainium through the Neuron plugin (vllm-neuron). LPX/LP30, Groq LPU, WSE-3 (CS-3), Corsair
+#: and Bertha ship their own serving stacks: no listed engine targets them.
+_ENGINES_OF_VENDOR = {"NVIDIA": ENGINES, "AMD": ("vllm", "sglang"), "AWS": ("vllm",)}
+
+#: Chip -> Kubernetes extended resource its device plugin advertises.
+ACCELERATOR_RESOURCE = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu", "AWS": "aws.amazon.com/neuron"}
+
+#: Accelerators per node (the pod size of one replica's rank group): 8-GPU HGX/OAM boards; 4 GPUs per
+#: compute tray in NVL72-class racks (GB200, GB300, Vera Rubin); 16 Trainium per trn2/trn3 node;
+#: A10G and L4 as 8 per g5.48xlarge / g6.48xlarge. Override with ``deploy --chips-per-node chip=N``.
+CHIPS_PER_NODE = {"h100": 8, "h200": 8, "b200": 8, "gb200": 4, "gb300": 4, "rubin": 4, "mi300x": 8,
+                  "mi355x": 8, "a10g": 8, "a100-80gb": 8, "l4": 8, "trainium2": 16, "trainium3": 16}
+
+
+def target_engines(chip: str, vendor: str | None = None) -> tuple[str, ...]:
+    """Engines that run ``chip`` (by its vendor; a user chip with ``base`` takes its base's vendor)."""
+    if vendor is None:
+        from topology.chips import load_chip_catalog
+
+        spec = load_chip_catalog().get(chip)
+        vendor = spec.vendor if spec is not None else ""
+    if chip not in CHIPS_PER_NODE and vendor not in ("NVIDIA", "AMD"):
+        return ()
+    return _ENGINES_OF_VENDOR.get(vendor, ())
+
+
+@dataclass(frozen=True)
+class EngineLayout:
+    """What an engine needs of one pool: parallelism, batch, chunk, KV dtype, role, speculative draft."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    batch: int
+    chunk_tokens: int | None
+    kv: str
+    role: Role
+    draft_model: str | None = None
+    draft_tokens: int | None = None
+    nodes: int = 1
+
+
+def _kv_transfer(role: Role) -> list[str]:
+    if role == "aggregated":
+        return []
+    config = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    return ["--kv-transfer-config", json.dumps(config, separators=(",", ":"))]
+
+
+def vllm_args(a: EngineLayout, model: str) -> list[str]:
+    """``vllm serve`` command line of a pool."""
+    args = ["vllm", "serve", model, "--tensor-parallel-size", str(a.tp), "--pipeline-parallel-size", str(a.pp)]
+    if a.dp > 1:
+        args += ["--data-parallel-size", str(a.dp)]
+    if a.ep > 1:
+        args += ["--enable-expert-parallel"]
+    args += ["--max-num-seqs", str(a.batch)]
+    if a.chunk_tokens:
+        args += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(a.chunk_tokens)]
+    if a.kv in ("fp8", "fp4"):
+        args += ["--kv-cache-dtype", "fp8"]
+    if a.draft_model and a.draft_tokens:
+        spec = {"model": a.draft_model, "num_speculative_tokens": a.draft_tokens}
+        args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    if a.nodes > 1:
+        args += ["--distributed-executor-backend", "ray"]
+    return args + _kv_transfer(a.role)
+
+
+def sglang_args(a: EngineLayout, model: str) -> list[str]:
+    """``python3 -m sglang.launch_server`` command line of a pool (multi-node ranks from LWS variables)."""
+    args = ["python3", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(a.tp * a.dp),
+            "--pp-size", str(a.pp)]
+    if a.dp > 1:
+        args += ["--dp-size", str(a.dp), "--enable-dp-attention"]
+    if a.ep > 1:
+        args += ["--ep-size", str(a.ep)]
+    args += ["--max-running-requests", str(a.batch)]
+    if a.chunk_tokens:
+        args += ["--chunked-prefill-size", str(a.chunk_tokens)]
+    if a.kv in ("fp8", "fp4"):
+        args += ["--kv-cache-dtype", "fp8_e4m3"]
+    if a.draft_model and a.draft_tokens:
+        args += ["--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", a.draft_model,
+                 "--speculative-num-steps", str(a.draft_tokens), "--speculative-num-draft-tokens",
+                 str(a.draft_tokens + 1)]
+    if a.role != "aggregated":
+        args += ["--disaggregation-mode", a.role]
+    if a.nodes > 1:
+        args += ["--nnodes", str(a.nodes), "--node-rank", "$(LWS_WORKER_INDEX)", "--dist-init-addr",
+                 "$(LWS_LEADER_ADDRESS):5000"]
+    return args
+
+
+def trtllm_options(a: EngineLayout) -> dict:
+    """The ``--extra_llm_api_options`` YAML of a pool (what ``trtllm-serve`` takes no flag for)."""
+    opts: dict = {"enable_attention_dp": a.dp > 1}
+    if a.kv in ("fp8", "fp4"):
+        opts["kv_cache_config"] = {"dtype": "fp8"}
+    if a.chunk_tokens:
+        opts["enable_chunked_prefill"] = True
+    if a.draft_model and a.draft_tokens:
+        opts["speculative_config"] = {"decoding_type": "Eagle", "max_draft_len": a.draft_tokens,
+                                      "speculative_model_dir": a.draft_model}
+    if a.role != "aggregated":
+        opts["cache_transceiver_config"] = {"backend": "DEFAULT"}
+    return opts
+
+
+def trtllm_args(a: EngineLayout, model: str, options_path: str) -> list[str]:
+    """``trtllm-serve`` command line of a pool; the rest is in the options file at ``options_path``."""
+    args = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(a.tp * a.dp), "--pp_size", str(a.pp),
+            "--ep_size", str(a.ep), "--max_batch_size", str(a.batch)]
+    if a.chunk_tokens:
+        args += ["--max_num_tokens", str(a.chunk_tokens)]
+    return args + ["--extra_llm_api_options", options_path]
+
+
+def engine_args(engine: str, a: EngineLayout, model: str, options_path: str = "/etc/placement/engine.yaml",
+                ) -> list[str]:
+    """The command line of ``engine`` for a pool."""
+    if engine == "vllm":
+        return vllm_args(a, model)
+    if engine == "sglang":
+        return sglang_args(a, model)
+    if engine == "trtllm":
+        return trtllm_args(a, model, options_path)
+    raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")

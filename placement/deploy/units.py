@@ -1,0 +1,142 @@
+"""Deployable units: one per pool and domain group of a plan, with what an engine needs to run it.
+
+A pool whose replicas sit in several domain groups becomes one unit per group,
+so that each unit's node affinity can pin its replicas to the domains the plan
+chose (``sites[].domains``). A unit runs on an engine when its chip is one an
+engine targets and its stage is one the engines expose (aggregated, prefill,
+decode); otherwise it is *vendor-neutral* and the reason says why.
+
+Node labels the manifests select on (documented in ``docs/deploy.md``):
+
+==============================  ===========================================
+label                           value
+==============================  ===========================================
+``placement.io/chip``           the chip's catalogue name (``h100``)
+``placement.io/domain-group``   the instance's domain group (``h100-pod``)
+``placement.io/domain``         group and index of one scale-up domain
+                                (``h100-pod-3``)
+==============================  ===========================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from placement.core.plan import Plan, Pool
+from placement.deploy.engines import CHIPS_PER_NODE, EngineLayout, target_engines
+
+__all__ = ["LABEL_CHIP", "LABEL_DOMAIN", "LABEL_GROUP", "Unit", "dns_name", "units_of"]
+
+LABEL_CHIP = "placement.io/chip"
+LABEL_GROUP = "placement.io/domain-group"
+LABEL_DOMAIN = "placement.io/domain"
+#: Accelerators per node for a chip missing from :data:`CHIPS_PER_NODE` (an 8-GPU board).
+DEFAULT_CHIPS_PER_NODE = 8
+
+
+def dns_name(*parts: str) -> str:
+    """A Kubernetes object name (RFC 1123 label: lower-case alphanumerics and '-', at most 63 characters).
+
+    Examples
+    --------
+    >>> dns_name("Rubin-LPX", "decode|pd", "rubin_nvl72")
+    'rubin-lpx-decode-pd-rubin-nvl72'
+    """
+    text = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
+    return text[:63].rstrip("-") or "x"
+
+
+@dataclass
+class Unit:
+    """The replicas of one pool in one domain group."""
+
+    name: str
+    pool: Pool
+    site: str
+    replicas: int
+    domains: list[int]
+    role: str
+    chips_per_node: int
+    nodes: int
+    pod_chips: int
+    domain_chips: int
+    vendor: str
+    engines: tuple[str, ...]
+    layout: EngineLayout | None
+    neutral_reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def domain_values(self) -> list[str]:
+        """Values of :data:`LABEL_DOMAIN` for the domains the plan chose."""
+        return [f"{self.site}-{i}" for i in self.domains]
+
+
+_ROLE_OF_STAGE = {"aggregated": "aggregated", "prefill": "prefill", "decode": "decode"}
+
+
+def _neutral_reason(pool: Pool, engines: tuple[str, ...], engine: str) -> str | None:
+    if not engines:
+        return (f"no engine among vLLM, SGLang and TensorRT-LLM targets {pool.chip}; it runs its vendor's own "
+                "serving stack")
+    if pool.stage not in _ROLE_OF_STAGE:
+        what = {"decode-attention": "the attention half of an attention-FFN split",
+                "decode-ffn": "the FFN half of an attention-FFN split",
+                "draft": "a remote speculative-decoding draft"}.get(pool.stage, f"stage {pool.stage}")
+        return f"{what}: no listed engine exposes it as a launch option"
+    if engine not in engines:
+        return f"{engine} does not target {pool.chip} (engines that do: {', '.join(engines)})"
+    return None
+
+
+def _domain_chips(pool: Pool) -> int:
+    """Chips of one scale-up domain where the pool runs (its resource is ``chip@domain size``)."""
+    size = pool.config.main.site_resource.rpartition("@")[2]
+    return int(size) if size.isdigit() else pool.chips_per_replica
+
+
+def _chip_vendor(chip: str) -> str:
+    from topology.chips import load_chip_catalog
+
+    spec = load_chip_catalog().get(chip)
+    return spec.vendor if spec is not None else ""
+
+
+def units_of(plan: Plan, engine: str, *, kv: str, draft_model: str | None = None,
+             chips_per_node: dict[str, int] | None = None) -> list[Unit]:
+    """The plan's pools split by domain group, each with its engine layout or the reason it has none."""
+    per_node = {**CHIPS_PER_NODE, **(chips_per_node or {})}
+    units = []
+    for pool in plan.pools:
+        vendor = _chip_vendor(pool.chip)
+        engines = target_engines(pool.chip, vendor)
+        reason = _neutral_reason(pool, engines, engine)
+        node = per_node.get(pool.chip, DEFAULT_CHIPS_PER_NODE)
+        nodes = max(1, -(-pool.chips_per_replica // node))
+        pod_chips = min(pool.chips_per_replica, node)
+        notes = []
+        if pool.chip not in per_node and not reason:
+            notes.append(f"{pool.chip}: {DEFAULT_CHIPS_PER_NODE} chips per node assumed "
+                         "(give --chips-per-node chip=N)")
+        draft = None
+        tokens = None
+        if pool.config.kind == "decode-spec" and pool.stage == "decode":
+            draft, tokens = draft_model, pool.config.draft_tokens
+            if pool.config.partner is not None:
+                notes.append(f"the plan runs the draft on {pool.config.partner.chip}; the engines run it beside "
+                             "the target, on these chips")
+        layout = None if reason else EngineLayout(
+            tp=pool.tp, pp=pool.pp, dp=pool.config.main.dp, ep=pool.ep, batch=pool.batch,
+            chunk_tokens=pool.chunk_tokens, kv=kv, role=_ROLE_OF_STAGE[pool.stage], draft_model=draft,
+            draft_tokens=tokens, nodes=nodes)
+        for site in pool.sites:
+            if site.replicas <= 0:
+                continue
+            units.append(Unit(
+                name=dns_name(plan.instance, pool.id, site.site), pool=pool, site=site.site,
+                replicas=site.replicas, domains=list(site.domains), role=_ROLE_OF_STAGE.get(pool.stage, pool.stage),
+                chips_per_node=node, nodes=nodes, pod_chips=pod_chips, domain_chips=_domain_chips(pool),
+                vendor=vendor, engines=engines,
+                layout=layout, neutral_reason=reason, notes=list(notes)))
+    return units
