@@ -20,6 +20,7 @@ import typer
 
 from placement.cli.bench import bench_command, export_command, generate_command
 from placement.cli.guard import guarded
+from placement.cli.html_report import report_command
 from placement.cli.options import InstanceArg, Objective, PlanArg, check_run_options
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
@@ -202,6 +203,7 @@ app.command("marginal")(guarded(marginal_command))
 app.command("generate")(guarded(generate_command))
 app.command("bench")(guarded(bench_command))
 app.command("export")(guarded(export_command))
+app.command("report")(guarded(report_command))
 
 
 def main() -> None:  # pragma: no cover
