@@ -182,7 +182,7 @@ def sweep_svg(result: SweepResult) -> str:
                       label, "cost ($/h)", title=f"{result.instance}: sweep of {label}", log_x=first.log)
     chips = sorted({c for p in pts for c in p.chips_by_type})
     mix = line_chart([Series(c, xs, [p.chips_by_type.get(c, 0) for p in pts], PALETTE[i % len(PALETTE)], step=True)
-                      for i, c in enumerate(chips)], label, "chips", title="chip mix (held until the next point)",
+                      for i, c in enumerate(chips)], label, "chips", title="chip mix (steps: each plan drawn halfway to its neighbours)",
                      log_x=first.log)
     return cost + mix
 

@@ -92,7 +92,7 @@ class Series:
     """One line (or set of markers) of a chart: x and y values, a colour, a legend label.
 
     ``line`` False draws markers only; ``faded`` draws them pale (dominated points); ``step`` joins
-    points with horizontal-then-vertical steps (a quantity that holds until the next point).
+    points with steps that change halfway between them (a quantity known only at the points).
     """
 
     label: str
@@ -179,8 +179,9 @@ def _draw_series(s: Series, p: list[tuple[float, float]], X: _Axis, Y: _Axis) ->
     if s.line and len(p) > 1:
         coords = []
         for i, (x, y) in enumerate(p):
-            if s.step and i:
-                coords.append(f"{X(x):.1f},{Y(p[i - 1][1]):.1f}")
+            if s.step and i:  # change halfway (on the drawing) between the two points
+                mid = (X(p[i - 1][0]) + X(x)) / 2
+                coords.append(f"{mid:.1f},{Y(p[i - 1][1]):.1f} {mid:.1f},{Y(y):.1f}")
             coords.append(f"{X(x):.1f},{Y(y):.1f}")
         dash = ' stroke-dasharray="5 3"' if s.dashed else ""
         out.append(f'<polyline class="series-line" fill="none" stroke="{s.colour}" stroke-width="2"{dash} '
