@@ -43,6 +43,7 @@ __all__ = [
     "Edge",
     "Objective",
     "Part",
+    "PoolLimit",
     "Problem",
     "Route",
     "Site",
@@ -145,6 +146,13 @@ class Edge(Record):
     latency_s: float = Field(default=0.0, ge=0)
 
 
+class PoolLimit(Record):
+    """At most ``max_columns`` columns carrying load of each group of steps (a class and stage, say)."""
+
+    max_columns: int = Field(ge=1)
+    groups: dict[str, list[str]] = Field(description="group name -> step names")
+
+
 class Problem(Record):
     """Everything the MILP needs; see the module docstring for the notation."""
 
@@ -159,6 +167,8 @@ class Problem(Record):
     objective: Objective = "cost"
     power_cap_w: float | None = Field(default=None, gt=0)
     budget_usd_per_hour: float | None = Field(default=None, gt=0)
+    pool_limit: PoolLimit | None = Field(default=None, exclude=True, description="see solvers.pool_limit; left "
+                                         "out of dumps, so a problem without it serialises as before")
 
 
 def unit_weight(objective: Objective, site: Site) -> float:

@@ -69,6 +69,9 @@ class Variables:
     g: dict[tuple[str, int, str, str], pulp.LpVariable] = field(default_factory=dict)
     f: dict[tuple[str, tuple[str, str]], pulp.LpVariable] = field(default_factory=dict)
     w: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
+    #: Binary "column c carries load of group G" of the pool limit (only with ``Problem.pool_limit``; see
+    #: solvers.pool_limit), keyed (column, group).
+    u: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     primary: dict[tuple[str, int, str], float] = field(default_factory=dict)
     labels: dict[str, tuple[str, tuple]] = field(default_factory=dict)
     row_scale: dict[str, float] = field(default_factory=dict)

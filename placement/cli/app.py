@@ -99,6 +99,9 @@ def solve(
     certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
                                           "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
                                           "they disagree (the better verified plan is still written)")] = False,
+    max_pools: Annotated[int | None, typer.Option("--max-pools-per-stage", min=1, help="at most N pools per class "
+                                                  "and stage (sets limits.max_pools_per_stage); among plans of "
+                                                  "equal cost, the one with fewer pools")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -117,6 +120,8 @@ def solve(
         check_writable(json_path)  # before the solve, not after it
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
+    if max_pools is not None:
+        inst = inst.model_copy(update={"limits": inst.limits.model_copy(update={"max_pools_per_stage": max_pools})})
     left_after(time_limit, began, "reading the instance")
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
                began=began, certify=certify)
