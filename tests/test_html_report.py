@@ -118,6 +118,12 @@ def test_pareto_chart_draws_frontiers_through_solved_points_only():
     assert legend == ["heterogeneous frontier", "heterogeneous dominated"]
 
 
+def test_a_plan_without_pools_still_reports_its_diagnosis():
+    plan = Plan(instance="t", status="infeasible", objective="cost", diagnosis=["h100-hgx: 16 domains, 40 needed"])
+    page = render_html(plan)
+    assert "h100-hgx: 16 domains, 40 needed" in page and 'class="fleet"' in page and "infeasible" in page
+
+
 # ---- the command -------------------------------------------------------------------------------
 
 @pytest.fixture
