@@ -77,6 +77,7 @@ from solvers.network_rows import (
 )
 from solvers.objective import primary_objective, set_objective
 from solvers.packing import check_packable, pack_into_domains
+from solvers.pool_limit import add_pool_limit
 from solvers.problem import Problem
 from solvers.solution import Solution
 from solvers.tolerances import REL_OBJECTIVE
@@ -168,6 +169,7 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.
         add_power_cap(m, v)
         add_budget(m, v)
         add_policy_rows(m, v)
+        add_pool_limit(m, v)
         set_objective(m, v)
         add_policy_objective(m, v)
     return m, v

@@ -17,7 +17,7 @@ OBJECTIVE_BAND = (2.0**-4, 2.0**10)
 
 
 def set_objective(m: pulp.LpProblem, v: Variables) -> None:
-    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} (w: $/h, W or 1 per unit).
+    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} + ε·Σ_c b_c (w: $/h, W or 1 per unit).
 
     The tie-breaks prefer fewer units among equal-cost placements and forbid
     needless or circulating flow. With w_min the cheapest positive unit weight,
@@ -26,7 +26,10 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
     ``Variables.flow_unit``): a flow variable's tie-break is as visible to the
     solvers as a replica's, while a circulation-free transfer crosses only a
     few edges, so the tie-broken optimum stays within ~1e-7 (relative) of the
-    primary optimum. (Solvers may still ignore a tie-break this small, so
+    primary optimum. With a pool limit (:mod:`solvers.pool_limit`) each column carrying load
+    (b_c = 1) also costs ε: among plans of equal cost and units, the one with fewer pools wins,
+    whatever the coefficients of columns it does not use (a price swept on an unused chip no
+    longer flips the plan between equal-cost alternatives). (Solvers may still ignore a tie-break this small, so
     :func:`solvers.extract.to_solution` also cancels circulating flow.) The
     objective is not rescaled; reported objectives are always the primary
     one, recomputed from the solution.
@@ -42,6 +45,7 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
     v.objective_scale = scale
     coefs = {var: (primary[k] + eps_u * units[k]) / scale for k, var in v.n.items()}
     coefs.update(dict.fromkeys(v.f.values(), TIE_BREAK * w_min / scale))
+    coefs.update(dict.fromkeys(v.u.values(), TIE_BREAK * w_min / scale))
     m.setObjective(pulp.LpAffineExpression(coefs))
 
 

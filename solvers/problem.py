@@ -45,6 +45,7 @@ __all__ = [
     "Part",
     "Policy",
     "PolicyLimit",
+    "PoolLimit",
     "Problem",
     "Route",
     "Site",
@@ -171,6 +172,11 @@ class PolicyLimit(Record):
     policies: dict[str, float]
     replicas: dict[str, float] = Field(default_factory=dict, description="column -> headroom per replica")
     rhs: float = Field(default=0.0, ge=0)
+class PoolLimit(Record):
+    """At most ``max_columns`` columns carrying load of each group of steps (a class and stage, say)."""
+
+    max_columns: int = Field(ge=1)
+    groups: dict[str, list[str]] = Field(description="group name -> step names")
 
 
 class Problem(Record):
@@ -189,6 +195,8 @@ class Problem(Record):
     budget_usd_per_hour: float | None = Field(default=None, gt=0)
     policies: list[Policy] = Field(default_factory=list)
     policy_limits: list[PolicyLimit] = Field(default_factory=list)
+    pool_limit: PoolLimit | None = Field(default=None, exclude=True, description="see solvers.pool_limit; left "
+                                         "out of dumps, so a problem without it serialises as before")
 
     @model_serializer(mode="wrap")
     def _without_unused(self, handler):

@@ -379,6 +379,10 @@ def start_values(m: pulp.LpProblem, v: Variables, part: Variables) -> dict[pulp.
         values[var] = _value(part.f[t, e]) * part.flow_unit[t] / v.flow_unit[t]
     for var in v.n.values():
         values[var] = float(round(values[var]))
+    busy = {key[:2] for key, var in v.y.items() if values[var] > 0}
+    groups = v.index.problem.pool_limit.groups if v.u else {}
+    for (c, group), var in v.u.items():  # the pool limit's "column carries load of the group"
+        values[var] = 1.0 if any((c, q) in busy for q in groups[group]) else 0.0
     serving = _serving_resources(part)
     for (k, rho), var in v.w.items():
         if (k, rho) not in part.w:  # one possible resource in the smaller problem: the one serving k

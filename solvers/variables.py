@@ -71,6 +71,9 @@ class Variables:
     w: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     #: π[policy]: share of its group served under the policy (:mod:`solvers.kv_rows`).
     pi: dict[str, pulp.LpVariable] = field(default_factory=dict)
+    #: Binary "column c carries load of group G" of the pool limit (only with ``Problem.pool_limit``; see
+    #: solvers.pool_limit), keyed (column, group).
+    u: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
     primary: dict[tuple[str, int, str], float] = field(default_factory=dict)
     labels: dict[str, tuple[str, tuple]] = field(default_factory=dict)
     row_scale: dict[str, float] = field(default_factory=dict)

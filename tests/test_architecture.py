@@ -6,8 +6,8 @@
   neither ``placement`` nor ``solvers``.
 * The arrows inside ``placement``: ``core`` imports none of ``studies``, ``cli``, ``bench``;
   ``studies`` imports ``core`` only; ``deploy`` imports ``core`` only; ``bench`` imports ``core`` and
-  ``studies``; ``cli``
-  imports anything. So nothing outside ``placement.cli`` imports the CLI.
+  ``studies``; ``report`` imports ``core`` and ``studies``; ``cli`` imports anything. So nothing outside
+  ``placement.cli`` imports the CLI.
 * Studies return results: no module of ``placement.studies`` calls ``print``, builds a rich
   ``Console``, or imports ``rich``, ``typer`` or ``matplotlib``.
 
@@ -44,10 +44,11 @@ ALLOWED_SUB = {
     "modes": {"core"},
     "studies": {"core", "modes"},
     "bench": {"core", "modes", "studies"},
-    "cli": {"core", "modes", "studies", "bench", "deploy"},
     "deploy": {"core"},  # plans to deployment documents
+    "report": {"core", "modes", "studies"},  # the HTML plan report: reads plans and study results
+    "cli": {"core", "modes", "studies", "bench", "deploy", "report"},
 }
-SUBPACKAGES = {"core", "modes", "studies", "bench", "cli", "deploy"}
+SUBPACKAGES = {"core", "modes", "studies", "bench", "deploy", "report", "cli"}
 
 
 def _modules() -> list[Path]:

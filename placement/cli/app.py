@@ -21,6 +21,7 @@ import typer
 from placement.cli.bench import bench_command, export_command, generate_command
 from placement.cli.deploy import deploy_command
 from placement.cli.guard import guarded
+from placement.cli.html_report import report_command
 from placement.cli.init import init_command
 from placement.cli.kv import kv_prices_command
 from placement.cli.ops import replan_command, schedule_command
@@ -108,6 +109,9 @@ def solve(
                                                        "recompute every prefix")] = None,
     survive: Annotated[str | None, typer.Option("--survive", help="domain:1: the plan still serves every class "
                                                 "after losing any one domain (N+1)")] = None,
+    max_pools: Annotated[int | None, typer.Option("--max-pools-per-stage", min=1, help="at most N pools per class "
+                                                  "and stage (sets limits.max_pools_per_stage); among plans of "
+                                                  "equal cost, the one with fewer pools")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -126,6 +130,8 @@ def solve(
         check_writable(json_path)  # before the solve, not after it
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
+    if max_pools is not None:
+        inst = inst.model_copy(update={"limits": inst.limits.model_copy(update={"max_pools_per_stage": max_pools})})
     left_after(time_limit, began, "reading the instance")
     if survive is not None:
         from placement.core.survive import parse_survive, solve_surviving
@@ -226,6 +232,7 @@ app.command("schedule")(guarded(schedule_command))
 app.command("schema")(guarded(schema_command))
 app.command("deploy")(guarded(deploy_command))
 app.command("init")(guarded(init_command))
+app.command("report")(guarded(report_command))
 
 
 def main() -> None:  # pragma: no cover

@@ -42,11 +42,11 @@ from placement.core.batch_choice import best_batch, best_index, capacity_bound
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, Perf, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
-from placement.modes import Grid, configurations, enabled_modes, transfers
+from placement.modes import Grid, StepId, configurations, enabled_modes, transfers
 from solvers.dominance import LOAD_ATOL, RTOL, Columns, Row, copies, dominates, undominated
-from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
+from solvers.problem import Column, Demand, Edge, Part, PoolLimit, Problem, Route, Site, Transfer
 
-__all__ = ["Candidates", "build_problem", "generate"]
+__all__ = ["Candidates", "build_problem", "generate", "pool_limit"]
 
 #: Candidates tested against the survivors at once (see :func:`solvers.dominance.undominated`).
 PRUNE_BLOCK = 64
@@ -302,5 +302,28 @@ def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Proble
         objective=objective,
         power_cap_w=inst.limits.power_w,
         budget_usd_per_hour=inst.limits.budget_usd_per_hour,
+        pool_limit=pool_limit(inst.limits.max_pools_per_stage, routes),
     )
     return problem, cands
+
+
+def pool_limit(max_pools: int | None, routes: list[Route]) -> PoolLimit | None:
+    """The solver's pool limit for ``limits.max_pools_per_stage``: one group of steps per class and stage.
+
+    Examples
+    --------
+    >>> from solvers.problem import Route
+    >>> pool_limit(2, [Route(name="a|pd", demand="a", steps=["a|pd|prefill", "a|pd|decode"]),
+    ...                Route(name="a|pd-af", demand="a", steps=["a|pd-af|prefill", "a|pd-af|decode"])]).groups
+    {'a|prefill': ['a|pd|prefill', 'a|pd-af|prefill'], 'a|decode': ['a|pd|decode', 'a|pd-af|decode']}
+    >>> pool_limit(None, []) is None
+    True
+    """
+    if max_pools is None:
+        return None
+    groups: dict[str, list[str]] = {}
+    for r in routes:
+        for q in r.steps:
+            step = StepId.parse(q)
+            groups.setdefault(f"{step.traffic_class}|{step.stage}", []).append(q)
+    return PoolLimit(max_columns=max_pools, groups=groups)

@@ -240,6 +240,10 @@ class Hardware(Record):
 class Limits(Record):
     power_kw: PositiveFinite | None = Field(default=None, le=1e7)
     budget_usd_per_hour: PositiveFinite | None = Field(default=None, le=1e9)
+    max_pools_per_stage: int | None = Field(
+        default=None, ge=1, le=1000, description="at most this many pools (distinct configurations with load) "
+        "per class and stage, so a class is not served by several decode pools of one chip at TP 1, 2 and 4; "
+        "None: no limit (see solvers.pool_limit)")
 
     @property
     def power_w(self) -> float | None:
