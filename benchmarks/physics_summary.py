@@ -29,23 +29,24 @@ def plan_row(path: Path) -> str:
 
 
 def pool_rows(rows: list[dict]) -> list[str]:
-    """One markdown row per pool: TPOT and TTFT claimed, floor and ratio, and the binding term."""
+    """One markdown row per pool: TPOT and TTFT claimed, floor and ratio, the capacity ratio, the binding term."""
     by: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
-        if r["claim"] in ("tpot_ms", "ttft_ms", "measured"):
+        if r["claim"] in ("tpot_ms", "ttft_ms", "capacity_rps", "measured"):
             by.setdefault((r["instance"], r["pool"]), {})[r["claim"]] = r
     out = [("| instance | pool | stage | chip × chips/replica | batch | TPOT claimed ms | floor ms | ratio | "
-            "TTFT claimed ms | floor ms | ratio | binding (TPOT, else TTFT) |"), "|" + "---|" * 12]
+            "TTFT claimed ms | floor ms | ratio | capacity ceiling ÷ claimed | binding (TPOT, else TTFT) |"),
+           "|" + "---|" * 13]
 
     def fmt(r: dict | None, k: str) -> str:
         return "–" if r is None or r[k] is None else f"{r[k]:.4g}"
 
     for (inst, pool), cl in by.items():
         first = next(iter(cl.values()))
-        t, f = cl.get("tpot_ms"), cl.get("ttft_ms")
+        t, f, c = cl.get("tpot_ms"), cl.get("ttft_ms"), cl.get("capacity_rps")
         out.append(f"| {inst} | {pool} | {first['stage']} | {first['chip']} × {first['chips_per_replica']} | "
                    f"{first['batch']} | {fmt(t, 'claimed')} | {fmt(t, 'floor')} | {fmt(t, 'ratio')} | "
-                   f"{fmt(f, 'claimed')} | {fmt(f, 'floor')} | {fmt(f, 'ratio')} | "
+                   f"{fmt(f, 'claimed')} | {fmt(f, 'floor')} | {fmt(f, 'ratio')} | {fmt(c, 'ratio')} | "
                    f"{(t or f or first)['binding'][:90]} |")
     violations = [r["binding"] for r in rows if r["claim"] == "VIOLATION"]
     return out + ([""] + [f"* VIOLATION: {v}" for v in violations] if violations else [])

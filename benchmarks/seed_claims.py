@@ -19,10 +19,12 @@ claim is about.
   interactivity" — metric: the fastest TPOT each series meets (tokens/s per
   user), and the cost of the draft at equal TPOT.
 
-Run (about 10 minutes on 2 cores)::
+Run (the Rubin studies are 18 solves each, ~12 s apiece on an idle core; the rest is minutes)::
 
     .venv/bin/python benchmarks/seed_claims.py            # writes seed_claims.json and SEED_CLAIMS.md
-    .venv/bin/python benchmarks/seed_claims.py --only lpx  # one study family
+    .venv/bin/python benchmarks/seed_claims.py --only lpx --json /tmp/lpx.json  # one study family
+    .venv/bin/python benchmarks/seed_claims.py --render --merge /tmp/lpx.json \
+        --price-sweep benchmarks/lp30_price_sweep.json    # merge runs and the LP30 price sweep, solve nothing
 """
 
 from __future__ import annotations
@@ -196,7 +198,22 @@ def verdict_lpx(points: list[dict]) -> str:
         return "**Does not hold** at any swept point; the attention–FFN-only plan is infeasible at every one."
     ratio, x = min(near)
     return (f"**Does not hold** at any swept point: the split is never chosen. Nearest: at {x:g} ms the "
-            f"attention–FFN-only plan costs {ratio:.2f}× the optimum.")
+            f"attention–FFN-only plan costs {ratio:.2f}× the optimum. " + _break_even_lp30(by))
+
+
+def _break_even_lp30(by: dict) -> str:
+    """The LP30 $/h at which the attention–FFN-only plan would cost what the optimum costs (arithmetic on
+    the solved plans' chip counts, Rubin priced at the Rubin-only plan's $/chip; not a solve)."""
+    out = []
+    for x in _xs(by):
+        a, h, r = by.get((x, "PD+AF")), by.get((x, "heterogeneous")), by.get((x, "rubin"))
+        if not (_cost(a) and _cost(h) and _cost(r)) or not a.chips_by_type.get("lp30"):
+            continue
+        usd_per_rubin = _cost(r) / r.chips_by_type["rubin"]
+        price = (_cost(h) - a.chips_by_type.get("rubin", 0) * usd_per_rubin) / a.chips_by_type["lp30"]
+        out.append(f"{x:g} ms: {'none (it needs more Rubin than the optimum)' if price <= 0 else f'${price:.3g}/h'}")
+    return ("LP30 price at which the attention–FFN-only plan would break even (Rubin at its catalogue price, "
+            "chip counts as solved): " + "; ".join(out) + ".") if out else ""
 
 
 def table_cs3(points: list[dict]) -> list[str]:
@@ -219,26 +236,31 @@ def table_cs3(points: list[dict]) -> list[str]:
 
 
 def verdict_cs3(points: list[dict]) -> str:
-    """The largest power ratio (or where only the wafer meets the SLO), against the claimed 5×."""
+    """Where only the wafer meets the SLO, where Trainium alone does and what the optimum then uses."""
     by = _by(points)
-    only_het = [x for x in _xs(by) if _power(by.get((x, "heterogeneous"))) and not _power(by.get((x, "trainium3")))]
-    ratios = [(_power(by.get((x, "trainium3"))) / _power(by.get((x, "heterogeneous"))), x) for x in _xs(by)
-              if _power(by.get((x, "trainium3"))) and _power(by.get((x, "heterogeneous")))]
-    pd = [x for x in _xs(by) if _share(by.get((x, "heterogeneous")), "fast-chat", "pd") > 0
-          and "wse3" in by[(x, "heterogeneous")].stages.get("decode", {})
-          and "trainium3" in by[(x, "heterogeneous")].stages.get("prefill", {})]
+    xs = _xs(by)
+    het = {x: by.get((x, "heterogeneous")) for x in xs}
+    only_het = [x for x in xs if _power(het[x]) and not _power(by.get((x, "trainium3")))]
+    both = [x for x in xs if _power(het[x]) and _power(by.get((x, "trainium3")))]
     parts = []
-    if ratios:
-        r, x = max(ratios)
-        parts.append(f"largest fast-tokens-per-MW ratio {r:.2f}× (at {x:g} ms)" + (" — **≥ 5×: holds**" if r >= 5
-                                                                                     else " — below the claimed 5×"))
     if only_het:
-        parts.append(f"at {', '.join(f'{x:g}' for x in only_het)} ms Trainium alone cannot meet the SLO at all "
-                     "(unbounded ratio)")
-    parts.append(f"Trainium prefill → CS-3 decode chosen for fast-chat at {', '.join(f'{x:g}' for x in pd)} ms"
-                 if pd else "the Trainium-prefill → CS-3-decode split itself is never chosen for fast-chat "
-                            "(the wafer serves it aggregated)")
-    return "; ".join(parts) + "."
+        parts.append(f"at TPOT {', '.join(f'{x:g}' for x in only_het)} ms only plans with CS-3 meet the SLO "
+                     "(Trainium alone is infeasible: the capacity ratio is unbounded, not 5×)")
+    if both:
+        ratios = [(_power(by[(x, "trainium3")]) / _power(het[x]), x) for x in both]
+        r, x = max(ratios)
+        wafer = [x for x in both if "wse3" in het[x].chips_by_type]
+        parts.append(f"at {', '.join(f'{x:g}' for x in both)} ms, where Trainium alone meets it, the best power "
+                     f"ratio is {r:.2f}× (at {x:g} ms)"
+                     + (f", the optimum using CS-3 at {', '.join(f'{x:g}' for x in wafer)} ms" if wafer
+                        else " and the optimum uses no CS-3"))
+    pd = [x for x in xs if _share(het[x], "fast-chat", "pd") > 0 and "wse3" in het[x].stages.get("decode", {})
+          and "trainium3" in het[x].stages.get("prefill", {})]
+    parts.append(f"Trainium prefill → CS-3 decode is chosen for fast-chat at {', '.join(f'{x:g}' for x in pd)} ms"
+                 if pd else "the Trainium-prefill → CS-3-decode split itself is never chosen (the wafer serves "
+                            "fast-chat aggregated, its prefill included)")
+    verdict = "**5× does not appear**" if not any(r >= 5 for r, _ in ([] if not both else ratios)) else "**holds**"
+    return verdict + ": " + "; ".join(parts) + "."
 
 
 def table_draft(points: list[dict]) -> list[str]:
@@ -280,6 +302,32 @@ def verdict_draft(points: list[dict]) -> str:
     return "; ".join(parts) + "."
 
 
+#: the key of the LP30 price sweep (``placement sweep``, not a study of this script) in the results
+PRICE_SWEEP = "LP30 price sweep"
+PRICE_SWEEP_CMD = ("placement sweep instances/rubin-lpx-deepseek.yaml --set hardware.chips.lp30.usd_per_hour=0.2:2:20 "
+                   "--json lp30.json  # default backend (CBC); both classes at their shipped SLOs")
+
+
+def table_price(points: list[dict]) -> list[str]:
+    by = _by(points)
+    rows = ["| LP30 $/h per chip | status | $/h | chips | reasoning served attention–FFN |", "|---|---|---|---|---|"]
+    for x in _xs(by):
+        p = by[(x, "heterogeneous")]
+        rows.append(f"| {x:.4g} | {p.status}{'' if p.verified or not p.ok else ' (not verified)'} | "
+                    f"{_fmt(_cost(p), ',.2f')} | {_chips(p)} | {_share(p, 'reasoning', 'pd-af'):.0%} |")
+    return rows
+
+
+def verdict_price(points: list[dict]) -> str:
+    by = _by(points)
+    lost = [x for x in _xs(by) if not by[(x, "heterogeneous")].ok]
+    split = [x for x in _xs(by) if _share(by[(x, "heterogeneous")], "reasoning", "pd-af") > 0]
+    head = (f"{len(_xs(by)) - len(lost)} of {len(_xs(by))} points solved and verified"
+            + (f" (lost: {', '.join(f'{x:.4g}' for x in lost)})" if lost else ", none lost"))
+    return head + "; " + (f"the split is chosen at LP30 ≤ ${max(split):.4g}/h per chip" if split else
+                          f"the split is never chosen, even at ${min(_xs(by)):.4g}/h per LP30 chip") + "."
+
+
 TABLES = {"lpx": table_lpx, "cs3": table_cs3, "draft": table_draft}
 VERDICTS = {"lpx": verdict_lpx, "cs3": verdict_cs3, "draft": verdict_draft}
 TITLES = {
@@ -311,6 +359,10 @@ def markdown(results: dict[str, list[dict]]) -> str:
             series = f"; series solved: {', '.join(s.series)}" if s.series else ""
             out += [f"### {s.condition}", "", f"`{cmd}`" + (f" ({s.edit_note})" if s.edit_note else "") + series, ""]
             out += table(results[s.condition]) + [""]
+        if fam == "lpx" and PRICE_SWEEP in results:
+            out += [f"### {PRICE_SWEEP} (both classes at their shipped SLOs)", "",
+                    f"* {verdict_price(results[PRICE_SWEEP])}", "", f"`{PRICE_SWEEP_CMD}`", ""]
+            out += table_price(results[PRICE_SWEEP]) + [""]
     return "\n".join(out)
 
 
@@ -323,11 +375,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="also take the results of these JSON files (runs of other families); solve nothing new "
                          "with --render")
     ap.add_argument("--render", action="store_true", help="only rewrite the markdown from the JSON")
+    ap.add_argument("--price-sweep", type=Path, help=f"the JSON of `{PRICE_SWEEP_CMD.split('  #')[0]}`")
     args = ap.parse_args(argv)
-    keep = args.json.exists() and (args.only or args.render or args.merge)
+    keep = args.json.exists() and (args.only or args.render or args.merge or args.price_sweep)
     results: dict[str, list[dict]] = json.loads(args.json.read_text()) if keep else {}
     for extra in args.merge:
         results.update(json.loads(extra.read_text()))
+    if args.price_sweep:
+        results[PRICE_SWEEP] = json.loads(args.price_sweep.read_text())["points"]
     if args.render:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True, default=str) + "\n")
         args.markdown.write_text(markdown(results) + "\n")
