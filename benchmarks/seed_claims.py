@@ -347,10 +347,12 @@ def markdown(results: dict[str, list[dict]]) -> str:
            ""]
     for fam, table in TABLES.items():
         studies = [s for s in STUDIES if s.family == fam and s.condition in results]
-        if not studies:
-            continue
         out += [f"## {TITLES[fam]}", ""]
-        out += [f"* *{s.condition}*: {VERDICTS[fam](results[s.condition])}" for s in studies] + [""]
+        out += [f"* *{s.condition}*: {VERDICTS[fam](results[s.condition])}" for s in studies]
+        missing = [s.condition for s in STUDIES if s.family == fam and s.condition not in results]
+        if missing:
+            out += [f"* Defined in `seed_claims.py` but not in this run's results: {'; '.join(missing)}."]
+        out += [""]
         for s in studies:
             cmd = " ".join([f"placement pareto instances/{s.instance}.yaml --sweep {s.sweep} --class {s.focus}"]
                            + [f"--set {o}" for o in s.overrides]
