@@ -68,13 +68,13 @@ class Study:
 
 LPX_TPOT = "tpot_ms=6,8,10,15,20,30"
 CS3_TPOT = "tpot_ms=2,3,4,6,8,16,50"
-DRAFT_TPOT = "tpot_ms=2,3,4,6,8,10,20,40"
+DRAFT_TPOT = "tpot_ms=2,3,4,8,20"
 
 FAST_CHAT = {"name": "fast-chat", "rate_rps": 10, "prompt_tokens": 2000, "output_tokens": 400, "ttft_ms": 1500,
              "tpot_ms": 4}
 LPX_SERIES = ("heterogeneous", "rubin", "PD+AF")
 CS3_SERIES = ("heterogeneous", "trainium3")
-DRAFT_SERIES = ("heterogeneous", "h200", "PD", "PD+draft")
+DRAFT_SERIES = ("heterogeneous", "PD")
 
 STUDIES: tuple[Study, ...] = (
     Study("lpx", "rubin-lpx-deepseek", LPX_TPOT, "reasoning", "as shipped (uplink 2 µs, LP30 $/h from the catalogue)",
@@ -377,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also take the results of these JSON files (runs of other families); solve nothing new "
                          "with --render")
     ap.add_argument("--render", action="store_true", help="only rewrite the markdown from the JSON")
+    ap.add_argument("--condition", action="append", help="run only the studies whose condition starts so")
     ap.add_argument("--price-sweep", type=Path, help=f"the JSON of `{PRICE_SWEEP_CMD.split('  #')[0]}`")
     args = ap.parse_args(argv)
     keep = args.json.exists() and (args.only or args.render or args.merge or args.price_sweep)
@@ -391,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for s in STUDIES:
         if args.only and s.family not in args.only:
+            continue
+        if args.condition and not any(s.condition.startswith(c) for c in args.condition):
             continue
         print(f"[{s.family}] {s.condition}", file=sys.stderr, flush=True)
         results[s.condition] = run(s)
