@@ -286,20 +286,32 @@ def _fastest(by: dict, series: str) -> str:
 
 
 def verdict_draft(points: list[dict]) -> str:
-    """Interactivity with a draft ÷ without, and whether the draft ever sits on the SRAM cards."""
+    """Cost with drafts ÷ without at equal TPOT, the fastest TPOT each meets, and where the SRAM cards serve."""
     by = _by(points)
-    fast = {s: next((x for x in _xs(by) if _cost(by.get((x, s))) is not None), None) for s in ("PD", "heterogeneous")}
-    sram = [x for x in _xs(by) if "corsair" in (by.get((x, "heterogeneous")).stages.get("draft", {})
-                                                if by.get((x, "heterogeneous")) and by[(x, "heterogeneous")].ok else {})]
+    xs = _xs(by)
+    fast = {s: next((x for x in xs if _cost(by.get((x, s))) is not None), None) for s in ("PD", "heterogeneous")}
+    ratios = [(_cost(by[(x, "PD")]) / _cost(by[(x, "heterogeneous")]), x) for x in xs
+              if _cost(by.get((x, "PD"))) and _cost(by.get((x, "heterogeneous")))]
+    het = {x: by.get((x, "heterogeneous")) for x in xs}
+    sram = [x for x in xs if het[x] is not None and het[x].ok and _share(het[x], "fast", "pd+draft") > 0
+            and any("corsair" in het[x].stages.get(st, {}) for st in ("draft", "decode"))]
     parts = []
     if fast["PD"] and fast["heterogeneous"]:
         k = fast["PD"] / fast["heterogeneous"]
-        parts.append(f"fastest TPOT met: {fast['heterogeneous']:g} ms with drafts allowed vs {fast['PD']:g} ms "
-                     f"without (PD only), {k:.1f}× the interactivity on this grid — "
-                     + ("**~10×: holds**" if k >= 8 else "far from the claimed ~10×"))
-    parts.append(f"the draft runs on the Corsair SRAM cards at {', '.join(f'{x:g}' for x in sram)} ms"
-                 if sram else "the draft never runs on the Corsair SRAM cards (co-located on the H200s when used)")
-    return "; ".join(parts) + "."
+        parts.append(f"fastest TPOT met: {fast['heterogeneous']:g} ms with drafts allowed, {fast['PD']:g} ms without "
+                     f"(PD only): {k:.1f}× the interactivity on this grid"
+                     + (" (both at the grid's fastest point: the grid cannot show more)" if k == 1 and
+                        fast["PD"] == xs[0] else ""))
+    if ratios:
+        r, x = max(ratios)
+        parts.append(f"at equal TPOT, serving without a draft costs up to {r:.2f}× as much (at {x:g} ms)")
+    parts.append(f"speculative decoding on the Corsair SRAM cards (target and draft) is chosen at "
+                 f"{', '.join(f'{x:g}' for x in sram)} ms, elsewhere the draft is co-located on H200s" if sram
+                 else "the draft never runs on the Corsair SRAM cards (co-located on the H200s when used)")
+    k = fast["PD"] / fast["heterogeneous"] if fast["PD"] and fast["heterogeneous"] else 0.0
+    verdict = ("**holds**" if k >= 8 else "**~10× interactivity not decidable on this grid**"
+               if fast["PD"] == xs[0] else "**~10× interactivity does not appear**")
+    return verdict + ": " + "; ".join(parts) + "."
 
 
 #: the key of the LP30 price sweep (``placement sweep``, not a study of this script) in the results
