@@ -69,7 +69,7 @@ DECODE_EDITS = {
     "stage": "prefill",
     "tpot_ms": 10.0,
     "batch": 256,
-    "tp": 2,
+    "tp": 3,  # candidate layouts use powers of two (or 72): never what the plan already says
     "utilisation": 0.5,
     "memory_per_chip_gb": 80.0,
 }
