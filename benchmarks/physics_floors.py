@@ -9,6 +9,10 @@ Run::
 
     .venv/bin/python benchmarks/physics_floors.py                 # table on stdout
     .venv/bin/python benchmarks/physics_floors.py --json /tmp/floors.json
+    .venv/bin/python benchmarks/physics_floors.py --plans DIR     # DIR/<instance>.plan.json, no solve
+
+``--plans`` takes the plans ``placement solve INSTANCE --json DIR/<instance>.plan.json`` wrote
+(verified again here) instead of solving with ``--solver``.
 """
 
 from __future__ import annotations
@@ -31,14 +35,25 @@ def _context():
     return Context
 
 
-def pool_rows(path: Path, solver: str = "highs") -> list[dict]:
-    """One row per claim (tpot_ms, ttft_ms, capacity_rps) of every pool of the instance's plan."""
+def pool_rows(path: Path, solver: str = "highs", plans: Path | None = None) -> list[dict]:
+    """One row per claim (tpot_ms, ttft_ms, capacity_rps) of every pool of the instance's plan.
+
+    With ``plans``, the plan is read from ``plans/<instance>.plan.json`` and must pass the verifier.
+    """
     import placement
     from placement.core.floors import check_floors, floors
+    from placement.core.plan import read_plan
+    from placement.core.verify import verify
 
     inst = placement.load_instance(path)
     ctx = _context().of(inst, str(path))
-    plan = placement.solve(inst, backend=solver, source=str(path))
+    if plans is None:
+        plan = placement.solve(inst, backend=solver, source=str(path))
+    else:
+        plan = read_plan(plans / f"{path.stem}.plan.json")
+        rejected = verify(ctx, plan)
+        if rejected:
+            raise SystemExit(f"{path.stem}: the plan in {plans} does not verify: {rejected[:3]}")
     violations = check_floors(plan, ctx)
     rows = []
     for pool in plan.pools:
@@ -73,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("instances", nargs="*", type=Path, default=INSTANCES)
     ap.add_argument("--solver", default="highs")
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
+    ap.add_argument("--plans", type=Path, help="read DIR/<instance>.plan.json instead of solving")
     args = ap.parse_args(argv)
-    rows = [r for p in args.instances for r in pool_rows(p.resolve(), args.solver)]
+    rows = [r for p in args.instances for r in pool_rows(p.resolve(), args.solver, args.plans)]
     print("| " + " | ".join(KEYS) + " |")
     print("|" + "---|" * len(KEYS))
     for r in rows:

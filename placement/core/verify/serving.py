@@ -17,7 +17,8 @@ from placement.core.plan import Plan, class_latencies_ms
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
 from placement.modes.ids import RouteId, StepId
 
-__all__ = ["check_capacity", "check_demand", "check_pairing", "check_routes", "check_slos_and_memory"]
+__all__ = ["check_capacity", "check_demand", "check_pairing", "check_routes", "check_slos_and_memory",
+           "demand_tolerance_rps"]
 
 
 def _step_loads(plan: Plan) -> dict[str, float]:
@@ -30,8 +31,25 @@ def _step_loads(plan: Plan) -> dict[str, float]:
 
 
 #: A step's load may differ from its mode's share of the class rate by this fraction of the rate: the
-#: solvers' primal feasibility tolerance (HiGHS and CBC: 1e-7 on scaled rows), with margin.
+#: solvers' primal feasibility tolerance (HiGHS and CBC: 1e-7 on rows whose demand is scaled to order 1,
+#: :mod:`solvers.variables`), with margin.
 DEMAND_RTOL = 1e-6
+#: ...plus this many req/s, only so that a rate near the smallest float is not judged on rounding alone;
+#: far below any rate a class can state and still be served (1e-12 req/s is one request in 30,000 years).
+DEMAND_ATOL_RPS = 1e-30
+
+
+def demand_tolerance_rps(rate_rps: float) -> float:
+    """How far a step's load may sit from its share of a class rate: relative to the rate, tiny floor.
+
+    Examples
+    --------
+    >>> demand_tolerance_rps(1e6)
+    1.0
+    >>> demand_tolerance_rps(1e-9) < 1e-14
+    True
+    """
+    return DEMAND_RTOL * abs(rate_rps) + DEMAND_ATOL_RPS
 
 
 def check_demand(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
@@ -55,7 +73,7 @@ def check_demand(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
             want = share * cls.rate_rps
             for step in routes[mode]:
                 got = step_load.get(step, 0.0)
-                if abs(got - want) > DEMAND_RTOL * max(cls.rate_rps, 1.0):
+                if abs(got - want) > demand_tolerance_rps(cls.rate_rps):
                     v.append(f"class {cp.name} mode {mode}: step {step.split('|')[-1]} carries {got:.6g} req/s, "
                              f"expected {want:.6g}")
     for name in sorted(set(ctx.classes) - {c.name for c in plan.classes}):
