@@ -98,6 +98,8 @@ def solve(
     certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
                                           "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
                                           "they disagree (the better verified plan is still written)")] = False,
+    confidence: Annotated[float | None, typer.Option(help="plan robustly: price every step at this quantile "
+                                                     "of its chip's held-out error band, e.g. 0.9")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -116,6 +118,10 @@ def solve(
         check_writable(json_path)  # before the solve, not after it
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
+    if confidence is not None:
+        if not 0 < confidence < 1:
+            raise InputError(f"expected a confidence level in (0, 1), got {confidence}", field="--confidence")
+        inst = inst.model_copy(update={"confidence": confidence})
     left_after(time_limit, began, "reading the instance")
     plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap, source=str(instance),
                began=began, certify=certify)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError
 
+from placement.core.confidence import PoolBands
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import read_document
@@ -94,6 +95,8 @@ class Pool(MutableRecord):
     sites: list[PoolSite]
     config: PoolConfig
     part: int = 0
+    bands: PoolBands | None = Field(default=None, description="TPOT, TTFT and capacity at p10 / p50 / p90 of "
+                                    "the chip family's held-out error band (placement.core.confidence)")
 
 
 class ClassPlan(MutableRecord):
@@ -198,6 +201,8 @@ class Plan(MutableRecord):
     notes: list[str] = Field(default_factory=list, description="what was done beyond one solve: repairs, "
                              "certification by a second backend")
     certified: bool | None = Field(default=None, description="a second backend agreed (None: not asked)")
+    confidence: float | None = Field(default=None, description="the error-band quantile step times were priced "
+                                     "at (solve --confidence); None: nominal predictions")
 
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings: byte-identical across runs."""

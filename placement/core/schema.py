@@ -293,6 +293,9 @@ class Instance(Record):
     only_measured: bool = Field(
         default=False, description="use measured capacities only (no roofline candidates)"
     )
+    confidence: float | None = Field(
+        default=None, gt=0, lt=1, description="plan robustly: every roofline step time is taken at this "
+        "quantile of its chip family's held-out error band (costmodels/bands.py); None: the nominal prediction")
 
     @field_validator("modes")
     @classmethod

@@ -35,6 +35,7 @@ Examples
 
 from __future__ import annotations
 
+from placement.core.confidence import at_confidence
 from placement.core.context import Context
 from placement.core.floors import check_floors
 from placement.core.plan import Plan
@@ -71,6 +72,7 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
     """
     if plan.status not in CHECKED_STATUSES:
         return []
+    ctx = at_confidence(ctx, plan)
     malformed = [*check_numbers(plan), *check_references(ctx, plan), *check_configurations(ctx, plan)]
     if malformed:
         return malformed  # the checks below re-derive from the configurations: only from sound ones
