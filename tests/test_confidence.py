@@ -92,3 +92,10 @@ def test_cli_refuses_a_confidence_outside_0_1(tmp_path):
     result = CliRunner().invoke(app, ["solve", str(path), "--confidence", "1.5", "-q"])
     assert result.exit_code == 2
     assert "--confidence" in result.output
+
+
+def test_verifier_rejects_edited_bands(plans):
+    plan = plans[None].model_copy(deep=True)
+    pool = next(p for p in plan.pools if p.bands is not None and p.bands.tpot_ms)
+    pool.bands.tpot_ms[-1] = pool.bands.tpot_ms[1]  # a narrower band than the family's
+    assert any("bands" in v for v in verify(Context.of(_instance(None)), plan))

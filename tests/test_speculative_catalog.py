@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_entries_with_an_acceptance_length_reproduce_it_to_the_papers_rounding()
 
 
 def _spec_doc():
-    inst = load_instance("placement/instances/spec-decode-draft.yaml")
+    inst = load_instance(Path(__file__).resolve().parents[1] / "placement/instances/spec-decode-draft.yaml")
     return inst.model_dump(mode="json", exclude_none=True)
 
 

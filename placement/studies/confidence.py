@@ -5,8 +5,7 @@ held-out ``measured ÷ predicted`` ratio (:mod:`costmodels.bands`), so the plan
 at 0.9 meets its SLOs if the real system is no slower than nine held-out
 measurements in ten were. The table says what that insurance costs.
 
-Run: ``python -m placement.studies.confidence placement/instances/agentic-coding.yaml``
-(prints a Markdown table).
+Run: ``python benchmarks/confidence_cost.py instances/agentic-coding.yaml`` (prints a Markdown table).
 
 Examples
 --------
@@ -18,9 +17,7 @@ Examples
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 from placement.core.plan import Plan
 from placement.core.schema import Instance
@@ -59,18 +56,3 @@ def markdown(rows: list[ConfidenceRow]) -> str:
                      f"{'–' if cost is None else f'{cost:.2f}'} | {rel} | "
                      f"{'–' if r.plan.chips is None else r.plan.chips} |")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from placement.core.loading import load_instance
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("instance", type=Path)
-    ap.add_argument("--solver", default="highs")
-    args = ap.parse_args(argv)
-    print(markdown(cost_of_confidence(load_instance(args.instance), backend=args.solver, source=str(args.instance))))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
