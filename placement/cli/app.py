@@ -112,6 +112,8 @@ def solve(
     max_pools: Annotated[int | None, typer.Option("--max-pools-per-stage", min=1, help="at most N pools per class "
                                                   "and stage (sets limits.max_pools_per_stage); among plans of "
                                                   "equal cost, the one with fewer pools")] = None,
+    confidence: Annotated[float | None, typer.Option(help="plan robustly: price every step at this quantile "
+                                                     "of its chip's held-out error band, e.g. 0.9")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -132,6 +134,10 @@ def solve(
     inst = _load(instance)
     if max_pools is not None:
         inst = inst.model_copy(update={"limits": inst.limits.model_copy(update={"max_pools_per_stage": max_pools})})
+    if confidence is not None:
+        if not 0 < confidence < 1:
+            raise InputError(f"expected a confidence level in (0, 1), got {confidence}", field="--confidence")
+        inst = inst.model_copy(update={"confidence": confidence})
     left_after(time_limit, began, "reading the instance")
     if survive is not None:
         from placement.core.survive import parse_survive, solve_surviving

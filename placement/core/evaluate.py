@@ -61,6 +61,7 @@ __all__ = [
     "prefill_queue",
     "prefix_reload_s",
     "slot_admission",
+    "step_factor",
     "ttft_tail",
 ]
 
@@ -166,6 +167,14 @@ def precision_args(ctx: Context) -> dict:
 def step_precision_args(ctx: Context) -> dict:
     """The step models' precision keywords: also the precision activations travel in."""
     return {**precision_args(ctx), "activation_precision": ctx.instance.precision.activations}
+
+
+def step_factor(ctx: Context, part: PartLayout, stage: str) -> float:
+    """What a roofline ``stage`` step time on ``part`` is multiplied by: the pessimistic error-band factor
+    at the instance's ``confidence`` (:func:`costmodels.bands.step_factor`), 1 without one."""
+    from costmodels.bands import step_factor as band_factor
+
+    return band_factor(part.chip, stage, ctx.instance.confidence)
 
 
 def decode_context_tokens(cls: TrafficClass) -> float:

@@ -23,6 +23,7 @@ from pydantic import (
     model_serializer,
 )
 
+from placement.core.confidence import PoolBands
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import read_document
@@ -117,6 +118,8 @@ class Pool(MutableRecord):
     sites: list[PoolSite]
     config: PoolConfig
     part: int = 0
+    bands: PoolBands | None = Field(default=None, description="TPOT, TTFT and capacity at p10 / p50 / p90 of "
+                                    "the chip family's held-out error band (placement.core.confidence)")
 
 
 class KvRetention(MutableRecord):
@@ -285,6 +288,8 @@ class Plan(MutableRecord):
     migration: Migration | None = Field(default=None, description="the moves from the plan it replaces")
     survive: str | None = Field(default=None, description="a failure the plan is built to survive: 'domain:1' "
                                 "(any one domain lost, the rest still serve every class)")
+    confidence: float | None = Field(default=None, description="the error-band quantile step times were priced "
+                                     "at (solve --confidence); None: nominal predictions")
     provenance: Provenance | None = Field(default=None, description="schema and tool versions, instance hash, "
                                           "model and precision (None: a plan written before they were recorded)")
 

@@ -145,13 +145,31 @@ class Workload(Record):
 
 
 class Draft(Record):
-    """A draft model for speculative decoding with per-position acceptance."""
+    """A draft model for speculative decoding with per-position acceptance.
+
+    ``acceptance_from`` names a published entry of ``costmodels/catalog/speculative.yaml``
+    whose acceptance is used when ``acceptance`` is not given (a given list overrides it).
+    """
 
     model: str | ModelSpec
     acceptance: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
         min_length=1, max_length=16, description="α_i: probability draft token i is accepted given i-1 were"
     )
+    acceptance_from: str | None = Field(default=None, description="a costmodels/catalog/speculative.yaml entry")
     placement: Literal["any", "colocated", "remote"] = "any"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _acceptance_from_catalogue(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("acceptance_from") is not None and data.get("acceptance") is None:
+            from costmodels.speculative import speculative_entry
+
+            try:
+                entry = speculative_entry(str(data["acceptance_from"]))
+            except KeyError as e:
+                raise ValueError(e.args[0]) from None
+            data = {**data, "acceptance": list(entry.acceptance)}
+        return data
 
     @property
     def gamma(self) -> int:
@@ -314,6 +332,9 @@ class Instance(Record):
     only_measured: bool = Field(
         default=False, description="use measured capacities only (no roofline candidates)"
     )
+    confidence: float | None = Field(
+        default=None, gt=0, lt=1, description="plan robustly: every roofline step time is taken at this "
+        "quantile of its chip family's held-out error band (costmodels/bands.py); None: the nominal prediction")
 
     @field_validator("modes")
     @classmethod

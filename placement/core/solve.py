@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 
 from placement.core.candidates import Candidates, build_problem
+from placement.core.confidence import pool_bands
 from placement.core.context import Context
 from placement.core.deadline import TimeLimitError, bounded, left_after
 from placement.core.evaluate import evaluate
@@ -197,6 +198,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
     base = {
         "instance": inst.name,
         "objective": inst.objective,
+        "confidence": inst.confidence,
         "solver": _solver_stats(sol),
         "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),
     }
@@ -243,6 +245,8 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
             usd_per_hour=usd, power_w=power,
             domains=[ps.site for ps in psites], sites=psites, config=cfg, part=part,
         ))
+    for pool in pools:
+        pool.bands = pool_bands(pool, inst.confidence)
     _assign_domains(ctx, pools)
     classes = _class_plans(ctx, sol, pools)
     edge_load = {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads}

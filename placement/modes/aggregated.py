@@ -38,6 +38,7 @@ from placement.core.evaluate import (
     prefill_queue,
     prefix_reload_s,
     slot_admission,
+    step_factor,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn
@@ -61,7 +62,7 @@ def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray,
     st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=chunk,
                          chunk_context=chunk_context, **layout_args(cfg.main), dp=cfg.main.dp,
                          **step_precision_args(ctx))
-    t = np.asarray(st.time_s, dtype=float)
+    t = np.asarray(st.time_s, dtype=float) * step_factor(ctx, cfg.main, "decode")
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, cfg.main.chips)

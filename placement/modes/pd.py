@@ -46,6 +46,7 @@ from placement.core.evaluate import (
     prefill_queue,
     prefix_reload_s,
     slot_admission,
+    step_factor,
     step_precision_args,
 )
 from placement.core.measured_steps import measured_step_s
@@ -90,7 +91,7 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
                       **layout_args(cfg.main), dp=cfg.main.dp, **step_precision_args(ctx))
-    t, covered = np.asarray(st.time_s, dtype=float), True
+    t, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, cfg.main, "prefill"), True
     if (measured := measured_step_s(ctx, cfg.main, "prefill", b, cls.prompt_tokens, cls.name)) is not None:
         t, covered = measured
     nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
@@ -111,7 +112,7 @@ def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat
     chip, m = ctx.chips[cfg.main.chip], ctx.model
     st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main), dp=cfg.main.dp,
                      **step_precision_args(ctx))
-    tpot, covered = np.asarray(st.time_s, dtype=float), True
+    tpot, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, cfg.main, "decode"), True
     if (measured := measured_step_s(ctx, cfg.main, "decode", b, decode_context_tokens(cls), cls.name)) is not None:
         tpot, covered = measured
     cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)

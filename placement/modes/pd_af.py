@@ -44,6 +44,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     precision_args,
     slot_admission,
+    step_factor,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode
@@ -121,7 +122,8 @@ def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, mem
             stage = "decode-ffn"
         mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=max_context_tokens(cls),
                                     **layout, **prec)
-        memo[key] = (np.asarray(step.time_s, dtype=float), np.asarray(mem, dtype=float))
+        memo[key] = (np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode"),
+                     np.asarray(mem, dtype=float))
     return memo[key]
 
 

@@ -39,6 +39,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     precision_args,
     slot_admission,
+    step_factor,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode
@@ -65,12 +66,14 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
     if gamma > draft.gamma:
         raise ValueError(f"draft length {gamma} exceeds the {draft.gamma} acceptance rates given")
     t_verify = np.asarray(verify_step(chip, m, batch=b, context=decode_context_tokens(cls), gamma=gamma,
-                                      **layout_args(cfg.main), **step_precision_args(ctx)).time_s, dtype=float)
+                                      **layout_args(cfg.main), **step_precision_args(ctx)).time_s,
+                          dtype=float) * step_factor(ctx, cfg.main, "decode")
     dpart = cfg.partner or cfg.main
     dchip = ctx.chips[dpart.chip]
     colocated = cfg.partner is None
     t_draft = np.asarray(draft_step(dchip, dm, colocated=colocated, batch=b, context=decode_context_tokens(cls),
-                                    **layout_args(dpart), **step_precision_args(ctx)).time_s, dtype=float)
+                                    **layout_args(dpart), **step_precision_args(ctx)).time_s,
+                         dtype=float) * step_factor(ctx, dpart, "decode")
     rtt = 2.0 * lat if cfg.partner is not None else 0.0
     e = expected_tokens_per_verify(draft.acceptance[:gamma])
     tpot = (gamma * t_draft + t_verify + rtt) / e

@@ -40,6 +40,7 @@ Examples
 
 from __future__ import annotations
 
+from placement.core.confidence import at_confidence
 from placement.core.context import Context
 from placement.core.floors import check_floors
 from placement.core.plan import Plan
@@ -78,6 +79,7 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
     """
     if plan.status not in CHECKED_STATUSES:
         return []
+    ctx = at_confidence(ctx, plan)
     if plan.failed_domains:  # a plan for a degraded fleet is checked against that fleet
         from placement.core.errors import InputError
         from placement.core.failures import check_failed_domains, degrade

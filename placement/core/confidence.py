@@ -1,0 +1,88 @@
+"""Error bands on a plan's pools, and the context a plan made at a confidence level is checked in.
+
+Every roofline pool of a plan carries :class:`PoolBands`: its TPOT, TTFT and
+capacity at the levels :data:`costmodels.bands.PLAN_LEVELS` (p10 / p50 / p90)
+of its chip family's held-out ``measured ÷ predicted`` ratios
+(:mod:`costmodels.bands`). The band is multiplicative around the *nominal*
+prediction (the one at no confidence): a plan solved with ``--confidence c``
+states step times already scaled by the family's ``c`` quantile, so the nominal
+is the stated value divided by that factor, and the stated TPOT is the band's
+value at ``c``. Capacity is banded by the throughput residuals (a p10 capacity
+is the capacity nine measurements in ten met or beat).
+
+Pools whose step times are not the roofline's — measured step tables or
+measured capacities — carry no band: their numbers are measurements, not
+predictions of the model the bands describe.
+
+Examples
+--------
+>>> from costmodels.bands import chip_band
+>>> b = scaled([10.0], chip_band("h100"), "tpot", (0.1, 0.9))
+>>> b[0] < 10.0 < b[1] or b
+True
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, stage_metric
+from topology.records import MutableRecord
+
+if TYPE_CHECKING:
+    from placement.core.context import Context
+    from placement.core.plan import Plan, Pool
+
+__all__ = ["PoolBands", "at_confidence", "pool_bands", "scaled"]
+
+
+class PoolBands(MutableRecord):
+    """A pool's predictions at the band's levels (one value per level, in the order of ``levels``)."""
+
+    levels: list[float]
+    family: str
+    provenance: str
+    tpot_ms: list[float] | None = None
+    ttft_ms: list[float] | None = None
+    capacity_rps_per_replica: dict[str, list[float]]
+
+
+def scaled(values, band: ChipBand, metric: str, levels=PLAN_LEVELS, nominal_factor: float = 1.0) -> list[float]:
+    """Each of ``values`` (one nominal-scaled prediction) at every level: ``v / nominal_factor · q(level)``.
+
+    For ``throughput`` a low level is the pessimistic end: the p10 capacity is the 10 % quantile of
+    measured ÷ predicted throughput.
+    """
+    return [round(float(v) / nominal_factor * band.factor(metric, lv), 9) for v in values for lv in levels]
+
+
+def pool_bands(pool: Pool, confidence: float | None) -> PoolBands | None:
+    """The bands of ``pool`` from its stated figures, or None for a pool priced from measurements."""
+    cfg = pool.config
+    if cfg.kind == "measured" or pool.step_table is not None:
+        return None
+    band = chip_band(pool.chip)
+    level = confidence
+
+    def factor(metric: str) -> float:
+        return 1.0 if level is None else band.factor(metric, level)
+
+    step = stage_metric(pool.stage)
+    return PoolBands(
+        levels=list(PLAN_LEVELS), family=band.family, provenance=band.provenance,
+        tpot_ms=None if pool.tpot_ms is None else scaled([pool.tpot_ms], band, "tpot",
+                                                         nominal_factor=factor("tpot")),
+        ttft_ms=None if pool.ttft_ms is None else scaled([pool.ttft_ms], band, "ttft",
+                                                         nominal_factor=factor(step)),
+        capacity_rps_per_replica={st: scaled([c], band, "throughput", nominal_factor=1.0 / factor(step))
+                                  for st, c in pool.capacity_rps_per_replica.items()},
+    )
+
+
+def at_confidence(ctx: Context, plan: Plan) -> Context:
+    """``ctx`` with the plan's confidence level: a plan is checked at the level it was made for."""
+    if plan.confidence == ctx.instance.confidence:
+        return ctx
+    from placement.core.context import Context
+
+    return Context.of(ctx.instance.model_copy(update={"confidence": plan.confidence}), ctx.source)

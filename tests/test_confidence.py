@@ -1,0 +1,101 @@
+"""Robust plans (``solve --confidence``): step times at the pessimistic end of the held-out error band."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from typer.testing import CliRunner
+
+from costmodels.bands import chip_band, step_factor
+from placement.cli.app import app
+from placement.core.context import Context
+from placement.core.loading import parse_instance
+from placement.core.solve import solve
+from placement.core.verify import verify
+
+SMALL = {
+    "name": "small-h100", "model": "llama-3.1-8b", "modes": ["pd"],
+    "workload": {"classes": [{"name": "chat", "rate_rps": 40.0, "prompt_tokens": 1000, "output_tokens": 200,
+                              "ttft_ms": 2000, "tpot_ms": 15}]},
+    "hardware": {"switches": ["tor"], "domains": [
+        {"name": "h100-hgx", "chip": "h100", "chips_per_domain": 8, "count": 2, "switch": "tor"}]},
+}
+
+
+def _instance(confidence: float | None = None):
+    doc = copy.deepcopy(SMALL)
+    if confidence is not None:
+        doc["confidence"] = confidence
+    return parse_instance(doc, "small-h100")
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {c: solve(_instance(c), backend="highs") for c in (None, 0.5, 0.8, 0.9, 0.95)}
+
+
+def test_plans_are_verified_and_record_their_confidence(plans):
+    for c, plan in plans.items():
+        assert plan.status == "optimal" and plan.verified, (c, plan.violations)
+        assert plan.confidence == c
+
+
+def test_cost_is_monotone_in_confidence(plans):
+    costs = [plans[c].cost_usd_per_hour for c in (0.5, 0.8, 0.9, 0.95)]
+    assert costs == sorted(costs), costs
+    assert costs[-1] > costs[0], costs  # H100's band is wide enough to cost something (5.2 -> 18.2 $/h)
+
+
+def test_pool_p90_tpot_meets_the_slo_at_confidence_09(plans):
+    plan = plans[0.9]
+    decode = [p for p in plan.pools if p.tpot_ms is not None]
+    assert decode
+    for p in decode:
+        assert p.bands is not None and p.bands.levels == [0.1, 0.5, 0.9]
+        assert p.bands.tpot_ms[-1] == pytest.approx(p.tpot_ms, rel=1e-9)  # the stated TPOT is the p90
+        assert p.bands.tpot_ms[-1] <= 15.0 * (1 + 1e-9)
+        assert p.bands.tpot_ms[0] < p.bands.tpot_ms[1] < p.bands.tpot_ms[2]
+
+
+def test_nominal_plan_bands_bracket_the_prediction(plans):
+    plan = plans[None]
+    band = chip_band("h100")
+    for p in plan.pools:
+        assert p.bands is not None and p.bands.family == "NVIDIA Hopper"
+        if p.tpot_ms is not None:
+            assert p.bands.tpot_ms[1] == pytest.approx(p.tpot_ms * band.factor("tpot", 0.5), rel=1e-9)
+        for step, cap in p.capacity_rps_per_replica.items():
+            lo, _, hi = p.bands.capacity_rps_per_replica[step]
+            assert lo < hi and lo == pytest.approx(cap * band.factor("throughput", 0.1), rel=1e-9)
+
+
+def test_verifier_checks_at_the_plans_confidence(plans):
+    plan = plans[0.9]
+    ctx = Context.of(_instance(None))  # the instance file has no confidence: the plan's is used
+    assert verify(ctx, plan) == []
+    nominal = plan.model_copy(deep=True)
+    f = step_factor("h100", "decode", 0.9)
+    for p in nominal.pools:
+        if p.tpot_ms is not None:
+            p.tpot_ms = p.tpot_ms / f
+    assert any("tpot_ms" in v for v in verify(ctx, nominal))
+    relabelled = plan.model_copy(update={"confidence": None})
+    assert any("tpot_ms" in v for v in verify(ctx, relabelled))
+
+
+def test_cli_refuses_a_confidence_outside_0_1(tmp_path):
+    import yaml
+
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(SMALL))
+    result = CliRunner().invoke(app, ["solve", str(path), "--confidence", "1.5", "-q"])
+    assert result.exit_code == 2
+    assert "--confidence" in result.output
+
+
+def test_verifier_rejects_edited_bands(plans):
+    plan = plans[None].model_copy(deep=True)
+    pool = next(p for p in plan.pools if p.bands is not None and p.bands.tpot_ms)
+    pool.bands.tpot_ms[-1] = pool.bands.tpot_ms[1]  # a narrower band than the family's
+    assert any("bands" in v for v in verify(Context.of(_instance(None)), plan))
