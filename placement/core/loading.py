@@ -204,7 +204,7 @@ def load_instance(path: str | Path) -> Instance:
     >>> load_instance("no-such-file.yaml")
     Traceback (most recent call last):
     ...
-    placement.core.errors.InputError: no-such-file.yaml: file not found
+    placement.core.errors.InputError: no-such-file.yaml: cannot read file: No such file or directory
     """
     return parse_instance(read_document(path), source=str(path))
 
