@@ -29,7 +29,7 @@ demo: $(DEMO_STAMP)
 	$(BIN)/placement check instances/rubin-lpx-deepseek.yaml out/rubin-lpx-deepseek.plan.json
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -x -p no:cacheprovider --doctest-modules placement topology costmodels solvers tests
+	$(BIN)/python -m pytest -x -n 2 --dist loadfile -p no:cacheprovider --doctest-modules placement topology costmodels solvers tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/costmodel_throughput.py

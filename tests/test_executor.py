@@ -114,10 +114,12 @@ def external_ray(tmp_path_factory):
     """A separate Ray head (2 CPUs, token authentication on, as Ray recommends), started with
     ``ray start --block`` in a private HOME holding its token; yields (address, environment)."""
     import os
+    import shutil
     import signal
     import socket
     import subprocess
     import sys
+    import tempfile
     import time
     from pathlib import Path
 
@@ -128,10 +130,12 @@ def external_ray(tmp_path_factory):
                    timeout=120)
     assert (home / ".ray" / "auth_token").is_file()
     port = _free_port()
+    # A short path: Ray's session sockets must fit AF_UNIX's 107 bytes (pytest's tmp paths may not).
+    ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     head = subprocess.Popen(
         [ray_bin, "start", "--head", "--block", "--num-cpus", "2", "--port", str(port), "--node-ip-address",
          "127.0.0.1", "--include-dashboard=false", "--disable-usage-stats",
-         "--temp-dir", str(tmp_path_factory.mktemp("ray-tmp"))],
+         "--temp-dir", ray_tmp],
         env=env | {"RAY_AUTH_MODE": "token"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     try:
@@ -148,6 +152,7 @@ def external_ray(tmp_path_factory):
         # graceful `ray stop` takes ~30 s, and would also stop any other Ray on this machine).
         os.killpg(head.pid, signal.SIGKILL)
         head.wait(timeout=60)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 @needs_ray
