@@ -7,30 +7,13 @@ floor. Each step of a mode must carry share × rate within 1e-6 of the rate, at 
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from placement.core.context import Context
-from placement.core.loading import parse_instance
 from placement.core.solve import solve
 from placement.core.verify import verify
 from placement.core.verify.serving import check_demand, demand_tolerance_rps
-
-ONE_CLASS = {
-    "name": "one-class", "model": "llama-3.1-70b", "precision": {"weights": "fp8", "kv": "fp8"},
-    "modes": ["aggregated", "pd"],
-    "workload": {"classes": [{"name": "chat", "rate_rps": 1.0, "prompt_tokens": 1500, "output_tokens": 400,
-                              "ttft_ms": 1500, "tpot_ms": 30}]},
-    "hardware": {"switches": ["spine"], "domains": [
-        {"name": "h100-hgx", "chip": "h100", "chips_per_domain": 8, "count": 2, "switch": "spine"}]},
-}
-
-
-def _instance(rate_rps: float):
-    doc = copy.deepcopy(ONE_CLASS)
-    doc["workload"]["classes"][0]["rate_rps"] = rate_rps
-    return parse_instance(doc, "one-class")
+from tests.test_conditioning import _one_class as _instance
 
 
 @pytest.fixture(scope="module")

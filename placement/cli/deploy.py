@@ -84,13 +84,10 @@ def deploy_command(
     plan = read_plan(plan_path)
     inst = None
     if instance is not None:
-        from placement.core.loading import load_instance
+        from placement.core.plan import read_plan_instance
         from placement.core.provenance import instance_sha256
 
-        inst = load_instance(instance)
-        if plan.instance != inst.name:
-            raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
-                             field="instance")
+        inst = read_plan_instance(plan, plan_path, instance)
         if plan.provenance is not None and plan.provenance.instance_sha256 != instance_sha256(inst):
             raise InputError(f"plan was solved for another version of {inst.name!r} (instance SHA-256 "
                              f"{plan.provenance.instance_sha256[:12]}…, this file {instance_sha256(inst)[:12]}…); "

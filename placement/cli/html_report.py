@@ -43,13 +43,9 @@ def report_command(
     graph = None
     if instance is not None:
         from placement.core.context import Context
-        from placement.core.loading import load_instance
+        from placement.core.plan import read_plan_instance
 
-        inst = load_instance(instance)
-        if plan.instance != inst.name:
-            raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
-                             field="instance")
-        graph = Context.of(inst, str(instance)).graph
+        graph = Context.of(read_plan_instance(plan, plan_path, instance), str(instance)).graph
     study = None
     if sweep is not None:
         try:

@@ -50,6 +50,7 @@ __all__ = [
     "class_latencies_ms",
     "parse_plan",
     "read_plan",
+    "read_plan_instance",
 ]
 
 #: Largest integer a plan may hold: counts beyond 2^53 are not exact as floats (cost = replicas·chips·price).
@@ -388,6 +389,17 @@ def parse_plan(doc: Any, source: str = "<plan>") -> Plan:
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
         raise InputError(first["msg"].lower(), file=source, field=".".join(str(x) for x in first["loc"])) from None
+
+
+def read_plan_instance(plan: Plan, plan_path: str | Path, instance_path: str | Path):
+    """The instance at ``instance_path``, refused (naming the plan file) when ``plan`` was made for another one."""
+    from placement.core.loading import load_instance  # loading imports this module
+
+    inst = load_instance(instance_path)
+    if plan.instance != inst.name:
+        raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
+                         field="instance")
+    return inst
 
 
 def read_plan(path: str | Path) -> Plan:
