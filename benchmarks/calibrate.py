@@ -280,7 +280,9 @@ def _pooled(evals: dict[str, dict], chips: list[str], metric: str, split: str) -
 
 def _band(meas: np.ndarray, pred: np.ndarray) -> dict:
     ok = np.isfinite(meas) & np.isfinite(pred)
-    return {"n": int(ok.sum()), "quantiles": [round(q, 4) for q in ratio_quantiles(meas[ok], pred[ok])]}
+    err = np.abs(pred[ok] / meas[ok] - 1.0)
+    return {"n": int(ok.sum()), "median_abs_error": round(float(np.median(err)), 4) if err.size else None,
+            "quantiles": [round(q, 4) for q in ratio_quantiles(meas[ok], pred[ok])]}
 
 
 def _envelope(bands: list[dict]) -> list[float]:
@@ -309,13 +311,13 @@ def error_bands(evals: dict[str, dict], calibrated: set[str]) -> dict:
             continue  # nothing held out (one source): the chip keeps the uncalibrated band
         families[fam] = {"provenance": f"{BAND_SPLIT} predictions of {', '.join(members)}", **rec}
         chip_family.update({c: fam for c in members})
-    default = {k: {"n": reference[k]["n"], "quantiles": _envelope(
+    default = {k: {"n": reference[k]["n"], "median_abs_error": None, "quantiles": _envelope(
         [reference[k], *(r[k] for r in families.values() if r[k]["n"] >= BAND_MIN_POINTS)])}
         for k in _BAND_METRICS}
     for fam, rec in families.items():
         fallback = [k for k in _BAND_METRICS if rec[k]["n"] < BAND_MIN_POINTS]
         for k in fallback:
-            rec[k] = {"n": 0, "quantiles": list(default[k]["quantiles"])}
+            rec[k] = {"n": 0, "median_abs_error": None, "quantiles": list(default[k]["quantiles"])}
         if fallback:
             rec["provenance"] += (f"; {', '.join(fallback)}: fewer than {BAND_MIN_POINTS} held-out points, "
                                   "the uncalibrated band")

@@ -8,6 +8,10 @@ means the real system is slower (TPOT, TTFT) or serves more (throughput) than
 predicted. Metrics: ``tpot`` (decode step), ``ttft`` (prefill step) and
 ``throughput`` (requests or tokens per chip).
 
+Each family-metric record also states ``median_abs_error``: the median of
+``|predicted ÷ measured − 1|`` over the same held-out points (None for the
+``uncalibrated`` band and for a metric that fell back to it).
+
 A chip that is not calibrated, or whose family has no held-out points, takes
 the ``uncalibrated`` band: the spread of the *reference* factors' predictions
 (catalogue defaults before any fit) over every measured point of every chip —
@@ -31,7 +35,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -93,10 +97,15 @@ class ChipBand:
     provenance: str
     levels: tuple[float, ...]
     quantiles: dict[str, tuple[float, ...]]
+    heldout_error: dict[str, float | None] = field(default_factory=dict)
 
     def factor(self, metric: str, confidence: float) -> float:
         """``measured ÷ predicted`` at ``confidence`` for ``metric`` (``tpot``, ``ttft`` or ``throughput``)."""
         return interpolate_quantile(self.levels, self.quantiles[metric], confidence)
+
+    def span(self, metric: str, levels: tuple[float, ...] = (0.1, 0.9)) -> tuple[float, ...]:
+        """``measured ÷ predicted`` of ``metric`` at each of ``levels`` (default: the p10–p90 span)."""
+        return tuple(self.factor(metric, lv) for lv in levels)
 
 
 @lru_cache(maxsize=4)
@@ -116,7 +125,8 @@ def chip_band(chip: str, path: Path = BANDS_PATH) -> ChipBand:
     fam = doc["chips"].get(chip, "uncalibrated")
     rec = doc["families"][fam]
     return ChipBand(chip, fam, rec["provenance"], tuple(doc["levels"]),
-                    {m: tuple(rec[m]["quantiles"]) for m in METRICS})
+                    {m: tuple(rec[m]["quantiles"]) for m in METRICS},
+                    {m: rec[m].get("median_abs_error") for m in METRICS})
 
 
 def stage_metric(stage: str) -> str:

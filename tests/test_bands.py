@@ -60,3 +60,19 @@ def test_ratio_quantiles_ignores_missing_points():
     assert ratio_quantiles(meas, pred, (0.0, 0.5, 1.0)) == [1.0, 2.0, 2.0]
     assert math.isclose(chip_band("h100").factor("tpot", 0.5),
                         np.interp(0.5, LEVELS, chip_band("h100").quantiles["tpot"]))
+
+
+def test_catalog_chips_show_calibration_heldout_error_and_band():
+    from typer.testing import CliRunner
+
+    from placement.cli.app import app
+    from placement.cli.roofline_report import catalog_rows
+
+    rows = {r["name"]: r for r in catalog_rows("chips")}
+    h100, rubin = rows["h100"]["error_band"], rows["rubin"]["error_band"]
+    assert h100["family"] == "NVIDIA Hopper" and rubin["family"] == "uncalibrated"
+    assert 0 < h100["ttft"]["heldout_median_abs_error"] < 1 and rubin["tpot"]["heldout_median_abs_error"] is None
+    lo, mid, hi = h100["tpot"]["measured_over_predicted"]
+    assert lo < mid < hi and hi == pytest.approx(chip_band("h100").factor("tpot", 0.9), abs=1e-4)
+    out = CliRunner().invoke(app, ["catalog", "chips"], env={"COLUMNS": "240"}).output
+    assert "held-out TPOT / TTFT" in out and f"{lo:.2f}–{hi:.2f}×" in out

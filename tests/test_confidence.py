@@ -99,3 +99,17 @@ def test_verifier_rejects_edited_bands(plans):
     pool = next(p for p in plan.pools if p.bands is not None and p.bands.tpot_ms)
     pool.bands.tpot_ms[-1] = pool.bands.tpot_ms[1]  # a narrower band than the family's
     assert any("bands" in v for v in verify(Context.of(_instance(None)), plan))
+
+
+def test_printed_plan_shows_each_pools_band(plans):
+    from rich.console import Console
+
+    from placement.cli.report import print_plan
+
+    console = Console(record=True, width=220)
+    print_plan(console, plans[0.9])
+    text = console.export_text()
+    assert "priced at confidence 0.9 [p10–p90 band" in text
+    decode = next(p for p in plans[0.9].pools if p.tpot_ms is not None)
+    lo, hi = decode.bands.tpot_ms[0], decode.bands.tpot_ms[-1]
+    assert f"[{lo:.3g}–" in text and f"–{hi:.3g}]" in text, text

@@ -20,6 +20,16 @@ def _fmt(x, spec=".3g", none="-") -> str:
     return none if x is None else format(x, spec)
 
 
+def _banded(value, band) -> str:
+    """A pool's stated TPOT or TTFT with its p10–p90 band, ``12.3 [9.1–21]``, or just the value."""
+    def ms(x: float) -> str:
+        return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+    if value is None:
+        return _fmt(value)
+    return ms(value) if not band else f"{ms(value)} [{ms(band[0])}–{ms(band[-1])}]"
+
+
 def print_plan(console: Console, plan: Plan) -> None:
     s = plan.solver
     head = f"[bold]{plan.instance}[/bold]: {plan.status}"
@@ -37,9 +47,14 @@ def print_plan(console: Console, plan: Plan) -> None:
         for p in plan.pools:
             t.add_row(p.id + (f"↔{p.paired_with}" if p.paired_with else ""), p.traffic_class, p.stage, p.chip,
                       str(p.replicas), str(p.chips), f"{p.tp}/{p.ep}/{p.pp}" + _dp(p), str(p.batch),
-                      f"{p.utilisation:.0%}" if p.part == 0 else "", _fmt(p.ttft_ms), _fmt(p.tpot_ms),
+                      f"{p.utilisation:.0%}" if p.part == 0 else "",
+                      _banded(p.ttft_ms, p.bands and p.bands.ttft_ms), _banded(p.tpot_ms, p.bands and p.bands.tpot_ms),
                       f"{p.usd_per_hour:,.2f}", ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
         console.print(t)
+        if any(p.bands for p in plan.pools):
+            at = "nominal prediction" if plan.confidence is None else f"priced at confidence {plan.confidence:g}"
+            console.print(f"TTFT / TPOT: {at} [p10–p90 band of the chip family's held-out error, "
+                          "benchmarks/CALIBRATION.md]", highlight=False, markup=False)
         measured = [f"{p.id} ({p.step_table})" for p in plan.pools if p.step_table]
         if measured:
             console.print(f"step times from measured tables: {', '.join(measured)}", highlight=False)

@@ -354,12 +354,37 @@ def _heldout_text(error: float | None, status: str) -> str:
     return "in-sample only" if status == "calibrated" else "–"
 
 
+def _band_record(chip: str) -> dict[str, Any]:
+    """The error band a chip is priced with (:mod:`costmodels.bands`): family, held-out median error and
+    ``measured ÷ predicted`` at p10 / p50 / p90 per metric."""
+    from costmodels.bands import METRICS, PLAN_LEVELS, chip_band
+
+    b = chip_band(chip)
+    return {"family": b.family, "levels": list(PLAN_LEVELS),
+            **{m: {"heldout_median_abs_error": b.heldout_error.get(m),
+                   "measured_over_predicted": [round(v, 4) for v in b.span(m, PLAN_LEVELS)]} for m in METRICS}}
+
+
+def _span_text(band: dict[str, Any], metric: str) -> str:
+    """``p10–p90×`` of a band's ``measured ÷ predicted`` for ``metric``."""
+    lo, _, hi = band[metric]["measured_over_predicted"]
+    return f"{lo:.2f}–{hi:.2f}×"
+
+
+def _heldout_cell(row: dict[str, Any]) -> str:
+    """``TPOT / TTFT`` held-out median error: the chip's own TPOT figure (CALIBRATION.md), its family's TTFT."""
+    ttft = row["error_band"]["ttft"]["heldout_median_abs_error"]
+    tpot = _heldout_text(row["heldout_tpot_error"], row["calibration"])
+    return tpot if ttft is None else f"{tpot} / {ttft * 100:.0f} %"
+
+
 def catalog_rows(kind: str) -> list[dict[str, Any]]:
-    """The catalogue as JSON-ready rows: records plus derived figures."""
+    """The catalogue as JSON-ready rows: records plus derived figures (chips: their error band too)."""
     _check_choice(kind, _CATALOG_KINDS, "kind", "catalogue")
     if kind == "chips":
         return [dict(c.model_dump(mode="json"),
-                     ridge_flop_per_byte_bf16=c.ridge_flop_per_byte("bf16") if c.runs("bf16") else None)
+                     ridge_flop_per_byte_bf16=c.ridge_flop_per_byte("bf16") if c.runs("bf16") else None,
+                     error_band=_band_record(c.name))
                 for c in _chips().values()]
     return [dict(m.model_dump(mode="json"), total_params=m.total_params, active_params=m.active_params,
                  kv_bytes_per_token_bf16=m.kv_bytes_per_token("bf16"), sparsity=m.sparsity)
@@ -376,6 +401,9 @@ def catalog(
     from rich.table import Table
 
     kind = str(kind)
+    caption = ("held-out: median |error| of leave-one-source-out predictions (benchmarks/CALIBRATION.md); "
+               "band: measured ÷ predicted at p10–p90 of the chip family's held-out points "
+               "(costmodels/catalog/error_bands.yaml); an uncalibrated chip takes the widest band")
     rows = catalog_rows(kind)
     if json_out is not None:
         from placement.core.output import write_atomic
@@ -384,9 +412,10 @@ def catalog(
         if str(json_out) == "-":
             return
     if kind == "chips":
-        t = Table(title="chips")
+        t = Table(title="chips", caption=caption)
         for col in ("name", "kind", "BF16 / FP8 / FP4 TFLOP/s", "memory GB", "TB/s", "ridge", "domain",
-                    "scale-up GB/s", "$/h", "W", "calibration", "held-out TPOT"):
+                    "scale-up GB/s", "$/h", "W", "calibration", "held-out TPOT / TTFT",
+                    "TPOT band", "TTFT band"):
             t.add_column(col, justify="left" if col in ("name", "kind") else "right")
         for r in rows:
             f = r["flops_per_s"]
@@ -396,7 +425,7 @@ def catalog(
                       f"{mem['bandwidth_bytes_per_s'] / _TERA:,.2f}", _ridge_text(r["ridge_flop_per_byte_bf16"]),
                       str(r["scale_up_domain_chips"]), f"{r['scale_up_bandwidth_bytes_per_s'] / _GB:,.0f}",
                       f"{r['usd_per_hour']:.2f}", f"{r['power_w']:,.0f}", r["calibration"],
-                      _heldout_text(r["heldout_tpot_error"], r["calibration"]))
+                      _heldout_cell(r), _span_text(r["error_band"], "tpot"), _span_text(r["error_band"], "ttft"))
     else:
         t = Table(title="models")
         for col in ("name", "layers", "hidden", "attention", "params B", "active B", "KV B/token (bf16)", "experts"):
