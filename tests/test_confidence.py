@@ -113,3 +113,19 @@ def test_printed_plan_shows_each_pools_band(plans):
     decode = next(p for p in plans[0.9].pools if p.tpot_ms is not None)
     lo, hi = decode.bands.tpot_ms[0], decode.bands.tpot_ms[-1]
     assert f"[{lo:.3g}–" in text and f"–{hi:.3g}]" in text, text
+
+
+def test_pareto_confidence_axis_is_the_cost_of_confidence(plans, tmp_path):
+    from placement.cli.confidence_plot import confidence_lines, plot_confidence
+    from placement.core.errors import InputError
+    from placement.studies.pareto import parse_confidence_levels, run_pareto
+
+    result = run_pareto(_instance(), [], confidence=[0.0, 0.9], variants=False, backend="highs")
+    assert [a.label for a in result.axes] == ["confidence"]
+    costs = {p.values["confidence"]: p.cost_usd_per_hour for p in result.points}
+    assert costs == {0.0: plans[None].cost_usd_per_hour, 0.9: plans[0.9].cost_usd_per_hour}
+    assert [p.values["confidence"] for p in confidence_lines(result)["heterogeneous"]] == [0.0, 0.9]
+    assert plot_confidence(result, tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    for bad in ("0.5,1", "0.5,0.5", "x"):
+        with pytest.raises(InputError, match="--confidence"):
+            parse_confidence_levels(bad)

@@ -146,8 +146,9 @@ def sweep_command(
 
 def pareto_command(
     instance: InstanceArg,
-    sweep: Annotated[list[str], typer.Option("--sweep", help="tpot_ms=LO:HI:N | ttft_ms=LO:HI:N (repeatable; "
-                                                             "grammar as for sweep --set)")],
+    sweep: Annotated[list[str] | None, typer.Option("--sweep", help="tpot_ms=LO:HI:N | ttft_ms=LO:HI:N "
+                                                                    "(repeatable; grammar as for sweep --set)")]
+    = None,
     class_: Annotated[list[str] | None, typer.Option("--class", help="sweep only this class (repeatable)")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="PATH=VALUE fixed for every point, e.g. "
                                                                  "workload.classes.chat.rate_rps=1600 (repeatable)")]
@@ -165,18 +166,23 @@ def pareto_command(
     workers: Workers = None,
     quiet: Quiet = False,
     dry_run: DryRun = False,
+    confidence: Annotated[str | None, typer.Option("--confidence", help="cost of confidence: solve every point "
+                                                   "at each error-band level, e.g. 0,0.5,0.8,0.9,0.95 "
+                                                   "(0: nominal; the chart is cost against level)")] = None,
 ) -> None:
     """SLO sweep: cost, throughput per chip and interactivity per point, with Pareto frontiers."""
     from placement.cli.consoles import out
     from placement.core.loading import load_instance
-    from placement.studies.pareto import run_pareto
+    from placement.studies.pareto import parse_confidence_levels, run_pareto
 
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)
     check_outputs(plot, json_path, csv_path)
     refuse_inputs({"--plot": plot, "--json": json_path, "--csv": csv_path}, [instance])
     inst = load_instance(instance)
     kw = {"classes": class_ or None, "overrides": set_ or None, "variants": variants,
+          "confidence": None if confidence is None else parse_confidence_levels(confidence),
           **_run_kwargs(instance, solver, time_limit, gap, executor, address, workers)}
+    sweep = sweep or []
     planned = run_pareto(inst, sweep, validate_only=True, **kw)
     n = math.prod(len(a.values) for a in planned.axes) * len(planned.series)
     if dry_run:
@@ -185,13 +191,19 @@ def pareto_command(
         return
     with ProgressBar(f"pareto {inst.name}", n) as bar:
         result = run_pareto(inst, sweep, progress=bar, **kw)
-    from placement.cli.plots import plot_pareto
+    if confidence is None:
+        from placement.cli.plots import plot_pareto as chart
+    else:
+        from placement.cli.confidence_plot import plot_confidence as chart
 
-    _write_sweep_outputs(result, json_path, csv_path, plot, plot_pareto)
+    _write_sweep_outputs(result, json_path, csv_path, plot, chart)
     if not quiet:
         from placement.cli.study_report import print_result
 
         print_result(out, result)
+        if confidence is not None:
+            out.print("confidence 0: the nominal prediction; c > 0: every step priced at the c quantile of its "
+                      "chip family's held-out error band (benchmarks/CALIBRATION.md)", highlight=False)
     _exit_if_failed([p.status for p in result.points])
 
 

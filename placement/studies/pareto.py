@@ -16,6 +16,15 @@ its interactivity at a lower-or-equal $/M token (strictly better in one);
 Relaxing an SLO only adds candidate configurations (every configuration that
 meets a tighter SLO meets a looser one), so the optimal cost never rises as
 the SLO grows: :func:`monotone_violations` checks this on any result.
+
+Cost of confidence
+------------------
+``confidence`` levels (``pareto --confidence 0,0.5,0.8,0.9,0.95``) add an axis
+named ``confidence``: every SLO point and series is solved at each level
+(``solve --confidence``; level 0 is the nominal prediction), so the result
+says what planning against the pessimistic end of the error band costs.
+Frontiers are marked within each level. Raising the level only slows every
+step, so the optimal cost never falls as it rises.
 """
 
 from __future__ import annotations
@@ -36,16 +45,39 @@ from placement.studies.whatif import (
 )
 
 __all__ = [
+    "CONFIDENCE_AXIS",
     "PARETO_FIELDS",
     "envelope",
     "mark_frontier",
     "monotone_violations",
     "pareto_series",
+    "parse_confidence_levels",
     "run_pareto",
 ]
 
 #: Pareto sweeps address these class fields (SLOs: relaxing them never raises the optimum).
 PARETO_FIELDS = ("tpot_ms", "ttft_ms")
+#: The label of the confidence axis (values: levels in [0, 1), 0 the nominal prediction).
+CONFIDENCE_AXIS = "confidence"
+
+
+def parse_confidence_levels(text: str) -> list[float]:
+    """``0,0.5,0.9`` → ``[0.0, 0.5, 0.9]``: distinct levels in [0, 1), 0 meaning the nominal prediction.
+
+    Examples
+    --------
+    >>> parse_confidence_levels("0, 0.5,0.9")
+    [0.0, 0.5, 0.9]
+    """
+    try:
+        levels = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"expected comma-separated levels in [0, 1) such as 0,0.5,0.9, got {text!r}",
+                         field="--confidence") from None
+    bad = [v for v in levels if not 0 <= v < 1]
+    if not levels or bad or len(set(levels)) != len(levels):
+        raise InputError(f"expected distinct levels in [0, 1) (0: nominal), got {text!r}", field="--confidence")
+    return levels
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,10 +126,12 @@ def run_pareto(
     address: str | None = None,
     progress=None,
     validate_only: bool = False,
+    confidence: list[float] | None = None,
 ) -> SweepResult:
     """Sweep SLOs (``tpot_ms=LO:HI:N``, ``ttft_ms=...``) for the instance and the series beside it.
 
     ``overrides`` (``PATH=VALUE``, one value each) change the instance first, e.g. a traffic level or fleet.
+    ``confidence`` levels (0: nominal) solve every point at each level (the cost of confidence).
     """
     inst, fixed = apply_overrides(inst, overrides or [], source)
     names = [c.name for c in inst.workload.classes]
@@ -113,11 +147,17 @@ def run_pareto(
                              "use 'placement sweep --set PATH=...' for any other field", field="--sweep")
         axes.append(Axis(label=fld, paths=tuple(f"workload.classes.{c}.{fld}" for c in focus), values=tuple(values),
                          log=log, spec=text))
-    if not axes:
-        raise InputError("expected at least one --sweep tpot_ms=LO:HI:N (or ttft_ms=...)", field="--sweep")
+    if not axes and not confidence:
+        raise InputError("expected at least one --sweep tpot_ms=LO:HI:N (or ttft_ms=...) or --confidence LEVELS",
+                         field="--sweep")
     if len({a.label for a in axes}) != len(axes):
         raise InputError("the same SLO is swept twice", field="--sweep")
     pts = build_points(instance_document(inst), axes, source)
+    if confidence:
+        pts = [({**values, CONFIDENCE_AXIS: c}, pinst.model_copy(update={"confidence": c or None}))
+               for values, pinst in pts for c in confidence]
+        axes.append(Axis(label=CONFIDENCE_AXIS, paths=(CONFIDENCE_AXIS,), values=tuple(confidence), log=False,
+                         spec=f"{CONFIDENCE_AXIS}={','.join(f'{c:g}' for c in confidence)}"))
     series_names: list[str] = []
     jobs, meta = [], []
     for i, (values, pinst) in enumerate(pts):
@@ -137,7 +177,12 @@ def run_pareto(
     if validate_only:
         return result
     result.points = _execute(jobs, meta, executor=executor, workers=workers, address=address, progress=progress)
-    mark_frontier(result)
+    if confidence:
+        for c in confidence:  # a frontier compares plans made at the same level
+            mark_frontier(result.model_copy(update={"points": [p for p in result.points
+                                                               if p.values[CONFIDENCE_AXIS] == c]}))
+    else:
+        mark_frontier(result)
     return result
 
 
