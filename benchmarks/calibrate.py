@@ -38,6 +38,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ttft_report import ttft_section
+
+from costmodels import calibration
 from costmodels.bands import BANDS_PATH, LEVELS, ratio_quantiles
 from costmodels.calibration import (
     GPU_FACTORS,
@@ -412,7 +415,8 @@ def _ratio_line(per_chip: list[dict]) -> str:
             + "; within on " + (", ".join(sorted(set(worst) - set(off))) or "none") + ".")
 
 
-def markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_kept, shas, bands=None) -> str:
+def markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_kept, shas, bands=None,
+             ttft: str = "") -> str:
     parts = [
         "# Calibration of the chip factors against public measurements",
         "",
@@ -504,6 +508,7 @@ def markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_k
         "",
         "System → chip: " + ", ".join(f"`{k}` → `{v}`" for k, v in SYSTEM_CHIPS.items()) + ".",
         "",
+        *([ttft, ""] if ttft else []),
         NOTES,
     ]
     return "\n".join(parts)
@@ -532,9 +537,7 @@ NOTES = """## Why the worst points are off
   series), and gb200 has two models, one of them all wide-EP attention-DP rows.
 - **MI300X** has one source (Oracle OCI, vLLM benchmark_latency, Llama 3.1 405B): it is fitted but has
   no held-out estimate, so the catalogue marks it calibrated with an in-sample error only.
-- **TTFT** is compared only at light load; it carries a fixed framework latency (100–200 ms in several
-  TRT-LLM series) no per-step factor represents. API TTFTs of the public rows include the network round
-  trip and are not fitted.
+- **TTFT**: see "TTFT: where the light-load error comes from" above.
 """
 
 
@@ -544,7 +547,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--md", type=Path, default=MD_PATH)
     ap.add_argument("--bands", type=Path, default=BANDS_PATH)
     ap.add_argument("--no-holdout", action="store_true", help="skip the leave-one-out refits (and the bands)")
+    ap.add_argument("--ttft-model", choices=("wave", "closed-loop"), default=calibration.TTFT_MODEL,
+                    help="light-load TTFT model (costmodels.calibration.TTFT_MODEL)")
     args = ap.parse_args(argv)
+    calibration.TTFT_MODEL = args.ttft_model
 
     chips, models = load_chip_catalog(), load_model_catalog()
     by_chip, skipped, n_read, n_kept = chip_rows(chips, models)
@@ -569,8 +575,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_holdout:
         bands = error_bands(evals, {c for c, spec in chips.items() if spec.calibration == "calibrated"})
         _write_atomic(args.bands, bands_yaml(bands, shas))
+    variants = {args.ttft_model: fam}
+    if not args.no_holdout:  # the other light-load TTFT model, for the comparison table
+        other = "closed-loop" if args.ttft_model == "wave" else "wave"
+        calibration.TTFT_MODEL = other
+        alt = {c: evaluate_chip(c, by_chip[c], chips, models, True) for c in sorted(by_chip)}
+        calibration.TTFT_MODEL = args.ttft_model
+        variants[other] = summary(alt, lambda c: FAMILIES.get(c, c))
+    ttft = ttft_section(evals, models, _md_table, dict(sorted(variants.items(), reverse=True)), args.ttft_model)
     _write_atomic(args.md, markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_kept, shas,
-                                    bands))
+                                    bands, ttft))
     print(f"\nwrote {_rel(args.json)} and {_rel(args.md)}")
     return 0
 

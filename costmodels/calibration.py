@@ -78,6 +78,7 @@ __all__ = [
     "PRIOR_WEIGHT",
     "PUBLIC_FIT_PLAN",
     "SRAM_REFERENCE",
+    "TTFT_MODEL",
     "TTFT_WEIGHT",
     "CalibrationResult",
     "ChipFit",
@@ -93,6 +94,13 @@ __all__ = [
     "predict_rows",
 ]
 
+#: The light-load TTFT model (:mod:`costmodels.measured_rows`): ``wave`` — the replica's prompts arrive
+#: together, the mean one waits for half the others, ``(b + 1)/2`` prefills; ``closed-loop`` — a prompt
+#: arrives alone at a random time: one prefill + half of the others' aggregated step in flight + a
+#: fitted per-request latency ``request_overhead_s``. ``benchmarks/calibrate.py --ttft-model`` picks it.
+TTFT_MODEL = "wave"
+#: Share of the aggregated step in flight a new prompt waits for on average (it arrives at a random time).
+_IN_FLIGHT = 0.5
 #: Weight of the TTFT term in the fit objective (TPOT has weight 1).
 TTFT_WEIGHT = 1.0
 #: Weight every model of a system equally in the objective (else every row).
@@ -109,14 +117,15 @@ OVERHEAD_BOUNDS_S = (0.0, 20e-3)
 
 def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float,
               memory_half_bytes: float = 0.0, compute_half_tokens: float = 0.0,
-              layer_overhead_s: float = 0.0) -> ChipSpec:
+              layer_overhead_s: float = 0.0, request_overhead_s: float = 0.0) -> ChipSpec:
     """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced."""
     return chip.model_copy(update={"compute_efficiency": float(compute_efficiency),
                                    "memory_efficiency": float(memory_efficiency),
                                    "step_overhead_s": float(step_overhead_s),
                                    "memory_half_bytes": float(memory_half_bytes),
                                    "compute_half_tokens": float(compute_half_tokens),
-                                   "layer_overhead_s": float(layer_overhead_s)})
+                                   "layer_overhead_s": float(layer_overhead_s),
+                                   "request_overhead_s": float(request_overhead_s)})
 
 
 def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
@@ -135,8 +144,9 @@ class _RowCosts:
     aggregated step, or the attention step of a DP-attention row; k = 1: its
     FFN step; ``parts[k]`` marks which exist). ``tokens[k]`` is the GEMM row
     count (tokens per micro-batch) the compute efficiency depends on, ``layers``
-    the layer passes paid a launch cost. TTFT = ttft_scale · (one prefill step),
-    ``nan`` on rows that are not TTFT-eligible.
+    the layer passes paid a launch cost. TTFT (:data:`TTFT_MODEL`) = ttft_scale ·
+    (one prefill step) + ttft_in_flight · (the aggregated step) + the request
+    overhead, ``nan`` on rows that are not TTFT-eligible.
     """
 
     tpot_compute: np.ndarray  # (2, N) s
@@ -151,8 +161,9 @@ class _RowCosts:
     ttft_tokens: np.ndarray  # (N,)
     ttft_comm: np.ndarray  # (N,) s
     ttft_layers: np.ndarray  # (N,)
-    ttft_scale: np.ndarray  # (N,) the FIFO-wave factor (b + 1)/2
+    ttft_scale: np.ndarray  # (N,) prefills a TTFT waits for: (b + 1)/2 (wave) or 1; nan if not eligible
     ttft_s: np.ndarray  # (N,) s
+    ttft_in_flight: np.ndarray  # (N,) share of the aggregated step a new prompt waits for
 
 
 def _chunked_part(chip: ChipSpec, model: ModelSpec, part: str, batch, context, chunk, chunk_ctx, tp, ep, precision,
@@ -171,7 +182,7 @@ def _row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRo
     n = len(rows)
     c, mem, tok, parts = np.zeros((2, n)), np.zeros((2, n)), np.ones((2, n)), np.zeros((2, n))
     comm, layers, tpot = np.zeros(n), np.zeros(n), np.zeros(n)
-    pc, pm, ptok, pcomm, player, pscale, ttft = (np.full(n, np.nan) for _ in range(7))
+    pc, pm, ptok, pcomm, player, pscale, ttft, wait = (np.full(n, np.nan) for _ in range(8))
     for (model_name, precision, kv_prec, layout), idx in _group_indices(rows).items():
         model = models[model_name]
         rs = [rows[i] for i in idx]
@@ -214,9 +225,13 @@ def _row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRo
                               precision=precision, kv_precision=kv_prec)
             pc[e], pm[e], pcomm[e] = pf.compute_s, pf.memory_s, pf.comm_s
             ptok[e], player[e] = isl[elig], model.layers
-            pscale[e] = (batch[elig] + 1.0) / 2.0
-            ttft[e] = pscale[e] * np.asarray(pf.time_s)
-    return _RowCosts(c, mem, tok, parts, comm, layers, tpot, pc, pm, ptok, pcomm, player, pscale, ttft)
+            if TTFT_MODEL == "wave":
+                pscale[e], wait[e] = (batch[elig] + 1.0) / 2.0, 0.0
+                ttft[e] = pscale[e] * np.asarray(pf.time_s)
+            else:  # closed loop: a prompt arrives alone, while the others' step runs (none when b = 1)
+                pscale[e], wait[e] = 1.0, np.where(batch[elig] > 1, _IN_FLIGHT, 0.0)
+                ttft[e] = np.asarray(pf.time_s) + wait[e] * tpot[e] + chip.request_overhead_s
+    return _RowCosts(c, mem, tok, parts, comm, layers, tpot, pc, pm, ptok, pcomm, player, pscale, ttft, wait)
 
 
 def predict_rows(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec] | None = None
@@ -255,6 +270,7 @@ class FitFactors:
     memory_half_bytes: float = 0.0
     compute_half_tokens: float = 0.0
     layer_overhead_s: float = 0.0
+    request_overhead_s: float = 0.0
 
 
 #: Uncalibrated kernel-level factors, the fit's starting point: H100 Vidur profiles
@@ -271,6 +287,7 @@ FACTOR_BOUNDS: dict[str, tuple[float, float]] = {
     "memory_half_bytes": (0.0, 20e9),
     "compute_half_tokens": (0.0, 2048.0),
     "layer_overhead_s": (0.0, 200e-6),
+    "request_overhead_s": (0.0, 0.5),
 }
 #: Factors fitted on measured GPU serving rows (all six).
 GPU_FACTORS: tuple[str, ...] = tuple(FACTOR_BOUNDS)
@@ -296,6 +313,8 @@ class _Terms:
     measured: np.ndarray  # (N,) seconds
     weight: np.ndarray  # (N,) sums to 1
     bandwidth_bytes_per_s: float
+    overhead_count: np.ndarray | float = 1.0  # (N,) steps whose τ + L·τ_layer the metric pays
+    request: float = 0.0  # 1: the metric pays the request overhead (TTFT)
 
     def predict_many(self, f: dict[str, np.ndarray]) -> np.ndarray:
         """Predictions for G factor sets at once: every value of ``f`` has shape (G,); returns (G, N)."""
@@ -304,8 +323,9 @@ class _Terms:
             1.0 + g["compute_half_tokens"] / np.maximum(self.tokens[None], 1e-9))
         mem = (self.memory[None] + g["memory_half_bytes"] / self.bandwidth_bytes_per_s) / g["memory_efficiency"]
         base = (np.maximum(comp, mem) * self.parts[None]).sum(axis=1)
-        over = g["step_overhead_s"][:, :, 0] + self.layers[None] * g["layer_overhead_s"][:, :, 0]
-        return self.scale[None] * (base + self.comm[None] + over)
+        over = self.overhead_count * (g["step_overhead_s"][:, :, 0]
+                                      + self.layers[None] * g["layer_overhead_s"][:, :, 0])
+        return self.scale[None] * (base + self.comm[None] + over) + self.request * g["request_overhead_s"][:, :, 0]
 
     def predict(self, f: FitFactors) -> np.ndarray:
         return self.predict_many({k: np.array([v]) for k, v in asdict(f).items()})[0]
@@ -336,9 +356,14 @@ def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[Mapped
     tpot = _Terms(rc.tpot_compute, rc.tpot_memory, rc.tpot_tokens, rc.tpot_parts, rc.tpot_comm, rc.tpot_layers,
                   np.ones(len(rows)), np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model), bw)
     e = ~np.isnan(rc.ttft_scale)
-    ttft = _Terms(rc.ttft_compute[e][None, :], rc.ttft_memory[e][None, :], rc.ttft_tokens[e][None, :],
-                  np.ones((1, int(e.sum()))), rc.ttft_comm[e], rc.ttft_layers[e], rc.ttft_scale[e],
-                  np.array([m.row.ttft_ms for m in rows])[e] / 1e3, _weights(names[e], per_model), bw)
+    # the prefill step, then the aggregated step in flight (TTFT-eligible rows are single-part TP rows)
+    ttft = _Terms(np.stack([rc.ttft_compute[e], rc.tpot_compute[0, e]]),
+                  np.stack([rc.ttft_memory[e], rc.tpot_memory[0, e]]),
+                  np.stack([rc.ttft_tokens[e], rc.tpot_tokens[0, e]]),
+                  np.stack([np.ones(int(e.sum())), rc.ttft_in_flight[e]]),
+                  rc.ttft_comm[e] + rc.ttft_in_flight[e] * rc.tpot_comm[e], rc.ttft_layers[e], rc.ttft_scale[e],
+                  np.array([m.row.ttft_ms for m in rows])[e] / 1e3, _weights(names[e], per_model), bw,
+                  overhead_count=1.0 + rc.ttft_in_flight[e], request=float(TTFT_MODEL != "wave"))
     return tpot, ttft
 
 
@@ -479,6 +504,8 @@ def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec]
     def objective(f):
         return _objective_many(tpot_terms, ttft_terms, f, default, ttft_weight, prior_weight)
 
+    if TTFT_MODEL == "wave":  # nothing in the wave model pays the request latency: do not search it
+        factors = tuple(f for f in factors if f != "request_overhead_s")
     fitted = coordinate_search(objective, default, factors)
     obj_d = _objective(tpot_terms, ttft_terms, default, default, ttft_weight, prior_weight)
     obj_f = _objective(tpot_terms, ttft_terms, fitted, default, ttft_weight, prior_weight)

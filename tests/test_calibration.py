@@ -329,3 +329,23 @@ def test_every_catalogue_chip_has_a_calibration_status(chips):
             assert chip.heldout_tpot_error is None, name
         elif name != "mi300x":  # one source, one model: no held-out estimate
             assert 0 < chip.heldout_tpot_error < 1, name
+
+
+def test_closed_loop_ttft_is_one_prefill_half_the_step_in_flight_and_the_request_latency(chips, models, result,
+                                                                                          monkeypatch):
+    from costmodels import calibration
+
+    monkeypatch.setattr(calibration, "TTFT_MODEL", "closed-loop")
+    h100 = chip_with(chips["h100"], 0.6, 0.7, 2e-3, request_overhead_s=0.1)
+    llama = models["llama-3.1-70b"]
+    for conc, in_flight in ((1, 0.0), (8, 0.5)):  # alone, nothing is in flight
+        m = map_row(_row(conc=conc), chips, models)
+        tpot, ttft = predict(h100, llama, m)
+        pf = prefill_step(h100, llama, prompt=1024, batch=1, tp=8, precision="fp8", kv_precision="fp8")
+        assert ttft == pytest.approx(pf.time_s + in_flight * tpot + 0.1)
+    # the fit's unit-chip terms re-assemble the same prediction, request latency included
+    fit = result.fits["h200_sxm"]
+    _, ttft_terms = _build_terms(chips[fit.chip], models, fit.rows, True)
+    g = FitFactors(0.5, 0.6, 1e-3, compute_half_tokens=64.0, layer_overhead_s=10e-6, request_overhead_s=0.15)
+    _, direct = predict_rows(chip_with(chips[fit.chip], **asdict(g)), fit.rows, models)
+    np.testing.assert_allclose(ttft_terms.predict(g), direct[~np.isnan(direct)], rtol=1e-9)
