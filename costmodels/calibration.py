@@ -118,7 +118,10 @@ OVERHEAD_BOUNDS_S = (0.0, 20e-3)
 def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float,
               memory_half_bytes: float = 0.0, compute_half_tokens: float = 0.0,
               layer_overhead_s: float = 0.0, request_overhead_s: float = 0.0) -> ChipSpec:
-    """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced."""
+    """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced.
+
+    ``request_overhead_s`` is no catalogue field: it rides on the copy for the closed-loop TTFT model.
+    """
     return chip.model_copy(update={"compute_efficiency": float(compute_efficiency),
                                    "memory_efficiency": float(memory_efficiency),
                                    "step_overhead_s": float(step_overhead_s),
@@ -126,6 +129,11 @@ def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: floa
                                    "compute_half_tokens": float(compute_half_tokens),
                                    "layer_overhead_s": float(layer_overhead_s),
                                    "request_overhead_s": float(request_overhead_s)})
+
+
+def _request_overhead_s(chip: ChipSpec) -> float:
+    """The closed-loop TTFT model's per-request latency: set by :func:`chip_with` only (plans do not price it)."""
+    return float(getattr(chip, "request_overhead_s", 0.0))
 
 
 def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
@@ -230,7 +238,7 @@ def _row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRo
                 ttft[e] = pscale[e] * np.asarray(pf.time_s)
             else:  # closed loop: a prompt arrives alone, while the others' step runs (none when b = 1)
                 pscale[e], wait[e] = 1.0, np.where(batch[elig] > 1, _IN_FLIGHT, 0.0)
-                ttft[e] = np.asarray(pf.time_s) + wait[e] * tpot[e] + chip.request_overhead_s
+                ttft[e] = np.asarray(pf.time_s) + wait[e] * tpot[e] + _request_overhead_s(chip)
     return _RowCosts(c, mem, tok, parts, comm, layers, tpot, pc, pm, ptok, pcomm, player, pscale, ttft, wait)
 
 

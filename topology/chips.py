@@ -93,10 +93,6 @@ class ChipSpec(Record):
         step at which achieved bandwidth is half of ``BW·η_m``; GEMM rows
         (tokens per micro-batch) at which compute is half of ``F·η_c``; kernel
         launch time per layer. 0 = the flat model. A non-zero value needs a source.
-    request_overhead_s
-        Fixed time to first token outside the forward steps (request admission,
-        tokenisation, scheduling, the first token's detokenisation and streaming),
-        fitted on light-load TTFT; 0 = none. A non-zero value needs a source.
     calibration, heldout_tpot_error
         ``calibrated`` when the efficiency fields were fitted to public
         measurements (``benchmarks/CALIBRATION.md``), else ``uncalibrated``;
@@ -126,7 +122,6 @@ class ChipSpec(Record):
     memory_half_bytes: float = Field(default=0.0, ge=0)
     compute_half_tokens: float = Field(default=0.0, ge=0)
     layer_overhead_s: float = Field(default=0.0, ge=0)
-    request_overhead_s: float = Field(default=0.0, ge=0)
     calibration: Literal["calibrated", "uncalibrated"] = "uncalibrated"
     heldout_tpot_error: float | None = Field(default=None, ge=0)
     all_reduce_algorithms: list[AllReduceAlgorithm] = Field(
@@ -209,8 +204,8 @@ SOURCED_FIELDS = (
 )
 
 
-#: Operating-point fields (costmodels.efficiency) and the request latency: a non-zero value needs a source.
-OPERATING_POINT_FIELDS = ("memory_half_bytes", "compute_half_tokens", "layer_overhead_s", "request_overhead_s")
+#: Operating-point fields (costmodels.efficiency): a non-zero value needs a source.
+OPERATING_POINT_FIELDS = ("memory_half_bytes", "compute_half_tokens", "layer_overhead_s")
 
 
 def read_records(path: str | Path, section: str, record_type: type[R]) -> dict[str, R]:
