@@ -60,3 +60,10 @@ def test_an_unknown_entry_is_an_input_error_naming_the_field():
     doc["draft"] = {"model": "llama-3.2-1b", "acceptance_from": "no-such-entry"}
     with pytest.raises(InputError, match="draft.*no-such-entry"):
         parse_instance(doc, "x")
+
+
+def test_eagle3_chain_entry_reproduces_every_published_acceptance_length_by_k():
+    e = speculative_entry("eagle3-llama-3.1-8b-chain-k7")
+    for k, al in enumerate(e.published["acceptance_length_by_k"], start=2):  # K = 2 … 7 draft tokens
+        assert expected_tokens_per_verify(e.acceptance[:k]) == pytest.approx(al, abs=0.005), k
+    assert load_model_catalog()["eagle3-llama-3.1-8b"]  # the draft the entry measured is catalogued
