@@ -120,7 +120,7 @@ def test_pareto_confidence_axis_is_the_cost_of_confidence(plans, tmp_path):
     from placement.core.errors import InputError
     from placement.studies.pareto import parse_confidence_levels, run_pareto
 
-    result = run_pareto(_instance(), [], confidence=[0.0, 0.9], variants=False, backend="highs")
+    result = run_pareto(_instance(), [], confidence=[0.0, 0.9], variants=False, backend="highs", workers=1)
     assert [a.label for a in result.axes] == ["confidence"]
     costs = {p.values["confidence"]: p.cost_usd_per_hour for p in result.points}
     assert costs == {0.0: plans[None].cost_usd_per_hour, 0.9: plans[0.9].cost_usd_per_hour}
