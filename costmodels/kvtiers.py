@@ -23,6 +23,14 @@ arithmetic shown. Sources (the survey of ``kv_tiers.md`` copied here):
 * NVMe read bandwidth: not published for the DGX arrays; ~7 GB/s per PCIe Gen4
   U.2 drive and one drive per GPU [EST] → 7 GB/s per GPU (HGX); Gen5/Gen6 E1.S
   ~14 GB/s per drive [EST] → 14 GB/s per GPU (GB200, Rubin).
+* Write (offload) bandwidth per chip: host memory over PCIe or NVLink-C2C, both
+  full duplex, so the per-direction figure above [V]/[EST]. Flash writes slower
+  than it reads: the DGX data drive class (Samsung PM1733 U.2, 3.84 TB) is rated
+  6.4 GB/s read, 3.8 GB/s write [V*] (hardwareluxx.de, news 50889, relaying
+  Samsung's launch table) → 3.8 GB/s per GPU (HGX, one drive per GPU); Gen5/Gen6
+  E1.S at the same write/read ratio: 14 × 3.8/6.4 = 8.3 GB/s per GPU [EST].
+  A remote store without a stated write bandwidth writes at its read bandwidth
+  (a NIC is full duplex).
 * Prices: DRAM marginal 0.00334 $/GB-h [EST: AWS r7i.48xlarge − c7i.48xlarge =
   $4.1328/h per 1,152 GiB]; local SSD 0.00011 $/GB-h [EST: GCP local SSD
   ~$0.08/GB-month / 730 h]. HBM has no price of its own: it is paid by the
@@ -36,8 +44,10 @@ and price.
 Examples
 --------
 >>> t = default_tier("b200", "host")
->>> t["capacity_gb_per_chip"], t["bandwidth_gb_per_s"]
-(250.0, 63.0)
+>>> t["capacity_gb_per_chip"], t["bandwidth_gb_per_s"], t["write_gb_per_s"]
+(250.0, 63.0, 63.0)
+>>> default_tier("b200", "flash")["write_gb_per_s"]
+3.8
 """
 
 from __future__ import annotations
@@ -49,18 +59,21 @@ __all__ = ["DEFAULTS", "PRICES_USD_PER_GB_HOUR", "default_tier"]
 #: $/GB-h by tier (module docstring).
 PRICES_USD_PER_GB_HOUR = {"host": 0.00334, "flash": 0.00011}
 
-_HGX_HOST = {"capacity_gb_per_chip": 250.0, "bandwidth_gb_per_s": 63.0, "latency_us": 5.0}
-_HGX_FLASH = {"capacity_gb_per_chip": 3840.0, "bandwidth_gb_per_s": 7.0, "latency_us": 100.0}
-_TRAY_FLASH = {"capacity_gb_per_chip": 7680.0, "bandwidth_gb_per_s": 14.0, "latency_us": 100.0}
+_HGX_HOST = {"capacity_gb_per_chip": 250.0, "bandwidth_gb_per_s": 63.0, "write_gb_per_s": 63.0, "latency_us": 5.0}
+_HGX_FLASH = {"capacity_gb_per_chip": 3840.0, "bandwidth_gb_per_s": 7.0, "write_gb_per_s": 3.8, "latency_us": 100.0}
+_TRAY_FLASH = {"capacity_gb_per_chip": 7680.0, "bandwidth_gb_per_s": 14.0, "write_gb_per_s": 8.3, "latency_us": 100.0}
 
-#: chip -> tier -> defaults (capacity per chip, GB; bandwidth per chip per direction, GB/s; latency, µs).
+#: chip -> tier -> defaults (capacity per chip, GB; read and write bandwidth per chip per direction, GB/s;
+#: latency, µs).
 DEFAULTS: dict[str, dict[str, dict[str, float]]] = {
     "h100": {"host": _HGX_HOST, "flash": _HGX_FLASH},
     "h200": {"host": _HGX_HOST, "flash": _HGX_FLASH},
     "b200": {"host": _HGX_HOST, "flash": _HGX_FLASH},
-    "gb200": {"host": {"capacity_gb_per_chip": 240.0, "bandwidth_gb_per_s": 225.0, "latency_us": 5.0},
+    "gb200": {"host": {"capacity_gb_per_chip": 240.0, "bandwidth_gb_per_s": 225.0, "write_gb_per_s": 225.0,
+                       "latency_us": 5.0},
               "flash": _TRAY_FLASH},
-    "rubin": {"host": {"capacity_gb_per_chip": 750.0, "bandwidth_gb_per_s": 450.0, "latency_us": 5.0},
+    "rubin": {"host": {"capacity_gb_per_chip": 750.0, "bandwidth_gb_per_s": 450.0, "write_gb_per_s": 450.0,
+                       "latency_us": 5.0},
               "flash": _TRAY_FLASH},
 }
 

@@ -7,6 +7,12 @@ fraction of λ_k sent down route r (as everywhere in :mod:`solvers.milp`)::
     Σ_{r∈k} x_r − Σ_p a_{p,k}·π_p = 0        for each demand k named by a policy
     Σ_{p∈g} π_p = 1                          for each group g
     Σ_p b_{l,p}·π_p − Σ_{c,s} h_{l,c}·n_{c,0,s} ≤ rhs_l    for each limit l
+    Σ_{r∈k} Σ_c Σ_{s∈S_l} a_{c,q_r,s} − λ_k·Σ_p d_{l,p}·π_p = 0    for each policy load l
+                                                   (q_r the first step of route r)
+
+and Σ_p t_{l,p}·π_p bytes/s joins the edge capacity row of every edge of a
+policy flow l (:func:`policy_edge_terms`, read by
+:func:`solvers.network_rows.add_edge_capacity`).
 
 and Σ_p cost_p·π_p joins the objective. The first family replaces the route
 split row (Σ x_r = 1) of those demands and keeps its family name, so that
@@ -39,7 +45,7 @@ import pulp
 
 from solvers.variables import Variables, add_row, add_var
 
-__all__ = ["add_policy_objective", "add_policy_rows", "add_policy_variables", "policy_demands"]
+__all__ = ["add_policy_objective", "add_policy_rows", "add_policy_variables", "policy_demands", "policy_edge_terms"]
 
 
 def policy_demands(problem) -> set[str]:
@@ -82,6 +88,32 @@ def add_policy_rows(m: pulp.LpProblem, v: Variables) -> None:
         for c, head in sorted(lim.replicas.items()):
             terms += [(v.n[key], -head) for key in ix.replica_keys if key[0] == c and key[1] == 0 and head]
         add_row(m, v, "policy_limit", (lim.name,), [str(i)], terms, pulp.LpConstraintLE, lim.rhs)
+    add_policy_loads(m, v)
+
+
+def add_policy_loads(m: pulp.LpProblem, v: Variables) -> None:
+    """One row per policy load: the first steps' load of its demand at its sites = λ_k·Σ_p d_p·π_p."""
+    ix = v.index
+    for i, pl in enumerate(ix.problem.policy_loads):
+        if pl.demand not in ix.rate:
+            continue
+        firsts = {r.steps[0] for r in ix.routes if r.demand == pl.demand}
+        sites = set(pl.sites)
+        terms = [(v.y[key], v.load_unit[key[0], key[1]]) for key in ix.load_keys
+                 if key[1] in firsts and key[2] in sites]
+        terms += [(v.pi[name], -ix.rate[pl.demand] * d) for name, d in pl.policies.items() if d]
+        add_row(m, v, "policy_load", (pl.name,), [str(i)], terms, pulp.LpConstraintEQ, 0.0)
+
+
+def policy_edge_terms(v: Variables) -> dict[tuple[str, str], list[tuple[pulp.LpVariable, float]]]:
+    """edge -> (π_p, bytes/s per unit of π_p) of every policy flow crossing it (summed per π)."""
+    out: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for fl in v.index.problem.policy_flows:
+        for e in fl.edges:
+            for name, b in fl.policies.items():
+                if b:
+                    out[tuple(e)][name] += b
+    return {e: [(v.pi[name], b) for name, b in sorted(terms.items())] for e, terms in sorted(out.items())}
 
 
 def add_policy_objective(m: pulp.LpProblem, v: Variables) -> None:

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import pulp
 
+from solvers.kv_rows import policy_edge_terms
 from solvers.variables import Key3, Variables, add_row
 
 __all__ = ["NEGLIGIBLE", "add_edge_capacity", "add_pair_balance", "add_transfer_conservation"]
@@ -169,6 +170,8 @@ def add_edge_capacity(m: pulp.LpProblem, v: Variables) -> None:
                 left_out += most
             else:
                 load[e].append((var, coef))
+    for e, terms in policy_edge_terms(v).items():  # KV reloads and offloads of a remote store
+        load[e] += terms
     for e in ix.edges:
         if load[e]:
             tokens = [ix.names.tokens["node", e[0]], ix.names.tokens["node", e[1]]]

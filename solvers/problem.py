@@ -44,7 +44,9 @@ __all__ = [
     "Objective",
     "Part",
     "Policy",
+    "PolicyFlow",
     "PolicyLimit",
+    "PolicyLoad",
     "PoolLimit",
     "Problem",
     "Route",
@@ -172,6 +174,25 @@ class PolicyLimit(Record):
     policies: dict[str, float]
     replicas: dict[str, float] = Field(default_factory=dict, description="column -> headroom per replica")
     rhs: float = Field(default=0.0, ge=0)
+class PolicyLoad(Record):
+    """Where policies send a demand: Σ_r Σ_c Σ_{s∈sites} a_{c,q_r,s} = λ_k·Σ_p ``policies[p]``·π_p, q_r the first
+    step of each route r of demand k (a KV tier of a domain group: its hits are served by pools placed there)."""
+
+    name: str
+    demand: str
+    sites: list[str]
+    policies: dict[str, float]
+
+
+class PolicyFlow(Record):
+    """Traffic Σ_p ``policies[p]``·π_p bytes/s on each edge of ``edges`` (a remote KV store's reloads or
+    offloads on their path); it joins those edges' capacity rows."""
+
+    name: str
+    policies: dict[str, float]
+    edges: list[tuple[str, str]]
+
+
 class PoolLimit(Record):
     """At most ``max_columns`` columns carrying load of each group of steps (a class and stage, say)."""
 
@@ -195,6 +216,8 @@ class Problem(Record):
     budget_usd_per_hour: float | None = Field(default=None, gt=0)
     policies: list[Policy] = Field(default_factory=list)
     policy_limits: list[PolicyLimit] = Field(default_factory=list)
+    policy_loads: list[PolicyLoad] = Field(default_factory=list)
+    policy_flows: list[PolicyFlow] = Field(default_factory=list)
     pool_limit: PoolLimit | None = Field(default=None, exclude=True, description="see solvers.pool_limit; left "
                                          "out of dumps, so a problem without it serialises as before")
 
@@ -203,7 +226,7 @@ class Problem(Record):
         """Problems without policies serialise as they did before policies existed."""
         out = handler(self)
         if isinstance(out, dict):
-            for k in ("policies", "policy_limits"):
+            for k in ("policies", "policy_limits", "policy_loads", "policy_flows"):
                 if k in out and not out[k]:
                     del out[k]
         return out

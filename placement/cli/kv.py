@@ -121,15 +121,17 @@ def print_kv(console, plan) -> None:
         t.add_column(col)
     for c in plan.classes:
         for e in c.kv_retention or []:
-            t.add_row(c.name, e.tier, f"{e.window_s / 60:g} min", f"{e.share:.1%}", f"{e.hit_rate:.1%}",
+            where = e.policy.rpartition("@")[2] if "@" in e.policy else ""
+            t.add_row(c.name, f"{e.tier}@{where}" if where else e.tier, f"{e.window_s / 60:g} min", f"{e.share:.1%}", f"{e.hit_rate:.1%}",
                       f"{e.held_gb:,.1f}", f"{e.reload_ms:.0f}")
     console.print(t)
     used = [u for u in plan.kv_tiers if u.used_gb > 0]
     if used:
         t = Table(title=f"KV tiers in use (${plan.kv_usd_per_hour or 0:,.2f}/h)")
-        for col in ("tier", "domain group", "used / capacity GB", "reload GB/s (of)", "$/h"):
+        for col in ("tier", "domain group", "used / capacity GB", "reload GB/s (of)", "offload GB/s (of)", "$/h"):
             t.add_column(col)
         for u in used:
             t.add_row(u.tier, u.domain_group, f"{u.used_gb:,.0f} / {u.capacity_gb:,.0f}",
-                      f"{u.bandwidth_used_gb_per_s:.3g} ({u.bandwidth_gb_per_s:.3g})", f"{u.usd_per_hour:.2f}")
+                      f"{u.bandwidth_used_gb_per_s:.3g} ({u.bandwidth_gb_per_s:.3g})",
+                      f"{u.write_used_gb_per_s:.3g} ({u.write_gb_per_s:.3g})", f"{u.usd_per_hour:.2f}")
         console.print(t)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from placement.core.context import Context
@@ -25,18 +26,30 @@ from placement.core.kvmodel import (
     SERVED_RPS,
     Expansion,
     RetentionPolicy,
+    group_hit_rates,
     outcome_name,
     prefix_bytes,
     reload_s,
+    written_bytes,
 )
-from placement.core.plan import ClassPlan, KvRetention, KvTierUse, Plan, class_latencies_ms
-from solvers.problem import Policy, PolicyLimit, Problem
+from placement.core.plan import (
+    ClassPlan,
+    FlowPlan,
+    KvRetention,
+    KvTierUse,
+    LinkPlan,
+    Plan,
+    class_latencies_ms,
+)
+from placement.modes import enabled_modes
+from solvers.problem import Policy, PolicyFlow, PolicyLimit, PolicyLoad, Problem
 from solvers.solution import Solution
 
 if TYPE_CHECKING:
     from placement.core.candidates import Candidates
 
-__all__ = ["KvFacts", "extend_problem", "finish_plan", "headroom_bytes", "kv_facts", "session_summary", "shares_of"]
+__all__ = ["KvFacts", "extend_problem", "finish_plan", "first_step_loads", "headroom_bytes", "kv_facts",
+           "session_summary", "shares_of", "with_kv_flows"]
 
 
 def headroom_bytes(ctx: Context, cfg: PoolConfig) -> float:
@@ -57,9 +70,26 @@ def _reload_bytes_per_s(ctx: Context, p: RetentionPolicy, share: float = 1.0) ->
     return cls.rate_rps * share * p.hit * prefix_bytes(ctx, cls)
 
 
+def _written_bytes_per_s(ctx: Context, p: RetentionPolicy, share: float = 1.0) -> float:
+    cls = ctx.classes[p.cls]
+    return cls.rate_rps * share * written_bytes(ctx, cls, p.hit)
+
+
+def _store_paths(ctx: Context, exp: Expansion) -> dict[tuple[str, str], tuple[list, list]]:
+    """(tier, group) of a store on a fleet node -> (edges node → group, edges group → node)."""
+    out = {}
+    for tier, t in exp.tiers.items():
+        for g, gt in t.groups.items():
+            if gt.node is not None:
+                there, back = ctx.routing.path(gt.node, g) or [], ctx.routing.path(g, gt.node) or []
+                out[tier, g] = (list(pairwise(there)), list(pairwise(back)))
+    return out
+
+
 def extend_problem(ctx: Context, exp: Expansion, problem: Problem, cands: Candidates) -> Problem:
     """``problem`` with the session classes' policies and the tier rows (:mod:`placement.core.kvmodel`)."""
-    policies, limits = [], []
+    policies, limits, loads, flows = [], [], [], []
+    paths = _store_paths(ctx, exp)
     by_tier: dict[str, list[RetentionPolicy]] = defaultdict(list)
     cost = {}
     for cname, ps in sorted(exp.policies.items()):
@@ -67,7 +97,7 @@ def extend_problem(ctx: Context, exp: Expansion, problem: Problem, cands: Candid
             demands = {outcome_name(cname, "miss"): 1.0 - p.hit} if p.hit < 1 else {}
             if p.hit > 0:
                 demands[p.outcome] = p.hit
-            price = exp.tiers[p.tier].usd_per_byte_hour if p.tier in exp.tiers else 0.0
+            price = exp.tiers[p.tier].groups[p.group].usd_per_byte_hour if p.tier in exp.tiers else 0.0
             cost[p.name] = _held_bytes(ctx, p) * price if problem.objective == "cost" else 0.0
             policies.append(Policy(name=p.name, group=cname, demands=demands, cost=cost[p.name]))
             if p.tier != NONE:
@@ -81,10 +111,26 @@ def extend_problem(ctx: Context, exp: Expansion, problem: Problem, cands: Candid
             limits.append(PolicyLimit(name="kv-hbm-capacity", policies=held, replicas=room))
             continue
         t = exp.tiers[tier]
-        limits.append(PolicyLimit(name=f"kv-{tier}-capacity", policies=held, rhs=t.capacity_bytes))
-        limits.append(PolicyLimit(name=f"kv-{tier}-bandwidth", rhs=t.bandwidth_bytes_per_s,
-                                  policies={p.name: _reload_bytes_per_s(ctx, p) for p in ps}))
-    return problem.model_copy(update={"policies": policies, "policy_limits": limits})
+        for g in t.groups:
+            mine = [p for p in ps if p.group == g]
+            gt = t.groups[g]
+            limits.append(PolicyLimit(name=f"kv-{tier}@{g}-capacity", policies={p.name: held[p.name] for p in mine},
+                                      rhs=gt.capacity_bytes))
+            limits.append(PolicyLimit(name=f"kv-{tier}@{g}-bandwidth", rhs=gt.bandwidth_bytes_per_s,
+                                      policies={p.name: _reload_bytes_per_s(ctx, p) for p in mine}))
+            limits.append(PolicyLimit(name=f"kv-{tier}@{g}-write", rhs=gt.write_bytes_per_s,
+                                      policies={p.name: _written_bytes_per_s(ctx, p) for p in mine}))
+            for cname in sorted({p.cls for p in mine}):
+                loads.append(PolicyLoad(name=f"kv-{tier}@{g}|{cname}", demand=outcome_name(cname, tier), sites=[g],
+                                        policies={p.name: p.hit for p in mine if p.cls == cname}))
+            if (tier, g) in paths:
+                there, back = paths[tier, g]
+                flows.append(PolicyFlow(name=f"kv-{tier}@{g}-reload", edges=there,
+                                        policies={p.name: _reload_bytes_per_s(ctx, p) for p in mine}))
+                flows.append(PolicyFlow(name=f"kv-{tier}@{g}-offload", edges=back,
+                                        policies={p.name: _written_bytes_per_s(ctx, p) for p in mine}))
+    return problem.model_copy(update={"policies": policies, "policy_limits": limits, "policy_loads": loads,
+                                      "policy_flows": flows})
 
 
 @dataclass
@@ -96,6 +142,10 @@ class KvFacts:
     usd_per_hour: float = 0.0
     #: Tier rows that do not hold: (tier, what, used, limit).
     over: list[tuple[str, str, float, float]] = field(default_factory=list)
+    #: A remote store's reloads and offloads on the fleet's links.
+    flows: list[FlowPlan] = field(default_factory=list)
+    #: Hits served away from the group whose tier holds their KV: (outcome class, group, served, due) req/s.
+    misplaced: list[tuple[str, str, float, float]] = field(default_factory=list)
 
 
 def _hbm_room(exp: Expansion, plan: Plan) -> dict[str, float]:
@@ -110,11 +160,47 @@ def _hbm_room(exp: Expansion, plan: Plan) -> dict[str, float]:
     return dict(sorted(room.items()))
 
 
+def first_step_loads(exp: Expansion, plan: Plan) -> dict[tuple[str, str], float]:
+    """(class, domain group) -> requests/s its pools there serve of the class's first step (prefill or
+    aggregated: where a reload lands)."""
+    firsts = {str(mode.steps(c)[0]): c for c in exp.context.classes for mode in enabled_modes(exp.context)}
+    out: dict[tuple[str, str], float] = defaultdict(float)
+    for pool in plan.pools:
+        if pool.part == 0:
+            for s in pool.sites:
+                for step, rate in s.load_rps.items():
+                    if step in firsts:
+                        out[firsts[step], s.site] += rate
+    return out
+
+
+def _check_placed(ctx: Context, exp: Expansion, shares: dict[str, dict[str, float]], plan: Plan,
+                  out: KvFacts) -> None:
+    """Each tier's hits served in the groups whose tier holds them, at the rates the shares give."""
+    served = first_step_loads(exp, plan)
+    for cname, ps in sorted(exp.policies.items()):
+        lam = ctx.classes[cname].rate_rps
+        due = group_hit_rates(ps, shares.get(cname, {}), lam)
+        for tier in exp.tiers:
+            name = outcome_name(cname, tier)
+            groups = {g for (c, g) in served if c == name} | {g for (t, g) in due if t == tier}
+            for g in sorted(groups):
+                got, want = served.get((name, g), 0.0), due.get((tier, g), 0.0)
+                if abs(got - want) > 1e-6 * max(lam, 1.0):
+                    out.misplaced.append((name, g, got, want))
+
+
+def _over(out: KvFacts, name: str, what: str, used: float, limit: float) -> None:
+    if used > limit * (1 + 1e-6) + 1.0:
+        out.over.append((name, what, used, limit))
+
+
 def kv_facts(ctx: Context, exp: Expansion, shares: dict[str, dict[str, float]], plan: Plan) -> KvFacts:
     """Retention entries per session class, tier use per domain group and holding cost under ``shares``."""
     out = KvFacts()
-    held: dict[str, float] = defaultdict(float)
-    reload: dict[str, float] = defaultdict(float)
+    held: dict[tuple[str, str], float] = defaultdict(float)
+    reload: dict[tuple[str, str], float] = defaultdict(float)
+    written: dict[tuple[str, str], float] = defaultdict(float)
     for cname, ps in sorted(exp.policies.items()):
         entries = []
         nbytes = prefix_bytes(ctx, ctx.classes[cname])
@@ -123,34 +209,40 @@ def kv_facts(ctx: Context, exp: Expansion, shares: dict[str, dict[str, float]], 
             if share <= 0:
                 continue
             h = _held_bytes(ctx, p, share) if p.tier != NONE else 0.0
-            held[p.tier] += h
-            reload[p.tier] += _reload_bytes_per_s(ctx, p, share)
+            held[p.tier, p.group] += h
+            reload[p.tier, p.group] += _reload_bytes_per_s(ctx, p, share)
+            written[p.tier, p.group] += _written_bytes_per_s(ctx, p, share) if p.tier in exp.tiers else 0.0
             rl = reload_s(exp.tiers[p.tier], nbytes) * 1e3 if p.tier in exp.tiers else 0.0
             entries.append(KvRetention(policy=p.name, tier=p.tier, window_s=p.window_s, share=share,
                                        hit_rate=p.hit, residence_s=p.residence_s, held_gb=h / 1e9, reload_ms=rl))
         out.retention[cname] = entries
-    if "hbm" in held:
+    if ("hbm", "") in held:
         room = _hbm_room(exp, plan)
         total = sum(room.values())
-        if held["hbm"] > total * (1 + 1e-6) + 1.0:
-            out.over.append(("hbm", "capacity", held["hbm"], total))
+        _over(out, "hbm", "capacity", held["hbm", ""], total)
         for g, r in room.items():
             out.tiers.append(KvTierUse(tier="hbm", domain_group=g, capacity_gb=r / 1e9,
-                                       used_gb=held["hbm"] * (r / total) / 1e9 if total else 0.0,
+                                       used_gb=held["hbm", ""] * (r / total) / 1e9 if total else 0.0,
                                        bandwidth_gb_per_s=0.0, bandwidth_used_gb_per_s=0.0, usd_per_hour=0.0))
+    paths = _store_paths(ctx, exp)
     for tier, t in exp.tiers.items():
-        if held.get(tier, 0.0) > t.capacity_bytes * (1 + 1e-6) + 1.0:
-            out.over.append((tier, "capacity", held[tier], t.capacity_bytes))
-        if reload.get(tier, 0.0) > t.bandwidth_bytes_per_s * (1 + 1e-6) + 1.0:
-            out.over.append((tier, "bandwidth", reload[tier], t.bandwidth_bytes_per_s))
-        for g, (cap, bw, _chip_bw, _lat, price) in t.groups.items():
-            used = held.get(tier, 0.0) * t.share(g)
-            usd = used * price
+        for g, gt in t.groups.items():
+            key = (tier, g)
+            _over(out, f"{tier}@{g}", "capacity", held[key], gt.capacity_bytes)
+            _over(out, f"{tier}@{g}", "bandwidth", reload[key], gt.bandwidth_bytes_per_s)
+            _over(out, f"{tier}@{g}", "write bandwidth", written[key], gt.write_bytes_per_s)
+            usd = held[key] * gt.usd_per_byte_hour
             out.usd_per_hour += usd
-            out.tiers.append(KvTierUse(tier=tier, domain_group=g, capacity_gb=cap / 1e9, used_gb=used / 1e9,
-                                       bandwidth_gb_per_s=bw / 1e9,
-                                       bandwidth_used_gb_per_s=reload.get(tier, 0.0) * t.share(g) / 1e9,
-                                       usd_per_hour=usd))
+            out.tiers.append(KvTierUse(tier=tier, domain_group=g, capacity_gb=gt.capacity_bytes / 1e9,
+                                       used_gb=held[key] / 1e9, bandwidth_gb_per_s=gt.bandwidth_bytes_per_s / 1e9,
+                                       bandwidth_used_gb_per_s=reload[key] / 1e9,
+                                       write_gb_per_s=gt.write_bytes_per_s / 1e9,
+                                       write_used_gb_per_s=written[key] / 1e9, usd_per_hour=usd))
+            there, back = paths.get(key, ([], []))
+            for edges, what, nb in ((there, "reload", reload[key]), (back, "offload", written[key])):
+                out.flows += [FlowPlan(transfer=f"kv-{tier}@{g}-{what}", source=u, target=w, bytes_per_s=nb)
+                              for u, w in edges if nb > 0]
+    _check_placed(ctx, exp, shares, plan, out)
     return out
 
 
@@ -183,6 +275,22 @@ def shares_of(sol: Solution, exp: Expansion) -> dict[str, dict[str, float]]:
             for c, ps in sorted(exp.policies.items())}
 
 
+def with_kv_flows(links: list[LinkPlan], flows: list[FlowPlan]) -> list[LinkPlan]:
+    """The plan's links with the KV store's flows added to their loads (and utilisation)."""
+    extra: dict[tuple[str, str], float] = defaultdict(float)
+    for fl in flows:
+        extra[fl.source, fl.target] += fl.bytes_per_s
+    out = []
+    for lk in links:
+        add = extra.get((lk.source, lk.target), 0.0)
+        if add:
+            load = lk.load_bytes_per_s + add
+            cap = lk.capacity_bytes_per_s
+            lk = lk.model_copy(update={"load_bytes_per_s": load, "utilisation": round(load / cap, 6) if cap else 0.0})
+        out.append(lk)
+    return out
+
+
 def finish_plan(ctx: Context, exp: Expansion, plan: Plan, sol: Solution) -> Plan:
     """A plan assembled on the expanded context, with the outcome classes at their served rates, one summary
     per session class with its retention, the tiers' use and their holding cost in the totals."""
@@ -207,7 +315,8 @@ def finish_plan(ctx: Context, exp: Expansion, plan: Plan, sol: Solution) -> Plan
     tokens = sum(c.rate_rps * c.output_tokens for c in ctx.instance.workload.classes)
     cost = (plan.cost_usd_per_hour or 0.0) + facts.usd_per_hour
     return plan.model_copy(update={
-        "classes": summaries + classes, "kv_policy": exp.mode, "kv_tiers": facts.tiers,
+        "classes": summaries + classes, "kv_policy": exp.mode, "kv_tiers": facts.tiers, "kv_flows": facts.flows,
+        "links": with_kv_flows(plan.links, facts.flows),
         "kv_usd_per_hour": facts.usd_per_hour, "cost_usd_per_hour": round(cost, 9), "output_tokens_per_s": tokens,
         "usd_per_million_output_tokens": round(cost / (tokens * 3600) * 1e6, 9) if tokens else None})
 

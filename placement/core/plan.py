@@ -146,6 +146,8 @@ class KvTierUse(MutableRecord):
     bandwidth_gb_per_s: float
     bandwidth_used_gb_per_s: float
     usd_per_hour: float
+    write_gb_per_s: float = Field(default=0.0, description="offload bandwidth of the group's chips (0 in HBM)")
+    write_used_gb_per_s: float = 0.0
 
 
 def _drop_unset(out: Any, keys: tuple[str, ...]) -> Any:
@@ -282,6 +284,8 @@ class Plan(MutableRecord):
     certified: bool | None = Field(default=None, description="a second backend agreed (None: not asked)")
     kv_policy: str | None = Field(default=None, description="--kv-policy the session classes were solved with")
     kv_tiers: list[KvTierUse] = Field(default_factory=list)
+    kv_flows: list[FlowPlan] = Field(default_factory=list, description="a remote KV store's reloads and offloads "
+                                     "on the fleet's links (in the links' loads)")
     kv_usd_per_hour: float | None = Field(default=None, description="holding cost of the KV tiers (in "
                                           "cost_usd_per_hour)")
     failed_domains: dict[str, list[int]] = Field(default_factory=dict, description="domain group -> indices of "
@@ -297,7 +301,7 @@ class Plan(MutableRecord):
     @model_serializer(mode="wrap")
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Plans without sessions, made from scratch on a healthy fleet, are written without those fields."""
-        return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_usd_per_hour", "failed_domains",
+        return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_flows", "kv_usd_per_hour", "failed_domains",
                                            "migration", "survive"))
 
     def canonical_json(self) -> str:

@@ -56,6 +56,7 @@ __all__ = [
     "call_gap_mix",
     "expected_min_s",
     "hit_probability",
+    "mean_prefix_tokens",
     "session_hit_and_residence",
 ]
 
@@ -170,13 +171,37 @@ class Sessions(Record):
 
     ``steps_per_request`` S and ``requests_per_session`` R are means;
     ``tool_gap`` is the time between two steps of a request (tool execution),
-    ``think_time`` the human wait between requests.
+    ``think_time`` the human wait between requests. ``prefix_growth_tokens_per_step``
+    g: each call appends its new input and output to the context, so with it the
+    class's ``cached_prefix_tokens`` is the prefix of a session's first call and
+    every later call reads g more tokens (:func:`mean_prefix_tokens`).
     """
 
     steps_per_request: float = Field(ge=1, le=1e4)
     requests_per_session: float = Field(ge=1, le=1e6)
     tool_gap: Gap
     think_time: Gap
+    prefix_growth_tokens_per_step: float = Field(default=0.0, ge=0, le=1e7)
+
+
+def mean_prefix_tokens(first_prefix_tokens: float, s: Sessions) -> float:
+    """Mean prefix over the calls of a session whose prefix grows by g tokens per call, tokens.
+
+    Call i (i = 0 … N − 1, N = S·R calls per session) reads P₀ + i·g, so the
+    mean over the session is P₀ + g·(N − 1)/2 (closed form; N need not be an
+    integer, the mean of the arithmetic sequence is linear in N). KV held,
+    reloaded and recomputed per call are the KV of this mean prefix: gaps do
+    not depend on the call's position, so E[bytes·min(G, T)] = E[bytes]·E[min(G, T)].
+
+    Examples
+    --------
+    >>> s = Sessions(steps_per_request=9, requests_per_session=9.2, prefix_growth_tokens_per_step=1089,
+    ...              tool_gap=Gap(kind="exponential", mean_s=10), think_time=Gap(kind="exponential", mean_s=60))
+    >>> round(mean_prefix_tokens(74460, s), 1)   # 74,460 + 1,089·(82.8 − 1)/2
+    119000.1
+    """
+    calls = s.steps_per_request * s.requests_per_session
+    return first_prefix_tokens + s.prefix_growth_tokens_per_step * (calls - 1.0) / 2.0
 
 
 def call_gap_mix(s: Sessions) -> tuple[float, float, float]:
@@ -217,11 +242,16 @@ class KvTierSpec(Record):
     (:mod:`costmodels.kvtiers`) for the group's chip.
 
     ``capacity_gb`` per scale-up domain; ``bandwidth_gb_per_s`` per chip (each chip's link to the tier:
-    PCIe, NVLink-C2C, NIC); ``latency_us`` before the first byte; ``usd_per_gb_hour`` the holding price.
+    PCIe, NVLink-C2C, NIC) for reads, ``write_gb_per_s`` per chip for offloads (a drive writes slower
+    than it reads); ``latency_us`` before the first byte; ``usd_per_gb_hour`` the holding price.
+    ``node`` (remote tier only): the fleet node (a switch) the store hangs off — reloads flow from it
+    and offloads to it over the fleet's links, which they share with every other transfer.
     """
 
     tier: Literal["host", "flash", "remote"]
     capacity_gb: Positive | None = Field(default=None, le=1e9)
     bandwidth_gb_per_s: Positive | None = Field(default=None, le=1e7)
+    write_gb_per_s: Positive | None = Field(default=None, le=1e7)
+    node: str | None = None
     latency_us: float | None = Field(default=None, ge=0, le=1e8)
     usd_per_gb_hour: float | None = Field(default=None, ge=0, le=100)

@@ -137,7 +137,7 @@ def check_links(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
     v: list[str] = []
     G = ctx.graph
     exact: dict[tuple[str, str], float] = defaultdict(float)
-    for fl in plan.flows:
+    for fl in (*plan.flows, *plan.kv_flows):  # a remote KV store's flows share the links
         exact[fl.source, fl.target] += fl.bytes_per_s
     level_bytes = {f.pool.column: f.level_pair_bytes_per_s for f in facts if f.main}
     for pr in plan.pairs:

@@ -159,7 +159,7 @@ def check_network(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]
     G = ctx.graph
     load: dict[tuple[str, str], float] = defaultdict(float)
     net: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for fl in plan.flows:
+    for fl in (*plan.flows, *plan.kv_flows):  # a remote KV store's flows share the links
         if not G.has_edge(fl.source, fl.target):
             continue
         load[fl.source, fl.target] += fl.bytes_per_s

@@ -8,9 +8,15 @@ the plan's choice; everything else is re-derived here and compared:
 * each policy exists for the plan's ``kv_policy`` (tier and window on the grid);
   shares are ≥ 0 and sum to 1 per class;
 * hit rate, residence, KV held (Little's law) and reload time of each policy;
-* each tier's capacity, use, bandwidth and holding cost per domain group, and
-  the pooled rows: held ≤ capacity, reloads ≤ bandwidth, HBM-parked KV ≤ the
-  headroom of the replicas serving the HBM outcome;
+* each tier's capacity, use, read and write bandwidth and holding cost per
+  domain group, and its rows: held ≤ capacity, reloads ≤ bandwidth, offloads ≤
+  write bandwidth, HBM-parked KV ≤ the headroom of the replicas serving the HBM
+  outcome;
+* each tier's hits served by pools in the group that holds them (first-step
+  load of the outcome class there = λ·Σ π·h of that group's policies);
+* a remote store's reloads and offloads (``kv_flows``) on the lowest-latency
+  paths between its node and each group; the link checks count them in each
+  link's load;
 * the session class's summary line (rate, SLOs, mode shares, worst TTFT/TPOT of
   its outcome classes).
 
@@ -103,6 +109,14 @@ def check_kv(ctx: Context, plan: Plan) -> tuple[Context, list[str]]:
             v.append(f"class {cname}: TTFT {summary.ttft_ms:.3f} ms (reloads included) exceeds its "
                      f"{ctx.classes[cname].ttft_ms} ms")
     v += [f"kv tier {t}: {what} used {used:.6g} exceeds {limit:.6g}" for t, what, used, limit in facts.over]
+    v += [f"class {name}: its pools in {g} serve {got:.9g} req/s of hits, the shares keep {want:.9g} req/s of KV "
+          f"there" for name, g, got, want in facts.misplaced]
+    want_flows = {(f.transfer, f.source, f.target): f.bytes_per_s for f in facts.flows}
+    said_flows = {(f.transfer, f.source, f.target): f.bytes_per_s for f in plan.kv_flows}
+    for key in sorted(want_flows.keys() | said_flows.keys()):
+        if not _same(said_flows.get(key, 0.0), want_flows.get(key, 0.0)):
+            v.append(f"kv_flows: {key[0]} on {key[1]}->{key[2]} says {said_flows.get(key, 0.0):.9g} B/s, the "
+                     f"shares give {want_flows.get(key, 0.0):.9g}")
     want = [u.model_dump() for u in facts.tiers]
     said_tiers = [u.model_dump() for u in plan.kv_tiers]
     if len(want) != len(said_tiers):
