@@ -19,6 +19,7 @@ Run::
 
     .venv/bin/python benchmarks/reliability_cases.py [--json benchmarks/reliability_cases.json]
         [--only SUBSTRING]
+    .venv/bin/python benchmarks/reliability_cases.py --merge /tmp/rc-*.json   # runs of single groups, as one
 """
 
 from __future__ import annotations
@@ -352,6 +353,9 @@ class Cases:
         from test_signals import SLOW, _alive, _children, _cmdline
 
         out = []
+        # A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored across exec (as
+        # placement rightly leaves it); give the children the default, as a terminal's foreground job has.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL):
             tmp = Path(tempfile.mkdtemp(dir=self.tmp))
             env = {**os.environ, "TMPDIR": str(tmp)}
@@ -369,7 +373,15 @@ class Cases:
                 continue
             time.sleep(0.5)
             os.kill(proc.pid, signum)
-            code = proc.wait(timeout=60)
+            try:
+                code = proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                running = [_cmdline(c)[:60] for c in _children(proc.pid)]
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                out.append(Result(f"{signum.name} during a CBC solve", None, time.monotonic() - start,
+                                  "exit within 60 s of the signal", False, f"still running; children {running}"))
+                continue
             deadline = time.monotonic() + 10
             while _alive(cbc) and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -483,7 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "reliability_cases.json")
     ap.add_argument("--only", default="", help="run the groups whose name contains this")
+    ap.add_argument("--merge", type=Path, nargs="+", help="write the cases of these earlier --json outputs as one "
+                    "(runs of single groups, e.g. in parallel), in group order, and run nothing")
     args = ap.parse_args(argv)
+    if args.merge:
+        return _merge(args.merge, args.json)
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="reliability-") as tmp:
         cases = Cases(Path(tmp))
@@ -498,12 +514,22 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'OK ' if r.ok else 'BAD'} {r.case} | exit {r.exit} | {r.seconds:.1f} s | {r.expected}"
                       f"{' | ' + r.detail if r.detail else ''}", flush=True)
             results += rows
-    summary = {"cases": len(results), "ok": sum(r.ok for r in results),
-               "bad": [r.case for r in results if not r.ok]}
-    doc = {"summary": summary, "cases": [r.__dict__ for r in results]}
-    args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    return _write([r.__dict__ for r in results], args.json)
+
+
+def _write(rows: list[dict], path: Path) -> int:
+    summary = {"cases": len(rows), "ok": sum(r["ok"] for r in rows), "bad": [r["case"] for r in rows if not r["ok"]]}
+    path.write_text(json.dumps({"summary": summary, "cases": rows}, indent=2) + "\n")
     print(json.dumps(summary))
     return 0 if not summary["bad"] else 1
+
+
+def _merge(paths: list[Path], out: Path) -> int:
+    def group(path: Path) -> int:  # files named …-GROUP.json, as the --only runs wrote them
+        word = path.stem.rsplit("-", 1)[-1]
+        return next((i for i, g in enumerate(GROUPS) if g.startswith(word)), len(GROUPS))
+
+    return _write([row for p in sorted(paths, key=group) for row in json.loads(p.read_text())["cases"]], out)
 
 
 if __name__ == "__main__":
