@@ -158,6 +158,17 @@ def test_link_fields_edited_are_rejected(field, edit):
     assert any(field in v for v in verify(ctx, parse_plan(doc)))
 
 
+@pytest.mark.parametrize("stated", [1.0, 1e3])
+def test_small_load_stated_on_an_idle_link_is_rejected(stated):
+    """A link that carries nothing may not claim a load, however small beside its capacity: the slack
+    for pair terms the MILP leaves out (1e-9 of capacity) excuses only a stated load below the derived one."""
+    _, ctx, doc = solved(RUBIN)
+    link = next(lk for lk in doc["links"] if lk["load_bytes_per_s"] == 0 and lk["capacity_bytes_per_s"] >= 1e12)
+    link["load_bytes_per_s"] = stated  # utilisation stays 0: stated / capacity rounds to 0 at 6 decimals
+    violations = verify(ctx, parse_plan(doc))
+    assert any(f"load_bytes_per_s says {stated:.10g}, its flows and pairs put 0" in v for v in violations), violations
+
+
 def test_pair_latency_edited_is_rejected():
     _, ctx, doc = solved(RUBIN_AF)
     doc["pairs"][0]["latency_us"] = 1.0

@@ -4,7 +4,8 @@
   watchdog (:mod:`solvers.backends.watchdog`: own process group, killed with
   ``placement`` or at the deadline, since CBC checks its own limit only after
   its root LP). Its MPS, solution and log files go to a fresh temporary
-  directory per call (removed afterwards, even on failure or a signal); the log
+  directory per call (removed afterwards, even on failure or a signal; after a
+  SIGKILL, by the next solve: :mod:`solvers.backends.scratch`); the log
   is parsed for the result line and, when CBC stops early, the lower bound; a
   proven optimum has bound = objective.
 * :class:`PulpBackend`: any name :func:`pulp.getSolver` knows; the bound is
@@ -19,12 +20,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tempfile
 import time
 
 import pulp
 
 from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none
+from solvers.backends.scratch import scratch_dir
 from solvers.backends.watchdog import run_watched
 
 __all__ = ["CbcBackend", "PulpBackend", "unavailable"]
@@ -85,7 +86,7 @@ class PulpBackend:
     def solve(self, model: pulp.LpProblem, options: SolveOptions) -> Outcome:
         # Command-line solvers write the model, solution and log into a private
         # directory that is removed afterwards, even when the solver fails.
-        with tempfile.TemporaryDirectory(prefix="placement-solve-") as tmp:
+        with scratch_dir() as tmp:
             log_path = self.log_path(tmp)
             try:
                 solver = self.make_solver(options, log_path)
