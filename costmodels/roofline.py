@@ -440,6 +440,7 @@ def aggregated_step(
     context: ArrayLike,
     chunk_tokens: ArrayLike,
     chunk_context: ArrayLike = 0,
+    chunk_prompts: ArrayLike = 1,
     tp: ArrayLike = 1,
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
@@ -456,7 +457,12 @@ def aggregated_step(
     Work adds up: tokens = B + C, attention FLOPs = decode part + prefill part of
     the chunk, KV bytes = B·c·κ + (c_chunk + C)·κ; weights are read once for
     all B + C tokens. For a prompt of p tokens after c0 cached, the mean chunk
-    sees ``chunk_context = c0 + (p − C)/2``. Under data-parallel attention each
+    sees ``chunk_context = c0 + (p − C)/2``. A chunk longer than the prompt
+    (p < C) holds ``chunk_prompts`` = q = C/p prompts: q sequences of C/q
+    tokens, each attending to its own cached prefix — attention FLOPs and KV
+    bytes are q times one prompt's, not one sequence of C tokens after c0
+    (which overcounts the causal part and undercounts the prefix reads).
+    Under data-parallel attention each
     of the ``dp`` groups schedules its own B/dp sequences and its own chunk
     (SGLang's per-rank schedulers), so the step carries dp chunks:
     tokens = B + dp·C, and dp times the chunk's attention FLOPs and KV bytes.
@@ -473,15 +479,17 @@ def aggregated_step(
     c = np.asarray(context, dtype=float)
     ch = np.asarray(chunk_tokens, dtype=float)
     cc = np.asarray(chunk_context, dtype=float)
-    chunks = np.asarray(dp, dtype=float)  # one chunk per data-parallel group
-    attn = bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)) + chunks * np.asarray(
-        attention_core_flops(model, new_tokens=ch, context=cc, decode=False)
+    q = np.asarray(chunk_prompts, dtype=float)
+    seqs = np.asarray(dp, dtype=float) * q  # one chunk per data-parallel group, q prompts in each
+    per_prompt = ch / q
+    attn = bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)) + seqs * np.asarray(
+        attention_core_flops(model, new_tokens=per_prompt, context=cc, decode=False)
     )
-    kv = bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)) + chunks * np.where(
-        ch > 0, np.asarray(kv_bytes_per_sequence(model, kv_prec, cc + ch)), 0.0
+    kv = bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)) + seqs * np.where(
+        ch > 0, np.asarray(kv_bytes_per_sequence(model, kv_prec, cc + per_prompt)), 0.0
     )
     return forward_cost(
-        chip, model, part="full", sequences=bt + chunks * (ch > 0), tokens=bt + chunks * ch,
+        chip, model, part="full", sequences=bt + seqs * (ch > 0), tokens=bt + seqs * per_prompt,
         attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, pp=pp, dp=dp, precision=precision,
         activation_precision=activation_precision,
     )

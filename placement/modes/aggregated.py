@@ -59,8 +59,11 @@ def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray,
     chunk = float(cfg.chunk_tokens)
     # A chunk attends to the cached prefix and, on average, half of the prompt before it.
     chunk_context = cls.cached_prefix_tokens + max(cls.prompt_tokens - chunk, 0) / 2
+    # A chunk longer than the prompt holds C/p prompts, each reading its own cached prefix.
+    chunk_prompts = max(chunk / cls.prompt_tokens, 1.0)
     st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=chunk,
-                         chunk_context=chunk_context, **layout_args(cfg.main), dp=cfg.main.dp,
+                         chunk_context=chunk_context, chunk_prompts=chunk_prompts, **layout_args(cfg.main),
+                         dp=cfg.main.dp,
                          **step_precision_args(ctx))
     t = np.asarray(st.time_s, dtype=float) * step_factor(ctx, cfg.main, "decode")
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
