@@ -71,6 +71,7 @@ __all__ = [
     "build_periods",
     "set_period_objective",
     "solve_periods",
+    "start_values",
 ]
 
 Key = tuple[str, int, str]
@@ -127,6 +128,8 @@ class PeriodSolution:
     build_seconds: float = 0.0
     solve_seconds: float = 0.0
     stats: dict[str, int] = field(default_factory=dict)
+    #: LP name -> value of every column, to start another model from (see :func:`solve_periods`).
+    values: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -308,11 +311,15 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
                   reserved_usd_per_hour_per_unit: Mapping[str, float],
                   usd_per_change: Mapping[Key, float] | None = None, backend: str = "highs",
                   time_limit_s: float | None = None, gap: float | None = None, threads: int | None = None,
-                  msg: bool = False, pair_split: PairSplit = "auto") -> PeriodSolution:
+                  msg: bool = False, pair_split: PairSplit = "auto",
+                  start: Sequence[Mapping[str, float]] | None = None) -> PeriodSolution:
     """Build (:func:`build_periods`) and solve the schedule MILP; never raises for a solver failure.
 
     ``gap`` is the relative MIP gap (``None``: prove optimality, :data:`solvers.milp.DEFAULT_GAP`);
-    ``best_bound`` is the solver's proven bound on the total $, clipped to ``objective``.
+    ``best_bound`` is the solver's proven bound on the total $, clipped to ``objective``. ``start``,
+    one mapping per period from the LP names of a single-period model of that period's problem
+    (``PeriodSolution.values`` of :func:`solve_periods` on ``[problems[t]]``) to values, is a plan
+    handed to backends that take a start (:func:`start_values` completes it).
     """
     began = time.perf_counter()
     with gc_paused():
@@ -323,7 +330,8 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
         if pm.infeasible:
             return PeriodSolution(status="infeasible", message="; ".join(pm.infeasible), build_seconds=build_s,
                                   stats=stats)
-        outcome = run(m, backend, SolveOptions(mip=True, time_limit_s=time_limit_s,
+        values = start_values(m, pm, start) if start is not None else None
+        outcome = run(m, backend, SolveOptions(mip=True, time_limit_s=time_limit_s, start=values,
                                                gap=DEFAULT_GAP if gap is None else gap, threads=threads, msg=msg))
     out = PeriodSolution(status=outcome.status, message=outcome.message, build_seconds=build_s,
                          solve_seconds=outcome.seconds, stats=stats)
@@ -334,6 +342,7 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
                                  solve_seconds=outcome.seconds if t == 0 else 0.0, stats=pm.stats[t])
                      for t, v in enumerate(pm.periods)]
     _read(pm, out)
+    out.values = {var.name: var.varValue or 0.0 for var in m.variables()}
     if outcome.bound is not None and math.isfinite(outcome.bound):
         out.best_bound = clean(min(outcome.bound, out.objective))
     elif outcome.status == "optimal":
@@ -341,3 +350,38 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
     if out.best_bound is not None:
         out.gap = clean((out.objective - out.best_bound) / max(abs(out.objective), 1e-9))
     return out
+
+
+def start_values(m: pulp.LpProblem, pm: PeriodModel, start: Sequence[Mapping[str, float]]) -> dict:
+    """A value for every column of ``m`` from each period's single-period values (module docstring's links).
+
+    Period t's columns take the values of the same names in ``start[t]`` (tag ``t00`` there); the
+    changes d⁺, d⁻ follow from the replicas; each site reserves the r_s ∈ {0} ∪ {U_{t,s}} that
+    minimises ρ_s·H·r + Σ_t h_t·w_{t,s}·max(0, U_{t,s} − r) (the cost is convex piecewise linear
+    in r with its kinks at the U_{t,s}), and buys the rest on demand.
+    """
+    values: dict[pulp.LpVariable, float] = {}
+    for t, v in enumerate(pm.periods):
+        tag, given = f"t{t:02d}__", start[t]
+        for var in _variables(v):
+            values[var] = given.get("t00__" + var.name.removeprefix(tag), 0.0)
+    n = [{key: round(values[var]) for key, var in v.n.items()} for v in pm.periods]
+    used = [{} for _ in pm.periods]
+    for t, v in enumerate(pm.periods):
+        for key, count in n[t].items():
+            used[t][key[2]] = used[t].get(key[2], 0) + count * v.index.units[key]
+    total_h = sum(pm.hours)
+    for s, var in pm.r.items():
+        def cost(r: int, s: str = s) -> float:
+            return pm.reserved_usd_per_hour_per_unit[s] * total_h * r + sum(
+                pm.hours[t] * v.index.site[s].usd_per_hour_per_unit * max(0, used[t].get(s, 0) - r)
+                for t, v in enumerate(pm.periods))
+        values[var] = min([0, *(u.get(s, 0) for u in used)], key=lambda r: (cost(r), r))
+    for (t, s), var in pm.o.items():
+        values[var] = max(0, used[t].get(s, 0) - values[pm.r[s]])
+    for (t, key), var in pm.up.items():
+        values[var] = max(0, n[t].get(key, 0) - n[t - 1].get(key, 0))
+        values[pm.down[t, key]] = max(0, n[t - 1].get(key, 0) - n[t].get(key, 0))
+    for var in m.variables():
+        values.setdefault(var, 0.0)
+    return values
