@@ -69,6 +69,7 @@ __all__ = [
     "add_reconfiguration",
     "add_reserved_cover",
     "build_periods",
+    "reservation",
     "set_period_objective",
     "solve_periods",
     "start_values",
@@ -231,7 +232,8 @@ def set_period_objective(m: pulp.LpProblem, pm: PeriodModel) -> None:
 def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
                   reserved_usd_per_hour_per_unit: Mapping[str, float],
                   usd_per_change: Mapping[Key, float] | None = None,
-                  pair_split: PairSplit = "auto") -> tuple[pulp.LpProblem, PeriodModel]:
+                  pair_split: PairSplit = "auto",
+                  fixed_reserved: Mapping[str, int] | None = None) -> tuple[pulp.LpProblem, PeriodModel]:
     """Build the MILP of the module docstring.
 
     Parameters
@@ -245,6 +247,8 @@ def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
         site -> ρ_s, the $/h of a unit reserved for the whole horizon (every site of the problems).
     usd_per_change : mapping, optional
         (column, part, site) -> $ of adding or removing one replica (absent: 0).
+    fixed_reserved : mapping, optional
+        site -> units reserved, held fixed (r_s's bounds); the periods are then linked only by changes.
 
     Raises
     ------
@@ -268,6 +272,8 @@ def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
         _adopt(m, sub, v, f"t{t:02d}")
         pm.periods.append(v)
     add_reserved_cover(m, pm)
+    for site, units in (fixed_reserved or {}).items():
+        pm.r[site].lowBound = pm.r[site].upBound = units
     add_reconfiguration(m, pm)
     set_period_objective(m, pm)
     return m, pm
@@ -312,19 +318,21 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
                   usd_per_change: Mapping[Key, float] | None = None, backend: str = "highs",
                   time_limit_s: float | None = None, gap: float | None = None, threads: int | None = None,
                   msg: bool = False, pair_split: PairSplit = "auto",
-                  start: Sequence[Mapping[str, float]] | None = None) -> PeriodSolution:
+                  start: Sequence[Mapping[str, float]] | None = None,
+                  fixed_reserved: Mapping[str, int] | None = None) -> PeriodSolution:
     """Build (:func:`build_periods`) and solve the schedule MILP; never raises for a solver failure.
 
     ``gap`` is the relative MIP gap (``None``: prove optimality, :data:`solvers.milp.DEFAULT_GAP`);
     ``best_bound`` is the solver's proven bound on the total $, clipped to ``objective``. ``start``,
     one mapping per period from the LP names of a single-period model of that period's problem
     (``PeriodSolution.values`` of :func:`solve_periods` on ``[problems[t]]``) to values, is a plan
-    handed to backends that take a start (:func:`start_values` completes it).
+    handed to backends that take a start (:func:`start_values` completes it). ``fixed_reserved``:
+    see :func:`build_periods`.
     """
     began = time.perf_counter()
     with gc_paused():
         m, pm = build_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved_usd_per_hour_per_unit,
-                              usd_per_change=usd_per_change, pair_split=pair_split)
+                              usd_per_change=usd_per_change, pair_split=pair_split, fixed_reserved=fixed_reserved)
         build_s = time.perf_counter() - began
         stats = model_stats(m)
         if pm.infeasible:
@@ -370,13 +378,10 @@ def start_values(m: pulp.LpProblem, pm: PeriodModel, start: Sequence[Mapping[str
     for t, v in enumerate(pm.periods):
         for key, count in n[t].items():
             used[t][key[2]] = used[t].get(key[2], 0) + count * v.index.units[key]
-    total_h = sum(pm.hours)
+    prices = [{site.name: site.usd_per_hour_per_unit for site in v.index.problem.sites} for v in pm.periods]
+    best = reservation(used, pm.hours, pm.reserved_usd_per_hour_per_unit, prices)
     for s, var in pm.r.items():
-        def cost(r: int, s: str = s) -> float:
-            return pm.reserved_usd_per_hour_per_unit[s] * total_h * r + sum(
-                pm.hours[t] * v.index.site[s].usd_per_hour_per_unit * max(0, used[t].get(s, 0) - r)
-                for t, v in enumerate(pm.periods))
-        values[var] = min([0, *(u.get(s, 0) for u in used)], key=lambda r: (cost(r), r))
+        values[var] = var.lowBound if var.lowBound == var.upBound else best.get(s, 0)
     for (t, s), var in pm.o.items():
         values[var] = max(0, used[t].get(s, 0) - values[pm.r[s]])
     for (t, key), var in pm.up.items():
@@ -385,3 +390,24 @@ def start_values(m: pulp.LpProblem, pm: PeriodModel, start: Sequence[Mapping[str
     for var in m.variables():
         values.setdefault(var, 0.0)
     return values
+
+
+def reservation(used: Sequence[Mapping[str, int]], hours: Sequence[float], reserved_usd_per_hour_per_unit:
+                Mapping[str, float], prices: Sequence[Mapping[str, float]]) -> dict[str, int]:
+    """The cheapest units to reserve per site for the units ``used[t]`` in each period, the rest on demand.
+
+    r_s minimises ρ_s·H·r + Σ_t h_t·w_{t,s}·max(0, U_{t,s} − r), convex piecewise linear in r with its
+    kinks at the U_{t,s}: the best of {0} ∪ {U_{t,s}} (the smallest on a tie).
+
+    Examples
+    --------
+    >>> reservation([{"s": 1}, {"s": 4}, {"s": 1}], [10, 4, 10], {"s": 0.5}, [{"s": 1.0}] * 3)
+    {'s': 1}
+    """
+    total_h = sum(hours)
+    out = {}
+    for s, rho in sorted(reserved_usd_per_hour_per_unit.items()):
+        def cost(r: int, s: str = s, rho: float = rho) -> float:
+            return rho * total_h * r + sum(h * w[s] * max(0, u.get(s, 0) - r) for h, w, u in zip(hours, prices, used))
+        out[s] = min([0, *(u.get(s, 0) for u in used)], key=lambda r: (cost(r), r))
+    return out

@@ -53,7 +53,7 @@ from placement.core.profile import Period, read_profile, with_rates
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify
-from solvers.periods import PeriodSolution, solve_periods
+from solvers.periods import PeriodSolution, reservation, solve_periods
 from solvers.problem import Problem
 from topology.records import MutableRecord
 
@@ -222,6 +222,23 @@ def _changes(ctx: Context, cands: Candidates, out: PeriodSolution, periods: Sequ
     return rows
 
 
+def _start(problems: list[Problem], hours: list[float], reserved: dict[str, float], alone: list[PeriodSolution],
+           backend: str, time_limit_s: float | None, gap: float | None) -> list[dict[str, float]]:
+    """A start for the schedule MILP: the periods' own optima, re-solved around the reservation they suggest.
+
+    The reservation that suits the periods' own optima best (:func:`solvers.periods.reservation`) is
+    held fixed and each period re-solved alone: the chips it reserves cost nothing more to use, so
+    each period leans on them. When there is nothing to reserve (no discount) the optima stand.
+    """
+    prices = [{s.name: s.usd_per_hour_per_unit for s in q.sites} for q in problems]
+    fixed = reservation([a.used_units[0] for a in alone], hours, reserved, prices)
+    if not any(fixed.values()):
+        return [a.values for a in alone]
+    again = [solve_periods([q], [h], reserved_usd_per_hour_per_unit=reserved, fixed_reserved=fixed, backend=backend,
+                           time_limit_s=time_limit_s, gap=gap) for q, h in zip(problems, hours)]
+    return [(b if b.ok else a).values for a, b in zip(alone, again)]
+
+
 def _reference(problems: list[Problem], hours: list[float], reserved: dict[str, float], backend: str,
                time_limit_s: float | None, gap: float | None) -> PeriodSolution:
     return solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, backend=backend,
@@ -273,7 +290,7 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     hours = [p.hours for p in periods]
     usd = _usd_per_change(ctx, cands, base, move_usd)
     alone = [_reference([q], [p.hours], reserved, backend, time_limit_s, gap) for q, p in zip(problems, periods)]
-    start = [a.values for a in alone] if all(a.ok for a in alone) else None  # each period's own optimum
+    start = _start(problems, hours, reserved, alone, backend, time_limit_s, gap) if all(a.ok for a in alone) else None
     out = solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, usd_per_change=usd,
                         backend=backend, time_limit_s=time_limit_s, gap=gap, start=start)
     result = Schedule(status=out.status, message=out.message, reserved_discount=reserved_discount,
