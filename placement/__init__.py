@@ -12,6 +12,8 @@ The library API (each function's docstring has a runnable example):
 ``replan(instance, plan, events, ...) -> Plan`` the cheapest plan from a running one, counting migration;
                                                 ``Events``: failed domains, $ per move, amortisation hours
 ``check(instance, plan) -> CheckResult``        re-verify a plan (``ok``, ``violations``)
+``schedule(instance, periods, ...) -> Schedule`` one plan per period (``read_profile(csv)``) with reserved
+                                                capacity and reconfiguration $, beside its references
 ==============================================  ===========================================================
 
 Exceptions: :class:`InputError` (a bad file, field, option or plan; exit code 2)
@@ -44,7 +46,9 @@ if TYPE_CHECKING:
     from placement.core.errors import InputError, PlacementError, SolverError, VerificationError
     from placement.core.loading import load_instance, parse_instance
     from placement.core.plan import Plan
+    from placement.core.profile import read_profile
     from placement.core.replan import Events, replan
+    from placement.core.schedule import Schedule, schedule
     from placement.core.schema import Instance
     from placement.core.solve import solve
 
@@ -55,12 +59,15 @@ __all__ = [
     "Instance",
     "PlacementError",
     "Plan",
+    "Schedule",
     "SolverError",
     "VerificationError",
     "check",
     "load_instance",
     "parse_instance",
+    "read_profile",
     "replan",
+    "schedule",
     "solve",
 ]
 
@@ -77,6 +84,9 @@ _HOME = {
     "solve": "placement.core.solve",
     "replan": "placement.core.replan",
     "Events": "placement.core.replan",
+    "schedule": "placement.core.schedule",
+    "Schedule": "placement.core.schedule",
+    "read_profile": "placement.core.profile",
     "check": "placement.core.api",
     "CheckResult": "placement.core.api",
 }

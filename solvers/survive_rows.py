@@ -45,7 +45,7 @@ import pulp
 
 from solvers.variables import Variables, add_row, add_var
 
-__all__ = ["add_survive", "too_large"]
+__all__ = ["add_site_loss", "add_survive", "too_large"]
 
 
 def too_large(v: Variables) -> list[tuple[str, int, str]]:
@@ -92,9 +92,16 @@ def add_survive(m: pulp.LpProblem, v: Variables) -> dict[tuple[str, int, str], p
 def _scenario(m: pulp.LpProblem, v: Variables, sigma: str, steps_of: dict[str, list[str]],
               replicas_of: dict[str, list], most: dict) -> None:
     """The rows of the scenario "one domain of site σ is lost"."""
+    tok = v.index.names.tokens
+    lost = {c: [(most[key], 1.0) for key in ((c, 0, sigma), (c, 1, sigma)) if key in most] for c in steps_of}
+    _scenario_rows(m, v, sigma, tok["site", sigma], steps_of, replicas_of, lost)
+
+
+def _scenario_rows(m: pulp.LpProblem, v: Variables, sigma: str, where: str, steps_of: dict[str, list[str]],
+                   replicas_of: dict[str, list], lost: dict[str, list]) -> None:
+    """Split, coverage and capacity rows of one scenario; ``lost[c]``: terms of the replicas of c it loses."""
     ix = v.index
     tok = ix.names.tokens
-    where = tok["site", sigma]
     x = {r.name: add_var(m, v, "xs", (sigma, r.name), [where, tok["route", r.name]], ub=1) for r in ix.routes}
     y: dict[tuple[str, str], pulp.LpVariable] = {}
     for c in sorted(steps_of):
@@ -118,7 +125,56 @@ def _scenario(m: pulp.LpProblem, v: Variables, sigma: str, steps_of: dict[str, l
         col = ix.column[c]
         terms: list[tuple[pulp.LpVariable, float]] = [(y[c, q], v.load_unit[c, q] / col.capacity[q])
                                                       for q in steps_of[c]]
-        terms += [(var, -1.0) for var in replicas_of[c]]
-        terms += [(most[key], 1.0) for key in ((c, 0, sigma), (c, 1, sigma)) if key in most]
+        left = dict.fromkeys(replicas_of[c], -1.0)
+        for var, coef in lost[c]:  # a lost part-0 replica cancels its own term
+            left[var] = left.get(var, 0.0) + coef
+        terms += [(var, coef) for var, coef in left.items() if coef]
         add_row(m, v, "survive_capacity", (sigma, c), [where, tok["column", c]], terms, pulp.LpConstraintLE, 0.0)
 
+
+
+def add_site_loss(m: pulp.LpProblem, v: Variables, scenarios: dict[str, list[str]]) -> None:
+    """Scenario rows for losing whole sites at once (every site behind one switch, ``switch:1``).
+
+    ``scenarios``: name (a switch) -> the sites lost with it. Each scenario has
+    the split and coverage rows of the module docstring and the capacity row::
+
+        Σ_q (κ_{c,q}/cap_{c,q})·y^w_{c,q} ≤ Σ_s n_{c,0,s} − Σ_{s∈L(w)} (n_{c,0,s} + n_{c,1,s})   for every column c
+
+    (L(w) the sites lost; a lost part-1 replica idles its part-0 replica). It is
+    exact: whole sites are lost, so no spread over domains is needed.
+
+    Examples
+    --------
+    >>> from solvers.milp import build_model
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> sites = [Site(name=n, node=n, resource="gpu", units_per_domain=2, domains=3, usd_per_hour_per_unit=1.0,
+    ...               power_w_per_unit=1.0) for n in ("a", "b")]
+    >>> p = Problem(demands=[Demand(name="d", rate=3.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             sites=sites, nodes=["w1", "w2"])
+    >>> from solvers.milp import Start, solve_model
+    >>> def prepare(m, v):
+    ...     add_site_loss(m, v, {"w1": ["a"], "w2": ["b"]})
+    ...     return Start()
+    >>> sol, _ = solve_model(p, "highs", prepare=prepare)
+    >>> sorted((r.site, r.replicas) for r in sol.replicas)
+    [('a', 2), ('b', 2)]
+
+(Without the scenarios 2 replicas serve the 3 req/s; losing either site must leave 2.)
+    """
+    ix = v.index
+    tok = ix.names.tokens
+    steps_of: dict[str, list[str]] = defaultdict(list)
+    for c, q, _s in ix.load_keys:
+        if q not in steps_of[c]:
+            steps_of[c].append(q)
+    replicas_of: dict[str, list] = defaultdict(list)
+    for (c, p, s), var in v.n.items():
+        if p == 0:
+            replicas_of[c].append(var)
+    for w, sites in sorted(scenarios.items()):
+        gone = set(sites)
+        lost = {c: [(var, 1.0) for (cc, p, s), var in sorted(v.n.items()) if cc == c and s in gone]
+                for c in steps_of}
+        _scenario_rows(m, v, w, f"lose_{tok['node', w]}", steps_of, replicas_of, lost)

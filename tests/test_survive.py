@@ -83,5 +83,5 @@ def test_cli_solve_survive(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["survive"] == "domain:1" and doc["cost_usd_per_hour"] == pytest.approx(8.35)
     assert runner.invoke(app, ["check", toy, str(out)]).exit_code == 0
-    r = runner.invoke(app, ["solve", toy, "--survive", "switch:1"])
+    r = runner.invoke(app, ["solve", toy, "--survive", "rack:2"])
     assert r.exit_code == 2 and "--survive" in r.output

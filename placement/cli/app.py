@@ -107,8 +107,8 @@ def solve(
     kv_policy: Annotated[KvPolicy | None, typer.Option("--kv-policy", help="session classes: keep KV in every "
                                                        "tier (default when tiers exist), in HBM only, or "
                                                        "recompute every prefix")] = None,
-    survive: Annotated[str | None, typer.Option("--survive", help="domain:1: the plan still serves every class "
-                                                "after losing any one domain (N+1)")] = None,
+    survive: Annotated[str | None, typer.Option("--survive", help="domain:1 or switch:1: the plan still serves every class "
+                                                "after losing any one domain or switch (N+1)")] = None,
     max_pools: Annotated[int | None, typer.Option("--max-pools-per-stage", min=1, help="at most N pools per class "
                                                   "and stage (sets limits.max_pools_per_stage); among plans of "
                                                   "equal cost, the one with fewer pools")] = None,

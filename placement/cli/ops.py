@@ -10,7 +10,7 @@ import typer
 from placement.cli.options import InstanceArg, PlanArg, check_run_options
 from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
 
-__all__ = ["print_migration", "replan_command", "schedule_command"]
+__all__ = ["print_migration", "print_schedule", "replan_command", "schedule_command"]
 
 
 def print_migration(console, plan) -> None:
@@ -114,51 +114,94 @@ def _exit(plan) -> int:
     return EXIT_SOLVER
 
 
-
 def schedule_command(
     instance: InstanceArg,
-    profile: Annotated[Path, typer.Option("--profile", help="CSV: period,class,rate_rps[,hours]")],
+    profile: Annotated[Path, typer.Option("--profile", help="CSV: period,class,rate_rps[,hours][,price_factor]"
+                                          "[,usd_per_hour:CHIP]")],
+    method: Annotated[str, typer.Option("--method", help="milp (one MILP with a period index) | rolling "
+                                        "(each period re-planned from the last)")] = "milp",
+    reserved_discount: Annotated[float, typer.Option("--reserved-discount", help="discount of a chip reserved "
+                                                     "for the whole horizon vs on demand, e.g. 0.4")] = 0.0,
     move_usd: Annotated[float, typer.Option("--move-usd", help="fixed $ per replica added or removed")] = 0.0,
-    solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
+    solver: Annotated[str, typer.Option("--solver", help="highs | cbc | any PuLP backend name")] = "highs",
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="solver seconds per MILP")] = None,
+    gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.01")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the schedule (with every period's "
                                                    "plan) as JSON here")] = None,
 ) -> None:
-    """One plan per period of a demand profile (rolling horizon), beside independent and static-peak plans."""
+    """One plan per period of a demand profile, beside independent and static-peak plans."""
     import math
-
-    from rich.table import Table
 
     from placement.cli.consoles import out
     from placement.core.loading import load_instance
     from placement.core.schedule import read_profile, schedule
 
+    check_run_options(time_limit_s=time_limit, gap=gap)
     if not (math.isfinite(move_usd) and move_usd >= 0):
         raise InputError(f"expected a finite $ >= 0, got {move_usd}", field="--move-usd")
+    if not 0.0 <= reserved_discount < 1.0:
+        raise InputError(f"expected 0 <= discount < 1, got {reserved_discount}", field="--reserved-discount")
     if json_path is not None:
         from placement.core.output import check_writable, refuse_inputs
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance, profile])
     inst = load_instance(instance)
-    result = schedule(inst, read_profile(profile), backend=solver, move_usd=move_usd, keep_plans=json_path is not None)
+    result = schedule(inst, read_profile(profile), method=method, reserved_discount=reserved_discount,
+                      move_usd=move_usd, backend=solver, time_limit_s=time_limit, gap=gap,
+                      keep_plans=json_path is not None, source=str(instance))
     if json_path is not None:
         from placement.core.output import write_atomic
 
         write_atomic(json_path, result.model_dump_json(indent=2))
+    print_schedule(out, result)
+    if result.total_usd is None or result.status == "error":
+        code = EXIT_INFEASIBLE if result.status == "infeasible" or any(
+            p.status == "infeasible" for p in result.periods) else EXIT_SOLVER
+        raise typer.Exit(EXIT_VERIFY if result.status == "error" and result.periods else code)
+
+
+def print_schedule(console, result) -> None:
+    """The schedule's periods, its changes, reserved chips and totals beside the references."""
+    from rich.table import Table
+
     t = Table(title=f"schedule ({result.method})")
-    for col in ("period", "h", "status", "$/h", "chips", "+", "−", "migration $", "alone $/h"):
+    for col in ("period", "h", "status", "chips", "reserved", "on demand", "+", "−", "reload $", "$/h",
+                "alone $/h", "verified"):
         t.add_column(col)
     for p in result.periods:
-        t.add_row(p.period, f"{p.hours:g}", p.status, _money(p.cost_usd_per_hour), str(p.chips or "-"),
-                  str(p.replicas_added), str(p.replicas_removed), f"{p.migration_usd:,.2f}",
-                  _money(p.independent_usd_per_hour))
-    out.print(t)
+        t.add_row(p.period, f"{p.hours:g}", p.status, str(p.chips or "-"), str(p.reserved_chips),
+                  str(p.on_demand_chips), str(p.replicas_added), str(p.replicas_removed), f"{p.migration_usd:,.2f}",
+                  _money(p.period_usd_per_hour if p.period_usd_per_hour is not None else p.cost_usd_per_hour),
+                  _money(p.independent_usd_per_hour), "yes" if p.verified else "NO")
+    console.print(t)
+    if result.changes:
+        c = Table(title="changes (at the start of the period)")
+        for col in ("period", "pool column", "part", "chip", "group", "before → after", "$"):
+            c.add_column(col)
+        for ch in result.changes[:40]:
+            c.add_row(ch.period, ch.column, str(ch.part), ch.chip, ch.group, f"{ch.before} → {ch.after}",
+                      f"{ch.usd:,.2f}")
+        console.print(c)
+        if len(result.changes) > 40:
+            console.print(f"… {len(result.changes) - 40} more changes (--json has them all)", highlight=False)
+    if result.reserved_chips:
+        held = ", ".join(f"{g}: {n}" for g, n in result.reserved_chips.items())
+        console.print(f"reserved for the whole horizon at {result.reserved_discount:.0%} off: {held}",
+                      highlight=False, markup=False)
     if result.total_usd is None:
-        raise typer.Exit(EXIT_INFEASIBLE if any(p.status == "infeasible" for p in result.periods) else EXIT_SOLVER)
-    out.print(f"schedule ${result.total_usd:,.2f} (run ${result.run_usd:,.2f} + migration ${result.migration_usd:,.2f}); "
-              f"independent periods ${_money(result.independent_usd)} (a lower bound: gap "
-              f"{_pct(result.gap_to_independent)}); static peak plan ${_money(result.static_peak_usd)}",
-              highlight=False)
+        console.print(f"{result.status}: {result.message}", highlight=False, markup=False)
+        return
+    console.print(f"schedule ${result.total_usd:,.2f} (reserved ${result.reserved_usd:,.2f} + on demand "
+                  f"${result.on_demand_usd:,.2f} + reconfiguration ${result.migration_usd:,.2f}); "
+                  f"bound ${_money(result.best_bound_usd)}, gap {_pct(result.gap)}", highlight=False)
+    console.print(f"independent periods ${_money(result.independent_usd)} ≤ schedule: "
+                  f"{_yes(result.independent_le_schedule)}; schedule ≤ static peak plan "
+                  f"${_money(result.static_peak_usd)}: {_yes(result.schedule_le_static)}", highlight=False)
+
+
+def _yes(x: bool | None) -> str:
+    return "-" if x is None else ("yes" if x else "NO")
 
 
 def _money(x: float | None) -> str:

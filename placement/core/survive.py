@@ -1,4 +1,4 @@
-"""Plans that survive losing any one domain (``solve --survive domain:1``).
+"""Plans that survive losing any one domain or switch (``solve --survive domain:1`` or ``switch:1``).
 
 The MILP is the instance's with the N+1 rows of :mod:`solvers.survive_rows`
 (replicas spread over their group's domains, at most m_{c,p,s} per domain;
@@ -20,6 +20,12 @@ Examples
 
 (The plain optimum is 3 A10G + 1 A100, $6.70/h: losing the A100 leaves the
 classes it serves with nothing.)
+
+``switch:1``: losing a switch loses every domain group hanging off it
+(``hardware.domains[].switch``), all at once; the MILP gets one scenario per
+switch (:func:`solvers.survive_rows.add_site_loss`, exact, no spread), and the
+verifier removes each switch's groups in turn and re-checks coverage. Capacity
+only, as for domains: the paths between the pools left are not re-checked.
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ from placement.core.solve import assemble_plan
 from placement.core.verify import verify
 from placement.core.verify.survive import SURVIVABLE
 from solvers.milp import Start, solve_model
-from solvers.survive_rows import add_survive, too_large
+from solvers.survive_rows import add_site_loss, add_survive, too_large
 
-__all__ = ["parse_survive", "solve_surviving", "spread_domains"]
+__all__ = ["parse_survive", "solve_surviving", "spread_domains", "switch_scenarios"]
 
 
 def parse_survive(text: str) -> str:
@@ -46,13 +52,13 @@ def parse_survive(text: str) -> str:
     --------
     >>> parse_survive("domain:1")
     'domain:1'
-    >>> parse_survive("switch:1")
+    >>> parse_survive("rack:2")
     Traceback (most recent call last):
     ...
-    placement.core.errors.InputError: --survive: expected domain:1 (losing any one domain), got 'switch:1'
+    placement.core.errors.InputError: --survive: expected domain:1 or switch:1 (losing any one domain or switch), got 'rack:2'
     """
     if text not in SURVIVABLE:
-        raise InputError(f"expected {' or '.join(SURVIVABLE)} (losing any one domain), got {text!r}",
+        raise InputError(f"expected {' or '.join(SURVIVABLE)} (losing any one domain or switch), got {text!r}",
                          field="--survive")
     return text
 
@@ -68,15 +74,25 @@ def spread_domains(ctx: Context, plan: Plan) -> None:
             s.replicas_per_domain = [c for c in counts if c]
 
 
+def switch_scenarios(ctx: Context) -> dict[str, list[str]]:
+    """Switch -> the domain groups hanging off it (lost with it), for every switch that has some."""
+    out: dict[str, list[str]] = {}
+    for g in ctx.instance.hardware.domains:
+        if g.switch is not None and g.name in ctx.sites:
+            out.setdefault(g.switch, []).append(g.name)
+    return dict(sorted(out.items()))
+
+
 def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: str = "cbc",
                     time_limit_s: float | None = None, gap: float | None = None,
                     source: str = "<instance>") -> Plan:
-    """The cheapest verified plan that still serves every class after losing any one domain.
+    """The cheapest verified plan that still serves every class after losing any one domain (or switch).
 
     Returns
     -------
     Plan
-        With ``survive`` set and replicas stated per domain; ``status`` ``infeasible`` when no plan survives.
+        With ``survive`` set (and, for ``domain:1``, replicas stated per domain); ``status`` ``infeasible``
+        when no plan survives.
 
     Raises
     ------
@@ -87,20 +103,27 @@ def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: s
     ctx = Context.of(instance, source)
     problem, cands = build_problem(ctx)
     dropped: list = []
+    scenarios = switch_scenarios(ctx) if survive == "switch:1" else {}
 
     def prepare(m, v):
-        dropped.extend(too_large(v))
-        add_survive(m, v)
+        if survive == "switch:1":
+            add_site_loss(m, v, scenarios)
+        else:
+            dropped.extend(too_large(v))
+            add_survive(m, v)
         return Start()
 
     sol, _ = solve_model(problem, backend, time_limit_s, gap, prepare=prepare)
     plan = assemble_plan(ctx, problem, cands, sol)
     update: dict = {"survive": survive}
-    if dropped:
+    if survive == "switch:1" and not scenarios:
+        update["notes"] = [*plan.notes, "--survive switch:1: no domain group hangs off a switch; nothing to lose"]
+    elif dropped:
         update["notes"] = [*plan.notes, (f"--survive {survive}: {len({k[0] for k in dropped})} candidate "
                            "configuration(s) larger than a domain were not offered")]
     if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):
-        spread_domains(ctx, plan)
+        if survive == "domain:1":
+            spread_domains(ctx, plan)
         violations = verify(ctx, plan.model_copy(update=update))
         update.update(verified=not violations, violations=violations)
         if violations:

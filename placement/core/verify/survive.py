@@ -30,7 +30,7 @@ from placement.modes import enabled_modes
 __all__ = ["SURVIVABLE", "check_survival", "covers"]
 
 #: Failures a plan can be built to survive.
-SURVIVABLE = ("domain:1",)
+SURVIVABLE = ("domain:1", "switch:1")
 
 
 def _var(m: pulp.LpProblem, name: str, up: float | None = None) -> pulp.LpVariable:
@@ -73,6 +73,8 @@ def check_survival(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
         return []
     if plan.survive not in SURVIVABLE:
         return [f"survive: {plan.survive!r} is not a failure this verifier checks ({', '.join(SURVIVABLE)})"]
+    if plan.survive == "switch:1":
+        return _check_switches(ctx, plan, facts)
     unstated = [f"pools[{f.index}].sites[{j}]" for f in facts for j, s in enumerate(f.pool.sites)
                 if not s.replicas_per_domain]
     if unstated:
@@ -90,4 +92,25 @@ def check_survival(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
         if not covers(ctx, facts, left):
             v.append(f"survive {plan.survive}: losing domain {group}:{d} leaves too few replicas to serve "
                      "every class")
+    return v
+
+
+def _check_switches(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
+    """Every switch whose loss (with every domain group hanging off it) leaves a class short."""
+    behind: dict[str, set[str]] = defaultdict(set)
+    for g in ctx.instance.hardware.domains:
+        if g.switch is not None:
+            behind[g.switch].add(g.name)
+    partner = {f.pool.id: f.pool.paired_with for f in facts if f.main}
+    placed = {f.pool.id: {s.site: s.replicas for s in f.pool.sites} for f in facts}
+    whole = {f.pool.id: float(f.pool.replicas) for f in facts if f.main}
+    v = []
+    for switch, groups in sorted(behind.items()):
+        def lost(pool: str | None, groups=groups) -> int:
+            return sum(n for site, n in placed.get(pool or "", {}).items() if site in groups)
+
+        left = {p: n - lost(p) - lost(partner[p]) for p, n in whole.items()}
+        if not covers(ctx, facts, left):
+            v.append(f"survive {plan.survive}: losing switch {switch} (domain groups {', '.join(sorted(groups))}) "
+                     "leaves too few replicas to serve every class")
     return v
