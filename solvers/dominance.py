@@ -200,27 +200,23 @@ def undominated(cols: Columns, block: int = BLOCK) -> list[int]:
     sizes, size_of = np.unique(cols.units, axis=0, return_inverse=True)
     table = copies(sizes, sizes)
     every = _Side(size_of.reshape(-1), cols.supply, cols.load, cols.limit, cols.rank)
-    rows: list[Row | None] = [None] * n  # made when first tested pair by pair
-
-    def row(i: int) -> Row:
-        if rows[i] is None:
-            rows[i] = cols.row(i)
-        return rows[i]
-
     survivors, frontier = np.zeros(0, dtype=np.int64), every.take(slice(0, 0))
     for start in range(0, n, block):
         end = min(start + block, n)
-        hit = _dominates(table, every.take(slice(start, end)), frontier)
+        part = every.take(slice(start, end))
+        # Every test the visit below may ask, as three array operations: the block against the survivors
+        # (both ways) and against itself (inner[j][a]: the block's a-th column dominates its j-th).
+        hit = _dominates(table, part, frontier)
+        beaten = _dominates(table, frontier, part)
+        inner = _dominates(table, part, part).tolist()
         alive = np.ones(len(survivors), dtype=bool)
         added: list[int] = []
-        for x in range(start, end):
-            if (hit[x - start] & alive).any():
+        for j in range(end - start):
+            if (hit[j] & alive).any() or any(inner[j][a] for a in added):
                 continue
-            rx = row(x)
-            if any(dominates(rows[y], rx) for y in added):
-                continue
-            alive &= ~_dominates(table, frontier, every.take(slice(x, x + 1)))[:, 0]
-            added = [y for y in added if not dominates(rx, rows[y])] + [x]
-        survivors = np.concatenate([survivors[alive], np.array(added, dtype=np.int64)])
-        frontier = _Side.concat(frontier.take(alive), every.take(np.array(added, dtype=np.int64)))
+            alive &= ~beaten[:, j]
+            added = [a for a in added if not inner[a][j]] + [j]
+        added_at = np.array(added, dtype=np.int64) + start
+        survivors = np.concatenate([survivors[alive], added_at])
+        frontier = _Side.concat(frontier.take(alive), every.take(added_at))
     return sorted(survivors.tolist())

@@ -111,3 +111,47 @@ def test_slot_search_with_rows_evicted_midway(monkeypatch):
     fast = slot_max_rate_per_s(servers, hold_s, budget_s, None, max_utilisation=0.9)
     slow = _slot_rate_by_scan(servers, hold_s, budget_s, None, 0.9)
     assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1]) and (fast[0] > 0).all()
+
+
+def test_classes_in_a_process_pool_give_the_same_columns():
+    """Generation spread over forked processes, one class each, keeps every column and its order."""
+    ctx = _context("melange-toy")
+    one, two = generate(ctx, workers=1), generate(ctx, workers=2)
+    assert len(ctx.instance.workload.classes) == 4
+    assert two.columns == one.columns and two.configs == one.configs
+    assert (two.generated, two.feasible) == (one.generated, one.feasible)
+
+
+def test_disk_cache_is_read_by_a_later_process(tmp_path, monkeypatch):
+    """A generation written to the cache folder is read back (not generated) once the process forgot it."""
+    monkeypatch.setenv(candidate_cache.CACHE_DIR_ENV, str(tmp_path))
+    candidate_cache.clear()
+    ctx = _context("melange-toy")
+    first = candidate_cache.cached_generate(ctx)
+    assert [p.name for p in tmp_path.iterdir()] == [f"{candidate_cache.disk_key(ctx)}.pickle"]
+    candidate_cache.clear()  # what a new process starts with
+    again = candidate_cache.cached_generate(ctx)
+    assert candidate_cache.cache_info() == {"hits": 0, "misses": 0, "disk_hits": 1, "kept": 1}
+    assert again.columns == first.columns and again.configs == first.configs
+    (tmp_path / f"{candidate_cache.disk_key(ctx)}.pickle").write_bytes(b"half a file")
+    candidate_cache.clear()
+    assert candidate_cache.cached_generate(ctx).columns == first.columns  # unreadable: generated again
+    assert candidate_cache.cache_info()["misses"] == 1
+    candidate_cache.clear()
+
+
+def test_pairings_evaluated_together_equal_one_at_a_time():
+    """Attention–FFN configurations evaluated as one array (generation) give what each gives alone."""
+    from placement.core.evaluate import evaluate
+    from placement.modes import configurations
+
+    ctx = _context("rubin-lpx-deepseek")
+    cls = ctx.instance.workload.classes[0]
+    memo: dict = {}
+    grids = [g for g, _ in configurations(ctx, cls, memo) if g.config.kind == "decode-af"]
+    assert len(grids) > 10
+    for g in grids[:: max(len(grids) // 10, 1)]:
+        together = evaluate(ctx, g.config, cls, batch=g.batches, pair_latency_s=g.pair_latency_s, memo=memo)
+        alone = evaluate(ctx, g.config, cls, batch=g.batches, pair_latency_s=g.pair_latency_s)
+        for a, b in zip(together.__dict__.values(), alone.__dict__.values(), strict=True):
+            assert np.array_equal(a, b)

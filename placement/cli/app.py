@@ -114,6 +114,8 @@ def solve(
                                                   "equal cost, the one with fewer pools")] = None,
     confidence: Annotated[float | None, typer.Option(help="plan robustly: price every step at this quantile "
                                                      "of its chip's held-out error band, e.g. 0.9")] = None,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="keep candidate generations here and "
+                                                   "reuse them in later runs (also PLACEMENT_CACHE_DIR)")] = None,
 ) -> None:
     """Find the cheapest verified placement of an instance."""
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
@@ -126,6 +128,10 @@ def solve(
 
     objective = None if objective is None else str(objective)
     check_run_options(time_limit_s=time_limit, gap=gap)
+    if cache_dir is not None:
+        from placement.core.candidate_cache import set_cache_dir
+
+        set_cache_dir(cache_dir)
     if json_path is not None:
         from placement.core.output import check_writable, refuse_inputs
 

@@ -14,6 +14,16 @@ Nothing is pruned by price, so a cached generation is the generation of the
 new point, column for column. The cache is in-process (a process pool's
 worker keeps its own) and holds the last :data:`CACHE_SIZE` generations.
 
+On disk, optionally: with a cache folder (``placement solve --cache-dir DIR``,
+or the ``PLACEMENT_CACHE_DIR`` environment variable, which every command and
+worker reads) a generation is also written to ``DIR/<key>.pickle`` and read
+back by any later process with the same key — a ``replan`` after a
+``solve``, the points of a sweep. The key then also holds the package
+version, so an upgrade never reads an older generation. The files are
+Python pickles: keep the folder private (a pickle can run code when read).
+Failed domains change no candidate (they remove domains, not replica
+shapes), so a re-plan reads the generation of the solve before it.
+
 Examples
 --------
 >>> from pathlib import Path
@@ -31,7 +41,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import pickle
 from collections import OrderedDict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement.core.candidates import Candidates, generate
@@ -39,13 +52,17 @@ from placement.core.candidates import Candidates, generate
 if TYPE_CHECKING:
     from placement.core.context import Context
 
-__all__ = ["CACHE_SIZE", "cache_info", "cached_generate", "candidate_key", "clear"]
+__all__ = ["CACHE_DIR_ENV", "CACHE_SIZE", "cache_dir", "cache_info", "cached_generate", "candidate_key", "clear",
+           "disk_key", "set_cache_dir"]
 
 #: Generations kept (a sweep has one per series; the largest instances' take a few hundred MB).
 CACHE_SIZE = 2
 
+#: Environment variable naming the on-disk cache folder (empty or unset: none).
+CACHE_DIR_ENV = "PLACEMENT_CACHE_DIR"
+
 _CACHE: OrderedDict[str, Candidates] = OrderedDict()
-_STATS = {"hits": 0, "misses": 0}
+_STATS = {"hits": 0, "misses": 0, "disk_hits": 0}
 
 
 def candidate_key(ctx: Context) -> str:
@@ -70,8 +87,56 @@ def candidate_key(ctx: Context) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def disk_key(ctx: Context) -> str:
+    """:func:`candidate_key` with the package version: the name of a generation on disk."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("placement")
+    except PackageNotFoundError:  # run from a source tree
+        ver = "source"
+    return hashlib.sha256(f"{ver}\n{candidate_key(ctx)}".encode()).hexdigest()
+
+
+def set_cache_dir(path: str | Path | None) -> None:
+    """Use ``path`` as the on-disk cache folder in this process and the processes it starts (None: none)."""
+    if path is None:
+        os.environ.pop(CACHE_DIR_ENV, None)
+    else:
+        os.environ[CACHE_DIR_ENV] = str(path)
+
+
+def cache_dir() -> Path | None:
+    """The on-disk cache folder in use, if any."""
+    value = os.environ.get(CACHE_DIR_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def _read(path: Path) -> Candidates | None:
+    try:
+        with path.open("rb") as f:
+            found = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
+        return None  # absent, half-written by a process that died, or from another layout: generate again
+    return found if isinstance(found, Candidates) else None
+
+
+def _write(path: Path, cands: Candidates) -> None:
+    """Write atomically (a reader sees the whole file or none); a folder that cannot be written is skipped."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as f:
+            pickle.dump(Candidates(configs=cands.configs, columns=cands.columns, generated=cands.generated,
+                                   feasible=cands.feasible), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def cached_generate(ctx: Context) -> Candidates:
-    """:func:`placement.core.candidates.generate`, reused when an earlier context had the same key.
+    """:func:`placement.core.candidates.generate`, reused when an earlier context had the same key (in this
+    process, or on disk when a cache folder is set).
 
     Returns a fresh :class:`Candidates` (its own list and dict) over the
     shared, never modified, columns and configurations.
@@ -81,8 +146,17 @@ def cached_generate(ctx: Context) -> Candidates:
         _CACHE.move_to_end(key)
         _STATS["hits"] += 1
     else:
-        _STATS["misses"] += 1
-        _CACHE[key] = generate(ctx)
+        folder = cache_dir()
+        path = folder / f"{disk_key(ctx)}.pickle" if folder is not None else None
+        found = _read(path) if path is not None else None
+        if found is not None:
+            _STATS["disk_hits"] += 1
+        else:
+            _STATS["misses"] += 1
+            found = generate(ctx)
+            if path is not None:
+                _write(path, found)
+        _CACHE[key] = found
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
     c = _CACHE[key]
@@ -90,11 +164,11 @@ def cached_generate(ctx: Context) -> Candidates:
 
 
 def cache_info() -> dict[str, int]:
-    """Hits, misses and generations kept in this process."""
+    """Hits (in this process, on disk), misses and generations kept in this process."""
     return {**_STATS, "kept": len(_CACHE)}
 
 
 def clear() -> None:
     """Forget every kept generation (and the counts)."""
     _CACHE.clear()
-    _STATS.update(hits=0, misses=0)
+    _STATS.update(hits=0, misses=0, disk_hits=0)

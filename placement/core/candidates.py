@@ -227,12 +227,13 @@ def _prune(pend: list[_Pending]) -> list[_Pending]:
     return sorted(kept, key=lambda p: p.name)
 
 
-def generate(ctx: Context) -> Candidates:
-    """Enumerate, evaluate and prune every replica configuration of the instance."""
-    out = Candidates()
+def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict) -> tuple[list[_Pending], int, int]:
+    """The kept candidates of ``classes`` (each class is pruned and searched on its own), and how many
+    batches were evaluated and feasible."""
+    out = Candidates(memo=memo)
     pend: list[_Pending] = []
     searches: list[_Search] = []
-    for cls in ctx.instance.workload.classes:
+    for cls in classes:
         for grid, steps in configurations(ctx, cls, out.memo):
             s = _evaluate_grid(out, pend, ctx, grid, cls, steps)
             if s is not None:
@@ -242,15 +243,43 @@ def generate(ctx: Context) -> Candidates:
     found = [p for _, p in searched]
     gone = {s.bound.name for s, _ in searched}  # the best batch takes the best grid batch's place
     touched = {_group_key(p) for p in found}  # only their groups can change
-    kept = sorted([p for p in kept if _group_key(p) not in touched]
-                  + _prune([p for p in kept if _group_key(p) in touched and p.name not in gone] + found),
-                  key=lambda p: p.name)
+    kept = [p for p in kept if _group_key(p) not in touched] + _prune(
+        [p for p in kept if _group_key(p) in touched and p.name not in gone] + found)
+    return kept, out.generated, out.feasible
+
+
+def generate(ctx: Context, workers: int | None = None) -> Candidates:
+    """Enumerate, evaluate and prune every replica configuration of the instance.
+
+    Classes are independent (pruning and the batch search compare columns of one class), so a large
+    instance spreads them over ``workers`` processes (default :func:`generation_workers`); the result is
+    the same column for column, in the same order.
+    """
+    from placement.core.parallel_generation import class_candidates_in_pool, generation_workers
+
+    classes = list(ctx.instance.workload.classes)
+    workers = generation_workers(ctx) if workers is None else workers
+    out = Candidates()
+    if workers > 1 and len(classes) > 1:
+        results = class_candidates_in_pool(ctx, classes, workers)
+    else:
+        results = [_class_candidates(ctx, classes, out.memo)]
+    kept = sorted((p for r in results for p in r[0]), key=lambda p: p.name)
+    out.generated = sum(r[1] for r in results)
+    out.feasible = sum(r[2] for r in results)
+    part_of: dict[tuple[str, int], Part] = {}  # one (frozen) record per resource and size, shared by the columns
+
+    def part(lay: PartLayout) -> Part:
+        key = (lay.site_resource, lay.chips)
+        if key not in part_of:
+            part_of[key] = Part(resource=lay.site_resource, units=lay.chips)
+        return part_of[key]
+
     for p in kept:
         out.configs[p.name] = p.config()
         out.columns.append(Column(
             name=p.name,
-            parts=[Part(resource=p.cfg.main.site_resource, units=p.cfg.main.chips)]
-            + ([Part(resource=p.cfg.partner.site_resource, units=p.cfg.partner.chips)] if p.cfg.partner else []),
+            parts=[part(p.cfg.main)] + ([part(p.cfg.partner)] if p.cfg.partner else []),
             capacity={s: p.capacity for s in p.steps},
             pair_bytes_per_s=p.pair_bytes_per_s,
             pair_max_latency_s=p.pair_max_latency_s,

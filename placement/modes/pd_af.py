@@ -69,31 +69,70 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
     :func:`costmodels.af.af_stream_counts`). A group's micro-batch crosses over
     that group's NICs; a stream reaches only the NICs of the stage holding the
     current layer (``tp`` chips of the FFN side, not all of them).
+
+    Generation asks for every pairing of two resources (:func:`_pairings`) at every latency between them:
+    the first call evaluates them all at once (:func:`_evaluate_pairings`) and keeps the others in
+    ``memo`` until asked. Outside generation one configuration is evaluated alone.
+    """
+    res_a, res_f = cfg.main.site_resource, cfg.partner.site_resource
+    block, pairings = ("decode-af", cls.name, res_a, res_f, b.tobytes()), ("decode-af pairings", cls.name, res_a, res_f)
+    if block not in memo and pairings in memo:
+        memo[block] = _evaluate_pairings(ctx, cls, b, memo, *memo.pop(pairings))
+    rows = memo.get(block)
+    if rows is None or (cfg, lat) not in rows:
+        return _evaluate_pairings(ctx, cls, b, memo, [cfg], [lat])[cfg, lat]
+    perf = rows.pop((cfg, lat))
+    if not rows:
+        del memo[block]
+    return perf
+
+
+def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cfgs: list[PoolConfig],
+                       lats: list[float]) -> dict[tuple[PoolConfig, float], Perf]:
+    """The :class:`Perf` of every configuration of ``cfgs`` (one pair of chip types) at every latency of
+    ``lats``, by (configuration, latency).
+
+    Configurations with the same attention groups, micro-batches, FFN stages and FFN expert parallelism
+    run the same stream counts: each such set is one array of shape (configurations, latencies, batches)
+    through :func:`costmodels.af.af_pipeline` and :func:`placement.core.evaluate.slot_admission`. Every
+    formula is elementwise, so each entry is what evaluating its configuration alone gives.
     """
     m = ctx.model
-    att, ffn = cfg.main, cfg.partner
-    a_chip, f_chip = ctx.chips[att.chip], ctx.chips[ffn.chip]
-    mb, dp = cfg.micro_batches, att.dp
-    t_attn, amem = _half(ctx, memo, "attention", att, b / mb, b, cls)
-    ep_ffn = ffn.ep > 1
     act = ctx.instance.precision.activations
-    bytes_per_token = af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep_ffn)
-    group_nic = att.tp * a_chip.scale_out_bandwidth_bytes_per_s
-    stage_nic = ffn.tp * f_chip.scale_out_bandwidth_bytes_per_s
-    attn_comm = af_transfer_s(m, b / mb, group_nic, lat, act, ffn_expert_parallel=ep_ffn)
-    tpot = fmem = None
-    for streams in af_stream_counts(dp, mb, ffn.pp):
-        tokens = dp * b / streams
-        t_ffn, fmem = _half(ctx, memo, "ffn", ffn, tokens, dp * b, cls)
-        ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, act, ffn_expert_parallel=ep_ffn)
-        pipe = af_pipeline(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
-                           layers=m.layers, pp=ffn.pp)
-        tpot = pipe.tpot_s if tpot is None else np.minimum(tpot, pipe.tpot_s)
-    tpot = np.asarray(tpot, dtype=float)
-    cap, wait = slot_admission(dp * b, cls.output_tokens * tpot, cls)
-    ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
-    pair = dp * b * bytes_per_token / tpot
-    return Perf(cap, wait, tpot, ok, pair, amem)
+    shape, b = b.shape, np.atleast_1d(b)  # one batch (a verifier's) is a grid of one, given back as it came
+    lat = np.asarray(lats, dtype=float)[None, :, None]
+    sets: dict[tuple, list[PoolConfig]] = {}
+    for cfg in cfgs:
+        sets.setdefault((cfg.main.dp, cfg.micro_batches, cfg.partner.pp, cfg.partner.ep > 1), []).append(cfg)
+    out = {}
+    for (dp, mb, pp, ep_ffn), group in sets.items():
+        a_chip, f_chip = ctx.chips[group[0].main.chip], ctx.chips[group[0].partner.chip]
+        halves = [_half(ctx, memo, "attention", c.main, b / mb, b, cls) for c in group]
+        t_attn = np.stack([t for t, _ in halves])[:, None, :]
+        amem = np.stack([mem for _, mem in halves])
+        bytes_per_token = af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep_ffn)
+        group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
+        stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
+        attn_comm = af_transfer_s(m, b / mb, group_nic, lat, act, ffn_expert_parallel=ep_ffn)
+        tpot = fmem = None
+        for streams in af_stream_counts(dp, mb, pp):
+            tokens = dp * b / streams
+            ffn = [_half(ctx, memo, "ffn", c.partner, tokens, dp * b, cls) for c in group]
+            t_ffn = np.stack([t for t, _ in ffn])[:, None, :]
+            fmem = np.stack([mem for _, mem in ffn])
+            ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, act, ffn_expert_parallel=ep_ffn)
+            pipe = af_pipeline(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
+                               layers=m.layers, pp=pp)
+            tpot = pipe.tpot_s if tpot is None else np.minimum(tpot, pipe.tpot_s)
+        tpot = np.asarray(tpot, dtype=float)
+        cap, wait = slot_admission(dp * b, cls.output_tokens * tpot, cls)
+        ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
+        pair = dp * b * bytes_per_token / tpot
+        for i, cfg in enumerate(group):
+            for j, at in enumerate(lats):
+                out[cfg, at] = Perf(*(x.reshape(shape) for x in (cap[i, j], wait[i, j], tpot[i, j], ok[i],
+                                                                   pair[i, j], amem[i])))
+    return out
 
 
 def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, memory_batch,
@@ -105,26 +144,31 @@ def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, mem
     after every layer, so a micro-batch never has more than one stage working
     on it. Its memory is that of the real ``pp``-stage layout. Generation pairs
     every attention half with every FFN half at every latency, and each half
-    costs the same in all of its pairings.
+    costs the same in all of its pairings; the FFN step reads no context, so
+    every class shares it.
     """
     step_batch = np.asarray(step_batch, dtype=float)
-    key = (half, part.chip, part.tp, part.ep, part.pp, decode_context_tokens(cls), max_context_tokens(cls),
-           step_batch.tobytes(), np.asarray(memory_batch, dtype=float).tobytes())
-    if key not in memo:
-        chip, m, prec, step_prec = ctx.chips[part.chip], ctx.model, precision_args(ctx), step_precision_args(ctx)
-        layout = layout_args(part)
-        if half == "attention":
+    memory_batch = np.asarray(memory_batch, dtype=float)
+    attention = half == "attention"
+    step_key = ("af step", half, part.chip, part.tp, part.ep, part.pp if attention else 1,
+                decode_context_tokens(cls) if attention else None, step_batch.tobytes())
+    mem_key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, max_context_tokens(cls),
+               memory_batch.tobytes())
+    chip, m, step_prec = ctx.chips[part.chip], ctx.model, step_precision_args(ctx)
+    layout = layout_args(part)
+    if step_key not in memo:
+        if attention:
             step = decode_attention_step(chip, m, batch=step_batch, context=decode_context_tokens(cls), **layout,
                                          **step_prec)
-            stage = "decode-attention"
         else:
             step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, **step_prec)
-            stage = "decode-ffn"
-        mem = memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch, context=max_context_tokens(cls),
-                                    **layout, **prec)
-        memo[key] = (np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode"),
-                     np.asarray(mem, dtype=float))
-    return memo[key]
+        memo[step_key] = np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode")
+    if mem_key not in memo:
+        stage = "decode-attention" if attention else "decode-ffn"
+        memo[mem_key] = np.asarray(memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch,
+                                                         context=max_context_tokens(cls), **layout,
+                                                         **precision_args(ctx)), dtype=float)
+    return memo[step_key], memo[mem_key]
 
 
 def _where(cfg: PoolConfig) -> str:
@@ -134,19 +178,28 @@ def _where(cfg: PoolConfig) -> str:
 DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af, where=_where)
 
 
-def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
-    yield from prefill_grids(ctx, cls, memo)
+def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict) -> list[PoolConfig]:
+    """Attention halves on ``res`` paired with FFN halves on ``res_f``, in the order generation visits them."""
     w = weights(ctx)
     resources = ctx.resources()
-    for res, site in resources.items():
-        for res_f, site_f in resources.items():
+    return [PoolConfig(kind=DECODE_AF.name, traffic_class=cls.name, main=apart, partner=fpart, batch=1,
+                       micro_batches=MICRO_BATCHES)
+            for apart, fpart in product(attention_parts(ctx, resources[res], w.attention_bytes),
+                                        parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo))]
+
+
+def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
+    yield from prefill_grids(ctx, cls, memo)
+    resources = ctx.resources()
+    for res in resources:
+        for res_f in resources:
             if res_f == res:
                 continue
             lats = pair_latencies(ctx, res, res_f, memo)
-            for apart, fpart in product(attention_parts(ctx, site, w.attention_bytes),
-                                        parts(ctx, site_f, "decode-ffn", w.ffn_bytes, memo)):
-                cfg = PoolConfig(kind=DECODE_AF.name, traffic_class=cls.name, main=apart, partner=fpart, batch=1,
-                                 micro_batches=MICRO_BATCHES)
+            cfgs = _pairings(ctx, cls, res, res_f, memo)
+            if cfgs and lats:  # evaluated together when the first is asked for (see _decode_af)
+                memo["decode-af pairings", cls.name, res, res_f] = (cfgs, lats)
+            for cfg in cfgs:
                 for lat in lats:
                     yield Grid(cfg, "decode", BATCHES, lat)
 
