@@ -87,6 +87,9 @@ def validate(instance: InstanceArg) -> None:
     chips = sum(s.chips for s in ctx.sites.values())
     out.print(f"[green]ok[/green] {instance}: model {ctx.model.name}, {len(inst.workload.classes)} classes, "
               f"{len(ctx.sites)} domain groups, {chips} chips, modes {', '.join(inst.modes)}")
+    from placement.cli.consoles import warn_unreachable
+
+    warn_unreachable(ctx.graph)
 
 
 @app.command()
