@@ -219,7 +219,11 @@ def compare(
         check_writable(json_path)  # before the solves, not after them
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
-    rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance))
+    from placement.cli.studies import ProgressBar
+    from placement.studies.compare import kv_variants, variants
+
+    with ProgressBar(f"compare {inst.name}", len(variants(inst)) + len(kv_variants(inst))) as bar:
+        rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance), progress=bar)
     if json_path is not None:
         from placement.core.output import write_atomic
 

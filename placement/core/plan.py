@@ -338,6 +338,9 @@ class Comparison(MutableRecord):
     savings_of: Literal["cost", "power", "chips"] = Field(
         default="cost", description="the objective savings is measured in: $/h, W or chips"
     )
+    reason: str | None = Field(default=None, description="why the row has no verified plan: the first sentence "
+                               "of the infeasibility diagnosis, the solver's message or the verifier's first "
+                               "violation (None: it has one)")
 
 
 class Provenance(MutableRecord):
