@@ -36,3 +36,24 @@ def test_compare_gives_the_reason_for_each_infeasible_row(tmp_path):
     assert rows["only a100-80gb"]["reason"] is None
     assert f"only a10g: infeasible: {rows['only a10g']['reason']}" in r.output
     assert "compare toy" not in r.output  # no progress bar on a pipe
+
+
+def test_catalogue_errors_are_reported_all_at_once():
+    """An unknown model, an unknown chip and an undeclared switch: one error naming the three fields."""
+    import pytest
+
+    from placement.core.errors import InputError
+    from placement.core.loading import parse_instance
+
+    doc = copy.deepcopy(TOY)
+    doc["model"] = "llama-9-999b"
+    doc["hardware"]["domains"][0]["chip"] = "h1000"
+    doc["hardware"]["domains"][1]["switch"] = "nowhere"
+    doc["measured_capacity"][0]["class"] = "no-such-class"
+    with pytest.raises(InputError) as e:
+        parse_instance(doc, source="bad.yaml")
+    assert e.value.field == "model" and "unknown model 'llama-9-999b'" in str(e.value)
+    for phrase in ("\n  and hardware.domains[0].chip: unknown chip 'h1000'",
+                   "\n  and hardware.domains[1].switch: switch 'nowhere' is not declared",
+                   "\n  and measured_capacity[0].class: unknown class 'no-such-class'"):
+        assert phrase in str(e.value)
