@@ -167,14 +167,14 @@ def unknown_step(doc):
 
 def kv_feed_moved(doc):
     """Half of chat's feed said to go to reasoning's decode pool."""
-    feed = next(f for f in doc["kv_feeds"] if f["traffic_class"] == "chat")
-    other = next(f for f in doc["kv_feeds"] if f["traffic_class"] == "reasoning")
+    feed = next(f for f in doc["prefill_to_decode"] if f["traffic_class"] == "chat")
+    other = next(f for f in doc["prefill_to_decode"] if f["traffic_class"] == "reasoning")
     feed["rate_rps"] /= 2
-    doc["kv_feeds"].append({**feed, "decode_pool": other["decode_pool"]})
+    doc["prefill_to_decode"].append({**feed, "decode_pool": other["decode_pool"]})
 
 
 def kv_feeds_dropped(doc):
-    doc["kv_feeds"] = []
+    doc["prefill_to_decode"] = []
 
 
 def over_the_pool_limit(doc):
@@ -244,7 +244,7 @@ EXPECTED = {  # a phrase of the message each case must give
     all_rubin_in_rack_0: "domain(s) of 72 chips",
     negative_load_on_unused_mode: "loads must be ≥ 0",
     malformed_step_id: "expected a step id of 3 non-empty fields",
-    kv_feed_moved: "kv_feeds: class chat (pd): prefill pool",
+    kv_feed_moved: "prefill_to_decode: class chat (pd): prefill pool",
     kv_feeds_dropped: "its loads and KV flows give",
     over_the_pool_limit: "class long-in-short-out, stage serve: 2 pools carry load",
     unknown_step: "load on 'long-in-long-out|teleport|decode', which is no step",

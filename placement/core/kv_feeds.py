@@ -1,4 +1,4 @@
-"""Which prefill pool feeds which decode pool: the plan's ``kv_feeds``, derived from its loads and flows.
+"""Which prefill pool feeds which decode pool: a plan's ``prefill_to_decode``, derived from its loads and flows.
 
 The MILP does not pair pools: it places each step's load on (column, site)
 and routes each KV transfer ``class|mode|kv`` as a flow over the fleet graph

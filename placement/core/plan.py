@@ -69,7 +69,7 @@ TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
 #: Version of the plan's JSON layout (``schemas/plan.schema.json``); raised when a field changes meaning.
 #: 2: per-step rates (a site's ``load_rps``, a pool's ``capacity_rps_per_replica``) are lists of
 #: ``{class, mode, stage, rate_rps}`` records, no longer objects keyed by ``"class|mode|stage"``;
-#: ``kv_feeds`` and ``max_pools_per_stage`` added.
+#: ``prefill_to_decode`` and ``max_pools_per_stage`` added.
 PLAN_SCHEMA_VERSION = "2"
 
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
@@ -287,7 +287,7 @@ class PairPlan(MutableRecord):
 
 
 class KvFeed(MutableRecord):
-    """Requests/s whose KV cache one prefill pool's site hands to one decode pool's site (:mod:`placement.core.kv_feeds`)."""
+    """Requests/s whose KV cache a prefill pool's site hands to a decode pool's site (:mod:`placement.core.kv_feeds`)."""
 
     traffic_class: str
     mode: str
@@ -374,8 +374,9 @@ class Plan(MutableRecord):
     links: list[LinkPlan] = Field(default_factory=list)
     flows: list[FlowPlan] = Field(default_factory=list)
     pairs: list[PairPlan] = Field(default_factory=list)
-    kv_feeds: list[KvFeed] = Field(default_factory=list, description="which prefill pool feeds which decode "
-                                   "pool, per class and mode, from the loads and the KV-transfer flows")
+    prefill_to_decode: list[KvFeed] = Field(default_factory=list, description="which prefill pool feeds which "
+                                            "decode pool, per class and mode, from the loads and the KV-transfer "
+                                            "flows")
     max_pools_per_stage: int | None = Field(default=None, description="limits.max_pools_per_stage the plan "
                                             "was solved under (None: no limit)")
     solver: SolverStats | None = None

@@ -281,7 +281,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         message=sol.message,
         **base,
     )
-    plan.kv_feeds = kv_feeds_of(ctx, plan)
+    plan.prefill_to_decode = kv_feeds_of(ctx, plan)
     return plan
 
 

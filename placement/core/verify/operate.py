@@ -1,6 +1,6 @@
 """Checks of what operators read off a plan: which prefill pool feeds which decode pool, and the pool limit.
 
-* ``check_kv_feeds``: the plan's ``kv_feeds`` = the feeds re-derived from its
+* ``check_kv_feeds``: the plan's ``prefill_to_decode`` = the feeds re-derived from its
   loads and KV-transfer flows (:func:`placement.core.kv_feeds.derive_kv_feeds`,
   with the transfers of the instance's modes), record by record within
   :data:`~placement.core.verify.facts.RTOL` of the class's rate. Plans written
@@ -40,9 +40,9 @@ def _class_rates(ctx: Context) -> dict[str, float]:
 
 
 def check_kv_feeds(ctx: Context, plan: Plan) -> list[str]:
-    """The stated ``kv_feeds`` = the re-derived ones (module docstring)."""
+    """The stated ``prefill_to_decode`` = the re-derived ones (module docstring)."""
     old = plan.provenance is not None and plan.provenance.schema_version == "1"
-    if old and not plan.kv_feeds:
+    if old and not plan.prefill_to_decode:
         return []
     rates = _class_rates(ctx)
 
@@ -52,13 +52,13 @@ def check_kv_feeds(ctx: Context, plan: Plan) -> list[str]:
             out[f.traffic_class, f.mode, f.prefill_pool, f.prefill_site, f.decode_pool, f.decode_site] += f.rate_rps
         return out
 
-    says, gives = keyed(plan.kv_feeds), keyed(kv_feeds_of(ctx, plan))
+    says, gives = keyed(plan.prefill_to_decode), keyed(kv_feeds_of(ctx, plan))
     v = []
     for key in sorted(set(says) | set(gives)):
         a, b = says.get(key, 0.0), gives.get(key, 0.0)
         if abs(a - b) > RTOL * max(rates.get(key[0], 0.0), abs(b), 1.0):
             c, m, pp, ps, dp, ds = key
-            v.append(f"kv_feeds: class {c} ({m}): prefill pool {pp} in {ps} -> decode pool {dp} in {ds} says "
+            v.append(f"prefill_to_decode: class {c} ({m}): prefill pool {pp} in {ps} -> decode pool {dp} in {ds} says "
                      f"{a:.6g} req/s, its loads and KV flows give {b:.6g}")
     return v
 
