@@ -178,8 +178,12 @@ def kv_feeds_dropped(doc):
 
 
 def over_the_pool_limit(doc):
-    """The free toy plan splits long-in-short-out over A10G and A100: two pools, over a recorded limit of 1."""
+    """A class's load shared by both pools of the toy plan, under a recorded limit of 1 pool per stage."""
     doc["max_pools_per_stage"] = 1
+    one, two = doc["pools"][0]["sites"][0], doc["pools"][1]["sites"][0]
+    rec = dict(one["load_rps"][0])
+    two["load_rps"] = [r for r in two["load_rps"] if (r["class"], r["mode"]) != (rec["class"], rec["mode"])]
+    two["load_rps"].append({**rec, "rate_rps": 0.5})
 
 
 def infinite_power(doc):
@@ -246,7 +250,7 @@ EXPECTED = {  # a phrase of the message each case must give
     malformed_step_id: "expected a step id of 3 non-empty fields",
     kv_feed_moved: "prefill_to_decode: class chat (pd): prefill pool",
     kv_feeds_dropped: "its loads and KV flows give",
-    over_the_pool_limit: "class long-in-short-out, stage serve: 2 pools carry load",
+    over_the_pool_limit: "stage serve: 2 pools carry load (pool-01, pool-02); max_pools_per_stage is 1",
     unknown_step: "load on 'long-in-long-out|teleport|decode', which is no step",
     positive_load_on_unused_mode: "a mode its class does not use",
     config_chip_not_in_catalogue: "is not in the catalogue",
