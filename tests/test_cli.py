@@ -33,7 +33,7 @@ def test_check_rejects_a_tampered_plan(tmp_path):
     plan = json.loads(out.read_text())
     for pool in plan["pools"]:
         for s in pool["sites"]:
-            s["load_rps"] = {k: 3 * v for k, v in s["load_rps"].items()}
+            s["load_rps"] = [{**r, "rate_rps": 3 * r["rate_rps"]} for r in s["load_rps"]]
     out.write_text(json.dumps(plan))
     r = runner.invoke(app, ["check", TOY, str(out)])
     assert r.exit_code == 5, r.output

@@ -96,7 +96,8 @@ POOL_EDITS = {  # field -> a function giving the edited value from the current o
     "chunk_tokens": lambda x: 4096,
     "micro_batches": lambda x: x + 1,
     "paired_with": lambda x: "pool-01",
-    "capacity_rps_per_replica": lambda x: {k: 2 * c for k, c in x.items()} or {"x": 1.0},
+    "capacity_rps_per_replica": lambda x: [{**r, "rate_rps": 2 * r["rate_rps"]} for r in x]
+    or [{"class": "chat", "mode": "pd", "stage": "decode", "rate_rps": 1.0}],
     "ttft_ms": lambda x: 1.0,
     "usd_per_hour": lambda x: x / 2,
     "power_w": lambda x: x / 2,

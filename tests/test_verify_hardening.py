@@ -20,12 +20,19 @@ from placement.core.verify import verify
 runner = CliRunner()
 
 
+def set_load(site, step, rate):
+    """Set one step's rate in a site's ``load_rps`` records (plan schema 2), adding the record if missing."""
+    c, m, st = step.split("|")
+    recs = [r for r in site["load_rps"] if (r["class"], r["mode"], r["stage"]) != (c, m, st)]
+    site["load_rps"] = [*recs, {"class": c, "mode": m, "stage": st, "rate_rps": rate}]
+
+
 def nan_loads_zero_replicas_zero_cost(doc):
     for p in doc["pools"]:
         p.update(replicas=0, chips=0, usd_per_hour=0.0, power_w=0.0)
         for s in p["sites"]:
             s["replicas"] = 0
-            s["load_rps"] = {k: float("nan") for k in s["load_rps"]}
+            s["load_rps"] = [{**r, "rate_rps": float("nan")} for r in s["load_rps"]]
     doc.update(cost_usd_per_hour=0.0, power_w=0.0, chips=0)
 
 
@@ -48,7 +55,7 @@ def duplicate_pool_ids(doc):
 
 def duplicate_site_entries(doc):
     a100 = pool(doc, chip="a100-80gb")
-    a100["sites"].append({**a100["sites"][0], "replicas": 1_000_000, "load_rps": {}})
+    a100["sites"].append({**a100["sites"][0], "replicas": 1_000_000, "load_rps": []})
 
 
 def h100_config_on_bertha_sites(doc):
@@ -104,15 +111,15 @@ def negative_load_on_unused_mode(doc):
     for p in doc["pools"]:
         if p["traffic_class"] == "reasoning" and p["part"] == 0:
             step = "reasoning|pd|prefill" if p["stage"] == "prefill" else "reasoning|pd|decode"
-            p["sites"][0]["load_rps"][step] = -5.0
+            set_load(p["sites"][0], step, -5.0)
 
 
 def positive_load_on_unused_mode(doc):
     """Reasoning uses only pd: loads on its pd-af steps (the prefill column serves both modes)."""
     p = pool(doc, traffic_class="reasoning", stage="prefill")
-    p["sites"][0]["load_rps"]["reasoning|pd-af|prefill"] = 5.0
+    set_load(p["sites"][0], "reasoning|pd-af|prefill", 5.0)
     d = next(x for x in doc["pools"] if x["traffic_class"] == "chat" and x["stage"] in ("decode", "aggregated"))
-    d["sites"][0]["load_rps"]["reasoning|pd-af|decode"] = 5.0
+    set_load(d["sites"][0], "reasoning|pd-af|decode", 5.0)
 
 
 def config_chip_not_in_catalogue(doc):
@@ -151,7 +158,32 @@ def unknown_transfer(doc):
 
 
 def malformed_step_id(doc):
-    doc["pools"][0]["sites"][0]["load_rps"]["garbage"] = 1.0
+    doc["pools"][0]["sites"][0]["load_rps"].append({"class": "a|b", "mode": "pd", "stage": "decode", "rate_rps": 1.0})
+
+
+def unknown_step(doc):
+    set_load(doc["pools"][0]["sites"][0], "long-in-long-out|teleport|decode", 1.0)
+
+
+def kv_feed_moved(doc):
+    """Half of chat's feed said to go to reasoning's decode pool."""
+    feed = next(f for f in doc["prefill_to_decode"] if f["traffic_class"] == "chat")
+    other = next(f for f in doc["prefill_to_decode"] if f["traffic_class"] == "reasoning")
+    feed["rate_rps"] /= 2
+    doc["prefill_to_decode"].append({**feed, "decode_pool": other["decode_pool"]})
+
+
+def kv_feeds_dropped(doc):
+    doc["prefill_to_decode"] = []
+
+
+def over_the_pool_limit(doc):
+    """A class's load shared by both pools of the toy plan, under a recorded limit of 1 pool per stage."""
+    doc["max_pools_per_stage"] = 1
+    one, two = doc["pools"][0]["sites"][0], doc["pools"][1]["sites"][0]
+    rec = dict(one["load_rps"][0])
+    two["load_rps"] = [r for r in two["load_rps"] if (r["class"], r["mode"]) != (rec["class"], rec["mode"])]
+    two["load_rps"].append({**rec, "rate_rps": 0.5})
 
 
 def infinite_power(doc):
@@ -184,6 +216,10 @@ CASES = [
     ("rubin-lpx-deepseek", unknown_pool_site),
     ("rubin-lpx-deepseek", unknown_transfer),
     ("melange-toy", malformed_step_id),
+    ("rubin-lpx-deepseek", kv_feed_moved),
+    ("rubin-lpx-deepseek", kv_feeds_dropped),
+    ("melange-toy", over_the_pool_limit),
+    ("melange-toy", unknown_step),
     ("spec-decode-draft", infinite_power),
     ("spec-decode-draft", huge_integer),
 ]
@@ -211,7 +247,11 @@ EXPECTED = {  # a phrase of the message each case must give
     domain_index_negative: "index -1 is outside",
     all_rubin_in_rack_0: "domain(s) of 72 chips",
     negative_load_on_unused_mode: "loads must be ≥ 0",
-    malformed_step_id: "load on 'garbage', which is no step",
+    malformed_step_id: "expected a step id of 3 non-empty fields",
+    kv_feed_moved: "prefill_to_decode: class chat (pd): prefill pool",
+    kv_feeds_dropped: "its loads and KV flows give",
+    over_the_pool_limit: "stage serve: 2 pools carry load (pool-01, pool-02); max_pools_per_stage is 1",
+    unknown_step: "load on 'long-in-long-out|teleport|decode', which is no step",
     positive_load_on_unused_mode: "a mode its class does not use",
     config_chip_not_in_catalogue: "is not in the catalogue",
     config_kind_decode_to_decode_af: "needs a partner part",

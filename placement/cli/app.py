@@ -87,6 +87,9 @@ def validate(instance: InstanceArg) -> None:
     chips = sum(s.chips for s in ctx.sites.values())
     out.print(f"[green]ok[/green] {instance}: model {ctx.model.name}, {len(inst.workload.classes)} classes, "
               f"{len(ctx.sites)} domain groups, {chips} chips, modes {', '.join(inst.modes)}")
+    from placement.cli.consoles import warn_unreachable
+
+    warn_unreachable(ctx.graph)
 
 
 @app.command()
@@ -222,7 +225,11 @@ def compare(
         check_writable(json_path)  # before the solves, not after them
         refuse_inputs({"--json": json_path}, [instance])
     inst = _load(instance)
-    rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance))
+    from placement.cli.studies import ProgressBar
+    from placement.studies.compare import kv_variants, variants
+
+    with ProgressBar(f"compare {inst.name}", len(variants(inst)) + len(kv_variants(inst))) as bar:
+        rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance), progress=bar)
     if json_path is not None:
         from placement.core.output import write_atomic
 

@@ -83,11 +83,11 @@ def bench_command(
     = None,
 ) -> None:
     """Benchmark solvers on instances: build and solve time, status, gap, model size, peak memory."""
-    from rich.console import Console
-
     from placement.bench.options import BenchOptions, run_bench
     from placement.bench.plots import scaling_plot
     from placement.bench.report import report_markdown, summarise
+    from placement.cli.consoles import out
+    from placement.cli.studies import ProgressBar
     from placement.core.errors import InputError
     from placement.core.output import write_atomic
 
@@ -103,12 +103,10 @@ def bench_command(
         family=str(family), chip_types=chip_types, chips=tuple(comma_list(chips)), classes=classes, model=model,
         modes=tuple(comma_list(modes)), seed=seed, instances_dir=instances_dir, json_path=json_path,
         markdown_path=markdown_path, plot_path=plot, plot_x=str(plot_x), title=title, **extra)
-    console = Console(width=None if sys.stdout.isatty() else 220)
+    console = out
 
-    def progress(done: int, total: int) -> None:
-        console.print(f"  {done}/{total} done", highlight=False)
-
-    result = run_bench(options, command=_command_line(), progress=progress)
+    with ProgressBar("bench", None) as bar:
+        result = run_bench(options, command=_command_line(), progress=bar)
     print_bench(console, result)
     if json_path is not None:
         write_atomic(json_path, json.dumps(result, indent=2, default=str))
@@ -138,9 +136,8 @@ def generate_command(
                                                               "--chip-types)")] = None,
 ) -> None:
     """Write a seeded benchmark instance (fleet family, traffic mix, calibrated rates)."""
-    from rich.console import Console
-
     from placement.bench.generate import DEFAULT_LOAD, build_instance, write_instance
+    from placement.cli.consoles import err, out
     from placement.core.errors import InputError
     from placement.core.schema import MODES
 
@@ -156,9 +153,10 @@ def generate_command(
                          load=DEFAULT_LOAD if load is None else load, fleet_options=options)
     write_instance(doc, out_path)
     hw = doc["hardware"]
-    Console(stderr=str(out_path) == "-").print(f"[green]wrote[/green] {out_path}: {domains} domains in {len(hw['domains'])} groups, "
-                    f"{len(hw['switches'])} switches, {len(doc['workload']['classes'])} classes, "
-                    f"model {model}", highlight=False)
+    console = err if str(out_path) == "-" else out
+    console.print(f"[green]wrote[/green] {out_path}: {domains} domains in {len(hw['domains'])} groups, "
+                  f"{len(hw['switches'])} switches, {len(doc['workload']['classes'])} classes, model {model}",
+                  highlight=False)
 
 
 def export_command(
@@ -167,16 +165,15 @@ def export_command(
     mps: Annotated[Path | None, typer.Option("--mps", help="write the model in (free) MPS format here")] = None,
 ) -> None:
     """Write the instance's MILP as LP and/or MPS (deterministic names) for external solvers."""
-    from rich.console import Console
-
     from placement.bench.export import export_instance
+    from placement.cli.consoles import out
     from placement.core.loading import load_instance
     from placement.core.output import refuse_inputs
 
     refuse_inputs({"--lp": lp, "--mps": mps}, [instance])
     inst = load_instance(instance)
     stats = export_instance(inst, lp=lp, mps=mps, source=str(instance))
-    console = Console()
+    console = out
     for p in stats["files"]:
         console.print(f"[green]wrote[/green] {p} ({p.stat().st_size:,} bytes)", highlight=False)
     console.print(f"{stats['variables']:,} variables ({stats['integer_variables']:,} integer), "

@@ -112,3 +112,6 @@ def print_comparison(console: Console, rows) -> None:
                   _fmt(r.usd_per_million_output_tokens, ".3f"),
                   "" if r.savings is None else f"{r.savings:.1%}")
     console.print(t)
+    for r in rows:
+        if r.reason:
+            console.print(f"{r.label}: {r.status}: {r.reason}", markup=False, highlight=False, soft_wrap=True)

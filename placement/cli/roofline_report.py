@@ -274,8 +274,9 @@ _ROWS = (
 
 
 def _print_summary(s: dict[str, Any], stderr: bool = False) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from placement.cli.consoles import err, out
 
     t = Table(title=f"{s['model']} · {s['stage']} on {s['chip']} · B={s['batch']} context={s['context_tokens']} · "
                     f"dp={s['attention_dp']} tp={s['tp']} ep={s['ep']} pp={s['pp']} ({s['chips_per_replica']} chips) · {s['precision']}")
@@ -293,7 +294,7 @@ def _print_summary(s: dict[str, Any], stderr: bool = False) -> None:
         t.add_row(f"largest batch at TPOT {s['tpot_slo_ms']:g} ms", f"{s['max_batch_at_tpot']:,}")
         t.add_row("  largest power of two / its tokens/s per chip",
                   f"{s['max_power_of_two_batch_at_tpot']:,} / {s['tokens_per_s_per_chip_at_power_of_two']:,.1f}")
-    Console(stderr=stderr).print(t)
+    (err if stderr else out).print(t)
 
 
 def roofline(
@@ -330,9 +331,9 @@ def roofline(
     if json_out is None or str(json_out) != "-":
         _print_summary(s, stderr=str(plot) == "-")  # a PNG on standard output: the table goes to stderr
         if plot is not None and str(plot) != "-":
-            from rich.console import Console
+            from placement.cli.consoles import out
 
-            Console().print(f"wrote {plot}")
+            out.print(f"wrote {plot}")
     if not s["fits"]:
         from placement.cli.consoles import err
 
@@ -397,8 +398,9 @@ def catalog(
                                                   "output, instead of the table)")] = None,
 ) -> None:
     """List the shipped chip or model catalogue."""
-    from rich.console import Console
     from rich.table import Table
+
+    from placement.cli.consoles import out
 
     kind = str(kind)
     caption = ("held-out: median |error| of leave-one-source-out predictions (benchmarks/CALIBRATION.md); "
@@ -436,4 +438,4 @@ def catalog(
             ex = f"{moe['active_experts']}/{moe['experts']}+{moe['shared_experts']}" if moe else "dense"
             t.add_row(r["name"], str(r["layers"]), str(r["hidden_size"]), att, f"{r['total_params'] / 1e9:,.1f}",
                       f"{r['active_params'] / 1e9:,.1f}", f"{r['kv_bytes_per_token_bf16']:,.0f}", ex)
-    Console().print(t)
+    out.print(t)

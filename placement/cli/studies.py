@@ -43,9 +43,10 @@ __all__ = ["ProgressBar", "marginal_command", "pareto_command", "sweep_command"]
 
 
 class ProgressBar:
-    """A rich progress bar on stderr, as a ``progress(done, total)`` callback for the studies."""
+    """A rich progress bar on stderr, as a ``progress(done, total)`` callback for the studies, ``bench`` and
+    ``compare``; off when stderr is not a terminal (logs and pipes get no bar)."""
 
-    def __init__(self, description: str, total: int):
+    def __init__(self, description: str, total: int | None):
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -58,7 +59,8 @@ class ProgressBar:
         from placement.cli.consoles import err
 
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False)
+                                 TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=False,
+                                 disable=not err.is_terminal)
         self.task = self.progress.add_task(description, total=total)
 
     def __enter__(self) -> Self:

@@ -41,6 +41,7 @@ import numpy as np
 from placement.core.candidates import Candidates
 from placement.core.context import Context
 from placement.core.evaluate import evaluate
+from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
 from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
 from solvers.problem import Problem
@@ -79,6 +80,10 @@ def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = "
             out.extend(_elastic_sentences(ctx, problem, cands, set(unservable), backend, time_limit_s))
         except Exception as e:  # noqa: BLE001
             out.append(f"elastic diagnosis failed: {type(e).__name__}: {e}")
+    try:
+        out.extend(islands_sentences(ctx.graph))
+    except Exception as e:  # noqa: BLE001
+        out.append(f"reachability check failed: {type(e).__name__}: {e}")
     if not out:
         out.append("the MILP is infeasible but no single class, chip, link or limit shortfall was isolated")
     return out

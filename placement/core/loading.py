@@ -22,6 +22,7 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -377,110 +378,134 @@ def _in_size_chain(chips: int, domain: int) -> bool:
     return chips % domain == 0 and power_of_two(chips // domain)
 
 
-def _check_model_sizes(model: ModelSpec, source: str, field: str) -> None:
+def _check_model_sizes(model: ModelSpec, source: str, field: str) -> Iterator[InputError]:
     """Model sizes the cost models can multiply without overflow, and sliding-window layers within the layers."""
-    def walk(node: Any, path: str) -> None:
+    def walk(node: Any, path: str) -> Iterator[InputError]:
         if isinstance(node, bool):
             return
         if isinstance(node, int) and node > MAX_MODEL_SIZE:
             shown = f"{node:,}" if node < 10**20 else f"an integer of {len(str(node)):,} digits"
-            raise InputError(f"{shown} is not a plausible model size; expected at most {MAX_MODEL_SIZE:,}",
+            yield InputError(f"{shown} is not a plausible model size; expected at most {MAX_MODEL_SIZE:,}",
                              file=source, field=path)
         if isinstance(node, dict):
             for k, v in node.items():
-                walk(v, f"{path}.{k}")
+                yield from walk(v, f"{path}.{k}")
         elif isinstance(node, list):
             for i, v in enumerate(node):
-                walk(v, f"{path}[{i}]")
+                yield from walk(v, f"{path}[{i}]")
 
-    walk(model.model_dump(exclude={"sources", "estimates", "published_total_params"}), field)
+    yield from walk(model.model_dump(exclude={"sources", "estimates", "published_total_params"}), field)
     if model.attention.sliding_window_layers > model.layers:
-        raise InputError(f"{model.attention.sliding_window_layers} sliding-window layers in a model of "
+        yield InputError(f"{model.attention.sliding_window_layers} sliding-window layers in a model of "
                          f"{model.layers} layers; expected at most {model.layers}", file=source,
                          field=f"{field}.attention.sliding_window_layers")
 
 
-def _check_rates(inst: Instance, source: str) -> None:
+def _check_rates(inst: Instance, source: str) -> Iterator[InputError]:
     """Rates far enough from the smallest and largest doubles for the cost models and the verifier."""
     for i, c in enumerate(inst.workload.classes):
         if c.rate_rps < MIN_RATE_RPS:
-            raise InputError(f"rate {c.rate_rps:.3g} req/s is below {MIN_RATE_RPS:g} req/s (one request in "
+            yield InputError(f"rate {c.rate_rps:.3g} req/s is below {MIN_RATE_RPS:g} req/s (one request in "
                              "~30,000 years); expected at least that", file=source,
                              field=f"workload.classes[{i}].rate_rps")
     seen: dict[tuple[str, str, int], tuple[int, float]] = {}
     for i, m in enumerate(inst.measured_capacity):
         f = f"measured_capacity[{i}].max_rps_per_replica"
         if not MIN_RATE_RPS <= m.max_rps_per_replica <= MAX_MEASURED_RPS:
-            raise InputError(f"{m.max_rps_per_replica:.3g} req/s per replica; expected {MIN_RATE_RPS:g} to "
+            yield InputError(f"{m.max_rps_per_replica:.3g} req/s per replica; expected {MIN_RATE_RPS:g} to "
                              f"{MAX_MEASURED_RPS:g}", file=source, field=f)
         if m.chips > MAX_MODEL_SIZE:
-            raise InputError(f"{m.chips if m.chips < 10**20 else 'over 10^20'} chips per replica; expected at most "
+            yield InputError(f"{m.chips if m.chips < 10**20 else 'over 10^20'} chips per replica; expected at most "
                              f"{MAX_MODEL_SIZE:,}", file=source, field=f"measured_capacity[{i}].chips")
         key = (m.chip, m.traffic_class, m.chips)
         if key in seen and seen[key][1] != m.max_rps_per_replica:
             j, other = seen[key]
-            raise InputError(f"{m.max_rps_per_replica:g} req/s conflicts with {other:g} req/s in "
+            yield InputError(f"{m.max_rps_per_replica:g} req/s conflicts with {other:g} req/s in "
                              f"measured_capacity[{j}] for the same chip, class and chips; expected one value",
                              file=source, field=f)
         seen.setdefault(key, (i, m.max_rps_per_replica))
 
 
 def cross_check(inst: Instance, source: str) -> None:
-    """Checks that need the catalogue or several fields at once."""
+    """Checks that need the catalogue or several fields at once, every problem found reported at once: the
+    first is the error's field and message, the others follow on their own lines (as for the schema's)."""
+    errors = list(_cross_errors(inst, source))
+    if errors:
+        first = errors[0]
+        msg = first.detail + "".join(f"\n  and {e.field or '(top level)'}: {e.detail}" for e in errors[1:])
+        raise InputError(msg, file=source, field=first.field)
+
+
+def _resolved(resolve: Callable[[], Any], errors: list[InputError]) -> Any:
+    """``resolve()``, or None with its InputError kept in ``errors``."""
+    try:
+        return resolve()
+    except InputError as e:
+        errors.append(e)
+        return None
+
+
+def _cross_errors(inst: Instance, source: str) -> Iterator[InputError]:
     chips = chips_of(inst)
-    model = model_of(inst, source)
-    _check_model_sizes(model, source, "model")
-    draft = draft_model_of(inst, source)
+    found: list[InputError] = []
+    model = _resolved(lambda: model_of(inst, source), found)
+    draft = _resolved(lambda: draft_model_of(inst, source), found)
+    yield from found
+    if model is not None:
+        yield from _check_model_sizes(model, source, "model")
     if draft is not None:
-        _check_model_sizes(draft, source, "draft.model")
-    _check_rates(inst, source)
+        yield from _check_model_sizes(draft, source, "draft.model")
+    yield from _check_rates(inst, source)
     hw = inst.hardware
     switches = set(hw.switches)
     if len(switches) != len(hw.switches):
-        raise InputError("duplicate switch name", file=source, field="hardware.switches")
+        yield InputError("duplicate switch name", file=source, field="hardware.switches")
     clash = switches & {d.name for d in hw.domains}
     if clash:
-        raise InputError(f"name {min(clash)!r} is both a switch and a domain group; names must be unique",
+        yield InputError(f"name {min(clash)!r} is both a switch and a domain group; names must be unique",
                          file=source, field="hardware.switches")
     for i, d in enumerate(hw.domains):
         f = f"hardware.domains[{i}]"
         if d.chip not in chips:
-            raise InputError(f"unknown chip {d.chip!r}; expected one of {', '.join(sorted(chips))} "
+            yield InputError(f"unknown chip {d.chip!r}; expected one of {', '.join(sorted(chips))} "
                              "or a record under hardware.chips", file=source, field=f"{f}.chip")
+            continue
         if not inst.only_measured and not chips[d.chip].runs(inst.precision.weights):
-            raise InputError(f"chip {d.chip!r} has no {inst.precision.weights} rate (its flops_per_s lists "
+            yield InputError(f"chip {d.chip!r} has no {inst.precision.weights} rate (its flops_per_s lists "
                              f"{', '.join(sorted(chips[d.chip].flops_per_s))}); set precision.weights to one of "
                              "those or give the chip that rate", file=source, field=f"{f}.chip")
         limit = chips[d.chip].scale_up_domain_chips
         if d.chips_per_domain is not None and d.chips_per_domain > limit:
-            raise InputError(f"{d.chips_per_domain} chips per domain exceeds the largest {d.chip} scale-up "
+            yield InputError(f"{d.chips_per_domain} chips per domain exceeds the largest {d.chip} scale-up "
                              f"domain ({limit})", file=source, field=f"{f}.chips_per_domain")
         if d.switch is not None and d.switch not in switches:
-            raise InputError(f"switch {d.switch!r} is not declared in hardware.switches", file=source,
+            yield InputError(f"switch {d.switch!r} is not declared in hardware.switches", file=source,
                              field=f"{f}.switch")
     for i, link in enumerate(hw.links):
         for end in ("source", "target"):
             name = getattr(link, end)
             if name not in switches:
-                raise InputError(f"link end {name!r} is not a declared switch (links join switches; "
+                yield InputError(f"link end {name!r} is not a declared switch (links join switches; "
                                  "domain groups attach with their 'switch' field)", file=source,
                                  field=f"hardware.links[{i}].{end}")
         if link.source == link.target:
-            raise InputError("a link must join two different switches", file=source, field=f"hardware.links[{i}]")
+            yield InputError("a link must join two different switches", file=source, field=f"hardware.links[{i}]")
     classes = {c.name for c in inst.workload.classes}
     fleet_chips = {d.chip for d in hw.domains}
     for i, m in enumerate(inst.measured_capacity):
         f = f"measured_capacity[{i}]"
         if m.traffic_class not in classes:
-            raise InputError(f"unknown class {m.traffic_class!r}; expected one of {', '.join(sorted(classes))}",
+            yield InputError(f"unknown class {m.traffic_class!r}; expected one of {', '.join(sorted(classes))}",
                              file=source, field=f"{f}.class")
         if m.chip not in fleet_chips:
-            raise InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
+            yield InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
                              field=f"{f}.chip")
         for d in hw.domains:
+            if d.chip != m.chip or d.chip not in chips:
+                continue
             size = d.chips_per_domain or chips[d.chip].scale_up_domain_chips
-            if d.chip == m.chip and not _in_size_chain(m.chips, size):
-                raise InputError(
+            if not _in_size_chain(m.chips, size):
+                yield InputError(
                     f"{m.chips} chips per replica do not pack into {m.chip} domains of {size} chips "
                     f"(domain group {d.name!r}); expected a power of two dividing {size}, or {size} times a "
                     "power of two", file=source, field=f"{f}.chips")
@@ -488,17 +513,17 @@ def cross_check(inst: Instance, source: str) -> None:
     for i, m in enumerate(inst.measured_step_time):
         f = f"measured_step_time[{i}]"
         if m.chip not in fleet_chips:
-            raise InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
+            yield InputError(f"chip {m.chip!r} has no domain group in hardware.domains", file=source,
                              field=f"{f}.chip")
-        if m.model is not None and m.model != model.name:
-            raise InputError(f"measured with model {m.model!r}, but the instance serves {model.name!r}; "
+        if m.model is not None and model is not None and m.model != model.name:
+            yield InputError(f"measured with model {m.model!r}, but the instance serves {model.name!r}; "
                              "a step table holds for the model it was measured with", file=source, field=f"{f}.model")
         key = (m.chip, m.stage, m.tp, m.ep, m.pp)
         if key in seen_tables:
-            raise InputError(f"a second {m.stage} table for {m.chip} at tp={m.tp} ep={m.ep} pp={m.pp} (the first is "
+            yield InputError(f"a second {m.stage} table for {m.chip} at tp={m.tp} ep={m.ep} pp={m.pp} (the first is "
                              f"measured_step_time[{seen_tables[key]}]); expected one table per chip, stage and layout",
                              file=source, field=f)
         seen_tables[key] = i
     if inst.only_measured and not inst.measured_capacity:
-        raise InputError("only_measured is true but measured_capacity is empty", file=source,
+        yield InputError("only_measured is true but measured_capacity is empty", file=source,
                          field="only_measured")

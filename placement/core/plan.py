@@ -17,9 +17,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     Field,
+    PlainSerializer,
     SerializerFunctionWrapHandler,
     ValidationError,
+    WithJsonSchema,
     model_serializer,
 )
 
@@ -33,10 +36,12 @@ from topology.records import MutableRecord
 
 __all__ = [
     "STAGE_OF_KIND",
+    "STEP_RECORD_KEYS",
     "CandidateStats",
     "ClassPlan",
     "Comparison",
     "FlowPlan",
+    "KvFeed",
     "KvRetention",
     "KvTierUse",
     "LinkPlan",
@@ -46,11 +51,13 @@ __all__ = [
     "PoolSite",
     "Provenance",
     "SolverStats",
+    "StepRates",
     "bad_numbers",
     "class_latencies_ms",
     "parse_plan",
     "read_plan",
     "read_plan_instance",
+    "step_records",
 ]
 
 #: Largest integer a plan may hold: counts beyond 2^53 are not exact as floats (cost = replicas·chips·price).
@@ -60,13 +67,93 @@ MAX_PLAN_INT = 2**53
 TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
 
 #: Version of the plan's JSON layout (``schemas/plan.schema.json``); raised when a field changes meaning.
-PLAN_SCHEMA_VERSION = "1"
+#: 2: per-step rates (a site's ``load_rps``, a pool's ``capacity_rps_per_replica``) are lists of
+#: ``{class, mode, stage, rate_rps}`` records, no longer objects keyed by ``"class|mode|stage"``;
+#: ``prefill_to_decode`` and ``max_pools_per_stage`` added.
+PLAN_SCHEMA_VERSION = "2"
 
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
 #: A stage a part of a replica runs (:func:`placement.modes.stages`; STAGE_OF_KIND maps pool kinds to them).
 Stage = Annotated[str, AfterValidator(check_stage)]
 
+#: Keys of one per-step rate record in a plan's JSON.
+STEP_RECORD_KEYS = ("class", "mode", "stage", "rate_rps")
 
+
+def step_records(rates: dict[str, float]) -> list[dict[str, Any]]:
+    """Rates keyed by step id as the plan writes them: one ``{class, mode, stage, rate_rps}`` record per step.
+
+    Examples
+    --------
+    >>> step_records({"chat|pd|prefill": 2.5})
+    [{'class': 'chat', 'mode': 'pd', 'stage': 'prefill', 'rate_rps': 2.5}]
+    """
+    out = []
+    for key, rate in rates.items():
+        st = StepId.parse(key)
+        out.append({"class": st.traffic_class, "mode": st.mode, "stage": st.stage, "rate_rps": rate})
+    return out
+
+
+def _step_rates(value: Any) -> Any:
+    """Per-step rates from records (plan schema 2) or a ``"class|mode|stage"``-keyed object (schema 1).
+
+    Examples
+    --------
+    >>> _step_rates([{"class": "chat", "mode": "pd", "stage": "decode", "rate_rps": 1.0}])
+    {'chat|pd|decode': 1.0}
+    >>> _step_rates([{"class": "chat", "mode": "pd", "stage": "decode"}])
+    Traceback (most recent call last):
+    ...
+    ValueError: record 0: expected the keys class, mode, stage, rate_rps; missing rate_rps
+    """
+    if isinstance(value, dict):
+        for key in value:
+            StepId.parse(key)
+        return value
+    if not isinstance(value, list):
+        return value  # pydantic names the type it expected
+    out: dict[str, Any] = {}
+    for i, rec in enumerate(value):
+        if not isinstance(rec, dict):  # pydantic reports ValueError as a validation error, not TypeError
+            raise ValueError(  # noqa: TRY004
+                f"record {i}: expected an object {{class, mode, stage, rate_rps}}, got {type(rec).__name__}")
+        missing = [k for k in STEP_RECORD_KEYS if k not in rec]
+        extra = sorted(set(rec) - set(STEP_RECORD_KEYS))
+        if missing or extra:
+            what = "; ".join(x for x in (missing and "missing " + ", ".join(missing),
+                                         extra and "unknown " + ", ".join(map(str, extra))) if x)
+            raise ValueError(f"record {i}: expected the keys {', '.join(STEP_RECORD_KEYS)}; {what}")
+        parts = [rec["class"], rec["mode"], rec["stage"]]
+        if not all(isinstance(x, str) for x in parts):
+            raise ValueError(f"record {i}: class, mode and stage must be strings")
+        key = str(StepId.parse("|".join(parts)))
+        if key in out:
+            raise ValueError(f"record {i}: step {parts[0]}/{parts[1]}/{parts[2]} appears more than once")
+        out[key] = rec["rate_rps"]
+    return out
+
+
+_NAME = {"type": "string", "minLength": 1, "pattern": r"^[^|]+$"}
+
+#: Requests/s per step of a route: in memory keyed by ``str(StepId)``, in JSON a list of records.
+StepRates = Annotated[
+    dict[str, float],
+    BeforeValidator(_step_rates),
+    PlainSerializer(step_records),
+    WithJsonSchema({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"class": {**_NAME, "description": "traffic class"},
+                           "mode": {**_NAME, "description": "serving mode (placement.modes)"},
+                           "stage": {**_NAME, "description": "stage of the mode's route: serve, prefill, decode"},
+                           "rate_rps": {"type": "number", "description": "requests/s"}},
+            "required": list(STEP_RECORD_KEYS),
+            "additionalProperties": False,
+        },
+    }),
+]
 
 
 class PoolSite(MutableRecord):
@@ -75,7 +162,8 @@ class PoolSite(MutableRecord):
     site: str
     replicas: int
     domains: list[int] = Field(default_factory=list, description="indices of the domains used in the group")
-    load_rps: dict[str, float] = Field(default_factory=dict, description="route step -> requests/s")
+    load_rps: StepRates = Field(default_factory=dict, description="requests/s of each step of a route the "
+                                "site's replicas serve")
     replicas_per_domain: list[int] = Field(default_factory=list, description="replicas on each domain of "
                                            "domains, in that order (a replica larger than a domain counts once in "
                                            "each of its domains); empty: not stated, the verifier packs")
@@ -106,7 +194,8 @@ class Pool(MutableRecord):
     chunk_tokens: int | None = None
     micro_batches: int = 1
     paired_with: str | None = None
-    capacity_rps_per_replica: dict[str, float] = Field(default_factory=dict)
+    capacity_rps_per_replica: StepRates = Field(default_factory=dict, description="requests/s one replica "
+                                                "serves of each step it can run (alone)")
     utilisation: float = 0.0
     ttft_ms: float | None = None
     tpot_ms: float | None = None
@@ -199,6 +288,18 @@ class PairPlan(MutableRecord):
     latency_us: float
 
 
+class KvFeed(MutableRecord):
+    """Requests/s whose KV cache a prefill pool's site hands to a decode pool's site (:mod:`placement.core.kv_feeds`)."""
+
+    traffic_class: str
+    mode: str
+    prefill_pool: str
+    prefill_site: str
+    decode_pool: str
+    decode_site: str
+    rate_rps: float
+
+
 class SolverStats(MutableRecord):
     backend: str
     status: str
@@ -239,6 +340,9 @@ class Comparison(MutableRecord):
     savings_of: Literal["cost", "power", "chips"] = Field(
         default="cost", description="the objective savings is measured in: $/h, W or chips"
     )
+    reason: str | None = Field(default=None, description="why the row has no verified plan: the first sentence "
+                               "of the infeasibility diagnosis, the solver's message or the verifier's first "
+                               "violation (None: it has one)")
 
 
 class Provenance(MutableRecord):
@@ -272,6 +376,11 @@ class Plan(MutableRecord):
     links: list[LinkPlan] = Field(default_factory=list)
     flows: list[FlowPlan] = Field(default_factory=list)
     pairs: list[PairPlan] = Field(default_factory=list)
+    prefill_to_decode: list[KvFeed] = Field(default_factory=list, description="which prefill pool feeds which "
+                                            "decode pool, per class and mode, from the loads and the KV-transfer "
+                                            "flows")
+    max_pools_per_stage: int | None = Field(default=None, description="limits.max_pools_per_stage the plan "
+                                            "was solved under (None: no limit)")
     solver: SolverStats | None = None
     candidates: CandidateStats | None = None
     verified: bool = False
@@ -292,7 +401,8 @@ class Plan(MutableRecord):
                                                  "failed domains the plan was made without (re-plans)")
     migration: Migration | None = Field(default=None, description="the moves from the plan it replaces")
     survive: str | None = Field(default=None, description="a failure the plan is built to survive: 'domain:1' "
-                                "(any one domain lost, the rest still serve every class)")
+                                "(any one domain lost, the rest still serve every class) or 'switch:1' (any one "
+                                "switch lost, with every domain group behind it)")
     confidence: float | None = Field(default=None, description="the error-band quantile step times were priced "
                                      "at (solve --confidence); None: nominal predictions")
     provenance: Provenance | None = Field(default=None, description="schema and tool versions, instance hash, "
@@ -302,7 +412,7 @@ class Plan(MutableRecord):
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Plans without sessions, made from scratch on a healthy fleet, are written without those fields."""
         return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_flows", "kv_usd_per_hour", "failed_domains",
-                                           "migration", "survive"))
+                                           "migration", "survive", "max_pools_per_stage"))
 
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings and provenance (tool version): byte-identical across runs."""

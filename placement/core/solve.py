@@ -19,6 +19,7 @@ from placement.core.confidence import pool_bands
 from placement.core.context import Context
 from placement.core.deadline import TimeLimitError, bounded, left_after
 from placement.core.evaluate import evaluate
+from placement.core.kv_feeds import kv_feeds_of
 from placement.core.measured_steps import table_field
 from placement.core.plan import (
     STAGE_OF_KIND,
@@ -199,6 +200,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         "instance": inst.name,
         "objective": inst.objective,
         "confidence": inst.confidence,
+        "max_pools_per_stage": inst.limits.max_pools_per_stage,
         "solver": _solver_stats(sol),
         "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),
     }
@@ -260,7 +262,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
     chips_by_type: dict[str, int] = defaultdict(int)
     for p in pools:
         chips_by_type[p.chip] += p.chips
-    return Plan(
+    plan = Plan(
         status="optimal" if sol.status == "optimal" else sol.status,
         cost_usd_per_hour=round(cost, 9),
         power_w=round(sum(p.power_w for p in pools), 6),
@@ -279,6 +281,8 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         message=sol.message,
         **base,
     )
+    plan.prefill_to_decode = kv_feeds_of(ctx, plan)
+    return plan
 
 
 def _pair_latency(ctx: Context, sol: Solution, column: str) -> float:

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+from placement.core.plan import step_records
 from placement.deploy.engines import EngineLayout, trtllm_options, vllm_args
 from placement.deploy.k8s import node_affinity, pod_labels
 from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, LABEL_GROUP, Unit, dns_name
@@ -167,5 +168,5 @@ def neutral_pool(unit: Unit, plan_name: str) -> dict:
                      "batch": p.batch, "chunkTokens": p.chunk_tokens, "domainGroup": unit.site,
                      "domains": unit.domain_values,
                      "predicted": {"ttftMs": p.ttft_ms, "tpotMs": p.tpot_ms,
-                                   "capacityRpsPerReplica": dict(p.capacity_rps_per_replica)},
+                                   "capacityRpsPerReplica": step_records(p.capacity_rps_per_replica)},
                      "nodeSelector": {LABEL_CHIP: p.chip, LABEL_GROUP: unit.site}}}

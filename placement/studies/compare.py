@@ -19,11 +19,13 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from placement.core.plan import Comparison, Plan
 from placement.core.schema import Instance
 from placement.core.solve import solve
 
-__all__ = ["compare", "kv_variants", "objective_value", "variants", "with_comparisons"]
+__all__ = ["compare", "kv_variants", "objective_value", "reason_of", "variants", "with_comparisons"]
 
 
 def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
@@ -59,6 +61,24 @@ def objective_value(plan: Plan, objective: str) -> float | None:
     return None if value is None else float(value)
 
 
+def reason_of(plan: Plan) -> str | None:
+    """Why ``plan`` is no verified placement, in one sentence (None when it is one).
+
+    Examples
+    --------
+    >>> reason_of(Plan(instance="t", status="infeasible", objective="cost", diagnosis=["class a: TPOT floor 31 ms"]))
+    'class a: TPOT floor 31 ms'
+    >>> reason_of(Plan(instance="t", status="time_limit", objective="cost", message="no incumbent after 5 s"))
+    'no incumbent after 5 s'
+    """
+    if plan.verified and plan.status in ("optimal", "feasible", "time_limit"):
+        return None
+    for text in (*plan.diagnosis, plan.message, *plan.violations):
+        if text:
+            return text
+    return f"status {plan.status}"
+
+
 def _row(label: str, kind: str, plan: Plan, full_value: float | None, objective: str) -> Comparison:
     ok = plan.status in ("optimal", "feasible", "time_limit") and plan.verified
     value = objective_value(plan, objective) if ok else None
@@ -72,15 +92,20 @@ def _row(label: str, kind: str, plan: Plan, full_value: float | None, objective:
         chips_by_type=plan.chips_by_type if ok else {},
         savings=round(1 - full_value / value, 9) if value and full_value is not None else None,
         savings_of=objective,
+        reason=reason_of(plan),
     )
 
 
 def compare(inst: Instance, *, backend: str = "cbc", time_limit_s: float | None = None,
-            source: str = "<instance>", full: Plan | None = None) -> list[Comparison]:
-    """Solve the full instance (unless ``full`` is given) and every variant of it."""
+            source: str = "<instance>", full: Plan | None = None,
+            progress: Callable[[int, int], None] | None = None) -> list[Comparison]:
+    """Solve the full instance (unless ``full`` is given) and every variant of it; ``progress(done, total)``
+    after each solve."""
     rows: list[Comparison] = []
     full_value = None
-    for label, kind, variant in variants(inst):
+    todo, kv = variants(inst), kv_variants(inst)
+    total = len(todo) + len(kv)
+    for label, kind, variant in todo:
         if kind == "full" and full is not None:
             plan = full
         else:
@@ -88,9 +113,13 @@ def compare(inst: Instance, *, backend: str = "cbc", time_limit_s: float | None 
         if kind == "full":
             full_value = objective_value(plan, inst.objective)
         rows.append(_row(label, kind, plan, full_value, inst.objective))
-    for label, policy in kv_variants(inst):
+        if progress is not None:
+            progress(len(rows), total)
+    for label, policy in kv:
         plan = solve(inst, backend=backend, time_limit_s=time_limit_s, source=source, kv_policy=policy)
         rows.append(_row(label, "kv", plan, full_value, inst.objective))
+        if progress is not None:
+            progress(len(rows), total)
     return rows
 
 

@@ -22,6 +22,8 @@ check, its rule in its docstring:
 ``check_domains``         domain indices in range, replicas fit the domains listed, packing
 ``check_failed_domains``  no replica on a domain the plan records as failed (whose uplink share is gone)
 ``check_network``         transfer conservation per node, link loads within bandwidth
+``check_kv_feeds``        which prefill pool feeds which decode pool = what the loads and KV flows give
+``check_pool_limit``      at most max_pools_per_stage pools per class and stage (the plan's or instance's)
 ``check_limits``          power and budget limits
 ``check_survival``        (N+1 plans) with any one domain lost, the rest still serve every class
 ``check_floors``          no TPOT, TTFT or capacity beats its physical floor (:mod:`placement.core.floors`,
@@ -54,6 +56,7 @@ from placement.core.verify.fields import (
 )
 from placement.core.verify.fleet import check_domains, check_limits, check_network
 from placement.core.verify.kv import check_kv, has_sessions
+from placement.core.verify.operate import check_kv_feeds, check_pool_limit
 from placement.core.verify.serving import (
     check_capacity,
     check_demand,
@@ -108,6 +111,7 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
         *check_totals(ctx, plan, facts),
         *check_pair_fields(ctx, plan),
         *check_links(ctx, plan, facts),
+        *check_kv_feeds(ctx, plan),
     ] if stated_fields else []
     return stated + [
         *check_demand(ctx, plan, facts),
@@ -117,6 +121,7 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
         *check_pairing(ctx, plan, facts),
         *check_domains(ctx, plan, facts),
         *check_network(ctx, plan, facts),
+        *check_pool_limit(ctx, plan),
         *check_limits(ctx, plan, facts),
         *check_floors(plan, ctx),
         *check_survival(ctx, plan, facts),
