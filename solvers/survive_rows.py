@@ -76,17 +76,23 @@ def add_survive(m: pulp.LpProblem, v: Variables) -> dict[tuple[str, int, str], p
     for s, terms in sorted(per_site.items()):
         add_row(m, v, "domain_fit", (s,), [tok["site", s]], terms, pulp.LpConstraintLE,
                 float(ix.site[s].units_per_domain))
-    steps_of: dict[str, list[str]] = defaultdict(list)
-    for c, q, _s in ix.load_keys:
-        if q not in steps_of[c]:
-            steps_of[c].append(q)
-    replicas_of: dict[str, list] = defaultdict(list)
-    for (c, p, s), var in v.n.items():
-        if p == 0:
-            replicas_of[c].append(var)
+    steps_of, replicas_of = _served_by(v)
     for sigma in sorted(per_site):
         _scenario(m, v, sigma, steps_of, replicas_of, most)
     return most
+
+
+def _served_by(v: Variables) -> tuple[dict[str, list[str]], dict[str, list]]:
+    """Each class's steps (in load order) and the replica variables of its main parts."""
+    steps_of: dict[str, list[str]] = defaultdict(list)
+    for c, q, _s in v.index.load_keys:
+        if q not in steps_of[c]:
+            steps_of[c].append(q)
+    replicas_of: dict[str, list] = defaultdict(list)
+    for (c, p, _s), var in v.n.items():
+        if p == 0:
+            replicas_of[c].append(var)
+    return steps_of, replicas_of
 
 
 def _scenario(m: pulp.LpProblem, v: Variables, sigma: str, steps_of: dict[str, list[str]],
@@ -165,14 +171,7 @@ def add_site_loss(m: pulp.LpProblem, v: Variables, scenarios: dict[str, list[str
     """
     ix = v.index
     tok = ix.names.tokens
-    steps_of: dict[str, list[str]] = defaultdict(list)
-    for c, q, _s in ix.load_keys:
-        if q not in steps_of[c]:
-            steps_of[c].append(q)
-    replicas_of: dict[str, list] = defaultdict(list)
-    for (c, p, s), var in v.n.items():
-        if p == 0:
-            replicas_of[c].append(var)
+    steps_of, replicas_of = _served_by(v)
     for w, sites in sorted(scenarios.items()):
         gone = set(sites)
         lost = {c: [(var, 1.0) for (cc, p, s), var in sorted(v.n.items()) if cc == c and s in gone]
