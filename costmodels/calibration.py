@@ -1,39 +1,25 @@
 """Calibrate a chip's efficiency factors against measured serving points.
 
-The roofline (:mod:`costmodels.roofline`) prices a step as
-``max(FLOPs / (g·F·η_c), bytes / (g·BW·η_m)) + t_comm + τ``. This module maps
-measured aggregated-serving points (model, system, layout, ISL/OSL,
-concurrency → TTFT, TPOT) to cost-model predictions and fits, per chip, the
-three free factors ``compute_efficiency`` (η_c), ``memory_efficiency`` (η_m)
-and ``step_overhead_s`` (τ) by a deterministic grid search. It only reports:
-it never edits the catalogue.
-
-The measured rows and their mapping to cost-model inputs are
-:mod:`costmodels.measured_rows` (its module docstring documents the mapping).
+The roofline (:mod:`costmodels.roofline`, :mod:`costmodels.efficiency`) prices a
+step from the factors of :class:`FitFactors`: η_c, η_m, τ, x½, t½, τ_layer and
+the serving all-reduce efficiency η_ar. This module maps measured
+aggregated-serving points (model, system, layout, ISL/OSL, concurrency → TTFT,
+TPOT; :mod:`costmodels.measured_rows` documents the mapping) to predictions and
+fits, per chip, the factors its data can determine. It only reports: it never
+edits the catalogue.
 
 Fit
 ---
-Per chip, over that chip's kept rows, with ``L_X = Σ_rows w_r·|ln(X_pred/X_meas)|``
-(row weights ``w_r`` equal per model — :data:`PER_MODEL_WEIGHTS` — so the
-model with the most benchmark rows does not set a chip-wide factor alone) and
-a weak prior ``P = λ·[ln(η_c/η_c0)² + ln(η_m/η_m0)²]`` towards the catalogue
-values (λ = :data:`PRIOR_WEIGHT`; it only decides directions the data cannot
-see), in two stages:
-
-1. ``(η_c, η_m, τ) = argmin L_TPOT + P`` over η ∈ [0.05, 1], τ ∈ [0, 20 ms]
-   by a coarse-to-fine grid. Decode is memory-bound in almost every row, so
-   this sets η_m and τ (η_c stays near its prior).
-2. ``η_c = argmin L_TPOT + w·L_TTFT + P`` (w = :data:`TTFT_WEIGHT`) with η_m
-   and τ held: the prefill side sets η_c, and the cruder TTFT model (queueing)
-   cannot drag the decode factors.
-
-If the catalogue values score better than the result (objective
-``L_TPOT + w·L_TTFT + P``), they are returned unchanged. The grid has no
-randomness and ties resolve to the first point, so the fit is deterministic.
-Every prediction is linear in 1/η and τ, so each row is priced once on a
-unit chip (η = 1, τ = 0, a ``model_copy`` of the catalogue record) and
-re-assembled per grid point; :func:`predict_rows` prices rows on any chip
-directly (the reports use it).
+Per chip, with ``L_X = Σ_rows w_r·|ln(X_pred/X_meas)|`` (row weights equal per
+model, :data:`PER_MODEL_WEIGHTS`, so the model with the most rows does not set
+a chip-wide factor alone) and a weak prior ``P = λ·[ln(η_c/η_c0)² +
+ln(η_m/η_m0)²]`` towards the reference (λ = :data:`PRIOR_WEIGHT`; it only
+decides directions the data cannot see), minimise ``L_TPOT + w·L_TTFT + P``
+(w = :data:`TTFT_WEIGHT`) by deterministic coordinate descent
+(:func:`coordinate_search`, never worse than the reference). Every prediction
+is linear in 1/η, 1/η_ar, τ, τ_layer, x½ and t½ given the roofline's max, so
+each row is priced once on a unit chip (a ``model_copy``) and re-assembled per
+grid point; :func:`predict_rows` prices rows on any chip directly.
 
 Examples
 --------
