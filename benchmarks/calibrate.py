@@ -562,6 +562,10 @@ variant switched in).
 4. **MLA at TP 8 without attention DP.** The roofline does charge it: `kv_duplication` is `tp` for MLA
    (every rank holds and reads the whole latent KV). It does not explain the DeepSeek-V3 B200 TP 8 rows
    below.
+5. **Adoption.** The catalogue (`topology/catalog/chips.yaml`) takes the refit for H100 and H200. B200
+   keeps its previous factors (η_c 0.381, η_m 0.664, τ 2.37 ms, τ_layer 38 µs, t½ 84, η_ar 1) and
+   `error_bands.yaml` keeps the previous Blackwell band until the B200 plan-level test numbers are
+   re-derived by hand; re-running this script rewrites that band from the refit.
 
 ## Why the worst points are off
 
