@@ -34,6 +34,8 @@ CHIPS = ("h100", "gb200", "bertha", "lp30")
 #: The test fixtures' names for the same chips when the catalogue is absent.
 FIXTURE_CHIPS = ("h100", "gb200", "bertha", "lpu-500mb")
 MODELS = ("llama-3.1-70b", "deepseek-v3")
+#: Every chip of :data:`CHIPS` lists an FP8 rate (LP30 lists only FP8).
+PRECISION = "fp8"
 #: (tp, ep, pp) layouts; ep = tp marks expert parallelism (ignored on dense models).
 LAYOUTS = ((1, 1, 1), (2, 1, 1), (4, 1, 1), (8, 1, 1), (8, 8, 1), (4, 1, 2), (8, 1, 2), (8, 8, 2), (8, 1, 4), (8, 8, 8))
 BATCHES = np.geomspace(1, 4096, 100)  # fractional batches are fine for the roofline
@@ -71,9 +73,9 @@ def _time_grid(chips, model, repeat: int, flat: bool) -> tuple[float, float]:
         t0 = time.perf_counter()
         checksum = 0.0
         for chip in chips.values():
-            st = decode_step(chip, model, batch=batch, context=context, tp=tp, ep=ep, pp=pp)
-            ok = fits(chip, memory_per_chip_bytes(chip, model, stage="decode", batch=batch,
-                                                  context=context, tp=tp, ep=ep, pp=pp))
+            st = decode_step(chip, model, batch=batch, context=context, tp=tp, ep=ep, pp=pp, precision=PRECISION)
+            ok = fits(chip, memory_per_chip_bytes(chip, model, stage="decode", batch=batch, context=context,
+                                                  tp=tp, ep=ep, pp=pp, precision=PRECISION))
             checksum += float(np.sum(np.where(ok, batch / st.time_s, 0.0)))
         best = min(best, time.perf_counter() - t0)
     return best, checksum

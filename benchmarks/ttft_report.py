@@ -26,19 +26,19 @@ from costmodels.roofline import prefill_step
 __all__ = ["FALL_SHARE", "falls", "prefill_only_s", "ttft_by_source", "ttft_section", "worst_ttft_points"]
 
 #: The reading of the section's tables (numbers from the shipped data; regenerate when they change).
-WHY = """**Why TTFT misses the 25 % target (held-out median 47–53 %).** one prefill of
-the prompt explains only 6–33 % of the measured light-load TTFT; the rest is latency outside the forward
-steps that depends on the serving framework, not the chip — a median ~75 ms on vLLM, 136–177 ms on
-TRT-LLM, 300–400 ms on SGLang — and on the campaign (a quarter of the H100 TRT-LLM rows sit in series
+WHY = """**Why TTFT misses the 25 % target (held-out median 43–48 %).** one prefill of
+the prompt explains only 8–35 % of the measured light-load TTFT; the rest is latency outside the forward
+steps that depends on the serving framework, not the chip — a median ~60–85 ms on vLLM, 130–175 ms on
+TRT-LLM, 290–380 ms on SGLang — and on the campaign (a quarter of the H100 TRT-LLM rows sit in series
 whose TTFT falls as concurrency rises; DeepSeek-V3 on SGLang B200 takes 5.6 s at 4 sequences with 8k
-prompts). The `wave` model absorbs that latency by scaling the prefill by (b + 1)/2, which also pulls
-the fitted η_c down (B200 0.38, H200 0.50). The first-principles `closed-loop` model (one prefill + half
-the in-flight aggregated step + a fitted per-request latency, 106–200 ms) fits better in sample and
-lowers Hopper's held-out TPOT error (27 → 21 %), but it cannot predict one framework's latency from the
-others: held-out TTFT is no better overall (Blackwell 47 → 42 %, Hopper 49 → 58 % leave-one-source-out;
-leave-one-model-out worse on both), so the catalogue keeps the `wave` fit. Reaching 25 % needs the
-serving framework as an input (its request latency measured once), not a better chip model. API TTFTs
-of the public rows include the network round trip and are not fitted.
+prompts). The `wave` model absorbs part of that latency by scaling the prefill by (b + 1)/2. The
+first-principles `closed-loop` model (one prefill + half the in-flight aggregated step + a fitted
+per-request latency) fits better in sample and lowers Hopper's held-out TPOT error (25 → 21 %
+leave-one-source-out), but it cannot predict one framework's latency from the others: held-out TTFT is
+no better (Blackwell 43 → 44 %, Hopper 48 → 58 % leave-one-source-out; leave-one-model-out 47 → 67 % and
+45 → 52 %), so the catalogue keeps the `wave` fit. Reaching 25 % needs the serving framework as an input
+(its request latency measured once), not a better chip model. API TTFTs of the public rows include the
+network round trip and are not fitted.
 """
 
 #: A series "falls" when some higher concurrency has a TTFT this much below the lowest concurrency's.

@@ -1,39 +1,25 @@
 """Calibrate a chip's efficiency factors against measured serving points.
 
-The roofline (:mod:`costmodels.roofline`) prices a step as
-``max(FLOPs / (g·F·η_c), bytes / (g·BW·η_m)) + t_comm + τ``. This module maps
-measured aggregated-serving points (model, system, layout, ISL/OSL,
-concurrency → TTFT, TPOT) to cost-model predictions and fits, per chip, the
-three free factors ``compute_efficiency`` (η_c), ``memory_efficiency`` (η_m)
-and ``step_overhead_s`` (τ) by a deterministic grid search. It only reports:
-it never edits the catalogue.
-
-The measured rows and their mapping to cost-model inputs are
-:mod:`costmodels.measured_rows` (its module docstring documents the mapping).
+The roofline (:mod:`costmodels.roofline`, :mod:`costmodels.efficiency`) prices a
+step from the factors of :class:`FitFactors`: η_c, η_m, τ, x½, t½, τ_layer and
+the serving all-reduce efficiency η_ar. This module maps measured
+aggregated-serving points (model, system, layout, ISL/OSL, concurrency → TTFT,
+TPOT; :mod:`costmodels.measured_rows` documents the mapping) to predictions and
+fits, per chip, the factors its data can determine. It only reports: it never
+edits the catalogue.
 
 Fit
 ---
-Per chip, over that chip's kept rows, with ``L_X = Σ_rows w_r·|ln(X_pred/X_meas)|``
-(row weights ``w_r`` equal per model — :data:`PER_MODEL_WEIGHTS` — so the
-model with the most benchmark rows does not set a chip-wide factor alone) and
-a weak prior ``P = λ·[ln(η_c/η_c0)² + ln(η_m/η_m0)²]`` towards the catalogue
-values (λ = :data:`PRIOR_WEIGHT`; it only decides directions the data cannot
-see), in two stages:
-
-1. ``(η_c, η_m, τ) = argmin L_TPOT + P`` over η ∈ [0.05, 1], τ ∈ [0, 20 ms]
-   by a coarse-to-fine grid. Decode is memory-bound in almost every row, so
-   this sets η_m and τ (η_c stays near its prior).
-2. ``η_c = argmin L_TPOT + w·L_TTFT + P`` (w = :data:`TTFT_WEIGHT`) with η_m
-   and τ held: the prefill side sets η_c, and the cruder TTFT model (queueing)
-   cannot drag the decode factors.
-
-If the catalogue values score better than the result (objective
-``L_TPOT + w·L_TTFT + P``), they are returned unchanged. The grid has no
-randomness and ties resolve to the first point, so the fit is deterministic.
-Every prediction is linear in 1/η and τ, so each row is priced once on a
-unit chip (η = 1, τ = 0, a ``model_copy`` of the catalogue record) and
-re-assembled per grid point; :func:`predict_rows` prices rows on any chip
-directly (the reports use it).
+Per chip, with ``L_X = Σ_rows w_r·|ln(X_pred/X_meas)|`` (row weights equal per
+model, :data:`PER_MODEL_WEIGHTS`, so the model with the most rows does not set
+a chip-wide factor alone) and a weak prior ``P = λ·[ln(η_c/η_c0)² +
+ln(η_m/η_m0)²]`` towards the reference (λ = :data:`PRIOR_WEIGHT`; it only
+decides directions the data cannot see), minimise ``L_TPOT + w·L_TTFT + P``
+(w = :data:`TTFT_WEIGHT`) by deterministic coordinate descent
+(:func:`coordinate_search`, never worse than the reference). Every prediction
+is linear in 1/η, 1/η_ar, τ, τ_layer, x½ and t½ given the roofline's max, so
+each row is priced once on a unit chip (a ``model_copy``) and re-assembled per
+grid point; :func:`predict_rows` prices rows on any chip directly.
 
 Examples
 --------
@@ -117,7 +103,8 @@ OVERHEAD_BOUNDS_S = (0.0, 20e-3)
 
 def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float,
               memory_half_bytes: float = 0.0, compute_half_tokens: float = 0.0,
-              layer_overhead_s: float = 0.0, request_overhead_s: float = 0.0) -> ChipSpec:
+              layer_overhead_s: float = 0.0, request_overhead_s: float = 0.0,
+              allreduce_efficiency: float = 1.0) -> ChipSpec:
     """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced.
 
     ``request_overhead_s`` is no catalogue field: it rides on the copy for the closed-loop TTFT model.
@@ -128,7 +115,8 @@ def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: floa
                                    "memory_half_bytes": float(memory_half_bytes),
                                    "compute_half_tokens": float(compute_half_tokens),
                                    "layer_overhead_s": float(layer_overhead_s),
-                                   "request_overhead_s": float(request_overhead_s)})
+                                   "request_overhead_s": float(request_overhead_s),
+                                   "allreduce_efficiency": float(allreduce_efficiency)})
 
 
 def _request_overhead_s(chip: ChipSpec) -> float:
@@ -279,6 +267,7 @@ class FitFactors:
     compute_half_tokens: float = 0.0
     layer_overhead_s: float = 0.0
     request_overhead_s: float = 0.0
+    allreduce_efficiency: float = 1.0
 
 
 #: Uncalibrated kernel-level factors, the fit's starting point: H100 Vidur profiles
@@ -296,8 +285,9 @@ FACTOR_BOUNDS: dict[str, tuple[float, float]] = {
     "compute_half_tokens": (0.0, 2048.0),
     "layer_overhead_s": (0.0, 200e-6),
     "request_overhead_s": (0.0, 0.5),
+    "allreduce_efficiency": (0.05, 1.0),
 }
-#: Factors fitted on measured GPU serving rows (all six).
+#: Factors fitted on measured GPU serving rows (all seven; the wave TTFT model drops request_overhead_s).
 GPU_FACTORS: tuple[str, ...] = tuple(FACTOR_BOUNDS)
 #: Coordinate descent: rounds, grid points per factor and per round.
 _ROUNDS, _POINTS = 10, 41
@@ -308,7 +298,10 @@ class _Terms:
     """Unit-chip decomposition of one metric (η = 1, flat operating point, no overhead)::
 
         pred = scale·(Σ_k max(c_k·(1 + t_half/t_k)/η_c, (m_k + x_half/BW)/η_m)·part_k
-                      + comm + τ + layers·τ_layer)
+                      + comm + ar·(1/η_ar − 1) + τ + layers·τ_layer)
+
+    ``ar`` is the all-reduce share of ``comm`` (:func:`costmodels.comm.tp_allreduce_s`, which divides by
+    the chip's ``allreduce_efficiency`` η_ar); the rest of ``comm`` (all-to-alls, hand-offs) is fixed.
     """
 
     compute: np.ndarray  # (K, N) seconds at η_c = 1
@@ -322,6 +315,7 @@ class _Terms:
     weight: np.ndarray  # (N,) sums to 1
     bandwidth_bytes_per_s: float
     overhead_count: np.ndarray | float = 1.0  # (N,) steps whose τ + L·τ_layer the metric pays
+    allreduce: np.ndarray | float = 0.0  # (N,) the all-reduce share of ``comm`` at η_ar = 1 (scaled by 1/η_ar)
     request: float = 0.0  # 1: the metric pays the request overhead (TTFT)
 
     def predict_many(self, f: dict[str, np.ndarray]) -> np.ndarray:
@@ -333,7 +327,8 @@ class _Terms:
         base = (np.maximum(comp, mem) * self.parts[None]).sum(axis=1)
         over = self.overhead_count * (g["step_overhead_s"][:, :, 0]
                                       + self.layers[None] * g["layer_overhead_s"][:, :, 0])
-        return self.scale[None] * (base + self.comm[None] + over) + self.request * g["request_overhead_s"][:, :, 0]
+        comm = self.comm[None] + np.asarray(self.allreduce)[None] * (1.0 / g["allreduce_efficiency"][:, :, 0] - 1.0)
+        return self.scale[None] * (base + comm + over) + self.request * g["request_overhead_s"][:, :, 0]
 
     def predict(self, f: FitFactors) -> np.ndarray:
         return self.predict_many({k: np.array([v]) for k, v in asdict(f).items()})[0]
@@ -359,10 +354,15 @@ def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[Mapped
                  per_model: bool) -> tuple[_Terms, _Terms]:
     """Price the rows once on a unit chip (η = 1, τ = 0, flat): TPOT and TTFT terms."""
     rc = _row_costs(chip_with(chip, 1.0, 1.0, 0.0), models, rows)
+    # all-reduce time is linear in 1/η_ar: pricing again at η_ar = ½ adds exactly one more all-reduce share
+    rc_half = _row_costs(chip_with(chip, 1.0, 1.0, 0.0, allreduce_efficiency=0.5), models, rows)
+    ar_tpot = rc_half.tpot_comm - rc.tpot_comm
+    ar_ttft = (rc_half.ttft_comm - rc.ttft_comm) + rc.ttft_in_flight * ar_tpot
     names = np.array([m.model for m in rows])
     bw = chip.memory_bandwidth_bytes_per_s
     tpot = _Terms(rc.tpot_compute, rc.tpot_memory, rc.tpot_tokens, rc.tpot_parts, rc.tpot_comm, rc.tpot_layers,
-                  np.ones(len(rows)), np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model), bw)
+                  np.ones(len(rows)), np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model), bw,
+                  allreduce=ar_tpot)
     e = ~np.isnan(rc.ttft_scale)
     # the prefill step, then the aggregated step in flight (TTFT-eligible rows are single-part TP rows)
     ttft = _Terms(np.stack([rc.ttft_compute[e], rc.tpot_compute[0, e]]),
@@ -371,7 +371,8 @@ def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[Mapped
                   np.stack([np.ones(int(e.sum())), rc.ttft_in_flight[e]]),
                   rc.ttft_comm[e] + rc.ttft_in_flight[e] * rc.tpot_comm[e], rc.ttft_layers[e], rc.ttft_scale[e],
                   np.array([m.row.ttft_ms for m in rows])[e] / 1e3, _weights(names[e], per_model), bw,
-                  overhead_count=1.0 + rc.ttft_in_flight[e], request=float(TTFT_MODEL != "wave"))
+                  overhead_count=1.0 + rc.ttft_in_flight[e], request=float(TTFT_MODEL != "wave"),
+                  allreduce=ar_ttft[e])
     return tpot, ttft
 
 
@@ -492,7 +493,7 @@ def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec]
              system: str | None = None, ttft_weight: float = TTFT_WEIGHT,
              prior_weight: float = PRIOR_WEIGHT, per_model: bool = PER_MODEL_WEIGHTS,
              reference: FitFactors | None = None, factors: tuple[str, ...] = GPU_FACTORS) -> ChipFit:
-    """Fit the ``factors`` of ``chip`` (default: all six of :class:`FitFactors`) on ``rows``.
+    """Fit the ``factors`` of ``chip`` (default: :data:`GPU_FACTORS`) on ``rows``.
 
     The fit starts from, and is reported against, ``reference`` (default
     :data:`KERNEL_REFERENCE`, the uncalibrated kernel-level factors) — not the

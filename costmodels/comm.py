@@ -62,7 +62,10 @@ def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
     ring, one-shot, two-shot or in-switch reduction
     (:func:`costmodels.collectives.allreduce_s`, which documents the formulas
     and the measurements), on the scale-up fabric when the ranks fit in one
-    domain, else on the scale-out NICs (:func:`link_for_span`).
+    domain, else on the scale-out NICs (:func:`link_for_span`). Divided by
+    the chip's ``allreduce_efficiency``: in a serving step the all-reduces
+    run as separate kernels between the layer's GEMMs, slower than in the
+    microbenchmarks the formulas reproduce (fitted, ``benchmarks/CALIBRATION.md``).
 
     Examples
     --------
@@ -70,7 +73,10 @@ def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
     >>> tp_allreduce_s(h100(), 1e6, 1)
     0.0
     """
-    return allreduce_s(chip, bytes_per_rank, tp)
+    t = allreduce_s(chip, bytes_per_rank, tp)
+    if chip.allreduce_efficiency == 1.0:
+        return t
+    return as_result(np.asarray(t) / chip.allreduce_efficiency)
 
 
 def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep, span_chips=None):

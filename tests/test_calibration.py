@@ -239,7 +239,8 @@ def test_unit_chip_decomposition_equals_the_roofline(result, chips, models):
         np.testing.assert_allclose(tpot_terms.predict(f), direct_tpot, rtol=1e-9)
         np.testing.assert_allclose(ttft_terms.predict(f), direct_ttft[~np.isnan(direct_ttft)], rtol=1e-9)
         # with every operating-point term switched on, too
-        g = FitFactors(0.5, 0.6, 1e-3, memory_half_bytes=2e8, compute_half_tokens=64.0, layer_overhead_s=10e-6)
+        g = FitFactors(0.5, 0.6, 1e-3, memory_half_bytes=2e8, compute_half_tokens=64.0, layer_overhead_s=10e-6,
+                       allreduce_efficiency=0.3)
         direct_tpot, direct_ttft = predict_rows(chip_with(chips[fit.chip], **asdict(g)), fit.rows, models)
         np.testing.assert_allclose(tpot_terms.predict(g), direct_tpot, rtol=1e-9)
         np.testing.assert_allclose(ttft_terms.predict(g), direct_ttft[~np.isnan(direct_ttft)], rtol=1e-9)

@@ -134,3 +134,17 @@ def test_decode_steps_no_longer_pay_a_ring_per_layer(chips):
     assert fast.comm_s < 1e-3 < ring.comm_s
     assert tp_allreduce_s(r, 14336, 64) == pytest.approx(r.scale_up_latency_s + 63 * 14336
                                                           / r.scale_up_bandwidth_bytes_per_s)
+
+
+def test_serving_allreduce_efficiency_slows_the_collective_and_needs_a_source(chips):
+    h = chips["h100"]
+    assert 0 < h.allreduce_efficiency < 1 and "allreduce_efficiency" in h.sources
+    ideal = h.model_copy(update={"allreduce_efficiency": 1.0})
+    sizes = np.array([16e3, 2e6, 128e6])
+    np.testing.assert_allclose(tp_allreduce_s(h, sizes, 8), tp_allreduce_s(ideal, sizes, 8) / h.allreduce_efficiency)
+    assert tp_allreduce_s(h, 1e6, 1) == 0.0
+    rec = h.model_dump()
+    rec["sources"] = {k: v for k, v in rec["sources"].items() if k != "allreduce_efficiency"}
+    with pytest.raises(pydantic.ValidationError, match="allreduce_efficiency"):
+        type(h).model_validate(rec)
+    type(h).model_validate({**rec, "allreduce_efficiency": 1.0})

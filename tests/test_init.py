@@ -91,6 +91,13 @@ def test_a_user_chip_needs_no_sources_and_is_uncalibrated():
     inst = parse_instance(_tiny(chips=[record]))
     assert inst.hardware.chips[0].calibration == "uncalibrated"
     assert set(inst.hardware.chips[0].sources.values()) == {"user-supplied (no source)"}
+    gpu = load_chip_catalog()["h100"].model_dump(exclude={"sources", "calibration", "heldout_tpot_error"})
+    gpu["name"] = "my-gpu"
+    chip = parse_instance(_tiny(chips=[gpu])).hardware.chips[0]
+    assert chip.allreduce_efficiency == gpu["allreduce_efficiency"] < 1
+    assert chip.sources["allreduce_efficiency"] == "user-supplied (no source)"
+    slow = parse_instance(_tiny(chips=[{"name": "h100-ar", "base": "h100", "allreduce_efficiency": 0.9}])).hardware
+    assert slow.chips[0].calibration == "uncalibrated"
 
 
 def test_every_validation_error_at_once(tmp_path):

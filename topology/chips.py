@@ -93,6 +93,10 @@ class ChipSpec(Record):
         step at which achieved bandwidth is half of ``BW·η_m``; GEMM rows
         (tokens per micro-batch) at which compute is half of ``F·η_c``; kernel
         launch time per layer. 0 = the flat model. A non-zero value needs a source.
+    allreduce_efficiency
+        Achieved fraction of the modelled tensor-parallel all-reduce speed in
+        serving (:func:`costmodels.comm.tp_allreduce_s` divides by it); 1 = the
+        microbenchmark model. A value below 1 needs a source.
     calibration, heldout_tpot_error
         ``calibrated`` when the efficiency fields were fitted to public
         measurements (``benchmarks/CALIBRATION.md``), else ``uncalibrated``;
@@ -122,6 +126,7 @@ class ChipSpec(Record):
     memory_half_bytes: float = Field(default=0.0, ge=0)
     compute_half_tokens: float = Field(default=0.0, ge=0)
     layer_overhead_s: float = Field(default=0.0, ge=0)
+    allreduce_efficiency: float = Field(default=1.0, gt=0, le=1)
     calibration: Literal["calibrated", "uncalibrated"] = "uncalibrated"
     heldout_tpot_error: float | None = Field(default=None, ge=0)
     all_reduce_algorithms: list[AllReduceAlgorithm] = Field(
@@ -135,6 +140,8 @@ class ChipSpec(Record):
         if self.all_reduce_algorithms and "all_reduce_algorithms" not in self.sources:
             missing.append("all_reduce_algorithms")
         missing += [f for f in OPERATING_POINT_FIELDS if getattr(self, f) and f not in self.sources]
+        if self.allreduce_efficiency != 1.0 and "allreduce_efficiency" not in self.sources:
+            missing.append("allreduce_efficiency")
         if self.calibration == "calibrated" and "calibration" not in self.sources:
             missing.append("calibration")
         if missing:

@@ -37,7 +37,7 @@ __all__ = ["UserChip", "user_chip"]
 PERFORMANCE_FIELDS = frozenset({
     "flops_per_s", "memory", "sram_only", "scale_up_bandwidth_bytes_per_s", "scale_up_latency_s",
     "scale_out_bandwidth_bytes_per_s", "compute_efficiency", "memory_efficiency", "step_overhead_s",
-    *OPERATING_POINT_FIELDS})
+    "allreduce_efficiency", *OPERATING_POINT_FIELDS})
 _NO_SOURCE = "user-supplied (no source)"
 
 
@@ -88,6 +88,8 @@ def user_chip(value: Any) -> Any:
         needed = set(SOURCED_FIELDS) | {f for f in OPERATING_POINT_FIELDS if entry.get(f)}
         if entry.get("all_reduce_algorithms"):
             needed.add("all_reduce_algorithms")
+        if entry.get("allreduce_efficiency", 1.0) != 1.0:
+            needed.add("allreduce_efficiency")
         _fill_sources(entry, _NO_SOURCE, needed)
         entry["calibration"] = "uncalibrated"
         entry.pop("heldout_tpot_error", None)
