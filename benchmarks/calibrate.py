@@ -38,7 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttft_report import ttft_section
+from ttft_report import ttft_section, worst_distinct
 
 from costmodels import calibration
 from costmodels.bands import BANDS_PATH, LEVELS, ratio_quantiles
@@ -213,16 +213,7 @@ def worst_points(evals: dict[str, dict], n: int = 12) -> list[dict]:
                             "layout": m.layout, "batch": m.batch, "isl": m.row.isl, "osl": m.row.osl,
                             "tp": m.tp, "pp": m.pp, "measured_ms": meas[i] * 1e3, "predicted_ms": pred[i] * 1e3,
                             "ratio": pred[i] / meas[i]})
-    pts.sort(key=lambda d: -max(d["ratio"], 1.0 / d["ratio"]))
-    seen, out = set(), []
-    for d in pts:
-        k = (d["chip"], d["model"], d["source"], d["batch"], d["isl"], d["osl"], d["tp"])
-        if k not in seen:
-            seen.add(k)
-            out.append(d)
-        if len(out) == n:
-            break
-    return out
+    return worst_distinct(pts, ("chip", "model", "source", "batch", "isl", "osl", "tp"), n)
 
 
 def residuals(evals: dict[str, dict]) -> list[dict]:

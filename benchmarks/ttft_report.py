@@ -116,10 +116,14 @@ def worst_ttft_points(evals: dict[str, dict], n: int = 10) -> list[dict]:
                             "model": m.model, "source": m.row.backend, "precision": m.precision,
                             "batch": m.batch, "isl": m.row.isl, "osl": m.row.osl, "tp": m.tp,
                             "measured_ms": meas[i] * 1e3, "predicted_ms": pred[i] * 1e3, "ratio": pred[i] / meas[i]})
-    pts.sort(key=lambda d: -max(d["ratio"], 1.0 / d["ratio"]))
+    return worst_distinct(pts, ("chip", "model", "source", "isl", "osl", "tp", "precision"), n)
+
+
+def worst_distinct(points: list[dict], key: tuple[str, ...], n: int) -> list[dict]:
+    """The n points furthest from 1 in ``ratio`` (either way), one per distinct ``key``."""
     seen, out = set(), []
-    for d in pts:
-        k = (d["chip"], d["model"], d["source"], d["isl"], d["osl"], d["tp"], d["precision"])
+    for d in sorted(points, key=lambda d: -max(d["ratio"], 1.0 / d["ratio"])):
+        k = tuple(d[f] for f in key)
         if k not in seen:
             seen.add(k)
             out.append(d)
