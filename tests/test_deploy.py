@@ -40,7 +40,7 @@ def schema(name: str) -> jsonschema.Draft202012Validator:
 def solved(name: str) -> Plan:
     from placement.core.solve import solve
 
-    plan = solve(load_instance(ROOT / f"instances/{name}.yaml"), backend="highs")
+    plan = solve(load_instance(ROOT / f"instances/{name}.yaml"))  # the default backend (CBC): HiGHS is slow on spec-decode
     assert plan.status == "optimal"
     return plan
 
@@ -141,15 +141,15 @@ def test_speculative_pools_carry_the_draft():
 
 def test_replicas_wider_than_a_node_become_leader_worker_sets():
     plan = solved("bertha-lpddr")
-    files = build(plan, fmt="k8s", engine="sglang", chips_per_node={"h100": 2},
+    files = build(plan, fmt="k8s", engine="sglang", chips_per_node={"h100": 1},
                   instance=load_instance(ROOT / "instances/bertha-lpddr.yaml"))
     docs = check_all(files)
     lws = [d for n, d in docs if n == "leaderworkerset"]
-    wide = [p for p in plan.pools if p.chip == "h100" and p.chips_per_replica > 2]
+    wide = [p for p in plan.pools if p.chip == "h100" and p.chips_per_replica > 1]
     assert len(lws) == len(wide) > 0
     for d in lws:
         pool = next(p for p in wide if p.id == d["metadata"]["labels"]["placement.io/pool"])
-        assert d["spec"]["leaderWorkerTemplate"]["size"] == pool.chips_per_replica // 2
+        assert d["spec"]["leaderWorkerTemplate"]["size"] == pool.chips_per_replica
         args = d["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["args"]
         assert "$(LWS_WORKER_INDEX)" in args
 
