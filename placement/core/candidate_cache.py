@@ -123,14 +123,15 @@ def _read(path: Path) -> Candidates | None:
 
 def _write(path: Path, cands: Candidates) -> None:
     """Write atomically (a reader sees the whole file or none); a folder that cannot be written is skipped."""
+    from placement.core.errors import InputError
+    from placement.core.output import write_bytes_atomic
+
+    data = pickle.dumps(Candidates(configs=cands.configs, columns=cands.columns, generated=cands.generated,
+                                   feasible=cands.feasible), protocol=pickle.HIGHEST_PROTOCOL)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
-            pickle.dump(Candidates(configs=cands.configs, columns=cands.columns, generated=cands.generated,
-                                   feasible=cands.feasible), f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
+        write_bytes_atomic(path, data)
+    except (OSError, InputError):
         pass
 
 
