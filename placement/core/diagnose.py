@@ -40,7 +40,7 @@ import numpy as np
 
 from placement.core.candidates import Candidates
 from placement.core.context import Context
-from placement.core.evaluate import evaluate
+from placement.core.evaluate import evaluate, framework_latency_s
 from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
 from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
@@ -169,6 +169,18 @@ def _num(x: float, digits: int = 3) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def _framework_clause(ctx: Context, cls: TrafficClass) -> str:
+    """What the serving framework's request latency takes of a missed TTFT ('' when none is added)."""
+    latency_s = framework_latency_s(ctx)
+    if latency_s <= 0:
+        return ""
+    fw, ms = ctx.instance.serving.framework, _num(latency_s * 1e3)
+    where = "serving.framework; costmodels/catalog/frameworks.yaml"
+    if latency_s >= cls.ttft_s:
+        return f"; the {fw} framework request latency alone is {ms} ms, over the SLO ({where})"
+    return f"; {ms} ms of it is the {fw} framework request latency ({where})"
+
+
 def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
     cls = ctx.classes[name]
     inst = ctx.instance
@@ -192,7 +204,7 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
                    f"(best: {floor.tpot_where} at {_num(floor.tpot_s * 1e3)} ms)")
     if floor.ttft_s is not None and floor.ttft_s > cls.ttft_s * (1 + 1e-9):
         out.append(f"no chip meets TTFT {_num(cls.ttft_ms)} ms for class {name} "
-                   f"(best: {floor.ttft_where} at {_num(floor.ttft_s * 1e3)} ms)")
+                   f"(best: {floor.ttft_where} at {_num(floor.ttft_s * 1e3)} ms){_framework_clause(ctx, cls)}")
     if floor.tpot_s is None:
         kinds = _kinds(ctx)
         if not kinds & {"decode", "aggregated", "decode-spec"} and len(ctx.resources()) < 2:

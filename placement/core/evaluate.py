@@ -55,6 +55,7 @@ __all__ = [
     "PoolConfig",
     "decode_context_tokens",
     "evaluate",
+    "framework_latency_s",
     "layout_args",
     "max_context_tokens",
     "precision_args",
@@ -185,6 +186,19 @@ def decode_context_tokens(cls: TrafficClass) -> float:
 def max_context_tokens(cls: TrafficClass) -> float:
     """Context at the last output token (what the KV cache must hold)."""
     return float(cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens)
+
+
+def framework_latency_s(ctx: Context) -> float:
+    """The serving framework's request latency (s) every prompt pays before its first token.
+
+    The instance's ``serving.framework`` entry of ``costmodels/catalog/frameworks.yaml``
+    (:mod:`costmodels.frameworks`); 0 for ``pooled`` (no framework named). Added to the prefill latency
+    of prefill and aggregated pools, so it both raises their TTFT and shrinks the SLO budget left for
+    queueing.
+    """
+    from costmodels.frameworks import framework_entry
+
+    return framework_entry(ctx.instance.serving.framework).ttft_request_latency_s
 
 
 def prefix_reload_s(ctx: Context, cls: TrafficClass, chips: int, batch=1.0) -> np.ndarray:

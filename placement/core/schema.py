@@ -65,6 +65,7 @@ __all__ = [
     "MeasuredCapacity",
     "MeasuredStepTime",
     "Precision",
+    "Serving",
     "TrafficClass",
     "Workload",
 ]
@@ -314,6 +315,28 @@ class MeasuredStepTime(Record):
         return [[t / 1e3 for t in row] for row in rows]
 
 
+class Serving(Record):
+    """The serving framework the plan is for: its request latency is added to every pool's TTFT.
+
+    ``framework`` names an entry of ``costmodels/catalog/frameworks.yaml`` (:mod:`costmodels.frameworks`);
+    ``pooled`` (the default) adds nothing and takes the widest TTFT band.
+    """
+
+    framework: str = Field(default="pooled", description="a costmodels/catalog/frameworks.yaml entry: vllm, "
+                           "trtllm, sglang or pooled (unknown framework)")
+
+    @field_validator("framework")
+    @classmethod
+    def _known_framework(cls, v: str) -> str:
+        from costmodels.frameworks import framework_entry
+
+        try:
+            framework_entry(v)
+        except KeyError as e:
+            raise ValueError(e.args[0]) from None
+        return v
+
+
 class Instance(Record):
     """A placement question: model, traffic, fleet, allowed modes, objective, limits."""
 
@@ -332,6 +355,7 @@ class Instance(Record):
     only_measured: bool = Field(
         default=False, description="use measured capacities only (no roofline candidates)"
     )
+    serving: Serving = Serving()
     confidence: float | None = Field(
         default=None, gt=0, lt=1, description="plan robustly: every roofline step time is taken at this "
         "quantile of its chip family's held-out error band (costmodels/bands.py); None: the nominal prediction")

@@ -193,6 +193,19 @@ def _solver_stats(sol: Solution) -> SolverStats:
     )
 
 
+def framework_notes(inst) -> list[str]:
+    """The plan note naming the serving framework whose request latency every pool's TTFT includes (none if
+    the instance names no framework)."""
+    from costmodels.frameworks import DEFAULT_FRAMEWORK, framework_entry
+
+    name = inst.serving.framework
+    if name == DEFAULT_FRAMEWORK:
+        return []
+    latency_ms = framework_entry(name).ttft_request_latency_s * 1e3
+    return [(f"serving framework {name}: every pool's TTFT includes its request latency of {latency_ms:g} ms "
+            "(costmodels/catalog/frameworks.yaml)")]
+
+
 def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
     """Turn a solver solution into pools, classes, links and totals."""
     inst = ctx.instance
@@ -200,6 +213,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         "instance": inst.name,
         "objective": inst.objective,
         "confidence": inst.confidence,
+        "notes": framework_notes(inst),
         "max_pools_per_stage": inst.limits.max_pools_per_stage,
         "solver": _solver_stats(sol),
         "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),

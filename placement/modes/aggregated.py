@@ -32,6 +32,7 @@ from placement.core.evaluate import (
     Perf,
     PoolConfig,
     decode_context_tokens,
+    framework_latency_s,
     layout_args,
     max_context_tokens,
     precision_args,
@@ -69,7 +70,8 @@ def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray,
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, cfg.main.chips)
-    channel_cap, prefill_ttft = prefill_queue(t * cls.prompt_tokens / chunk, steps_per_prompt * t + reload_s, 1.0, cls)
+    latency_s = steps_per_prompt * t + reload_s + framework_latency_s(ctx)
+    channel_cap, prefill_ttft = prefill_queue(t * cls.prompt_tokens / chunk, latency_s, 1.0, cls)
     prefill_cap = cfg.main.dp * channel_cap
     decode_cap, slot_wait = slot_admission(b, cls.output_tokens * t, cls)
     cap = np.minimum(prefill_cap, decode_cap)

@@ -40,6 +40,7 @@ from placement.core.evaluate import (
     Perf,
     PoolConfig,
     decode_context_tokens,
+    framework_latency_s,
     layout_args,
     max_context_tokens,
     precision_args,
@@ -100,7 +101,8 @@ def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, la
     # The step runs n = min(pp, b) micro-batches, each stage taking t/pp of the step time t for one of them.
     pp = cfg.main.pp
     n_mb = np.minimum(pp, b)
-    latency = t * (n_mb + pp - 1) / pp + transfer_s + prefix_reload_s(ctx, cls, cfg.main.chips, b)
+    latency = (t * (n_mb + pp - 1) / pp + transfer_s + prefix_reload_s(ctx, cls, cfg.main.chips, b)
+               + framework_latency_s(ctx))
     cap, ttft = prefill_queue(t * n_mb / pp, latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
                                 **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))

@@ -1,0 +1,79 @@
+"""The serving framework as an instance input: its request latency enters every pool's TTFT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import placement
+from costmodels.frameworks import framework_entry, framework_names
+from placement import load_instance
+from placement.core.context import Context
+from placement.core.errors import InputError
+from placement.core.evaluate import PartLayout, PoolConfig, evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _toy(tmp_path: Path, framework: str | None, ttft_ms: float = 2000.0, **serving) -> placement.Instance:
+    """melange-toy priced by the roofline (no measured capacities): one class, the A100 domain group."""
+    doc = yaml.safe_load((ROOT / "instances" / "melange-toy.yaml").read_text())
+    doc.pop("measured_capacity")
+    doc["only_measured"] = False
+    doc["workload"]["classes"] = [{**doc["workload"]["classes"][0], "ttft_ms": ttft_ms}]
+    doc["hardware"]["domains"] = [d for d in doc["hardware"]["domains"] if d["chip"] == "a100-80gb"]
+    if framework is not None:
+        doc["serving"] = {"framework": framework, **serving}
+    path = tmp_path / "toy.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return load_instance(path)
+
+
+def test_catalogue_lists_the_measured_frameworks_and_pooled_adds_nothing():
+    assert framework_names() == ["pooled", "sglang", "trtllm", "vllm"]
+    assert framework_entry("pooled").ttft_request_latency_s == 0.0
+    lat = [framework_entry(f).ttft_request_latency_s for f in ("vllm", "trtllm", "sglang")]
+    assert 0 < lat[0] < lat[1] < lat[2] < 1.0  # the order the measured light-load TTFT excess shows
+
+
+def test_unknown_framework_is_an_input_error_listing_the_known_ones(tmp_path):
+    with pytest.raises(InputError, match=r"serving\.framework.*'tgi'.*known: pooled, sglang, trtllm, vllm"):
+        _toy(tmp_path, "tgi")
+
+
+def test_serving_forbids_extra_fields(tmp_path):
+    with pytest.raises(InputError, match=r"serving\.latency_ms"):
+        _toy(tmp_path, "vllm", latency_ms=5)
+
+
+@pytest.mark.parametrize("kind", ["aggregated", "prefill"])
+def test_every_pool_ttft_rises_by_exactly_the_framework_latency(tmp_path, kind):
+    """Hand check: at a loose SLO the queue runs at its utilisation cap in both plans, so the wait is the
+    same and the TTFT differs by the catalogued latency alone (vLLM: 60 ms)."""
+    base, vllm = _toy(tmp_path, None), _toy(tmp_path, "vllm")
+    main = PartLayout(chip="a100-80gb", site_resource="a100-80gb@1", chips=1, tp=1, ep=1, pp=1)
+    cls = base.workload.classes[0]
+    cfg = PoolConfig(kind=kind, traffic_class=cls.name, main=main, batch=4 if kind == "prefill" else 16,
+                     chunk_tokens=2048 if kind == "aggregated" else None)
+    p0, p1 = evaluate(Context.of(base), cfg, cls), evaluate(Context.of(vllm), cfg, cls)
+    assert float(p1.ttft_s) - float(p0.ttft_s) == pytest.approx(0.060, abs=1e-12)
+    assert float(p1.capacity_rps) == pytest.approx(float(p0.capacity_rps))
+
+
+def test_framework_latency_over_the_slo_is_infeasible_and_diagnosed(tmp_path):
+    inst = _toy(tmp_path, "sglang", ttft_ms=250.0)
+    plan = placement.solve(inst)
+    assert plan.status == "infeasible"
+    assert any("sglang framework request latency alone is 295 ms, over the SLO" in s for s in plan.diagnosis)
+    assert plan.notes[0].startswith("serving framework sglang: every pool's TTFT includes its request latency of 295")
+
+
+def test_verifier_rederives_the_framework_latency(tmp_path):
+    """A plan made without the framework's latency fails the check of the same instance with it."""
+    base, vllm = _toy(tmp_path, None), _toy(tmp_path, "vllm")
+    plan = placement.solve(base)
+    assert plan.status == "optimal" and placement.check(base, plan).ok
+    bad = placement.check(vllm, plan)
+    assert not bad.ok and any("ttft_ms" in v for v in bad.violations)
