@@ -38,6 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ttft_framework import framework_evaluation, framework_section
 from ttft_report import ttft_section, worst_distinct
 
 from costmodels import calibration
@@ -592,6 +593,18 @@ variant switched in).
 """
 
 
+def _framework_ttft(by_chip, chips, models, fam, json_path: Path) -> tuple:
+    """Fit and score the framework-aware TTFT model; adds its fits to the JSON. Returns the section's arguments."""
+    res = framework_evaluation(by_chip, chips, models, fit_kwargs, lambda c: FAMILIES.get(c, c))
+    idx = {(d["group"], d["split"]): d["median"] for d in fam if d["metric"] == "TTFT" and d["n"]}
+    baseline = {g: (idx[g, "leave-one-source-out"], idx[g, "leave-one-model-out"])
+                for g, s in idx if s == "leave-one-source-out" and (g, "leave-one-model-out") in idx}
+    doc = json.loads(json_path.read_text())
+    doc["ttft_frameworks"] = res["frameworks"]
+    _write_atomic(json_path, json.dumps(_clean(doc), indent=2, allow_nan=False) + "\n")
+    return res, _md_table, baseline
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, default=JSON_PATH)
@@ -634,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
         calibration.TTFT_MODEL = args.ttft_model
         variants[other] = summary(alt, lambda c: FAMILIES.get(c, c))
     ttft = ttft_section(evals, models, _md_table, dict(sorted(variants.items(), reverse=True)), args.ttft_model)
+    if not args.no_holdout:  # the serving framework as an input (benchmarks/ttft_framework.py)
+        ttft += "\n" + framework_section(*_framework_ttft(by_chip, chips, models, fam, args.json))
     _write_atomic(args.md, markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_kept, shas,
                                     bands, ttft))
     print(f"\nwrote {_rel(args.json)} and {_rel(args.md)}")

@@ -26,19 +26,21 @@ from costmodels.roofline import prefill_step
 __all__ = ["FALL_SHARE", "falls", "prefill_only_s", "ttft_by_source", "ttft_section", "worst_ttft_points"]
 
 #: The reading of the section's tables (numbers from the shipped data; regenerate when they change).
-WHY = """**Why TTFT misses the 25 % target (held-out median 43–48 %).** one prefill of
-the prompt explains only 8–35 % of the measured light-load TTFT; the rest is latency outside the forward
+WHY = """**Why the framework-blind TTFT misses the 25 % target (held-out median 43–48 %).** One prefill
+of the prompt explains only 8–35 % of the measured light-load TTFT; the rest is latency outside the forward
 steps that depends on the serving framework, not the chip — a median ~60–85 ms on vLLM, 130–175 ms on
 TRT-LLM, 290–380 ms on SGLang — and on the campaign (a quarter of the H100 TRT-LLM rows sit in series
 whose TTFT falls as concurrency rises; DeepSeek-V3 on SGLang B200 takes 5.6 s at 4 sequences with 8k
-prompts). The `wave` model absorbs part of that latency by scaling the prefill by (b + 1)/2. The
-first-principles `closed-loop` model (one prefill + half the in-flight aggregated step + a fitted
-per-request latency) fits better in sample and lowers Hopper's held-out TPOT error (25 → 21 %
-leave-one-source-out), but it cannot predict one framework's latency from the others: held-out TTFT is
-no better (Blackwell 43 → 44 %, Hopper 48 → 58 % leave-one-source-out; leave-one-model-out 47 → 67 % and
-45 → 52 %), so the catalogue keeps the `wave` fit. Reaching 25 % needs the serving framework as an input
-(its request latency measured once), not a better chip model. API TTFTs of the public rows include the
-network round trip and are not fitted.
+prompts). The `wave` model absorbs part of that latency by scaling the prefill by (b + 1)/2; the
+`closed-loop` model's fitted per-request latency cannot predict one framework from the others, so the
+catalogue keeps the `wave` fit for plans that name no framework. With the framework as an input (next
+section) held-out TTFT falls to 33–35 % on Blackwell and 38–42 % on Hopper — closer, still short of 25 %:
+within one framework the latency beyond the prefill varies ~10× between models (vLLM: 34 ms for gpt-oss-120b
+on B200, ~690 ms for Qwen3-235B on H200), which one constant per framework cannot carry. It grows with the
+decode step (roughly 8 decode steps on vLLM, 13 on TRT-LLM, 17 on SGLang); modelling it as a number of the
+pool's decode steps instead of seconds was tried and held out about the same (Blackwell 29 / 37 %, Hopper
+39 / 37 % leave-one-campaign-out / leave-one-model-out, from a run of that variant), and a prefill pool has no
+decode step to count, so the catalogue keeps one latency in seconds. API TTFTs of the public rows include the network round trip and are not fitted.
 """
 
 #: A series "falls" when some higher concurrency has a TTFT this much below the lowest concurrency's.
