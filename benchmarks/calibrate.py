@@ -38,7 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ttft_framework import framework_evaluation, framework_section
+from ttft_framework import framework_bands, framework_evaluation, framework_section
 from ttft_report import ttft_section, worst_distinct
 
 from costmodels import calibration
@@ -635,9 +635,11 @@ def main(argv: list[str] | None = None) -> int:
            "n_rows": n_read, "n_kept": n_kept, "skipped": dict(sorted(skipped.items())),
            "families": fam, "chips": per_chip, "fits": chips_tab, "worst_points": worst, "residuals": resid}
     _write_atomic(args.json, json.dumps(_clean(doc), indent=2, allow_nan=False) + "\n")
-    bands = None
+    bands = fw_args = None
     if not args.no_holdout:
         bands = error_bands(evals, {c for c, spec in chips.items() if spec.calibration == "calibrated"})
+        fw_args = _framework_ttft(by_chip, chips, models, fam, args.json)
+        bands["frameworks"] = framework_bands(fw_args[0])
         _write_atomic(args.bands, bands_yaml(bands, shas))
     variants = {args.ttft_model: fam}
     if not args.no_holdout:  # the other light-load TTFT model, for the comparison table
@@ -647,8 +649,8 @@ def main(argv: list[str] | None = None) -> int:
         calibration.TTFT_MODEL = args.ttft_model
         variants[other] = summary(alt, lambda c: FAMILIES.get(c, c))
     ttft = ttft_section(evals, models, _md_table, dict(sorted(variants.items(), reverse=True)), args.ttft_model)
-    if not args.no_holdout:  # the serving framework as an input (benchmarks/ttft_framework.py)
-        ttft += "\n" + framework_section(*_framework_ttft(by_chip, chips, models, fam, args.json))
+    if fw_args is not None:  # the serving framework as an input (benchmarks/ttft_framework.py)
+        ttft += "\n" + framework_section(*fw_args, bands=bands["frameworks"])
     _write_atomic(args.md, markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_kept, shas,
                                     bands, ttft))
     print(f"\nwrote {_rel(args.json)} and {_rel(args.md)}")

@@ -31,15 +31,19 @@ from dataclasses import asdict
 
 import numpy as np
 
+from costmodels.bands import ratio_quantiles
 from costmodels.calibration import chip_with, fit_chip
 from costmodels.roofline import prefill_step
 
-__all__ = ["SPLITS", "TARGET_PCT", "error_table", "fit_latency_s", "framework_evaluation", "framework_section"]
+__all__ = ["BAND_SPLIT", "SPLITS", "TARGET_PCT", "error_table", "fit_latency_s", "framework_bands", "framework_evaluation",
+           "framework_section"]
 
 #: Issue #12's held-out TTFT target, median |error| %.
 TARGET_PCT = 25.0
 #: The held-out splits of the framework-aware model, in report order.
 SPLITS = ("leave-one-campaign-out", "leave-one-model-out", "leave-one-source-out")
+#: The split a framework's TTFT band is taken from: its latency known, learned on other chips.
+BAND_SPLIT = "leave-one-campaign-out"
 
 
 def fit_latency_s(prefill_s, measured_s, groups) -> float:
@@ -147,6 +151,22 @@ def framework_evaluation(by_chip: dict, chips: dict, models: dict, fit_kwargs, f
     return {"rows": rows, "frameworks": frameworks}
 
 
+def framework_bands(result: dict) -> dict:
+    """Per framework, ``ttft`` quantiles of measured ÷ predicted over its :data:`BAND_SPLIT` predictions
+    (every chip pooled): the band ``--confidence`` prices a prefill with when the instance names the framework
+    (:func:`costmodels.bands.framework_band`)."""
+    out = {}
+    for f in sorted(result["frameworks"]):
+        rs = [r for r in result["rows"] if r["framework"] == f and np.isfinite(r[BAND_SPLIT])]
+        meas = np.array([r["measured_s"] for r in rs])
+        pred = np.array([r[BAND_SPLIT] for r in rs])
+        out[f] = {"provenance": f"{BAND_SPLIT} predictions of one prefill + the {f} request latency "
+                                f"(benchmarks/ttft_framework.py), chips {', '.join(sorted({r['chip'] for r in rs}))}",
+                  "ttft": {"n": len(rs), "median_abs_error": round(float(np.median(np.abs(pred / meas - 1.0))), 4),
+                           "quantiles": [round(q, 4) for q in ratio_quantiles(meas, pred)]}}
+    return out
+
+
 def _err_pct(r: dict, split: str) -> float:
     return abs(r[split] / r["measured_s"] - 1.0) * 100.0
 
@@ -172,7 +192,7 @@ def _cell(s) -> str:
     return "–" if s is None else f"{s[0]:.0f} / {s[1]:.0f}"
 
 
-def framework_section(result: dict, table, baseline: dict | None = None) -> str:
+def framework_section(result: dict, table, baseline: dict | None = None, bands: dict | None = None) -> str:
     """The Markdown section: per-framework latencies, held-out error per family and framework vs the target.
 
     ``table(header, rows)`` renders a table; ``baseline`` maps a family to the framework-blind model's
@@ -211,4 +231,12 @@ def framework_section(result: dict, table, baseline: dict | None = None) -> str:
              table(["family", "split", "median %", ""],
                    [[d["group"], s, f"{d[s][0]:.0f}", "met" if d[s][0] <= TARGET_PCT else "**missed**"]
                     for d in fam for s in SPLITS[:2] if d[s] is not None]), ""]
+    if bands:
+        lines += [("TTFT band per framework (measured ÷ predicted over its leave-one-campaign-out predictions, "
+                   "`costmodels/catalog/error_bands.yaml` `frameworks`): `solve --confidence c` with "
+                   "`serving.framework` prices prefill steps and the request latency at its c quantile; "
+                   "`pooled` keeps the chip family's band."), "",
+                  table(["framework", "n", "p10", "p50", "p90"],
+                        [[f, str(b["ttft"]["n"]), *(f"{b['ttft']['quantiles'][i]:.2f}" for i in (1, 9, 17))]
+                         for f, b in bands.items()]), ""]
     return "\n".join(lines)

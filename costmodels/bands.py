@@ -49,6 +49,7 @@ __all__ = [
     "PLAN_LEVELS",
     "ChipBand",
     "chip_band",
+    "framework_band",
     "interpolate_quantile",
     "ratio_quantiles",
     "stage_metric",
@@ -127,6 +128,20 @@ def chip_band(chip: str, path: Path = BANDS_PATH) -> ChipBand:
     return ChipBand(chip, fam, rec["provenance"], tuple(doc["levels"]),
                     {m: tuple(rec[m]["quantiles"]) for m in METRICS},
                     {m: rec[m].get("median_abs_error") for m in METRICS})
+
+
+def framework_band(framework: str, path: Path = BANDS_PATH) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """``(levels, ttft quantiles)`` of a serving framework's TTFT band, None when the file has none for it.
+
+    The YAML's optional ``frameworks`` mapping holds, per framework, measured ÷ predicted over the
+    framework-aware TTFT model's held-out predictions (one prefill + the framework's request latency,
+    ``benchmarks/ttft_framework.py``); ``pooled`` has none and keeps the chip family's band.
+    """
+    doc = _read(Path(path))
+    rec = doc.get("frameworks", {}).get(framework)
+    if rec is None:
+        return None
+    return tuple(doc["levels"]), tuple(rec["ttft"]["quantiles"])
 
 
 def stage_metric(stage: str) -> str:

@@ -105,3 +105,25 @@ def test_latency_fit_minimises_the_group_weighted_log_error():
 
     assert all(loss(lat) <= loss(x) + 1e-12 for x in np.linspace(0.0, 0.5, 501))
     assert fit_latency_s(p, np.array([0.005, 0.01, 0.02]), ["a", "b", "c"]) == 0.0  # never negative
+
+
+def test_confidence_prices_prefill_and_request_latency_at_the_framework_band(tmp_path):
+    """With a framework and a confidence, a calibrated chip's prefill steps and the request latency take the
+    framework's TTFT quantile; an uncalibrated chip's prefill keeps its own (wider) band; pooled has none."""
+    from costmodels.bands import chip_band, framework_band, interpolate_quantile
+    from placement.core.evaluate import framework_latency_s, step_factor
+
+    assert framework_band("pooled") is None
+    levels, q = framework_band("vllm")
+    assert len(levels) == len(q) == 19 and list(q) == sorted(q)
+    inst = _toy(tmp_path, "vllm")
+    doc = inst.model_dump(mode="json", exclude_defaults=True)
+    doc["hardware"]["domains"].append({"name": "h100-pool", "chip": "h100", "chips_per_domain": 1, "count": 2})
+    ctx = Context.of(placement.Instance.model_validate({**doc, "confidence": 0.9}))
+    h100 = PartLayout(chip="h100", site_resource="h100@1", chips=1, tp=1, ep=1, pp=1)
+    a100 = PartLayout(chip="a100-80gb", site_resource="a100-80gb@1", chips=1, tp=1, ep=1, pp=1)
+    f90 = interpolate_quantile(levels, q, 0.9)
+    assert step_factor(ctx, h100, "prefill") == f90 and chip_band("h100").family != "uncalibrated"
+    assert step_factor(ctx, a100, "prefill") == chip_band("a100-80gb").factor("ttft", 0.9) != f90
+    assert step_factor(ctx, h100, "decode") == chip_band("h100").factor("tpot", 0.9)
+    assert framework_latency_s(ctx) == pytest.approx(0.061 * f90)

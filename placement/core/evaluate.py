@@ -172,10 +172,25 @@ def step_precision_args(ctx: Context) -> dict:
 
 def step_factor(ctx: Context, part: PartLayout, stage: str) -> float:
     """What a roofline ``stage`` step time on ``part`` is multiplied by: the pessimistic error-band factor
-    at the instance's ``confidence`` (:func:`costmodels.bands.step_factor`), 1 without one."""
+    at the instance's ``confidence`` (:func:`costmodels.bands.step_factor`), 1 without one. A prefill step
+    on a calibrated chip of an instance naming its serving framework takes that framework's TTFT band
+    (the residuals of the model that knows the framework); an uncalibrated chip keeps its wider band."""
+    from costmodels.bands import chip_band
     from costmodels.bands import step_factor as band_factor
 
+    if (stage == "prefill" and (f := _framework_ttft_factor(ctx)) is not None
+            and chip_band(part.chip).family != "uncalibrated"):
+        return f
     return band_factor(part.chip, stage, ctx.instance.confidence)
+
+
+def _framework_ttft_factor(ctx: Context) -> float | None:
+    """The named framework's TTFT band factor at the instance's confidence (None: no confidence, or no band)."""
+    from costmodels.bands import framework_band, interpolate_quantile
+
+    if ctx.instance.confidence is None or (band := framework_band(ctx.instance.serving.framework)) is None:
+        return None
+    return interpolate_quantile(*band, ctx.instance.confidence)
 
 
 def decode_context_tokens(cls: TrafficClass) -> float:
@@ -194,11 +209,13 @@ def framework_latency_s(ctx: Context) -> float:
     The instance's ``serving.framework`` entry of ``costmodels/catalog/frameworks.yaml``
     (:mod:`costmodels.frameworks`); 0 for ``pooled`` (no framework named). Added to the prefill latency
     of prefill and aggregated pools, so it both raises their TTFT and shrinks the SLO budget left for
-    queueing.
+    queueing. With a ``confidence``, taken at that quantile of the framework's TTFT band, as prefill steps are.
     """
     from costmodels.frameworks import framework_entry
 
-    return framework_entry(ctx.instance.serving.framework).ttft_request_latency_s
+    latency_s = framework_entry(ctx.instance.serving.framework).ttft_request_latency_s
+    factor = _framework_ttft_factor(ctx)
+    return latency_s if factor is None else latency_s * factor
 
 
 def prefix_reload_s(ctx: Context, cls: TrafficClass, chips: int, batch=1.0) -> np.ndarray:
