@@ -127,3 +127,14 @@ def test_confidence_prices_prefill_and_request_latency_at_the_framework_band(tmp
     assert step_factor(ctx, a100, "prefill") == chip_band("a100-80gb").factor("ttft", 0.9) != f90
     assert step_factor(ctx, h100, "decode") == chip_band("h100").factor("tpot", 0.9)
     assert framework_latency_s(ctx) == pytest.approx(0.061 * f90)
+
+
+def test_plan_bands_take_the_framework_ttft_band_on_calibrated_chips_only():
+    from costmodels.bands import chip_band, framework_band
+    from placement.core.confidence import with_framework
+
+    h100, a100 = chip_band("h100"), chip_band("a100-80gb")
+    assert with_framework(h100, "pooled") == h100 and with_framework(a100, "vllm") == a100
+    mixed = with_framework(h100, "vllm")
+    assert mixed.quantiles["ttft"] == framework_band("vllm")[1] and mixed.quantiles["tpot"] == h100.quantiles["tpot"]
+    assert "vllm framework band" in mixed.provenance

@@ -24,16 +24,18 @@ True
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, stage_metric
+from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, framework_band, stage_metric
+from costmodels.frameworks import DEFAULT_FRAMEWORK
 from topology.records import MutableRecord
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.plan import Plan, Pool
 
-__all__ = ["PoolBands", "at_confidence", "pool_bands", "scaled"]
+__all__ = ["PoolBands", "at_confidence", "pool_bands", "scaled", "with_framework"]
 
 
 class PoolBands(MutableRecord):
@@ -56,12 +58,26 @@ def scaled(values, band: ChipBand, metric: str, levels=PLAN_LEVELS, nominal_fact
     return [round(float(v) / nominal_factor * band.factor(metric, lv), 9) for v in values for lv in levels]
 
 
-def pool_bands(pool: Pool, confidence: float | None) -> PoolBands | None:
-    """The bands of ``pool`` from its stated figures, or None for a pool priced from measurements."""
+def with_framework(band: ChipBand, framework: str) -> ChipBand:
+    """``band`` with its TTFT quantiles replaced by the serving framework's band (calibrated chips only;
+    ``pooled``, or a framework without a band, leaves it unchanged), as :func:`placement.core.evaluate.step_factor`
+    prices prefill steps."""
+    fb = framework_band(framework)
+    if fb is None or band.family == "uncalibrated" or tuple(fb[0]) != tuple(band.levels):
+        return band
+    return replace(band, provenance=f"{band.provenance}; TTFT: the {framework} framework band",
+                   quantiles={**band.quantiles, "ttft": fb[1]})
+
+
+def pool_bands(pool: Pool, confidence: float | None, framework: str = DEFAULT_FRAMEWORK) -> PoolBands | None:
+    """The bands of ``pool`` from its stated figures, or None for a pool priced from measurements.
+
+    ``framework`` (the instance's ``serving.framework``) selects the TTFT band: its own when it has one.
+    """
     cfg = pool.config
     if cfg.kind == "measured" or pool.step_table is not None:
         return None
-    band = chip_band(pool.chip)
+    band = with_framework(chip_band(pool.chip), framework)
     level = confidence
 
     def factor(metric: str) -> float:

@@ -262,7 +262,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
             domains=[ps.site for ps in psites], sites=psites, config=cfg, part=part,
         ))
     for pool in pools:
-        pool.bands = pool_bands(pool, inst.confidence)
+        pool.bands = pool_bands(pool, inst.confidence, inst.serving.framework)
     _assign_domains(ctx, pools)
     classes = _class_plans(ctx, sol, pools)
     edge_load = {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads}

@@ -66,7 +66,7 @@ def check_pool_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[
             "step_table": table_field(ctx, cfg, p.part), "usd_per_hour": f.usd_per_hour,
             "power_w": f.power_w, "domains": [s.site for s in p.sites],
         }
-        bands = pool_bands(p, plan.confidence)
+        bands = pool_bands(p, plan.confidence, ctx.instance.serving.framework)
         if (None if p.bands is None else p.bands.model_dump()) != (None if bands is None else bands.model_dump()):
             v.append(mismatch(f"pool {p.id}", "bands", p.bands, bands, "its stated TPOT, TTFT and capacity"))
         for name, gives in want.items():
