@@ -43,6 +43,12 @@ Examples
 
 One unit reserved for 24 h at $0.5/h ($12), three more on demand for the 4-hour peak ($12), three
 replicas added and three removed at $1 each ($6). Reserving nothing costs $42, four units all day $48.
+The LP relaxation (no change costs here; the tie-breaks add ~1e-6) bounds the schedule from below:
+
+>>> lp = solve_periods([problem(2.0), problem(8.0), problem(2.0)], [10.0, 4.0, 10.0],
+...                    reserved_usd_per_hour_per_unit={"s": 0.5}, backend="highs", relax=True)
+>>> lp.status, round(lp.best_bound, 3), lp.used_units, lp.ok
+('relaxed', 24.0, [{'s': 1}, {'s': 4}, {'s': 1}], False)
 """
 
 from __future__ import annotations
