@@ -43,6 +43,12 @@ Examples
 
 One unit reserved for 24 h at $0.5/h ($12), three more on demand for the 4-hour peak ($12), three
 replicas added and three removed at $1 each ($6). Reserving nothing costs $42, four units all day $48.
+The LP relaxation (no change costs here; the tie-breaks add ~1e-6) bounds the schedule from below:
+
+>>> lp = solve_periods([problem(2.0), problem(8.0), problem(2.0)], [10.0, 4.0, 10.0],
+...                    reserved_usd_per_hour_per_unit={"s": 0.5}, backend="highs", relax=True)
+>>> lp.status, round(lp.best_bound, 3), lp.used_units, lp.ok
+('relaxed', 24.0, [{'s': 1}, {'s': 4}, {'s': 1}], False)
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ __all__ = [
     "add_reserved_cover",
     "build_periods",
     "reservation",
+    "restrict_to_lp_support",
     "set_period_objective",
     "solve_periods",
     "start_values",
@@ -319,8 +326,14 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
                   time_limit_s: float | None = None, gap: float | None = None, threads: int | None = None,
                   msg: bool = False, pair_split: PairSplit = "auto",
                   start: Sequence[Mapping[str, float]] | None = None,
-                  fixed_reserved: Mapping[str, int] | None = None) -> PeriodSolution:
+                  fixed_reserved: Mapping[str, int] | None = None, relax: bool = False,
+                  restrict: float | None = None) -> PeriodSolution:
     """Build (:func:`build_periods`) and solve the schedule MILP; never raises for a solver failure.
+
+    ``relax``: solve the LP relaxation only (:func:`_relaxation`: its objective is a proven lower
+    bound, ``best_bound``; no integer plan). ``restrict``: solve the LP relaxation first and then the
+    MILP restricted to the columns :func:`restrict_to_lp_support` keeps — a heuristic plan (a start),
+    whose ``best_bound`` bounds the restricted model only.
 
     ``gap`` is the relative MIP gap (``None``: prove optimality, :data:`solvers.milp.DEFAULT_GAP`);
     ``best_bound`` is the solver's proven bound on the total $, clipped to ``objective``. ``start``,
@@ -339,10 +352,16 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
             return PeriodSolution(status="infeasible", message="; ".join(pm.infeasible), build_seconds=build_s,
                                   stats=stats)
         values = start_values(m, pm, start) if start is not None else None
+        relaxed = None
+        if relax or restrict is not None:
+            relaxed = run(m, backend, SolveOptions(mip=False, time_limit_s=time_limit_s, threads=threads, msg=msg))
+            if relax or not relaxed.has_values:
+                return _relaxation(m, pm, relaxed, build_s, stats)
+            restrict_to_lp_support(m, backend, restrict)
         outcome = run(m, backend, SolveOptions(mip=True, time_limit_s=time_limit_s, start=values,
                                                gap=DEFAULT_GAP if gap is None else gap, threads=threads, msg=msg))
     out = PeriodSolution(status=outcome.status, message=outcome.message, build_seconds=build_s,
-                         solve_seconds=outcome.seconds, stats=stats)
+                         solve_seconds=outcome.seconds + (relaxed.seconds if relaxed else 0.0), stats=stats)
     if not outcome.has_values:
         return out
     out.solutions = [to_solution(v, status=outcome.status, message=outcome.message, backend=backend, bound=None,
@@ -411,3 +430,48 @@ def reservation(used: Sequence[Mapping[str, int]], hours: Sequence[float], reser
             return rho * total_h * r + sum(h * w[s] * max(0, u.get(s, 0) - r) for h, w, u in zip(hours, prices, used))
         out[s] = min([0, *(u.get(s, 0) for u in used)], key=lambda r: (cost(r), r))
     return out
+
+
+def _relaxation(m: pulp.LpProblem, pm: PeriodModel, outcome, build_s: float, stats: dict) -> PeriodSolution:
+    """The LP relaxation's optimum as a bound (``objective`` = ``best_bound``), its units in use per period.
+
+    ``used_units[t][s]`` is the fractional units of site s in use, rounded up (the least a plan
+    with integer replicas could need there, to the LP); there are no ``solutions``.
+    """
+    out = PeriodSolution(status=outcome.status if outcome.status != "optimal" else "relaxed", message=outcome.message,
+                         build_seconds=build_s, solve_seconds=outcome.seconds, stats=stats)
+    if outcome.status != "optimal" or not outcome.has_values:
+        return out
+    out.objective = out.best_bound = clean(pulp.value(m.objective))
+    for v in pm.periods:
+        used: dict[str, float] = {}
+        for key, var in v.n.items():
+            used[key[2]] = used.get(key[2], 0.0) + (var.varValue or 0.0) * v.index.units[key]
+        out.used_units.append({s: math.ceil(u - 1e-6) for s, u in sorted(used.items()) if u > 1e-6})
+    return out
+
+
+def restrict_to_lp_support(m: pulp.LpProblem, backend: str, fraction: float) -> int:
+    """Fix to 0 every integer column at 0 in the LP optimum just solved whose reduced cost exceeds
+    ``fraction`` × the LP objective; return how many were fixed.
+
+    A heuristic (it may cut off the MILP's optimum): the columns left are those the LP uses or
+    nearly would, so the restricted MILP is small and its plan is near the LP bound. Reduced costs
+    are read from HiGHS's in-process model, or from PuLP's ``dj`` for other backends (none there:
+    nothing is fixed).
+    """
+    variables = m.variables()
+    model = getattr(m, "solverModel", None)
+    if backend == "highs" and model is not None:
+        dj = list(model.getSolution().col_dual)
+    else:
+        dj = [var.dj for var in variables]
+    if len(dj) != len(variables) or any(d is None for d in dj):
+        return 0
+    limit = fraction * abs(pulp.value(m.objective) or 0.0)
+    fixed = 0
+    for var, d in zip(variables, dj):
+        if var.cat == pulp.LpInteger and abs(var.varValue or 0.0) < 1e-9 and d > limit and var.lowBound == 0:
+            var.upBound = 0
+            fixed += 1
+    return fixed

@@ -54,8 +54,13 @@ def too_large(v: Variables) -> list[tuple[str, int, str]]:
     return [k for k in v.n if ix.units[k] > ix.site[k[2]].units_per_domain]
 
 
-def add_survive(m: pulp.LpProblem, v: Variables) -> dict[tuple[str, int, str], pulp.LpVariable]:
-    """Add the spread, domain-fit and per-site scenario rows of the module docstring; return m_{c,p,s}."""
+def add_survive(m: pulp.LpProblem, v: Variables, capacity: dict[str, dict[str, float]] | None = None
+                ) -> dict[tuple[str, int, str], pulp.LpVariable]:
+    """Add the spread, domain-fit and per-site scenario rows of the module docstring; return m_{c,p,s}.
+
+    ``capacity``: column -> step -> requests/s per replica in the scenarios (absent: the column's
+    own ``capacity``), e.g. at relaxed SLOs.
+    """
     ix = v.index
     tok = ix.names.tokens
     big = set(too_large(v))
@@ -78,7 +83,7 @@ def add_survive(m: pulp.LpProblem, v: Variables) -> dict[tuple[str, int, str], p
                 float(ix.site[s].units_per_domain))
     steps_of, replicas_of = _served_by(v)
     for sigma in sorted(per_site):
-        _scenario(m, v, sigma, steps_of, replicas_of, most)
+        _scenario(m, v, sigma, steps_of, replicas_of, most, capacity or {})
     return most
 
 
@@ -96,16 +101,18 @@ def _served_by(v: Variables) -> tuple[dict[str, list[str]], dict[str, list]]:
 
 
 def _scenario(m: pulp.LpProblem, v: Variables, sigma: str, steps_of: dict[str, list[str]],
-              replicas_of: dict[str, list], most: dict) -> None:
+              replicas_of: dict[str, list], most: dict, capacity: dict[str, dict[str, float]]) -> None:
     """The rows of the scenario "one domain of site σ is lost"."""
     tok = v.index.names.tokens
     lost = {c: [(most[key], 1.0) for key in ((c, 0, sigma), (c, 1, sigma)) if key in most] for c in steps_of}
-    _scenario_rows(m, v, sigma, tok["site", sigma], steps_of, replicas_of, lost)
+    _scenario_rows(m, v, sigma, tok["site", sigma], steps_of, replicas_of, lost, capacity)
 
 
 def _scenario_rows(m: pulp.LpProblem, v: Variables, sigma: str, where: str, steps_of: dict[str, list[str]],
-                   replicas_of: dict[str, list], lost: dict[str, list]) -> None:
-    """Split, coverage and capacity rows of one scenario; ``lost[c]``: terms of the replicas of c it loses."""
+                   replicas_of: dict[str, list], lost: dict[str, list],
+                   capacity: dict[str, dict[str, float]]) -> None:
+    """Split, coverage and capacity rows of one scenario; ``lost[c]``: terms of the replicas of c it loses,
+    ``capacity``: the scenario's capacities (column -> step -> requests/s; absent: the column's own)."""
     ix = v.index
     tok = ix.names.tokens
     x = {r.name: add_var(m, v, "xs", (sigma, r.name), [where, tok["route", r.name]], ub=1) for r in ix.routes}
@@ -128,8 +135,8 @@ def _scenario_rows(m: pulp.LpProblem, v: Variables, sigma: str, where: str, step
             terms = [(y[c, q], v.load_unit[c, q]) for c in loads_of[q]] + [(x[r.name], -lam)]
             add_row(m, v, "survive_coverage", (sigma, q), [where, tok["step", q]], terms, pulp.LpConstraintEQ, 0.0)
     for c in sorted(steps_of):
-        col = ix.column[c]
-        terms: list[tuple[pulp.LpVariable, float]] = [(y[c, q], v.load_unit[c, q] / col.capacity[q])
+        cap = capacity.get(c, ix.column[c].capacity)
+        terms: list[tuple[pulp.LpVariable, float]] = [(y[c, q], v.load_unit[c, q] / cap[q])
                                                       for q in steps_of[c]]
         left = dict.fromkeys(replicas_of[c], -1.0)
         for var, coef in lost[c]:  # a lost part-0 replica cancels its own term
@@ -138,8 +145,8 @@ def _scenario_rows(m: pulp.LpProblem, v: Variables, sigma: str, where: str, step
         add_row(m, v, "survive_capacity", (sigma, c), [where, tok["column", c]], terms, pulp.LpConstraintLE, 0.0)
 
 
-
-def add_site_loss(m: pulp.LpProblem, v: Variables, scenarios: dict[str, list[str]]) -> None:
+def add_site_loss(m: pulp.LpProblem, v: Variables, scenarios: dict[str, list[str]],
+                  capacity: dict[str, dict[str, float]] | None = None) -> None:
     """Scenario rows for losing whole sites at once (every site behind one switch, ``switch:1``).
 
     ``scenarios``: name (a switch) -> the sites lost with it. Each scenario has
@@ -176,4 +183,4 @@ def add_site_loss(m: pulp.LpProblem, v: Variables, scenarios: dict[str, list[str
         gone = set(sites)
         lost = {c: [(var, 1.0) for (cc, p, s), var in sorted(v.n.items()) if cc == c and s in gone]
                 for c in steps_of}
-        _scenario_rows(m, v, w, f"lose_{tok['node', w]}", steps_of, replicas_of, lost)
+        _scenario_rows(m, v, w, f"lose_{tok['node', w]}", steps_of, replicas_of, lost, capacity or {})

@@ -41,6 +41,23 @@ def test_milp_schedule_between_independent_and_static_peak():
     assert s.gap == 0.0 and s.static_peak_verified
 
 
+def test_lp_bound_references_give_the_same_schedule():
+    prof = read_profile(io.StringIO(_profile()))
+    exact = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4)
+    fast = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4, references="bound")
+    assert fast.references == "bound" and fast.independent_usd is None and fast.status == "optimal"
+    assert fast.total_usd == pytest.approx(exact.total_usd) and fast.reserved_chips == exact.reserved_chips
+    # each period's LP relaxation (fractional replicas at the reserved price) bounds its optimum from below:
+    # the night alone is one reserved A100 (0.6 x 3.67 = 2.202 $/h), its LP a fraction of an A100 and an A10G
+    bounds = [p.independent_bound_usd_per_hour for p in fast.periods]
+    assert all(0 < b <= e.independent_usd_per_hour for b, e in zip(bounds, exact.periods))
+    assert bounds[0] < 2.202 == pytest.approx(exact.periods[0].independent_usd_per_hour)
+    assert fast.independent_bound_usd <= exact.independent_usd and fast.independent_le_schedule
+    assert fast.schedule_le_static and all(p.verified for p in fast.periods)
+    with pytest.raises(InputError, match="references exact or bound"):
+        schedule(toy_instance(), prof, references="lp")
+
+
 def test_period_prices_change_the_periods_cost():
     factor = {"night": 1.0, "morning": 1.0, "peak": 2.0, "evening": 1.0}
     s = schedule(toy_instance(), read_profile(io.StringIO(_profile(",price_factor", lambda p: f",{factor[p]}"))),

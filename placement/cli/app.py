@@ -112,6 +112,8 @@ def solve(
                                                        "recompute every prefix")] = None,
     survive: Annotated[str | None, typer.Option("--survive", help="domain:1 or switch:1: the plan still serves every class "
                                                 "after losing any one domain or switch (N+1)")] = None,
+    survive_slo_factor: Annotated[float, typer.Option("--survive-slo-factor", help="with --survive: in the failure "
+                                                      "scenarios every TTFT and TPOT SLO is multiplied by this")] = 1.0,
     max_pools: Annotated[int | None, typer.Option("--max-pools-per-stage", min=1, help="at most N pools per class "
                                                   "and stage (sets limits.max_pools_per_stage); among plans of "
                                                   "equal cost, the one with fewer pools")] = None,
@@ -153,7 +155,8 @@ def solve(
 
         parse_survive(survive)
         plan = solve_surviving(inst if objective is None else inst.model_copy(update={"objective": objective}),
-                               survive=survive, backend=solver, time_limit_s=time_limit, gap=gap, source=str(instance))
+                               survive=survive, backend=solver, time_limit_s=time_limit, gap=gap,
+                               slo_factor=survive_slo_factor, source=str(instance))
     else:
         plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap,
                    source=str(instance), began=began, certify=certify,

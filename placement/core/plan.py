@@ -403,6 +403,10 @@ class Plan(MutableRecord):
     survive: str | None = Field(default=None, description="a failure the plan is built to survive: 'domain:1' "
                                 "(any one domain lost, the rest still serve every class) or 'switch:1' (any one "
                                 "switch lost, with every domain group behind it)")
+    survive_slo_factor: float | None = Field(default=None, description="with survive: every class's TTFT and "
+                                             "TPOT SLO is multiplied by this in the failure scenarios")
+    survive_batches: dict[str, int] = Field(default_factory=dict, description="with survive: pool id -> the batch "
+                                            "its replicas run at in the failure scenarios (absent: its own)")
     confidence: float | None = Field(default=None, description="the error-band quantile step times were priced "
                                      "at (solve --confidence); None: nominal predictions")
     provenance: Provenance | None = Field(default=None, description="schema and tool versions, instance hash, "
@@ -412,7 +416,8 @@ class Plan(MutableRecord):
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Plans without sessions, made from scratch on a healthy fleet, are written without those fields."""
         return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_flows", "kv_usd_per_hour", "failed_domains",
-                                           "migration", "survive", "max_pools_per_stage"))
+                                           "migration", "survive", "max_pools_per_stage",
+                                           "survive_slo_factor", "survive_batches"))
 
     def canonical_json(self) -> str:
         """The plan as JSON without wall-clock timings and provenance (tool version): byte-identical across runs."""

@@ -30,19 +30,28 @@ only, as for domains: the paths between the pools left are not re-checked.
 
 from __future__ import annotations
 
-from placement.core.candidates import build_problem
+import math
+
+import numpy as np
+
+from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
 from placement.core.errors import InputError
+from placement.core.evaluate import evaluate
 from placement.core.failures import healthy_indices
 from placement.core.plan import Plan
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify
-from placement.core.verify.survive import SURVIVABLE
+from placement.core.verify.survive import SURVIVABLE, relaxed_context
 from solvers.milp import Start, solve_model
+from solvers.problem import Problem
 from solvers.survive_rows import add_site_loss, add_survive, too_large
 
-__all__ = ["parse_survive", "solve_surviving", "spread_domains", "switch_scenarios"]
+#: The batches tried in the failure scenarios, as multiples of a column's own (rounded to integers).
+FAILOVER_BATCHES = 2.0 ** np.linspace(0.0, 2.0, 17)
+
+__all__ = ["FAILOVER_BATCHES", "parse_survive", "relaxed_capacity", "solve_surviving", "spread_domains", "switch_scenarios"]
 
 
 def parse_survive(text: str) -> str:
@@ -83,10 +92,50 @@ def switch_scenarios(ctx: Context) -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
+def relaxed_capacity(ctx: Context, problem: Problem, cands: Candidates,
+                     factor: float) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """Column -> step -> requests/s per replica at every SLO × ``factor``, and the batch that gives it.
+
+    Each one-part modelled column's configuration (chips, parallelism, chunk) is re-evaluated for the
+    relaxed classes (:func:`~placement.core.verify.survive.relaxed_context`) at its own batch and at
+    larger ones (up to 4×, :data:`FAILOVER_BATCHES`): a longer TPOT admits a larger batch, a longer
+    TTFT more queueing. The best batch meeting the relaxed SLOs and fitting in memory is kept when
+    it serves more than the column does at the instance's SLOs. Measured and paired (two-part)
+    columns keep their capacity (conservative).
+    """
+    if factor == 1.0:
+        return {}, {}
+    rctx = relaxed_context(ctx, factor)
+    capacity: dict[str, dict[str, float]] = {}
+    batches: dict[str, int] = {}
+    for column in problem.columns:
+        cfg = cands.configs.get(column.name)
+        if cfg is None or cfg.kind == "measured" or cfg.partner is not None or cfg.traffic_class not in rctx.classes:
+            continue
+        cls = rctx.classes[cfg.traffic_class]
+        grid = np.unique(np.round(cfg.batch * FAILOVER_BATCHES)).astype(int)
+        try:
+            perf = evaluate(rctx, cfg, cls, batch=grid)
+        except (ValueError, ArithmeticError):
+            continue
+        rps = np.where(perf.ok(cls), np.broadcast_to(perf.capacity_rps, grid.shape), 0.0)
+        best = int(np.argmax(rps))
+        if all(rps[best] > cap * (1 + 1e-9) for cap in column.capacity.values()):
+            capacity[column.name] = {q: float(rps[best]) for q in column.capacity}
+            batches[column.name] = int(grid[best])
+    return capacity, batches
+
+
 def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: str = "cbc",
-                    time_limit_s: float | None = None, gap: float | None = None,
+                    time_limit_s: float | None = None, gap: float | None = None, slo_factor: float = 1.0,
                     source: str = "<instance>") -> Plan:
     """The cheapest verified plan that still serves every class after losing any one domain (or switch).
+
+    ``slo_factor`` f ≥ 1: in the failure scenarios every class's TTFT and TPOT SLO is multiplied by
+    f, so each replica left may carry the load it admits at the relaxed SLOs
+    (:func:`relaxed_capacity`, possibly at a larger batch); the healthy plan still meets the instance's
+    SLOs. The plan records f (``survive_slo_factor``, when f > 1) and each pool's batch in the
+    scenarios (``survive_batches``), and the verifier re-checks each scenario at the relaxed SLOs.
 
     Returns
     -------
@@ -100,22 +149,29 @@ def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: s
         ``survive`` is not a failure this solver knows (:func:`parse_survive`).
     """
     parse_survive(survive)
+    if not (math.isfinite(slo_factor) and slo_factor >= 1.0):
+        raise InputError(f"expected a finite SLO factor >= 1, got {slo_factor}", field="--survive-slo-factor")
     ctx = Context.of(instance, source)
     problem, cands = build_problem(ctx)
+    capacity, batches = relaxed_capacity(ctx, problem, cands, slo_factor)
     dropped: list = []
     scenarios = switch_scenarios(ctx) if survive == "switch:1" else {}
 
     def prepare(m, v):
         if survive == "switch:1":
-            add_site_loss(m, v, scenarios)
+            add_site_loss(m, v, scenarios, capacity)
         else:
             dropped.extend(too_large(v))
-            add_survive(m, v)
+            add_survive(m, v, capacity)
         return Start()
 
     sol, _ = solve_model(problem, backend, time_limit_s, gap, prepare=prepare)
     plan = assemble_plan(ctx, problem, cands, sol)
     update: dict = {"survive": survive}
+    if slo_factor > 1.0:
+        update["survive_slo_factor"] = slo_factor
+        update["survive_batches"] = {p.id: batches[p.column] for p in plan.pools
+                                     if p.part == 0 and p.column in batches and p.batch != batches[p.column]}
     if survive == "switch:1" and not scenarios:
         update["notes"] = [*plan.notes, "--survive switch:1: no domain group hangs off a switch; nothing to lose"]
     elif dropped:

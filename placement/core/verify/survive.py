@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 import pulp
@@ -27,7 +28,7 @@ from placement.core.plan import Plan
 from placement.core.verify.facts import RTOL, PoolFacts
 from placement.modes import enabled_modes
 
-__all__ = ["SURVIVABLE", "check_survival", "covers"]
+__all__ = ["SURVIVABLE", "check_survival", "covers", "relaxed_context"]
 
 #: Failures a plan can be built to survive.
 SURVIVABLE = ("domain:1", "switch:1")
@@ -67,10 +68,35 @@ def covers(ctx: Context, facts: list[PoolFacts], replicas: dict[str, float]) -> 
     return pulp.LpStatus[m.status] == "Optimal"
 
 
+def relaxed_context(ctx: Context, factor: float) -> Context:
+    """``ctx`` with every class's TTFT and TPOT SLO multiplied by ``factor`` (the failure scenarios' SLOs)."""
+    inst = ctx.instance
+    classes = [c.model_copy(update={"ttft_ms": c.ttft_ms * factor, "tpot_ms": c.tpot_ms * factor})
+               for c in inst.workload.classes]
+    relaxed = inst.model_copy(update={"workload": inst.workload.model_copy(update={"classes": classes})})
+    return dataclasses.replace(ctx, instance=relaxed, classes={c.name: c for c in classes})
+
+
 def check_survival(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
-    """Every domain whose loss leaves a class short, for a plan with ``survive`` set; [] otherwise."""
+    """Every domain whose loss leaves a class short, for a plan with ``survive`` set; [] otherwise.
+
+    With ``survive_slo_factor`` f > 1 the scenarios are checked at every SLO × f: each pool's capacity
+    is re-derived for the relaxed classes (the same configuration admits more load when TTFT may be
+    longer), the healthy plan having been checked at the instance's SLOs.
+    """
     if plan.survive is None:
         return []
+    factor = plan.survive_slo_factor
+    if factor is not None and not factor >= 1.0:
+        return [f"survive_slo_factor: expected >= 1, got {factor}"]
+    if factor is not None and factor > 1.0:
+        from placement.core.verify.facts import derive
+
+        ctx = relaxed_context(ctx, factor)
+        facts = derive(ctx, plan)
+    rebatched = _failover_batches(ctx, plan, facts)
+    if rebatched:
+        return rebatched
     if plan.survive not in SURVIVABLE:
         return [f"survive: {plan.survive!r} is not a failure this verifier checks ({', '.join(SURVIVABLE)})"]
     if plan.survive == "switch:1":
@@ -92,6 +118,29 @@ def check_survival(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
         if not covers(ctx, facts, left):
             v.append(f"survive {plan.survive}: losing domain {group}:{d} leaves too few replicas to serve "
                      "every class")
+    return v
+
+
+def _failover_batches(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
+    """Give each pool of ``survive_batches`` the capacity of its configuration at that batch (the scenarios'
+    SLOs must hold there); the reasons it cannot, if any."""
+    from placement.core.evaluate import evaluate
+
+    v = []
+    by_id = {f.pool.id: f for f in facts}
+    for pool_id, batch in sorted(plan.survive_batches.items()):
+        f = by_id.get(pool_id)
+        if f is None or not f.main or f.pool.config.kind == "measured" or f.pool.config.partner is not None:
+            v.append(f"survive_batches: {pool_id!r} is not a one-part, modelled pool of the plan")
+            continue
+        cls = ctx.classes[f.pool.config.traffic_class]
+        perf = evaluate(ctx, f.pool.config.model_copy(update={"batch": batch}), cls)
+        if not bool(perf.ok(cls)):
+            v.append(f"survive_batches: pool {pool_id} at batch {batch} misses the failure scenarios' SLOs "
+                     f"(TTFT {float(perf.ttft_s) * 1e3:.4g} ms of {cls.ttft_ms:.4g}, TPOT {float(perf.tpot_s) * 1e3:.4g} "
+                     f"ms of {cls.tpot_ms:.4g}) or does not fit")
+            continue
+        f.actual_capacity_rps = {st: float(perf.capacity_rps) for st in f.steps}
     return v
 
 
