@@ -69,18 +69,11 @@ def _wait_for_cbc(proc: subprocess.Popen) -> int:
     raise AssertionError(f"no CBC child within {START_TIMEOUT_S} s")
 
 
-@pytest.fixture(scope="module")
-def candidates_dir(tmp_path_factory) -> Path:
-    """One candidate cache folder for the three signals: the first run generates the instance's candidates
-    (most of its time before CBC starts), the other two read them; CBC solves the same model each time."""
-    return tmp_path_factory.mktemp("candidates")
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_a_signal_ends_cbc_and_removes_its_files(tmp_path, signum, candidates_dir):
+def test_a_signal_ends_cbc_and_removes_its_files(tmp_path, signum):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir), "PLACEMENT_CACHE_DIR": str(candidates_dir)}
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
     proc = subprocess.Popen([str(PLACEMENT), "solve", str(SLOW), "--solver", "cbc", "-q"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     try:
