@@ -3,6 +3,7 @@ not only at powers of two (issue 11, item 5)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -137,10 +138,15 @@ def test_best_batch_decode_af():
     assert n > 0
 
 
+@functools.cache
+def _generated(name: str):
+    """The candidates of shipped instance ``name``, generated once per test process (read-only here)."""
+    return generate(Context.of(load_instance(ROOT / "instances" / f"{name}.yaml")))
+
+
 def test_the_best_batch_replaces_the_best_grid_batch():
     """A configuration keeps no more columns than its grid gave: the best batch takes the best grid batch's place."""
-    ctx = Context.of(load_instance(ROOT / "instances" / "mixed-fleet.yaml"))
-    names = set(generate(ctx).configs)
+    names = set(_generated("mixed-fleet").configs)
     off_grid = [n for n in names if int(n.rpartition("|b")[2].partition("|")[0]) not in BATCHES]
     assert off_grid, "the best batches are kept"
     for n in off_grid:
@@ -157,7 +163,7 @@ def test_skipping_searches_by_their_bound_keeps_the_same_columns(name, monkeypat
     from placement.core import candidates
 
     ctx = Context.of(load_instance(ROOT / "instances" / f"{name}.yaml"))
-    skipped = {c.name: c.capacity for c in generate(ctx).columns}
+    skipped = {c.name: c.capacity for c in _generated(name).columns}
     monkeypatch.setattr(candidates, "_worth_searching", lambda searches, kept: searches)
     every = {c.name: c.capacity for c in generate(ctx).columns}
     assert skipped == every

@@ -220,8 +220,8 @@ CASES = [
     ("rubin-lpx-deepseek", kv_feeds_dropped),
     ("melange-toy", over_the_pool_limit),
     ("melange-toy", unknown_step),
-    ("spec-decode-draft", infinite_power),
-    ("spec-decode-draft", huge_integer),
+    ("melange-toy", infinite_power),
+    ("melange-toy", huge_integer),
 ]
 
 
