@@ -74,3 +74,22 @@ def test_a_restricted_plan_within_the_gap_is_returned_without_the_full_model(run
     assert bound <= one.migration.objective_usd_per_hour
     assert two.migration.objective_usd_per_hour - bound <= 0.01 * two.migration.objective_usd_per_hour
     assert not {(m.column, m.group) for m in two.migration.moves} - {(m.column, m.group) for m in one.migration.moves}
+
+
+def test_cli_replan_reads_the_solves_candidate_cache(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from placement.cli.app import app
+    from placement.core import candidate_cache
+
+    monkeypatch.setenv(candidate_cache.CACHE_DIR_ENV, "")  # none; the commands' --cache-dir set it, undone after
+    runner, toy, cache = CliRunner(), "instances/melange-toy.yaml", tmp_path / "cache"
+    p0 = tmp_path / "p0.json"
+    assert runner.invoke(app, ["solve", toy, "--solver", BACKEND, "--json", str(p0), "-q",
+                               "--cache-dir", str(cache)]).exit_code == 0
+    monkeypatch.setenv(candidate_cache.CACHE_DIR_ENV, "")
+    candidate_cache.clear()  # the solve's generation is on disk only
+    r = runner.invoke(app, ["replan", toy, str(p0), "--solver", BACKEND, "--fail", "a10g-pool:0", "-q",
+                            "--cache-dir", str(cache)])
+    assert r.exit_code == 0, r.output
+    assert candidate_cache.cache_info()["disk_hits"] == 1 and candidate_cache.cache_info()["misses"] == 0
