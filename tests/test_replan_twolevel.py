@@ -85,8 +85,10 @@ def test_cli_replan_reads_the_solves_candidate_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(candidate_cache.CACHE_DIR_ENV, "")  # none; the commands' --cache-dir set it, undone after
     runner, toy, cache = CliRunner(), "instances/melange-toy.yaml", tmp_path / "cache"
     p0 = tmp_path / "p0.json"
+    candidate_cache.clear()  # a generation kept in this process would not be written (a new process has none)
     assert runner.invoke(app, ["solve", toy, "--solver", BACKEND, "--json", str(p0), "-q",
                                "--cache-dir", str(cache)]).exit_code == 0
+    assert len(list(cache.glob("*.pickle"))) == 1
     monkeypatch.setenv(candidate_cache.CACHE_DIR_ENV, "")
     candidate_cache.clear()  # the solve's generation is on disk only
     r = runner.invoke(app, ["replan", toy, str(p0), "--solver", BACKEND, "--fail", "a10g-pool:0", "-q",
