@@ -194,6 +194,9 @@ class Start:
     target: float | None = None
     #: Variables held at these values (both bounds set): the rest of a plan is to be completed.
     fixed: dict[pulp.LpVariable, float] | None = None
+    #: The objective by which the start and the solver's plan are compared, from the values of ``Variables.n``
+    #: (default: the primary objective; a re-plan adds its migration $, see solvers.migration_rows).
+    cost: Callable[[dict[pulp.LpVariable, float]], float] | None = None
 
 
 def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg,
@@ -240,7 +243,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
         bounds = [b for b in (solver_bound, known.lower_bound) if b is not None]
         bound = max(bounds) if bounds else None
         solve_seconds = outcome.seconds + known.seconds
-        if known.values is not None and _start_is_better(v, known.values, outcome):
+        if known.values is not None and _start_is_better(v, known.values, outcome, known.cost):
             for var, value in known.values.items():
                 var.varValue = value
             status = "time_limit" if status == "time_limit" else "feasible"
@@ -263,7 +266,8 @@ def time_left(limit_s: float, spent_s: float) -> float:
     return max(limit_s - spent_s, 0.1 * limit_s)
 
 
-def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome) -> bool:
+def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome,
+                     cost: Callable[[dict[pulp.LpVariable, float]], float] | None = None) -> bool:
     """Whether the start beats what the solver returned (nothing, or a worse plan).
 
     A start is a plan whose rows were checked, so it also stands when the
@@ -272,7 +276,9 @@ def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome
     if not outcome.has_values:
         return True
     found = {var: var.varValue for var in v.n.values()}
-    return primary_objective(v, values) < primary_objective(v, found) * (1 - REL_OBJECTIVE)
+    if cost is None:
+        return primary_objective(v, values) < primary_objective(v, found) * (1 - REL_OBJECTIVE)
+    return cost(values) < cost(found) * (1 - REL_OBJECTIVE)
 
 
 def solve(

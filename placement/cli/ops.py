@@ -61,6 +61,8 @@ def replan_command(
     gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the new plan as JSON here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="read (and keep) candidate generations "
+                                                   "here, e.g. the solve's (also PLACEMENT_CACHE_DIR)")] = None,
 ) -> None:
     """Re-plan a running plan after failures or changes, counting what each move costs."""
     import math
@@ -85,6 +87,10 @@ def replan_command(
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance, plan_path])
+    if cache_dir is not None:
+        from placement.core.candidate_cache import set_cache_dir
+
+        set_cache_dir(cache_dir)
     failed = parse_failures(fail or [])
     inst, _ = apply_overrides(load_instance(instance), list(set_ or []), str(instance))
     current = read_plan(plan_path)

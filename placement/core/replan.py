@@ -4,7 +4,7 @@ The instance given is the world *now* (new rates, prices, SLOs: edit it, or
 ``--set PATH=VALUE`` on the command line); the plan is what runs; the events
 add failed domains. The re-plan is the MILP of the degraded fleet
 (:mod:`placement.core.failures`) with the migration terms of
-:mod:`solvers.migration_rows`::
+:mod:`solvers.migration_rows` (in two levels on large fleets, exact to the gap)::
 
     min  run $/h  +  (Σ reload $ of every replica added or removed) / amortise_h
 
@@ -33,7 +33,7 @@ Examples
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from placement.core.candidates import build_problem
@@ -47,8 +47,7 @@ from placement.core.plan import Plan
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify
-from solvers.migration_rows import add_migration
-from solvers.milp import Start, solve_model
+from solvers.migration_rows import solve_with_migration
 
 __all__ = ["DEFAULT_AMORTISE_H", "Events", "Running", "replan"]
 
@@ -133,6 +132,34 @@ def _usd_per_change(ctx: Context, config: PoolConfig, part: int, group: str, mov
                              chips_per_domain=info.chips_per_domain)
     return weight, seconds, reload_usd(seconds, chips=lay.chips, usd_per_hour_per_chip=info.usd_per_hour_per_chip,
                                        move_usd=move_usd)
+
+
+class _PerChange(Mapping[Key, float]):
+    """$ of adding or removing one replica, per (column, part, group), worked out when first asked for.
+
+    The two-level re-plan asks only for the keys of the models it builds, a
+    small share of every column on every group.
+    """
+
+    def __init__(self, ctx: Context, configs: Mapping[str, PoolConfig], running: Mapping[Key, PoolConfig],
+                 move_usd: float) -> None:
+        self._ctx, self._configs, self._running, self._move_usd = ctx, configs, running, move_usd
+        self._known: dict[Key, float] = {}
+
+    def __getitem__(self, key: Key) -> float:
+        if key not in self._known:
+            column, part, group = key
+            config = self._configs.get(column) or self._running.get(key)
+            if config is None or group not in self._ctx.sites:
+                raise KeyError(key)
+            self._known[key] = _usd_per_change(self._ctx, config, part, group, self._move_usd)[2]
+        return self._known[key]
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._known)
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 def _place(ctx: Context, plan: Plan, running: dict[Key, Running]) -> tuple[dict[Key, list[Slot]], list[str]]:
@@ -231,7 +258,8 @@ def replan(instance: Instance, plan: Plan, events: Events | None = None, *, back
     events : Events, optional
         Failed domains, the fixed $ per move and the amortisation hours.
     backend, time_limit_s, gap
-        As for :func:`placement.solve` (the solver's limit; the full MILP is solved, not two levels).
+        As for :func:`placement.solve` (the solver's limit; large fleets are solved in two levels,
+        :func:`solvers.migration_rows.solve_with_migration`).
 
     Returns
     -------
@@ -252,16 +280,8 @@ def replan(instance: Instance, plan: Plan, events: Events | None = None, *, back
     problem, cands = build_problem(ctx)
     alive = {k: len(r.alive) for k, r in running.items() if r.alive}
 
-    def prepare(m, v):
-        usd = {}
-        for key in v.n:
-            column, part, group = key
-            config = cands.configs[column]
-            usd[key] = _usd_per_change(ctx, config, part, group, events.move_usd)[2]
-        add_migration(m, v, alive, usd, events.amortise_h)
-        return Start()
-
-    sol, _ = solve_model(problem, backend, time_limit_s, gap, prepare=prepare)
+    usd = _PerChange(ctx, cands.configs, {k: r.config for k, r in running.items()}, events.move_usd)
+    sol = solve_with_migration(problem, alive, usd, events.amortise_h, backend, time_limit_s, gap)
     new = assemble_plan(ctx, problem, cands, sol)
     update: dict = {"failed_domains": {g: list(ix) for g, ix in ctx.failed_domains.items()}}
     if sol.ok and new.status in ("optimal", "feasible", "time_limit"):
