@@ -250,6 +250,9 @@ class _Rows:
 #: Erlang C on the grid, by (slot count, grid points), and the scaled waits, by (slot count, points, tail).
 _ERLANG_ROWS = _Rows(4096)
 _WAIT_ROWS = _Rows(4096)
+#: The stacked rows of a whole set of slot counts, by (counts, points, tail): a generation asks for the same
+#: few sets (dp·batches of one grid) many thousand times.
+_WAIT_TABLES = _Rows(256)
 
 
 def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -327,10 +330,11 @@ def _last_within(scaled: np.ndarray, running_max: np.ndarray, row: np.ndarray, h
     fast = np.flatnonzero(np.isfinite(hold_s) & (hold_s > 0))
     h, r, of = hold_s[fast], budget_s[fast], row[fast]
     lo, hi = np.zeros(fast.size, dtype=int), np.full(fast.size, n)  # the first exceeding index is in [lo, hi]
-    while (open_ := lo < hi).any():
-        mid = (lo + hi) // 2
+    # ⌈log2(n + 1)⌉ halvings close every interval; a closed one (lo = hi) stays as it is.
+    for _ in range(n.bit_length()):
+        mid = (lo + hi) >> 1
         over = running_max[of, np.minimum(mid, n - 1)] * h > r
-        lo, hi = np.where(open_ & ~over, mid + 1, lo), np.where(open_ & over, mid, hi)
+        lo, hi = np.where(over, lo, np.minimum(mid + 1, hi)), np.where(over, mid, hi)
     k[fast] = lo - 1
     slow = np.flatnonzero(~(np.isfinite(hold_s) & (hold_s > 0)))
     if slow.size:
@@ -359,7 +363,13 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     grid = _UTILISATION_GRID[:size]
     hh, rr, cc = h.ravel(), r.ravel(), s.ravel()
     uniq, inv = np.unique(cc, return_inverse=True)
-    scaled, top = _waits_on_grid(uniq, size, tail)
+    table_key = (uniq.tobytes(), size, tail)
+    if (table := _WAIT_TABLES.get(table_key)) is None:
+        table = _waits_on_grid(uniq, size, tail)
+        for a in table:
+            a.flags.writeable = False  # shared by every later call with these counts
+        _WAIT_TABLES.put(table_key, table)
+    scaled, top = table
     k, at = _last_within(scaled, top, inv.ravel(), hh, rr)
     ok = k > 0
     rate = np.where(ok, grid[np.maximum(k, 0)] * cc / hh, 0.0).reshape(s.shape)

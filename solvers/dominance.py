@@ -207,14 +207,20 @@ def undominated(cols: Columns, block: int = BLOCK) -> list[int]:
         # Every test the visit below may ask, as three array operations: the block against the survivors
         # (both ways) and against itself (inner[j][a]: the block's a-th column dominates its j-th).
         hit = _dominates(table, part, frontier)
-        beaten = _dominates(table, frontier, part)
+        hit_any = hit.any(axis=1).tolist()
+        # Which survivors a column drops is asked only of the columns that join; a column no survivor
+        # dominates almost always does, one dominated only by survivors this block drops is asked alone.
+        free = [j for j in range(end - start) if not hit_any[j]]
+        beaten = dict(zip(free, _dominates(table, frontier, part.take(free)).T, strict=True))
         inner = _dominates(table, part, part).tolist()
         alive = np.ones(len(survivors), dtype=bool)
         added: list[int] = []
         for j in range(end - start):
-            if (hit[j] & alive).any() or any(inner[j][a] for a in added):
+            if (hit_any[j] and (hit[j] & alive).any()) or any(inner[j][a] for a in added):
                 continue
-            alive &= ~beaten[:, j]
+            if j not in beaten:
+                beaten[j] = _dominates(table, frontier, part.take([j]))[:, 0]
+            alive &= ~beaten[j]
             added = [a for a in added if not inner[a][j]] + [j]
         added_at = np.array(added, dtype=np.int64) + start
         survivors = np.concatenate([survivors[alive], added_at])

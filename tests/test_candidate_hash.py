@@ -155,3 +155,25 @@ def test_pairings_evaluated_together_equal_one_at_a_time():
         alone = evaluate(ctx, g.config, cls, batch=g.batches, pair_latency_s=g.pair_latency_s)
         for a, b in zip(together.__dict__.values(), alone.__dict__.values(), strict=True):
             assert np.array_equal(a, b)
+
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_generation_runs_without_the_cycle_collector_and_restores_it(enabled, monkeypatch):
+    import gc
+
+    from placement.core import candidates
+
+    during = []
+    real = candidates._class_candidates
+    monkeypatch.setattr(candidates, "_class_candidates",
+                        lambda *a: (during.append(gc.isenabled()), real(*a))[1])
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        cands = generate(Context.of(load_instance(ROOT / "instances/melange-toy.yaml")), workers=1)
+        after = gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert cands.kept == COLUMNS["melange-toy"][0]
+    assert during == [False] and after is enabled
