@@ -32,6 +32,11 @@ log = logging.getLogger("solvers.backends")
 #: How often the waiting thread wakes (to let a pending signal raise) while HiGHS solves, in seconds.
 _WAIT_S = 0.1
 
+#: HiGHS ``presolve_mode`` (0 default = full, 2 light): full presolve's probing of spec-decode-draft's 304
+#: binaries takes ~25 CPU s (its whole solve time), light presolve solves it at the root in 0.1 s with the
+#: same optimum; on the other shipped instances the two are within noise (``benchmarks/BACKENDS.md``).
+PRESOLVE_MODE = 2
+
 
 class HighsBackend(PulpBackend):
     """HiGHS in-process: MIP start, best bound, objective target, time limit."""
@@ -129,6 +134,7 @@ class _BatchHiGHS(pulp.HiGHS):
 
     def _run(self, lp, variables, highspy, start):
         self.createAndConfigureSolver(lp)
+        lp.solverModel.setOptionValue("presolve_mode", PRESOLVE_MODE)
         if self.target is not None:
             lp.solverModel.setOptionValue("objective_target", float(self.target))
         if self.feasibility is not None:
