@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from costmodels.models import ModelSpec, load_model_catalog
@@ -115,6 +115,7 @@ __all__ = [
     "map_rows",
     "read_measured_csv",
     "read_public_csv",
+    "with_prefill_regime",
 ]
 
 #: The copy of the measured data shipped with the repository.
@@ -251,6 +252,7 @@ class MappedRow:
     batch: float
     context: float
     ttft_eligible: bool
+    prefill_regime: str = "interleaved"
 
     @property
     def prefill_tokens_per_step(self) -> float:
@@ -259,8 +261,17 @@ class MappedRow:
         In a closed loop every sequence of the replica is re-prefilled once per
         ``osl`` decode steps, so the steps one request decodes through carry the
         other ``b − 1`` prompts: ``(b − 1)·isl/osl`` tokens per step on average.
+        A harness that prefills the replica's prompts in waves (``prefill_regime
+        = "waves"``: all prompts together, inside TTFT) puts none in the decode steps.
         """
+        if self.prefill_regime == "waves":
+            return 0.0
         return max(self.batch - 1.0, 0.0) * self.row.isl / max(self.row.osl, 1)
+
+
+def with_prefill_regime(rows: list[MappedRow], waves: frozenset[str] | set[str]) -> list[MappedRow]:
+    """The rows with ``prefill_regime = "waves"`` for the campaigns (``row.backend``) in ``waves``."""
+    return [replace(m, prefill_regime="waves") if m.row.backend in waves else m for m in rows]
 
 
 def _weights_and_kv_fit(chip: ChipSpec, model: ModelSpec, m: MappedRow) -> bool:

@@ -88,12 +88,6 @@ def test_h100_kernel_reference_ridge_matches_measurement(chips):
     assert eff == pytest.approx(240, rel=0.03)
 
 
-#: Chips whose latest fit (benchmarks/calibration_results.json) the catalogue does not carry yet, and why.
-#: B200's all-reduce refit (eta_ar 0.227) halves its TP8 decode throughput; adopting it needs the B200
-#: batch-choice expectations (tests/test_batch_choice.py) re-derived by hand (benchmarks/CALIBRATION.md).
-FIT_NOT_ADOPTED = {"b200"}
-
-
 def _fits():
     import json
 
@@ -107,18 +101,10 @@ def test_calibrated_chips_carry_their_fit(chips):
     fits = _fits()
     calibrated = [n for n, c in chips.items() if c.calibration == "calibrated"]
     assert {"h100", "h200", "b200", "wse3", "groq-lpu-v1", "mi300x"} <= set(calibrated)
-    for name in sorted(set(calibrated) - FIT_NOT_ADOPTED):
+    for name in sorted(calibrated):
         for field, value in fits[name].items():
             assert getattr(chips[name], field) == pytest.approx(value, rel=5e-3, abs=1e-12), (name, field)
         assert "calibration" in chips[name].sources and "step_overhead_s" not in chips[name].estimates
-
-
-@pytest.mark.parametrize("name", sorted(FIT_NOT_ADOPTED))
-def test_a_fit_not_adopted_differs_and_says_so(chips, name):
-    # The exemption above must stay true: the catalogue really differs from the fit and its source says so.
-    fitted = _fits()[name]
-    assert any(getattr(chips[name], f) != pytest.approx(v, rel=5e-3, abs=1e-12) for f, v in fitted.items())
-    assert "not yet adopted" in chips[name].sources["calibration"]
 
 
 def test_lp30_ridge_is_single_digit(chips):
