@@ -62,8 +62,8 @@ import pulp
 from solvers import twolevel
 from solvers.milp import Start, solve_model
 from solvers.problem import Problem
-from solvers.solution import Solution, clean
-from solvers.tolerances import REL_GAP_MARGIN, ZERO
+from solvers.solution import Solution
+from solvers.tolerances import REL_GAP_MARGIN
 from solvers.variables import Variables, add_row, add_var
 
 __all__ = ["Key", "add_migration", "migration_usd", "solve_with_migration"]
@@ -225,13 +225,8 @@ def _cost(v: Variables, current: Mapping[Key, int], usd_per_change: Mapping[Key,
 
 def _proven(plan: Solution, total: float, lower: Solution, seconds: float) -> Solution:
     """The restricted re-plan, proven within the gap by the collapsed bound."""
-    bound = clean(min(lower.best_bound, plan.objective))
     message = (f"two levels: re-plan from the {len({p.column for p in plan.replicas})} columns of the collapsed "
                f"optimum and of the running plan ({plan.message}; run + migration {total:.6g} $/h); bound from "
                f"the fleet collapsed to one site per resource, without migration ({lower.message}, "
                f"{lower.variables:,} variables)")
-    return plan.model_copy(update={
-        "status": "optimal", "message": message, "best_bound": bound,
-        "gap": clean((plan.objective - bound) / max(abs(plan.objective), ZERO)),
-        "solve_seconds": seconds - plan.build_seconds,
-    })
+    return twolevel._proven(plan, lower, seconds, message)

@@ -230,13 +230,13 @@ def _within(upper: float, lower: float, gap: float | None) -> bool:
     return upper - lower <= _gap(gap) * max(abs(upper), ZERO) + ZERO
 
 
-def _proven(plan: Solution, lower: Solution, seconds: float) -> Solution:
-    """The restricted plan, proven within the gap by the collapsed bound."""
+def _proven(plan: Solution, lower: Solution, seconds: float, message: str | None = None) -> Solution:
+    """The restricted plan, proven within the gap by the collapsed bound (``message`` says how it was made)."""
     bound = clean(min(lower.best_bound, plan.objective))
     columns = len({p.column for p in plan.replicas})
-    message = (f"two levels: plan from the {columns} columns of the collapsed optimum ({plan.message}); "
-               f"bound from the fleet collapsed to one site per resource ({lower.message}, "
-               f"{lower.variables:,} variables)")
+    message = message or (f"two levels: plan from the {columns} columns of the collapsed optimum ({plan.message}); "
+                          f"bound from the fleet collapsed to one site per resource ({lower.message}, "
+                          f"{lower.variables:,} variables)")
     return plan.model_copy(update={
         "status": "optimal", "message": message, "best_bound": bound,
         "gap": clean((plan.objective - bound) / max(abs(plan.objective), ZERO)),
