@@ -27,20 +27,24 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
 
-__all__ = ["MIN_PARALLEL_WORK", "class_candidates_in_pool", "generation_workers"]
+__all__ = ["MIN_PARALLEL_WORK", "class_candidates_in_pool", "forked_map", "generation_workers", "pool_workers"]
+
+T = TypeVar("T")
 
 #: Classes × chip types × (chip types, with attention–FFN pairs) from which generation uses a process pool.
 MIN_PARALLEL_WORK = 256
 
-#: The context a forked worker generates for (set in the parent just before the pool forks).
-_CONTEXT: Context | None = None
+#: The jobs a forked worker runs (set in the parent just before the pool forks).
+_JOBS: list[Callable[[], Any]] | None = None
 
 
 def _work(ctx: Context) -> int:
@@ -51,9 +55,14 @@ def _work(ctx: Context) -> int:
 
 
 def generation_workers(ctx: Context) -> int:
-    """Processes to generate ``ctx``'s candidates with: ``PLACEMENT_WORKERS`` if set, else the CPUs for
-    large instances (:data:`MIN_PARALLEL_WORK`) and 1 for the rest, or inside a daemonic worker, or
-    where processes cannot be forked."""
+    """Processes to generate ``ctx``'s candidates with: :func:`pool_workers` for its work against
+    :data:`MIN_PARALLEL_WORK`."""
+    return pool_workers(_work(ctx), MIN_PARALLEL_WORK)
+
+
+def pool_workers(work: int, threshold: int) -> int:
+    """Processes for a job list: ``PLACEMENT_WORKERS`` if set, else the CPUs when ``work`` reaches
+    ``threshold``, and 1 for smaller work, inside a daemonic worker, or where processes cannot be forked."""
     env = os.environ.get("PLACEMENT_WORKERS", "").strip()
     if env:
         try:
@@ -63,29 +72,39 @@ def generation_workers(ctx: Context) -> int:
 
             raise InputError(f"expected a whole number of processes, got {env!r}",
                              field="PLACEMENT_WORKERS") from None
-    if (_work(ctx) < MIN_PARALLEL_WORK or multiprocessing.current_process().daemon
+    if (work < threshold or multiprocessing.current_process().daemon
             or "fork" not in multiprocessing.get_all_start_methods()):
         return 1
     return max(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 1)
 
 
-def _one_class(index: int) -> tuple[list, int, int]:
-    from placement.core.candidates import _class_candidates
+def _run(index: int) -> Any:
+    assert _JOBS is not None
+    return _JOBS[index]()
 
-    assert _CONTEXT is not None
-    return _class_candidates(_CONTEXT, [_CONTEXT.instance.workload.classes[index]], {})
+
+def forked_map(jobs: list[Callable[[], T]], workers: int) -> list[T]:
+    """The results of ``jobs``, in order, from ``workers`` forked processes (this one when 1).
+
+    The workers inherit the jobs (closures over contexts and problems are never pickled); only the
+    results travel back, so they must pickle.
+    """
+    global _JOBS
+    if workers <= 1 or len(jobs) <= 1:
+        return [job() for job in jobs]
+    _JOBS = jobs
+    try:
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_run, range(len(jobs))))
+    finally:
+        _JOBS = None
 
 
 def class_candidates_in_pool(ctx: Context, classes: list[TrafficClass], workers: int) -> list[tuple[list, int, int]]:
     """Per class, in order: (kept candidates, batches evaluated, batches feasible), from ``workers`` forked
     processes."""
-    global _CONTEXT
-    index = {id(c): i for i, c in enumerate(ctx.instance.workload.classes)}
-    _CONTEXT = ctx
-    try:
-        with ProcessPoolExecutor(max_workers=min(workers, len(classes)),
-                                 mp_context=multiprocessing.get_context("fork")) as pool:
-            # Largest classes first would balance better, but the order of the results is the classes'.
-            return list(pool.map(_one_class, [index[id(c)] for c in classes]))
-    finally:
-        _CONTEXT = None
+    from placement.core.candidates import _class_candidates
+
+    # Largest classes first would balance better, but the order of the results is the classes'.
+    return forked_map([partial(_class_candidates, ctx, [c], {}) for c in classes], workers)

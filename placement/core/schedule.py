@@ -41,6 +41,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from pydantic import Field
 
@@ -48,6 +49,7 @@ from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.migration import reload_seconds, reload_usd, weight_bytes_of
+from placement.core.parallel_generation import forked_map, pool_workers
 from placement.core.plan import Plan
 from placement.core.profile import Period, read_profile, with_rates
 from placement.core.schema import Instance
@@ -224,12 +226,16 @@ def _changes(ctx: Context, cands: Candidates, out: PeriodSolution, periods: Sequ
     return rows
 
 
+#: Columns × periods from which the periods' references and start re-solves run in a process pool.
+MIN_PARALLEL_PERIOD_WORK = 2_000
+
 #: The start's re-solves keep the integer columns whose LP reduced cost is at most this × the LP objective.
 START_RESTRICT = 0.0005
 
 
 def _start(problems: list[Problem], hours: list[float], reserved: dict[str, float], alone: list[PeriodSolution],
-           backend: str, time_limit_s: float | None, gap: float | None) -> list[dict[str, float]] | None:
+           backend: str, time_limit_s: float | None, gap: float | None,
+           workers: int = 1) -> list[dict[str, float]] | None:
     """A start for the schedule MILP: each period re-solved around the reservation the references suggest.
 
     The reservation that suits the references' units in use best (:func:`solvers.periods.reservation`;
@@ -246,17 +252,18 @@ def _start(problems: list[Problem], hours: list[float], reserved: dict[str, floa
     fixed = reservation([a.used_units[0] for a in alone], hours, reserved, prices)
     if not any(fixed.values()) and all(a.solutions for a in alone):
         return [a.values for a in alone]
-    again = [solve_periods([q], [h], reserved_usd_per_hour_per_unit=reserved, fixed_reserved=fixed, backend=backend,
-                           time_limit_s=time_limit_s, gap=gap, restrict=START_RESTRICT, threads=1)
-             for q, h in zip(problems, hours)]
+    again = forked_map([partial(solve_periods, [q], [h], reserved_usd_per_hour_per_unit=reserved, fixed_reserved=fixed,
+                                backend=backend, time_limit_s=time_limit_s, gap=gap, restrict=START_RESTRICT,
+                                threads=1) for q, h in zip(problems, hours)], workers)
     picks = [b if b.ok else a for a, b in zip(alone, again)]
     return [p.values for p in picks] if all(p.ok for p in picks) else None
 
 
 def _reference(problems: list[Problem], hours: list[float], reserved: dict[str, float], backend: str,
-               time_limit_s: float | None, gap: float | None, relax: bool = False) -> PeriodSolution:
+               time_limit_s: float | None, gap: float | None, relax: bool = False,
+               threads: int | None = None) -> PeriodSolution:
     return solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, backend=backend,
-                         time_limit_s=time_limit_s, gap=gap, relax=relax)
+                         time_limit_s=time_limit_s, gap=gap, relax=relax, threads=threads)
 
 
 def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "milp", reserved_discount: float = 0.0,
@@ -313,10 +320,14 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     hours = [p.hours for p in periods]
     usd = _usd_per_change(ctx, cands, base, move_usd)
     relax = references == "bound"
-    alone = [_reference([q], [p.hours], reserved, backend, time_limit_s, gap, relax)
-             for q, p in zip(problems, periods)]
+    # The periods' references and start re-solves are independent MILPs: on large horizons a forked
+    # process each (one solver thread apiece), the same results in the same order.
+    workers = pool_workers(len(base.columns) * len(periods), MIN_PARALLEL_PERIOD_WORK)
+    threads = 1 if workers > 1 else None
+    alone = forked_map([partial(_reference, [q], [p.hours], reserved, backend, time_limit_s, gap, relax, threads)
+                        for q, p in zip(problems, periods)], workers)
     usable = all(a.used_units for a in alone)
-    start = _start(problems, hours, reserved, alone, backend, time_limit_s, gap) if usable else None
+    start = _start(problems, hours, reserved, alone, backend, time_limit_s, gap, workers) if usable else None
     out = solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, usd_per_change=usd,
                         backend=backend, time_limit_s=time_limit_s, gap=gap, start=start)
     result = Schedule(status=out.status, message=out.message, reserved_discount=reserved_discount, references=references,
