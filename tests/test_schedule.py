@@ -58,6 +58,17 @@ def test_lp_bound_references_give_the_same_schedule():
         schedule(toy_instance(), prof, references="lp")
 
 
+def test_forked_references_give_the_same_schedule(monkeypatch):
+    """Two forked processes for the periods' references and start re-solves: the same schedule as one."""
+    prof = read_profile(io.StringIO(_profile()))
+    monkeypatch.setenv("PLACEMENT_WORKERS", "1")
+    alone = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4)
+    monkeypatch.setenv("PLACEMENT_WORKERS", "2")
+    forked = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4)
+    timings = {"solver_seconds", "build_seconds", "reference_seconds"}
+    assert forked.model_dump(exclude=timings) == alone.model_dump(exclude=timings)
+
+
 def test_period_prices_change_the_periods_cost():
     factor = {"night": 1.0, "morning": 1.0, "peak": 2.0, "evening": 1.0}
     s = schedule(toy_instance(), read_profile(io.StringIO(_profile(",price_factor", lambda p: f",{factor[p]}"))),
