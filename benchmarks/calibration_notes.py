@@ -1,0 +1,119 @@
+"""Hand-written prose of ``CALIBRATION.md`` (read by ``calibrate.py``): why the missed targets are missed,
+the load-shape hypotheses tested, why the worst points are off. Edit here, then re-run ``calibrate.py``."""
+
+__all__ = ["NOTES", "TARGET_REASONS"]
+
+TARGET_REASONS = """Why the missed targets are missed (details under "Why the worst points are off"):
+
+- **GPU TPOT and throughput per chip, held out.** In sample the fit reaches 15–18 %; held out, the floor
+  is the spread between serving frameworks and their harnesses on the same point (10–30 %), which no
+  chip factor carries and which a framework factor or per-step cost shared by the chips does not
+  predict either (section "Serving framework and prefill regime as inputs": the frameworks' offsets
+  differ from chip to chip, and framework and model are confounded in the data — SGLang was measured
+  on B200 with DeepSeek-V3 only, on H100 with Qwen3-32B only). Throughput per chip is
+  `concurrency / (chips · TPOT)` and misses for the same reason.
+- **SRAM / wafer throughput.** Layouts (wafers or chips per replica) and batch are not published; per-user
+  API speeds include provider-side batching.
+- **No held-out point off by more than 2×.** Missed on the series that are inconsistent with their own
+  campaign (B200 DeepSeek-V3 TP 8 at 4k/1k), run in another harness regime (H200 vLLM 4k–8k/100), or
+  measured on launch-day software (WSE-3 Llama-3.1-70B); published points are kept, not dropped to meet
+  the target."""
+
+NOTES = """## What carries the load-shape residual: hypotheses tested
+
+Held-out median |TPOT error| %, leave-one-source-out / leave-one-model-out, NVIDIA Blackwell (b200) and
+NVIDIA Hopper (h100 + h200); every variant refits all factors (numbers from runs of this script with the
+variant switched in).
+
+| model | Blackwell TPOT | Hopper TPOT | Blackwell thr./chip | Hopper thr./chip | adopted |
+| --- | --- | --- | --- | --- | --- |
+| before: aggregated step, all-reduce at microbenchmark speed | 20.1 / 22.7 | 27.0 / 23.1 | 19.2 / 21.8 | 25.8 / 22.4 | – |
+| + serving all-reduce efficiency η_ar (fitted 0.23–0.31) | 20.0 / 22.6 | 25.2 / 18.7 | 18.8 / 22.6 | 24.0 / 17.9 | **yes** |
+| η_ar, but no prompt tokens in decode steps (pure decode step) | 21.2 / 26.2 | 28.3 / 27.6 | 18.6 / 23.3 | 26.4 / 26.3 | no |
+| η_ar, no prompt tokens in decode steps at b ≤ 8 only (synchronised waves) | 19.7 / 23.8 | 24.6 / 19.4 | 18.6 / 22.5 | 23.6 / 18.6 | no (LOMO worse) |
+| η_ar + per-operator roofline, max(GEMM, weights) + max(attention, KV) | 21.2 / 23.9 | 21.2 / 18.3 | 20.4 / 24.7 | 20.3 / 16.8 | no (Blackwell worse) |
+
+1. **Aggregated serving (prompt tokens in every decode step).** `calibrate.py` already priced every
+   measured TPOT as an aggregated step with `(b − 1)·ISL/OSL` prompt tokens (the other sequences'
+   re-prefills in a closed loop; the request's own prompt is in its TTFT, so `b − 1`, not `b`). The term
+   carries real signal: dropping it raises the held-out error on both families (row 3). Removing it
+   only at light load (where a fixed-ISL/OSL benchmark keeps the sequences in synchronised waves, the
+   same assumption the TTFT model makes) removes the light-load residual in sample (ISL > OSL at
+   b ≤ 8: +16 / +38 / +33 % → +3 / −4 / −7 % on H100 / H200 / B200) but is not better held out in both
+   splits, so it is not adopted.
+2. **Where the high-load deficit was.** Split by tensor parallelism, the b > 64 rows were too fast only
+   at TP 4–8 (TP 8: −31 % H100, −36 % H200, −28 % B200) and fine at TP 1 (+5 %, −8 %, +13 %): the
+   missing time grows with tokens *and* needs all-reduces. The collective model reproduces NCCL
+   microbenchmarks; in a serving step the two all-reduces per layer run as their own kernels between
+   the GEMMs, with the residual add and norm around them, and are not overlapped. One fitted factor
+   `allreduce_efficiency` (η_ar: achieved ÷ modelled all-reduce speed; 0.31 H100, 0.25 H200, 0.23 B200)
+   divides every tensor-parallel all-reduce (`costmodels/comm.py tp_allreduce_s`, the same function
+   plans use). All-to-alls are left at their modelled speed: scaling them too made B200's wide-EP
+   attention-DP rows 40 % too slow.
+3. **Small-batch fixed cost.** With the all-reduce priced, the per-step cost τ no longer stands in for
+   it and falls (H100 2.80 → 1.45 ms, H200 4.47 → 2.24 ms, B200 2.37 → 0.36 ms), and the saturating-
+   bandwidth term x½ is no longer 0 (H200 2.0 GB, B200 1.4 GB: the fixed memory latency of small
+   reads). It fitted to 0 before because the under-priced large-batch TP steps wanted every fixed cost
+   *larger*, and x½ adds the same latency at every batch. A batch-dependent launch cost (CUDA graphs
+   at small batch) was not tried.
+4. **MLA at TP 8 without attention DP.** The roofline does charge it: `kv_duplication` is `tp` for MLA
+   (every rank holds and reads the whole latent KV). It does not explain the DeepSeek-V3 B200 TP 8 rows
+   below.
+5. **Adoption.** The catalogue (`topology/catalog/chips.yaml`) takes the refit for H100, H200 and B200
+   (B200: η_ar 0.227, τ 0.36 ms, η_c 0.931 — before η_c 0.381, η_m 0.664, τ 2.37 ms, t½ 84, η_ar 1).
+   B200's TP 8 decode of Llama-3.1-70B at 108 tokens/s per user falls from 2,117 to 863 tokens/s per
+   GPU (the step is worked out by hand in `tests/test_batch_choice.py::test_b200_numbers`: 2.07 ms of
+   memory, 3.63 ms of all-reduces, 3.55 ms fixed), while its prefill gets faster (η_c 0.38 → 0.93):
+   `agentic-coding` re-solves from 56.79 to 38.01 $/h (all B200; it used H200 prefill before),
+   `mixed-fleet` stays 12.70 $/h (no B200 in its plan).
+
+## Why the worst points are off
+
+- **DeepSeek-V3 on B200, TP 8 (no attention DP), 4k prompts, batch 40-112 (TRT-LLM).** Measured 85-92 ms
+  per token, 5-6x the leave-one-model-out prediction; in sample the DeepSeek rows are dominated by the
+  218 attention-DP rows, which fit. The whole latent KV per rank is already charged (above). The series
+  is inconsistent in itself and with its neighbours: the same campaign, layout and precision (FP4)
+  measures 21 ms per token at 448 sequences (4× faster at 5–10× the load), and 16–23 ms at 64–128
+  sequences with 1k/8k prompts and 26–32 ms with 8k/1k — no step-cost model (nor a framework factor:
+  the TRT-LLM factor is shared by the whole campaign) can produce 85 ms at b = 40 and 21 ms at b = 448.
+  It stays in the data (published) and sets B200's worst held-out ratio (5.8–6.4× in every variant).
+- **Llama-3.1-8B on H200, vLLM, 4k–8k prompts with 100 output tokens (TP 4–8, 32–80 sequences).**
+  Measured 7.5–8.6 ms; leave-one-source-out predicts 36–37 ms (4–5×). With ISL/OSL = 40–80 the
+  aggregated step carries 2,500–3,200 prompt tokens; the vLLM measurements show none of that cost in
+  TPOT (the prompts are prefilled in waves, inside TTFT), while SGLang on the same chip, model and
+  shape pays it (4000/100 at TP 8: vLLM 7.95 ms at 80 sequences, SGLang 29.5 ms at 112). Which regime a
+  benchmark runs in is a property of the harness, not of the chip. A `prefill_regime: waves` flag on
+  the whole vLLM campaign (section "Serving framework and prefill regime as inputs") fixes these
+  points (held-out median pred/meas 3.6 → 0.8) but is not predictive: on every other vLLM row it is
+  wrong, Hopper's held-out median rises (leave-one-source-out 25 → 27 %, leave-one-model-out
+  19 → 24 %) and H100's worst ratio 2.7 → 4.4×. A flag that switches only on these shapes would be
+  fitted to the very points it is meant to predict, so none is adopted; the rows stay in.
+- **WSE-3, Llama-3.1-70B at launch (2024-08-27, 450 tokens/s).** The same model ran at ~1,300–2,100
+  tokens/s on the same hardware a few months later (val.town 2025-01, lava.so): a software change, not a
+  chip property. The fit (a median) follows the later figures, so the launch point stays ~3-4× slow in
+  every split. It is kept in the data because it was published.
+- **Light load over-predicted, high load under-predicted (residual table).** Smaller than before η_ar
+  (b > 64 on H100 −20 → −12 % for ISL > OSL) but still +16–38 % at b ≤ 8 with ISL > OSL and −10–34 %
+  at b > 64; item 1 above is the light-load half (prompt interleaving that a synchronised benchmark
+  does not have).
+- **SRAM chips in general.** Their step is almost all fixed cost (τ + L·τ_layer + pipeline hand-offs); the
+  layouts (wafers / chips per replica) and batch are not published and are our assumption (smallest fit,
+  batch 1). Per-user API speeds also include provider-side batching we cannot see.
+- **aiconfigurator GPUs.** Three frameworks are pooled per chip; their spread (TRT-LLM vs SGLang differ by
+  10–30 % on the same point) is a floor for any one set of chip factors, and leave-one-source-out measures
+  exactly that. A per-framework step factor or per-step cost shared by the chips (section "Serving
+  framework and prefill regime as inputs") does not lower it: the frameworks' offsets are not the same
+  on every chip (SGLang +9 % against the pooled fit on B200, −26 % on H100, −10 % on H200), and
+  framework and model are confounded (SGLang measured only DeepSeek-V3 on B200, only Qwen3-32B on H100),
+  so what is learnt on the other chips mispredicts the held-out campaign (leave-one-campaign-out
+  Blackwell 20 → 24 / 26 %, Hopper 25 → 27 / 27 % for the factor / the step cost; the step cost's
+  −2.1 ms for SGLang puts one B200 point 34× off). Left out of every chip a framework prices as
+  pooled, slightly better on Hopper (25 → 24 / 23 %) and worse on Blackwell (20 → 21 / 22 %). Not
+  adopted: plans take no framework, and `costmodels/catalog/frameworks.yaml` gets no step factor.
+  gb200 has two models, one of them all wide-EP attention-DP rows (its fit is not adopted).
+- **MI300X** has one source (Oracle OCI, vLLM benchmark_latency, Llama 3.1 405B): it is fitted but has
+  no held-out estimate, so the catalogue marks it calibrated with an in-sample error only. Public-data
+  chips do not fit η_ar (their data has no tensor-parallel load sweep); it stays 1.
+- **TTFT**: see "TTFT: where the light-load error comes from" above.
+
+"""
