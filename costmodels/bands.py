@@ -40,7 +40,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from topology.records import read_catalog_yaml
 
 __all__ = [
     "BANDS_PATH",
@@ -111,8 +112,7 @@ class ChipBand:
 
 @lru_cache(maxsize=4)
 def _read(path: Path) -> dict:
-    with open(path) as f:
-        doc = yaml.safe_load(f)
+    doc = read_catalog_yaml(path)
     for fam, rec in doc["families"].items():
         missing = [m for m in METRICS if len(rec.get(m, {}).get("quantiles", [])) != len(doc["levels"])]
         if missing:

@@ -34,10 +34,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import Field
 
-from topology.records import Record
+from topology.records import Record, read_catalog_yaml
 
 __all__ = ["DEFAULT_FRAMEWORK", "FRAMEWORKS_PATH", "FrameworkLatency", "framework_entry", "framework_names"]
 
@@ -61,8 +60,7 @@ class FrameworkLatency(Record):
 
 @lru_cache(maxsize=2)
 def _read(path: Path) -> dict[str, FrameworkLatency]:
-    with open(path) as f:
-        doc = yaml.safe_load(f)
+    doc = read_catalog_yaml(path)
     out = {}
     for name, rec in doc["frameworks"].items():
         rec = {"name": name, **rec}

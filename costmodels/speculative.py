@@ -20,10 +20,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import Field
 
-from topology.records import Record
+from topology.records import Record, read_catalog_yaml
 
 __all__ = ["SPECULATIVE_PATH", "SpeculativeEntry", "load_speculative_catalog", "speculative_entry"]
 
@@ -46,8 +45,7 @@ class SpeculativeEntry(Record):
 
 @lru_cache(maxsize=2)
 def _read(path: Path) -> dict[str, SpeculativeEntry]:
-    with open(path) as f:
-        rows = yaml.safe_load(f)
+    rows = read_catalog_yaml(path)
     entries = [SpeculativeEntry.model_validate(r) for r in rows]
     return {e.name: e for e in entries}
 

@@ -19,10 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, Field, model_validator
 
-from topology.records import Record
+from topology.records import Record, read_catalog_yaml
 
 __all__ = [
     "ALL_REDUCE_ALGORITHMS",
@@ -223,7 +222,7 @@ def read_records(path: str | Path, section: str, record_type: type[R]) -> dict[s
     ValueError
         On a duplicate name; pydantic's ``ValidationError`` on a bad record.
     """
-    raw = yaml.safe_load(Path(path).read_text())
+    raw = read_catalog_yaml(path)
     records: dict[str, R] = {}
     for entry in raw[section]:
         rec = record_type.model_validate(entry)
