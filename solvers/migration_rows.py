@@ -181,8 +181,9 @@ def solve_with_migration(problem: Problem, current: Mapping[Key, int], usd_per_c
     for columns in _attempts(problem, lower, current):
         found, found_vars = solve_model(twolevel.restricted(problem, columns), time_limit_s=share,
                                         prepare=rows(Start(target=target)), **options)
-        if found.replicas and (best is None or total(found) < best[0]):
-            best = (total(found), found, found_vars)
+        cost = total(found) if found.replicas else None
+        if cost is not None and (best is None or cost < best[0]):
+            best = (cost, found, found_vars)
         if best is not None and bound is not None and twolevel._within(best[0], bound, gap):
             return _proven(best[1], best[0], lower, time.perf_counter() - began)
 
