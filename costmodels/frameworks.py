@@ -44,9 +44,6 @@ FRAMEWORKS_PATH = Path(__file__).with_name("catalog") / "frameworks.yaml"
 #: The framework a plan assumes when its instance names none: today's TTFT, no added latency.
 DEFAULT_FRAMEWORK = "pooled"
 
-#: The fields of a framework record this module owns (the others belong to other readers).
-_FIELDS = ("name", "description", "ttft_request_latency_s", "ttft_request_latency_fit", "source")
-
 
 class FrameworkLatency(Record):
     """A framework's TTFT request latency and where it comes from."""
@@ -63,8 +60,7 @@ def _read(path: Path) -> dict[str, FrameworkLatency]:
     doc = read_catalog_yaml(path)
     out = {}
     for name, rec in doc["frameworks"].items():
-        rec = {"name": name, **rec}
-        out[name] = FrameworkLatency.model_validate({k: v for k, v in rec.items() if k in _FIELDS})
+        out[name] = FrameworkLatency.model_validate({"name": name, **rec})
     return out
 
 
