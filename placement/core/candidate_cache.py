@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from placement.core.context import Context
 
 __all__ = ["CACHE_DIR_ENV", "CACHE_SIZE", "cache_dir", "cache_info", "cached_generate", "candidate_key", "clear",
-           "disk_key", "set_cache_dir"]
+           "disk_key", "set_cache_dir", "share_generations"]
 
 #: Generations kept (a sweep has one per series; the largest instances' take a few hundred MB).
 CACHE_SIZE = 2
@@ -162,6 +162,40 @@ def cached_generate(ctx: Context) -> Candidates:
             _CACHE.popitem(last=False)
     c = _CACHE[key]
     return Candidates(configs=dict(c.configs), columns=list(c.columns), generated=c.generated, feasible=c.feasible)
+
+
+def share_generations(instances: list) -> int:
+    """Generate here, once, the candidates that two or more of ``instances`` share; returns how many.
+
+    Called before a process pool forks (a study's points): forked workers
+    inherit this process's cache, so a 20-point price sweep generates once
+    instead of once per worker. At most :data:`CACHE_SIZE` generations are
+    kept, the most shared first; instances with session classes are left to
+    their workers (their candidates are those of the expanded classes).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import placement
+    >>> inst = placement.load_instance(Path(placement.__file__).parent / "instances/melange-toy.yaml")
+    >>> clear(); share_generations([inst, inst]), cache_info()["misses"]
+    (1, 1)
+    """
+    from placement.core.context import Context
+
+    contexts: dict[str, Context] = {}
+    count: dict[str, int] = {}
+    for inst in instances:
+        if any(c.sessions is not None for c in inst.workload.classes):
+            continue
+        ctx = Context.of(inst)
+        key = candidate_key(ctx)
+        contexts.setdefault(key, ctx)
+        count[key] = count.get(key, 0) + 1
+    shared = sorted((k for k, n in count.items() if n > 1), key=lambda k: -count[k])[:CACHE_SIZE]
+    for key in shared:
+        cached_generate(contexts[key])
+    return len(shared)
 
 
 def cache_info() -> dict[str, int]:

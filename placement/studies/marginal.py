@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import Field
 
 from placement.core.errors import InputError, VerificationError
-from placement.studies.sweep import Job, solve_job
+from placement.studies.sweep import Job, run_jobs
 from placement.studies.whatif import instance_document, set_path
 from topology.records import MutableRecord
 
@@ -180,7 +180,6 @@ def marginal(
     (``shortcut=False`` solves those rows too).
     """
     from placement.core.loading import parse_instance
-    from placement.studies.executor import run_map
 
     warnings: list[str] = []
     if plan is not None:
@@ -206,7 +205,7 @@ def marginal(
             raise InputError(f"variant {row['kind']} {row['target']}: {e.detail}", file=source, field=e.field) from None
         jobs.append(Job(vinst, backend, time_limit_s, gap, source, ()))
         slots.append(k)
-    outcomes = run_map(solve_job, jobs, executor=executor, workers=workers, address=address, progress=progress)
+    outcomes = run_jobs(jobs, executor=executor, workers=workers, address=address, progress=progress)
     base = outcomes[0].value if outcomes[0].ok else {"status": "failed", "message": outcomes[0].error}
     base_ok = base.get("cost_usd_per_hour") is not None
     b_cost, b_usd = base.get("cost_usd_per_hour"), base.get("usd_per_million_output_tokens")
@@ -223,7 +222,7 @@ def marginal(
         full = variants(inst, plan, bandwidth_factor, shortcut=False)
         extra = [Job(parse_instance(full[k][1], source=source), backend, time_limit_s, gap, source, ())
                  for k in proved]
-        more = run_map(solve_job, extra, executor=executor, workers=workers, address=address, progress=progress)
+        more = run_jobs(extra, executor=executor, workers=workers, address=address, progress=progress)
         for k, o in zip(proved, more):
             vs[k] = (vs[k][0], full[k][1])
             solved[k] = o

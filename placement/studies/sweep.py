@@ -41,6 +41,7 @@ __all__ = [
     "Job",
     "Point",
     "SweepResult",
+    "run_jobs",
     "run_sweep",
     "solve_job",
     "summarise_plan",
@@ -200,11 +201,26 @@ def solve_job(job: Job) -> dict:
 # running
 
 
-def _execute(jobs: list[Job], meta: list[dict], *, executor: str, workers: int | None, address: str | None,
-             progress) -> list[Point]:
+def run_jobs(jobs: list[Job], *, executor: str, workers: int | None, address: str | None, progress) -> list:
+    """:func:`placement.studies.executor.run_map` of :func:`solve_job` over ``jobs``; before a local pool
+    forks, the candidates several jobs share are generated once here and inherited by the workers
+    (:func:`placement.core.candidate_cache.share_generations`)."""
+    import multiprocessing
+    import os
+
     from placement.studies.executor import run_map
 
-    outcomes = run_map(solve_job, jobs, executor=executor, workers=workers, address=address, progress=progress)
+    if (executor == "local" and len(jobs) > 1 and (workers or os.cpu_count() or 1) > 1
+            and multiprocessing.get_start_method() == "fork"):
+        from placement.core.candidate_cache import share_generations
+
+        share_generations([job.instance for job in jobs])
+    return run_map(solve_job, jobs, executor=executor, workers=workers, address=address, progress=progress)
+
+
+def _execute(jobs: list[Job], meta: list[dict], *, executor: str, workers: int | None, address: str | None,
+             progress) -> list[Point]:
+    outcomes = run_jobs(jobs, executor=executor, workers=workers, address=address, progress=progress)
     points = []
     for m, o in zip(meta, outcomes):
         if o.ok:
