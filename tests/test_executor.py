@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import pytest
 
+from placement.core.candidates import generate
 from placement.core.errors import InputError
 from placement.core.loading import load_instance
+from placement.core.parallel_generation import generation_executor
 from placement.studies.executor import run_map
 from placement.studies.pareto import run_pareto
 from placement.studies.sweep import run_sweep
+from tests.test_parallel_generation import one_process, same_candidates, small_context
 from tests.toy_fixture import toy_instance
 
 ITEMS = ["3", "x", "-7", "10", "1e3", "4"]  # int() fails on "x" and "1e3"
@@ -88,6 +91,15 @@ def test_ray_sweep_and_pareto_identical_to_local(ray_cluster):
     remote = run_pareto(bertha, ["tpot_ms=20:150:3"], variants=False, executor="ray")
     assert remote.canonical_json() == local.canonical_json()
     assert any(p.envelope for p in remote.points)
+
+
+@needs_ray
+def test_ray_generation_gives_the_columns_of_one_process(ray_cluster):
+    """Every (class, chip type) generation job as a Ray task: the columns of one local process, in order."""
+    ctx = small_context()
+    with generation_executor("ray"):
+        remote = generate(ctx)  # the small instance would stay in one process locally: Ray was asked for
+    same_candidates(one_process(), remote)
 
 
 @needs_ray
