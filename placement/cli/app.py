@@ -8,8 +8,6 @@ Exit codes are those of :mod:`placement.core.errors`: 0 success, 2 input error,
 message on stderr, never a traceback.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 import time
