@@ -103,6 +103,37 @@ def test_ray_generation_gives_the_columns_of_one_process(ray_cluster):
 
 
 @needs_ray
+def test_cli_solve_generates_on_ray(ray_cluster, tmp_path, monkeypatch):
+    """``placement solve --executor ray`` sends generation jobs to Ray and writes the local plan."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import placement.core.parallel_generation as pg
+    from placement.cli.app import app
+    from placement.core import candidate_cache
+
+    calls = []
+    real = pg._ray_candidates
+    monkeypatch.setattr(pg, "_ray_candidates", lambda ctx, jobs, *a: calls.append(len(jobs)) or real(ctx, jobs, *a))
+    plans = {}
+    try:
+        for name, extra in {"local": [], "ray": ["--executor", "ray"]}.items():
+            candidate_cache.clear()  # each solve generates its candidates
+            out = tmp_path / f"{name}.json"
+            r = CliRunner().invoke(app, ["solve", "instances/melange-toy.yaml", "-q", "--json", str(out), *extra])
+            assert r.exit_code == 0, r.output
+            plans[name] = json.loads(out.read_text())
+    finally:
+        pg.set_generation_executor()
+    assert calls == [8]  # 4 classes x 2 chip types, once, on Ray
+    assert plans["ray"]["pools"] == plans["local"]["pools"]
+    assert plans["ray"]["cost_usd_per_hour"] == plans["local"]["cost_usd_per_hour"]
+    bad = CliRunner().invoke(app, ["solve", "instances/melange-toy.yaml", "--executor", "dask"])
+    assert bad.exit_code == 2
+
+
+@needs_ray
 def test_ray_failed_point_is_reported(ray_cluster):
     inst = toy_instance()
     res = run_sweep(inst, ["workload.classes.long-in-long-out.rate_rps=6,12"], backend="no-such-solver",

@@ -13,8 +13,10 @@ with many (class, chip type, chip type) combinations, and the
 
 The local workers are forked: they inherit the context (fleet graph,
 catalogue) instead of receiving it, and send back only the kept candidates.
-Jobs start largest first (chip types with larger domains have more layouts)
-so that two workers finish together; results are merged in job order
+Jobs start in order of domain size, largest first (a proxy of their work:
+larger domains offer more layouts; on the 1,000-domain benchmark instance
+this order leaves two workers 0.3 % above an even split of the 85 CPU s,
+against 7 % for one job per class); results are merged in job order
 whatever finishes first. With :func:`generation_executor` ``"ray"`` every job
 is a Ray task (:func:`placement.studies.ray_executor.run_map_ray`) that
 receives the pickled context once (~80 kB on the 1,000-domain benchmark
@@ -145,7 +147,7 @@ def generation_jobs(ctx: Context, classes: list[TrafficClass]) -> list[tuple[Tra
 
 
 def _largest_first(ctx: Context, jobs: list[tuple[TrafficClass, str]]) -> list[int]:
-    """Job indices, chip types with the largest domains (most replica layouts) first."""
+    """Job indices, chip types with the largest domains (a proxy of the most replica layouts) first."""
     chips = {res: site.chips_per_domain for res, site in ctx.resources().items()}
     return sorted(range(len(jobs)), key=lambda i: -chips[jobs[i][1]])
 
