@@ -15,7 +15,7 @@ The local workers are forked: they inherit the context (fleet graph,
 catalogue) instead of receiving it, and send back only the kept candidates.
 Jobs start in order of domain size, largest first (a proxy of their work:
 larger domains offer more layouts; on the 1,000-domain benchmark instance
-this order leaves two workers 0.3 % above an even split of the 85 CPU s,
+this order leaves two workers 0.5 % above an even split of the 85 CPU s,
 against 7 % for one job per class); results are merged in job order
 whatever finishes first. With :func:`generation_executor` ``"ray"`` every job
 is a Ray task (:func:`placement.studies.ray_executor.run_map_ray`) that
