@@ -11,8 +11,7 @@ import pytest
 from placement.core.candidates import generate
 from placement.core.errors import InputError
 from placement.core.loading import load_instance
-from placement.core.parallel_generation import generation_executor
-from placement.studies.executor import run_map
+from placement.studies.executor import generation_executor, run_map, set_generation_executor
 from placement.studies.pareto import run_pareto
 from placement.studies.sweep import run_sweep
 from tests.test_parallel_generation import one_process, same_candidates, small_context
@@ -114,8 +113,9 @@ def test_cli_solve_generates_on_ray(ray_cluster, tmp_path, monkeypatch):
     from placement.core import candidate_cache
 
     calls = []
-    real = pg._ray_candidates
-    monkeypatch.setattr(pg, "_ray_candidates", lambda ctx, jobs, *a: calls.append(len(jobs)) or real(ctx, jobs, *a))
+    real = pg._mapped_candidates
+    monkeypatch.setattr(pg, "_mapped_candidates",
+                        lambda mapper, ctx, jobs, *a: calls.append(len(jobs)) or real(mapper, ctx, jobs, *a))
     plans = {}
     try:
         for name, extra in {"local": [], "ray": ["--executor", "ray"]}.items():
@@ -125,7 +125,7 @@ def test_cli_solve_generates_on_ray(ray_cluster, tmp_path, monkeypatch):
             assert r.exit_code == 0, r.output
             plans[name] = json.loads(out.read_text())
     finally:
-        pg.set_generation_executor()
+        set_generation_executor()
     assert calls == [8]  # 4 classes x 2 chip types, once, on Ray
     assert plans["ray"]["pools"] == plans["local"]["pools"]
     assert plans["ray"]["cost_usd_per_hour"] == plans["local"]["cost_usd_per_hour"]

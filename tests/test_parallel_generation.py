@@ -16,11 +16,8 @@ from placement.core.candidates import Candidates, generate
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.loading import parse_instance
-from placement.core.parallel_generation import (
-    generation_executor,
-    generation_jobs,
-    parallel_candidates,
-)
+from placement.core.parallel_generation import generation_jobs, parallel_candidates
+from placement.studies.executor import generation_executor
 
 #: Two chip types, one class, pd-af (prefill and attention–FFN columns): one leaf each under a spine.
 SMALL = {

@@ -151,7 +151,7 @@ def solve(
 
         set_cache_dir(cache_dir)
     if executor is Executor.ray:
-        from placement.core.parallel_generation import set_generation_executor
+        from placement.studies.executor import set_generation_executor
 
         set_generation_executor(str(executor), address)
     if json_path is not None:

@@ -17,10 +17,10 @@ Jobs start in order of domain size, largest first (a proxy of their work:
 larger domains offer more layouts; on the 1,000-domain benchmark instance
 this order leaves two workers 0.5 % above an even split of the 85 CPU s,
 against 7 % for one job per class); results are merged in job order
-whatever finishes first. With :func:`generation_executor` ``"ray"`` every job
-is a Ray task (:func:`placement.studies.ray_executor.run_map_ray`) that
-receives the pickled context once (~80 kB on the 1,000-domain benchmark
-instance, 2 ms to pickle or rebuild).
+whatever finishes first. A job mapper (:func:`job_mapper`) runs them
+elsewhere instead: :func:`placement.studies.executor.generation_executor`
+``"ray"`` makes every job a Ray task that receives the pickled context once
+(~80 kB on the 1,000-domain benchmark instance, 2 ms to pickle or rebuild).
 
 Examples
 --------
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
 
-__all__ = ["MIN_PARALLEL_WORK", "forked_map", "generation_executor", "generation_jobs", "generation_workers",
-           "parallel_candidates", "pool_workers", "set_generation_executor"]
+__all__ = ["MIN_PARALLEL_WORK", "JobMapper", "forked_map", "generation_job", "generation_jobs", "generation_workers",
+           "job_mapper", "parallel_candidates", "pool_workers", "set_job_mapper"]
 
 T = TypeVar("T")
 
@@ -59,32 +59,29 @@ MIN_PARALLEL_WORK = 256
 #: The jobs a forked worker runs (set in the parent just before the pool forks).
 _JOBS: list[Callable[[], Any]] | None = None
 
-#: Where generation jobs run: ("local", None) or ("ray", cluster address or None for a private local Ray).
-_EXECUTOR: tuple[str, str | None] = ("local", None)
+#: Runs generation jobs elsewhere: ``mapper(fn, items, workers)`` returns ``[fn(item) for item in items]`` in
+#: order, raising if one fails (``fn`` and the items pickle).
+JobMapper = Callable[[Callable[[Any], Any], list, "int | None"], list]
+
+#: The mapper later generations use; None: this process or a forked pool.
+_MAPPER: JobMapper | None = None
 
 
-def set_generation_executor(executor: str = "local", address: str | None = None) -> None:
-    """Run this process's later candidate generations on ``executor`` (``"local"`` process pool, the
-    default, or ``"ray"`` tasks on the cluster at ``address``, a private local Ray when None)."""
-    global _EXECUTOR
-    from placement.studies.executor import EXECUTORS
-
-    if executor not in EXECUTORS:
-        from placement.core.errors import InputError
-
-        raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
-    _EXECUTOR = (executor, address)
+def set_job_mapper(mapper: JobMapper | None = None) -> None:
+    """Run this process's later candidate generations with ``mapper`` (None: locally)."""
+    global _MAPPER
+    _MAPPER = mapper
 
 
 @contextmanager
-def generation_executor(executor: str, address: str | None = None) -> Iterator[None]:
-    """:func:`set_generation_executor` for the block, as it was after it."""
-    was = _EXECUTOR
-    set_generation_executor(executor, address)
+def job_mapper(mapper: JobMapper | None) -> Iterator[None]:
+    """:func:`set_job_mapper` for the block, as it was after it."""
+    was = _MAPPER
+    set_job_mapper(mapper)
     try:
         yield
     finally:
-        set_generation_executor(*was)
+        set_job_mapper(was)
 
 
 def _work(ctx: Context) -> int:
@@ -155,16 +152,15 @@ def _largest_first(ctx: Context, jobs: list[tuple[TrafficClass, str]]) -> list[i
 def parallel_candidates(ctx: Context, classes: list[TrafficClass],
                         workers: int | None) -> list[tuple[list, int, int]] | None:
     """Per (class, chip type) job of :func:`generation_jobs`, in order: (kept candidates, batches evaluated,
-    batches feasible), from Ray tasks (:func:`generation_executor`) or ``workers`` forked processes
-    (default :func:`generation_workers`); None when one process should generate everything."""
+    batches feasible), from the job mapper (:func:`job_mapper`) or ``workers`` forked processes (default
+    :func:`generation_workers`); None when one process should generate everything."""
     from placement.core.candidates import _class_candidates
 
     jobs = generation_jobs(ctx, classes)
-    executor, address = _EXECUTOR
     if workers == 1 or len(jobs) <= 1:
         return None
-    if executor == "ray":
-        return _ray_candidates(ctx, jobs, address, workers)
+    if _MAPPER is not None:
+        return _mapped_candidates(_MAPPER, ctx, jobs, workers)
     workers = generation_workers(ctx) if workers is None else workers
     if workers <= 1:
         return None
@@ -176,9 +172,9 @@ def parallel_candidates(ctx: Context, classes: list[TrafficClass],
     return results
 
 
-def _job(ctx: Context, job: tuple[str, str]) -> tuple[list, int, int]:
-    """One Ray task: the kept candidates of class ``job[0]`` on main chip type ``job[1]`` (cycle collector
-    off, as in :func:`placement.core.candidates.generate`)."""
+def generation_job(ctx: Context, job: tuple[str, str]) -> tuple[list, int, int]:
+    """One job run by a mapper: the kept candidates of class ``job[0]`` on main chip type ``job[1]`` (cycle
+    collector off, as in :func:`placement.core.candidates.generate`)."""
     from placement.core.candidates import _class_candidates, _no_cycle_collection
 
     cls = next(c for c in ctx.instance.workload.classes if c.name == job[0])
@@ -186,19 +182,12 @@ def _job(ctx: Context, job: tuple[str, str]) -> tuple[list, int, int]:
         return _class_candidates(ctx, [cls], {}, job[1])
 
 
-def _ray_candidates(ctx: Context, jobs: list[tuple[TrafficClass, str]], address: str | None,
-                    workers: int | None) -> list[tuple[list, int, int]]:
-    """:func:`parallel_candidates` as Ray tasks, largest first; a failed task stops generation."""
-    from placement.core.errors import SolverError
-    from placement.studies.ray_executor import run_map_ray
-
+def _mapped_candidates(mapper: JobMapper, ctx: Context, jobs: list[tuple[TrafficClass, str]],
+                       workers: int | None) -> list[tuple[list, int, int]]:
+    """:func:`parallel_candidates` through ``mapper``, largest first, back in job order."""
     order = _largest_first(ctx, jobs)
-    outcomes = run_map_ray(partial(_job, ctx), [(jobs[i][0].name, jobs[i][1]) for i in order], address=address,
-                           workers=workers)
+    done = mapper(partial(generation_job, ctx), [(jobs[i][0].name, jobs[i][1]) for i in order], workers)
     results: list = [None] * len(jobs)
-    for i, o in zip(order, outcomes, strict=True):
-        if not o.ok:
-            raise SolverError(f"candidate generation of class {jobs[i][0].name!r} on {jobs[i][1]} failed on "
-                              f"Ray: {o.error}")
-        results[i] = o.value
+    for i, r in zip(order, done, strict=True):
+        results[i] = r
     return results
