@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from placement.core.candidates import generate
 from placement.core.errors import InputError
 from placement.core.loading import load_instance
-from placement.studies.executor import run_map
+from placement.studies.executor import generation_executor, run_map, set_generation_executor
 from placement.studies.pareto import run_pareto
 from placement.studies.sweep import run_sweep
+from tests.test_parallel_generation import one_process, same_candidates, small_context
 from tests.toy_fixture import toy_instance
 
 ITEMS = ["3", "x", "-7", "10", "1e3", "4"]  # int() fails on "x" and "1e3"
@@ -88,6 +90,47 @@ def test_ray_sweep_and_pareto_identical_to_local(ray_cluster):
     remote = run_pareto(bertha, ["tpot_ms=20:150:3"], variants=False, executor="ray")
     assert remote.canonical_json() == local.canonical_json()
     assert any(p.envelope for p in remote.points)
+
+
+@needs_ray
+def test_ray_generation_gives_the_columns_of_one_process(ray_cluster):
+    """Every (class, chip type) generation job as a Ray task: the columns of one local process, in order."""
+    ctx = small_context()
+    with generation_executor("ray"):
+        remote = generate(ctx)  # the small instance would stay in one process locally: Ray was asked for
+    same_candidates(one_process(), remote)
+
+
+@needs_ray
+def test_cli_solve_generates_on_ray(ray_cluster, tmp_path, monkeypatch):
+    """``placement solve --executor ray`` sends generation jobs to Ray and writes the local plan."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import placement.core.parallel_generation as pg
+    from placement.cli.app import app
+    from placement.core import candidate_cache
+
+    calls = []
+    real = pg._mapped_candidates
+    monkeypatch.setattr(pg, "_mapped_candidates",
+                        lambda mapper, ctx, jobs, *a: calls.append(len(jobs)) or real(mapper, ctx, jobs, *a))
+    plans = {}
+    try:
+        for name, extra in {"local": [], "ray": ["--executor", "ray"]}.items():
+            candidate_cache.clear()  # each solve generates its candidates
+            out = tmp_path / f"{name}.json"
+            r = CliRunner().invoke(app, ["solve", "instances/melange-toy.yaml", "-q", "--json", str(out), *extra])
+            assert r.exit_code == 0, r.output
+            plans[name] = json.loads(out.read_text())
+    finally:
+        set_generation_executor()
+    assert calls == [8]  # 4 classes x 2 chip types, once, on Ray
+    assert plans["ray"]["pools"] == plans["local"]["pools"]
+    assert plans["ray"]["cost_usd_per_hour"] == plans["local"]["cost_usd_per_hour"]
+    bad = CliRunner().invoke(app, ["solve", "instances/melange-toy.yaml", "--executor", "dask"])
+    assert bad.exit_code == 2
 
 
 @needs_ray

@@ -8,8 +8,6 @@ Exit codes are those of :mod:`placement.core.errors`: 0 success, 2 input error,
 message on stderr, never a traceback.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 import time
@@ -25,7 +23,16 @@ from placement.cli.html_report import report_command
 from placement.cli.init import init_command
 from placement.cli.kv import kv_prices_command
 from placement.cli.ops import replan_command, schedule_command
-from placement.cli.options import InstanceArg, KvPolicy, Objective, PlanArg, check_run_options
+from placement.cli.options import (
+    Addr,
+    Executor,
+    ExecutorOpt,
+    InstanceArg,
+    KvPolicy,
+    Objective,
+    PlanArg,
+    check_run_options,
+)
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.schema import schema_command
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
@@ -121,8 +128,14 @@ def solve(
                                                      "of its chip's held-out error band, e.g. 0.9")] = None,
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="keep candidate generations here and "
                                                    "reuse them in later runs (also PLACEMENT_CACHE_DIR)")] = None,
+    executor: ExecutorOpt = Executor.local,
+    address: Addr = None,
 ) -> None:
-    """Find the cheapest verified placement of an instance."""
+    """Find the cheapest verified placement of an instance.
+
+    Candidates are generated in (class, chip type) jobs: a local process pool on large instances, or Ray
+    tasks with --executor ray (--address: an existing cluster; none: a private local Ray).
+    """
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
     from rich.markup import escape
 
@@ -137,6 +150,10 @@ def solve(
         from placement.core.candidate_cache import set_cache_dir
 
         set_cache_dir(cache_dir)
+    if executor is Executor.ray:
+        from placement.studies.executor import set_generation_executor
+
+        set_generation_executor(str(executor), address)
     if json_path is not None:
         from placement.core.output import check_writable, refuse_inputs
 

@@ -5,8 +5,6 @@ behind the command line.
 it, prints the summary (and baseline) tables and writes JSON, markdown and the scaling chart.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

@@ -6,8 +6,6 @@ README. ``--instance`` checks the plan answers that instance (its SHA-256) and g
 the classes' prompt and output lengths.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated

@@ -11,8 +11,6 @@ process group, an in-process HiGHS solve is cancelled, temporary model files are
 removed; the command then exits with 128 + the signal number.
 """
 
-from __future__ import annotations
-
 import functools
 import signal
 import threading

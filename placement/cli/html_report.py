@@ -6,8 +6,6 @@ instance; without, from the plan's links and pools. ``--sweep`` takes the JSON o
 or ``sweep --json``.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -8,8 +8,6 @@ id, in any case; weights and KV are FP8 when every chip runs FP8, else BF16.
 Edit the classes (rates, lengths, SLOs) and the counts to yours.
 """
 
-from __future__ import annotations
-
 import math
 from pathlib import Path
 from typing import Annotated, Any

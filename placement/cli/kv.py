@@ -26,8 +26,6 @@ Examples
 0.048
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """Operating a fleet over time: ``placement replan`` (registered in :mod:`placement.cli.app`)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

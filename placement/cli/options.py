@@ -23,8 +23,6 @@ Traceback (most recent call last):
 placement.core.errors.InputError: --time-limit: expected a finite number of seconds > 0, got nan
 """
 
-from __future__ import annotations
-
 import math
 from enum import StrEnum
 from pathlib import Path

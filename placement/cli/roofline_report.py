@@ -7,8 +7,6 @@ roofline with the stage's points across batch sizes. ``catalog`` lists the
 shipped chips or models. Both are plain functions: the typer app registers them.
 """
 
-from __future__ import annotations
-
 import io
 import json
 from pathlib import Path
@@ -35,7 +33,7 @@ _TERA = 1e12
 _CATALOG_KINDS = ("chips", "models")
 
 
-def _chips() -> dict[str, ChipSpec]:
+def _chips() -> dict[str, "ChipSpec"]:
     from topology.chips import load_chip_catalog
 
     try:
@@ -44,7 +42,7 @@ def _chips() -> dict[str, ChipSpec]:
         raise InputError(f"chip catalogue not found ({e.filename})") from None
 
 
-def _models() -> dict[str, ModelSpec]:
+def _models() -> dict[str, "ModelSpec"]:
     from costmodels.models import load_model_catalog
 
     try:
@@ -77,7 +75,7 @@ def _step(chip, model, stage, batch, context, cached, tp, ep, pp, precision, kv_
     return decode_step(chip, model, batch=batch, context=context, dp=dp, **args)
 
 
-def batch_at_tpot(chip: ChipSpec, model: ModelSpec, stage: str, tpot_s: float, context: int, cached: int, tp: int,
+def batch_at_tpot(chip: "ChipSpec", model: "ModelSpec", stage: str, tpot_s: float, context: int, cached: int, tp: int,
                   ep: int, pp: int, precision: str, kv_precision: str, dp: int = 1) -> tuple[int, int]:
     """(largest batch, largest power-of-two batch) whose decode step takes at most ``tpot_s`` and fits (0: none).
 
@@ -111,8 +109,8 @@ def roofline_summary(
     ep: int = 1,
     pp: int = 1,
     attention_dp: int = 1,
-    chips: dict[str, ChipSpec] | None = None,
-    models: dict[str, ModelSpec] | None = None,
+    chips: dict[str, "ChipSpec"] | None = None,
+    models: dict[str, "ModelSpec"] | None = None,
     tpot_ms: float | None = None,
 ) -> dict[str, Any]:
     """Everything ``roofline`` prints, as a JSON-ready dict (base units plus ms/GB).
@@ -210,7 +208,7 @@ def roofline_summary(
     }
 
 
-def _plot(path: Path, chip: ChipSpec, model: ModelSpec, summary: dict[str, Any]) -> None:
+def _plot(path: Path, chip: "ChipSpec", model: "ModelSpec", summary: dict[str, Any]) -> None:
     """Roofline PNG: the chip's roof (peak and achievable), its ridge, the stage's batch sweep."""
     import matplotlib
     import numpy as np

@@ -8,8 +8,6 @@ The files in ``schemas/`` and ``docs/instance-format.md`` are this command's out
     placement schema instance --markdown --out docs/instance-format.md
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated

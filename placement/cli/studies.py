@@ -7,8 +7,6 @@ code: 4 when any point failed (after writing the outputs), 0 otherwise — infea
 results. Heavy modules (the studies, rich, matplotlib) are imported inside the commands.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -81,8 +79,8 @@ def _run_kwargs(instance: Path, solver: str, time_limit: float | None, gap: floa
             "executor": str(executor), "workers": workers, "address": address}
 
 
-def _write_sweep_outputs(result: SweepResult, json_path: Path | None, csv_path: Path | None,
-                         plot_path: Path | None, plot: Callable[[SweepResult, Path], Path]) -> None:
+def _write_sweep_outputs(result: "SweepResult", json_path: Path | None, csv_path: Path | None,
+                         plot_path: Path | None, plot: Callable[["SweepResult", Path], Path]) -> None:
     from placement.core.output import write_atomic
     from placement.studies.sweep import to_csv
 

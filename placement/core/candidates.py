@@ -232,14 +232,16 @@ def _prune(pend: list[_Pending]) -> list[_Pending]:
     return sorted(kept, key=lambda p: p.name)
 
 
-def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict) -> tuple[list[_Pending], int, int]:
+def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict,
+                      resource: str | None = None) -> tuple[list[_Pending], int, int]:
     """The kept candidates of ``classes`` (each class is pruned and searched on its own), and how many
-    batches were evaluated and feasible."""
+    batches were evaluated and feasible; with ``resource``, of the configurations whose main part runs on
+    it only (pruning groups and searches never mix main resources, so these are its share of the whole)."""
     out = Candidates(memo=memo)
     pend: list[_Pending] = []
     searches: list[_Search] = []
     for cls in classes:
-        for grid, steps in configurations(ctx, cls, out.memo):
+        for grid, steps in configurations(ctx, cls, out.memo, resource):
             s = _evaluate_grid(out, pend, ctx, grid, cls, steps)
             if s is not None:
                 searches.append(s)
@@ -273,9 +275,11 @@ def _no_cycle_collection() -> Iterator[None]:
 def generate(ctx: Context, workers: int | None = None) -> Candidates:
     """Enumerate, evaluate and prune every replica configuration of the instance.
 
-    Classes are independent (pruning and the batch search compare columns of one class), so a large
-    instance spreads them over ``workers`` processes (default :func:`generation_workers`); the result is
-    the same column for column, in the same order. The cycle collector is off meanwhile
+    Classes and main chip types are independent (pruning and the batch search compare columns of one
+    class, kind and resources), so a large instance spreads (class, chip type) jobs over ``workers``
+    processes (default :func:`generation_workers`) or Ray tasks
+    (:func:`~placement.core.parallel_generation.generation_executor`); the result is the same column for
+    column, in the same order. The cycle collector is off meanwhile
     (:func:`_no_cycle_collection`).
     """
     with _no_cycle_collection():
@@ -284,14 +288,12 @@ def generate(ctx: Context, workers: int | None = None) -> Candidates:
 
 def _generate(ctx: Context, workers: int | None) -> Candidates:
     """:func:`generate`, with the cycle collector as the caller left it."""
-    from placement.core.parallel_generation import class_candidates_in_pool, generation_workers
+    from placement.core.parallel_generation import parallel_candidates
 
     classes = list(ctx.instance.workload.classes)
-    workers = generation_workers(ctx) if workers is None else workers
     out = Candidates()
-    if workers > 1 and len(classes) > 1:
-        results = class_candidates_in_pool(ctx, classes, workers)
-    else:
+    results = parallel_candidates(ctx, classes, workers)
+    if results is None:  # one process does it all
         results = [_class_candidates(ctx, classes, out.memo)]
     kept = sorted((p for r in results for p in r[0]), key=lambda p: p.name)
     out.generated = sum(r[1] for r in results)

@@ -194,8 +194,10 @@ def check_stage(value: str) -> str:
     return _one_of(value, stages())
 
 
-def configurations(ctx: Context, cls: TrafficClass, memo: dict) -> list[tuple[Grid, list[str]]]:
-    """Every candidate grid of ``cls`` on the fleet, once each, with the steps it serves.
+def configurations(ctx: Context, cls: TrafficClass, memo: dict,
+                   resource: str | None = None) -> list[tuple[Grid, list[str]]]:
+    """Every candidate grid of ``cls`` on the fleet (only those whose main part runs on ``resource``, if
+    given: one generation job's share), once each, with the steps it serves.
 
     The grids of the enabled modes in order; a configuration two modes both
     offer (the prefill replicas) is one grid serving a step of each. None with
@@ -208,7 +210,7 @@ def configurations(ctx: Context, cls: TrafficClass, memo: dict) -> list[tuple[Gr
     merged: dict[tuple, tuple[Grid, list[str]]] = {}
     for mode in enabled_modes(ctx):
         route = mode.route(cls.name)
-        for grid in mode.grids(ctx, cls, memo):
+        for grid in mode.grids(ctx, cls, memo) if resource is None else mode.grids(ctx, cls, memo, resource):
             key = (grid.config, grid.pair_latency_s)
             step = str(route.step(grid.stage))
             if key not in merged:

@@ -42,7 +42,7 @@ from placement.core.evaluate import (
     step_factor,
     step_precision_args,
 )
-from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn
+from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, main_sites
 from placement.modes.layouts import BATCHES, parts, weights
 
 if TYPE_CHECKING:
@@ -91,9 +91,9 @@ AGGREGATED = PoolKind("aggregated", ("aggregated", None), _aggregated)
 MEASURED = PoolKind("measured", ("aggregated", None), _measured, measured=True)
 
 
-def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
+def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
     w = weights(ctx).all_bytes
-    for site in ctx.resources().values():
+    for site in main_sites(ctx, resource).values():
         for part in parts(ctx, site, "prefill", w, memo, data_parallel=True):
             for chunk in CHUNKS:
                 yield Grid(PoolConfig(kind=AGGREGATED.name, traffic_class=cls.name, main=part, batch=1,

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from placement.core.evaluate import Perf, PoolConfig
     from placement.core.schema import TrafficClass
 
-__all__ = ["Evaluator", "Grid", "PoolKind", "ServingMode", "SharedColumn", "TransferSpec"]
+__all__ = ["Evaluator", "Grid", "PoolKind", "ServingMode", "SharedColumn", "TransferSpec", "main_sites"]
 
 #: ``(ctx, config, class, batches, one-way pair latency s, memo) -> Perf`` over the batches.
 Evaluator = Callable[["Context", "PoolConfig", "TrafficClass", np.ndarray, float, dict], "Perf"]
@@ -98,6 +98,13 @@ class SharedColumn:
     capacity_rps: dict[str, float]
 
 
+def main_sites(ctx: Context, resource: str | None = None) -> dict:
+    """``ctx.resources()``, or only ``resource``'s entry: where a grid's main part may run when generation
+    asks for one chip type's grids (:func:`placement.modes.configurations`)."""
+    sites = ctx.resources()
+    return sites if resource is None else {r: s for r, s in sites.items() if r == resource}
+
+
 def _no_transfers(ctx: Context, cls: TrafficClass, route: RouteId) -> list[TransferSpec]:
     return []
 
@@ -111,7 +118,8 @@ class ServingMode:
     option: str
     stages: tuple[str, ...]
     kinds: tuple[PoolKind, ...]
-    grids: Callable[[Context, TrafficClass, dict], Iterable[Grid]]
+    #: ``(ctx, class, memo, resource=None)``: with a resource, only the grids whose main part runs on it.
+    grids: Callable[..., Iterable[Grid]]
     transfers: Callable[[Context, TrafficClass, RouteId], list[TransferSpec]] = _no_transfers
     shared_columns: Callable[[Context], list[SharedColumn]] | None = None
     requires_draft: bool = False

@@ -51,7 +51,7 @@ from placement.core.evaluate import (
     step_precision_args,
 )
 from placement.core.measured_steps import measured_step_s
-from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec
+from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec, main_sites
 from placement.modes.ids import RouteId
 from placement.modes.layouts import BATCHES, parts, weights
 
@@ -127,10 +127,11 @@ PREFILL = PoolKind("prefill", ("prefill", None), _prefill)
 DECODE = PoolKind("decode", ("decode", None), _decode)
 
 
-def prefill_grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
-    """Prefill replicas of every layout on every resource (shared by the modes that prefill apart)."""
+def prefill_grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
+    """Prefill replicas of every layout on every resource, or on ``resource`` (shared by the modes that prefill
+    apart)."""
     w = weights(ctx).all_bytes
-    for site in ctx.resources().values():
+    for site in main_sites(ctx, resource).values():
         for part in parts(ctx, site, "prefill", w, memo):
             yield Grid(PoolConfig(kind=PREFILL.name, traffic_class=cls.name, main=part, batch=1), "prefill",
                        prefill_batches(cls))
@@ -142,10 +143,10 @@ def kv_transfer(ctx: Context, cls: TrafficClass, route: RouteId) -> list[Transfe
                          bytes_per_request=kv_bytes(ctx, cls))]
 
 
-def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
-    yield from prefill_grids(ctx, cls, memo)
+def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
+    yield from prefill_grids(ctx, cls, memo, resource)
     w = weights(ctx).all_bytes
-    for site in ctx.resources().values():
+    for site in main_sites(ctx, resource).values():
         for part in parts(ctx, site, "decode", w, memo, data_parallel=True):
             yield Grid(PoolConfig(kind=DECODE.name, traffic_class=cls.name, main=part, batch=1), "decode", BATCHES)
 

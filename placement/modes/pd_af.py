@@ -47,7 +47,7 @@ from placement.core.evaluate import (
     step_factor,
     step_precision_args,
 )
-from placement.modes.base import Grid, PoolKind, ServingMode
+from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, attention_parts, pair_latencies, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
@@ -188,10 +188,10 @@ def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict)
                                         parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo))]
 
 
-def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
-    yield from prefill_grids(ctx, cls, memo)
+def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
+    yield from prefill_grids(ctx, cls, memo, resource)
     resources = ctx.resources()
-    for res in resources:
+    for res in main_sites(ctx, resource):
         for res_f in resources:
             if res_f == res:
                 continue

@@ -42,7 +42,7 @@ from placement.core.evaluate import (
     step_factor,
     step_precision_args,
 )
-from placement.modes.base import Grid, PoolKind, ServingMode
+from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, pair_latencies, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
@@ -99,13 +99,13 @@ def _where(cfg: PoolConfig) -> str:
 DECODE_SPEC = PoolKind("decode-spec", ("decode", "draft"), _decode_spec, where=_where)
 
 
-def _grids(ctx: Context, cls: TrafficClass, memo: dict) -> Iterator[Grid]:
-    yield from prefill_grids(ctx, cls, memo)
+def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
+    yield from prefill_grids(ctx, cls, memo, resource)
     draft = ctx.instance.draft
     gammas = range(1, draft.gamma + 1)
     w = weights(ctx).all_bytes
     resources = ctx.resources()
-    for res, site in resources.items():
+    for res, site in main_sites(ctx, resource).items():
         targets = parts(ctx, site, "decode", w, memo)
         if draft.placement in ("any", "colocated"):
             for part, gamma in product(targets, gammas):

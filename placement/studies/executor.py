@@ -8,6 +8,8 @@ its error text — never dropped, never re-raised.
 Executors: ``"local"`` (a process pool, the default; ``workers=1`` runs in this
 process), ``"ray"`` (an existing Ray cluster at ``address``, or a local one;
 Ray is an optional extra). ``fn`` must be a picklable top-level function.
+:func:`generation_executor` sends candidate generation's (class, chip type)
+jobs (:mod:`placement.core.parallel_generation`) to the same executors.
 
 Examples
 --------
@@ -19,14 +21,15 @@ Examples
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from placement.core.errors import InputError
 
-__all__ = ["EXECUTORS", "Outcome", "run_map"]
+__all__ = ["EXECUTORS", "Outcome", "generation_executor", "run_map", "set_generation_executor"]
 
 EXECUTORS = ("local", "ray")
 
@@ -101,3 +104,32 @@ def run_map(
             if progress:
                 progress(done, n)
     return results  # type: ignore[return-value]
+
+
+def _generation_mapper(executor: str, address: str | None):
+    """The job mapper of ``executor`` for candidate generation (None: the local process pool)."""
+    if executor not in EXECUTORS:
+        raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
+    if executor == "local":
+        return None
+    from placement.studies.ray_executor import generation_mapper
+
+    return generation_mapper(address)
+
+
+def set_generation_executor(executor: str = "local", address: str | None = None) -> None:
+    """Generate this process's later candidates on ``executor``: ``"local"`` (forked process pool on large
+    instances, the default) or ``"ray"`` (a task per (class, chip type) job on the cluster at ``address``; a
+    private local Ray when None)."""
+    from placement.core.parallel_generation import set_job_mapper
+
+    set_job_mapper(_generation_mapper(executor, address))
+
+
+@contextmanager
+def generation_executor(executor: str, address: str | None = None) -> Iterator[None]:
+    """:func:`set_generation_executor` for the block, as it was after it."""
+    from placement.core.parallel_generation import job_mapper
+
+    with job_mapper(_generation_mapper(executor, address)):
+        yield

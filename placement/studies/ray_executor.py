@@ -41,7 +41,7 @@ from typing import Any
 from placement.core.errors import InputError, SolverError, redact
 from placement.studies.executor import Outcome, _call
 
-__all__ = ["CONNECT_TIMEOUT_S", "probe_address", "ray_available", "run_map_ray"]
+__all__ = ["CONNECT_TIMEOUT_S", "generation_mapper", "probe_address", "ray_available", "run_map_ray"]
 
 #: Packages shipped to an existing cluster's workers.
 _PACKAGES = ("placement", "solvers", "costmodels", "topology")
@@ -226,3 +226,16 @@ def run_map_ray(
         if started:
             ray.shutdown()
     return results  # type: ignore[return-value]
+
+
+def generation_mapper(address: str | None) -> Callable[[Callable[[Any], Any], list, int | None], list]:
+    """A job mapper for candidate generation (:data:`placement.core.parallel_generation.JobMapper`): the jobs
+    as Ray tasks on ``address``, their values in order; a failed job stops generation."""
+    def run(fn: Callable[[Any], Any], items: list, workers: int | None) -> list:
+        outcomes = run_map_ray(fn, items, address=address, workers=workers)
+        for o in outcomes:
+            if not o.ok:
+                raise SolverError(f"candidate generation job {items[o.index]} failed on Ray: {o.error}")
+        return [o.value for o in outcomes]
+
+    return run
