@@ -401,7 +401,8 @@ def catalog(
     from placement.cli.consoles import out
 
     kind = str(kind)
-    caption = ("held-out: median |error| of leave-one-source-out predictions (benchmarks/CALIBRATION.md); "
+    caption = ("held-out (benchmarks/CALIBRATION.md): TPOT, the chip's median |error|, the worse of "
+               "leave-one-source-out and leave-one-model-out; TTFT, its family's leave-one-source-out median; "
                "band: measured ÷ predicted at p10–p90 of the chip family's held-out points "
                "(costmodels/catalog/error_bands.yaml); an uncalibrated chip takes the widest band")
     rows = catalog_rows(kind)
