@@ -218,8 +218,9 @@ def _search(out: Candidates, ctx: Context, s: _Search) -> list[_Pending]:
 def _columns(group: list[_Pending]) -> Columns:
     """The numbers dominance compares, ranked by name (equal columns: the first by name stays)."""
     rank = {name: r for r, name in enumerate(sorted(p.name for p in group))}
-    return Columns.of(units=[p.units for p in group], supply=[[p.capacity] for p in group],
-                      load=[[p.pair_bytes_per_s] for p in group], limit=[[p.pair_max_latency_s] for p in group],
+    # One number each of supply, load and limit: flat lists, read as (n, 1) arrays.
+    return Columns.of(units=[p.units for p in group], supply=[p.capacity for p in group],
+                      load=[p.pair_bytes_per_s for p in group], limit=[p.pair_max_latency_s for p in group],
                       rank=[rank[p.name] for p in group])
 
 
