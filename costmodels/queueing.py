@@ -328,12 +328,13 @@ def _last_within(scaled: np.ndarray, running_max: np.ndarray, row: np.ndarray, h
     n = scaled.shape[1]
     k = np.empty(row.size, dtype=int)
     fast = np.flatnonzero(np.isfinite(hold_s) & (hold_s > 0))
-    h, r, of = hold_s[fast], budget_s[fast], row[fast]
+    h, r = hold_s[fast], budget_s[fast]
+    flat, start = running_max.ravel(), row[fast] * n  # row-major: point i of row j is flat[j·n + i]
     lo, hi = np.zeros(fast.size, dtype=int), np.full(fast.size, n)  # the first exceeding index is in [lo, hi]
     # ⌈log2(n + 1)⌉ halvings close every interval; a closed one (lo = hi) stays as it is.
     for _ in range(n.bit_length()):
         mid = (lo + hi) >> 1
-        over = running_max[of, np.minimum(mid, n - 1)] * h > r
+        over = flat[start + np.minimum(mid, n - 1)] * h > r
         lo, hi = np.where(over, lo, np.minimum(mid + 1, hi)), np.where(over, mid, hi)
     k[fast] = lo - 1
     slow = np.flatnonzero(~(np.isfinite(hold_s) & (hold_s > 0)))
@@ -357,12 +358,16 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     >>> round(float(rate), 3), round(float(wait), 3)
     (5.76, 0.269)
     """
-    s, h, r = np.broadcast_arrays(np.asarray(servers, dtype=int), np.asarray(hold_s, dtype=float),
-                                  np.asarray(budget_s, dtype=float))
+    servers = np.asarray(servers, dtype=int)
+    s, h, r = np.broadcast_arrays(servers, np.asarray(hold_s, dtype=float), np.asarray(budget_s, dtype=float))
     size = int(np.count_nonzero(_UTILISATION_GRID <= max_utilisation * (1 + 1e-12)))
     grid = _UTILISATION_GRID[:size]
     hh, rr, cc = h.ravel(), r.ravel(), s.ravel()
-    uniq, inv = np.unique(cc, return_inverse=True)
+    if s.size:  # the distinct counts of the (smaller) array before broadcasting, their indices broadcast
+        uniq, inv = np.unique(servers, return_inverse=True)
+        inv = np.broadcast_to(inv.reshape(servers.shape), s.shape).ravel()
+    else:
+        uniq, inv = np.unique(cc, return_inverse=True)
     table_key = (uniq.tobytes(), size, tail)
     if (table := _WAIT_TABLES.get(table_key)) is None:
         table = _waits_on_grid(uniq, size, tail)

@@ -171,25 +171,32 @@ class _Side:
 
 
 def _dominates(table: np.ndarray, x: _Side, y: _Side) -> np.ndarray:
-    """``out[j, i]``: column ``y[i]`` dominates column ``x[j]``; ``table[a, b]``: copies of size b in size a.
+    """``out[j, i]``: column ``y[i]`` dominates column ``x[j]``; ``table[a, b]``: copies of size b in size a
+    (as floats: m·supply is then one float product, as with the integer m).
 
     One (x × y) comparison per component, so one component costs what a
-    scalar test would. Only columns of the same size can tie.
+    scalar test would. Ties are looked for only where y beats x from a rank
+    no lower than x's (only there does a tie matter): same size, supplies
+    within RTOL, equal limits.
     """
-    a, b = x.size[:, None], y.size[None, :]
-    m = table[a, b]
-    better, tie = m > 0, a == b
+    m = table[x.size[:, None], y.size[None, :]]
+    better = m > 0
     for c in range(x.supply.shape[1]):
-        xs, ys = x.supply[:, c][:, None], y.supply[:, c][None, :]
-        better &= m * ys >= xs * (1 - RTOL)
-        tie &= np.abs(ys - xs) <= RTOL * xs
+        better &= m * y.supply[:, c][None, :] >= (x.supply[:, c] * (1 - RTOL))[:, None]
     for c in range(x.load.shape[1]):
-        better &= m * y.load[:, c][None, :] <= x.load[:, c][:, None] * (1 + RTOL) + LOAD_ATOL
+        better &= m * y.load[:, c][None, :] <= (x.load[:, c] * (1 + RTOL) + LOAD_ATOL)[:, None]
     for c in range(x.limit.shape[1]):
-        xk, yk = x.limit[:, c][:, None], y.limit[:, c][None, :]
-        better &= yk >= xk
-        tie &= yk == xk
-    return better & (~tie | (y.rank[None, :] < x.rank[:, None]))
+        better &= y.limit[:, c][None, :] >= x.limit[:, c][:, None]
+    j, i = np.nonzero(better & (y.rank[None, :] >= x.rank[:, None]))
+    if j.size:
+        tie = x.size[j] == y.size[i]
+        for c in range(x.supply.shape[1]):
+            xs = x.supply[j, c]
+            tie &= np.abs(y.supply[i, c] - xs) <= RTOL * xs
+        for c in range(x.limit.shape[1]):
+            tie &= y.limit[i, c] == x.limit[j, c]
+        better[j[tie], i[tie]] = False
+    return better
 
 
 def undominated(cols: Columns, block: int = BLOCK) -> list[int]:
@@ -198,7 +205,7 @@ def undominated(cols: Columns, block: int = BLOCK) -> list[int]:
     if n == 0:
         return []
     sizes, size_of = np.unique(cols.units, axis=0, return_inverse=True)
-    table = copies(sizes, sizes)
+    table = copies(sizes, sizes).astype(float)
     every = _Side(size_of.reshape(-1), cols.supply, cols.load, cols.limit, cols.rank)
     survivors, frontier = np.zeros(0, dtype=np.int64), every.take(slice(0, 0))
     for start in range(0, n, block):
@@ -212,16 +219,23 @@ def undominated(cols: Columns, block: int = BLOCK) -> list[int]:
         # dominates almost always does, one dominated only by survivors this block drops is asked alone.
         free = [j for j in range(end - start) if not hit_any[j]]
         beaten = dict(zip(free, _dominates(table, frontier, part.take(free)).T, strict=True))
-        inner = _dominates(table, part, part).tolist()
+        inner = _dominates(table, part, part)
         alive = np.ones(len(survivors), dtype=bool)
-        added: list[int] = []
+        dropped = False  # whether a column of this block dropped a survivor (else hit_any is current)
+        added = np.zeros(end - start, dtype=bool)
         for j in range(end - start):
-            if (hit_any[j] and (hit[j] & alive).any()) or any(inner[j][a] for a in added):
+            if hit_any[j] and (not dropped or (hit[j] & alive).any()):
+                continue
+            if (inner[j] & added).any():
                 continue
             if j not in beaten:
                 beaten[j] = _dominates(table, frontier, part.take([j]))[:, 0]
-            alive &= ~beaten[j]
-            added = [a for a in added if not inner[a][j]] + [j]
+            if beaten[j].any():
+                alive &= ~beaten[j]
+                dropped = True
+            added &= ~inner[:, j]
+            added[j] = True
+        added = np.flatnonzero(added)
         added_at = np.array(added, dtype=np.int64) + start
         survivors = np.concatenate([survivors[alive], added_at])
         frontier = _Side.concat(frontier.take(alive), every.take(added_at))

@@ -177,3 +177,29 @@ def test_generation_runs_without_the_cycle_collector_and_restores_it(enabled, mo
         (gc.enable if was else gc.disable)()
     assert cands.kept == COLUMNS["melange-toy"][0]
     assert during == [False] and after is enabled
+
+
+def test_kept_records_equal_validated_ones():
+    """Columns and configurations built without validation are what validating them gives."""
+    from placement.core.evaluate import PoolConfig
+    from solvers.problem import Column
+
+    cands = generate(Context.of(load_instance(ROOT / "instances/bertha-lpddr.yaml")), workers=1)
+    assert len(cands.columns) > 10
+    for col in cands.columns:
+        for rec, model in ((col, Column), (cands.configs[col.name], PoolConfig)):
+            again = model(**{k: getattr(rec, k) for k in rec.model_fields_set})
+            assert again == rec and again.model_dump() == rec.model_dump() and repr(again) == repr(rec)
+            assert again.model_fields_set == rec.model_fields_set and list(again.__dict__) == list(rec.__dict__)
+
+
+def test_slot_rates_of_broadcast_counts_equal_those_of_full_arrays():
+    """Distinct slot counts taken before broadcasting give the rates of the broadcast array."""
+    rng = np.random.default_rng(3)
+    servers = rng.choice([8, 16, 64, 128], size=12)
+    hold = rng.uniform(0.5, 20.0, size=(3, 4, 12))
+    budget = rng.uniform(0.05, 2.0, size=(3, 4, 12))
+    for tail in (None, 0.1):
+        a = slot_max_rate_per_s(servers, hold, budget, tail, max_utilisation=0.9)
+        b = slot_max_rate_per_s(np.broadcast_to(servers, hold.shape).copy(), hold, budget, tail, max_utilisation=0.9)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))

@@ -71,9 +71,10 @@ class Candidates:
         return len(self.columns)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
-    """A feasible configuration awaiting pruning: ``cfg`` at batch ``batch`` (one copy made for those kept)."""
+    """A feasible configuration awaiting pruning: ``cfg`` at batch ``batch`` (one copy made for those kept);
+    ``group`` is :func:`_group_key` (computed once per grid; None: computed when asked)."""
 
     name: str
     cfg: PoolConfig
@@ -84,9 +85,17 @@ class _Pending:
     pair_bytes_per_s: float = 0.0
     pair_max_latency_s: float = float("inf")
     batch: int = 1
+    group: tuple | None = None
 
     def config(self) -> PoolConfig:
         return self.cfg.model_copy(update={"batch": self.batch})
+
+    def check(self) -> None:
+        """What :class:`~solvers.problem.Column` validates of these numbers (ValueError if not)."""
+        if not (self.capacity > 0 and self.pair_bytes_per_s >= 0 and self.pair_max_latency_s >= 0
+                and 1 <= len(self.units) <= 2 and self.steps):
+            raise ValueError(f"candidate {self.name!r}: capacity {self.capacity}, pair traffic "
+                             f"{self.pair_bytes_per_s}, latency limit {self.pair_max_latency_s}, parts {self.units}")
 
 
 def _part_tag(p: PartLayout) -> str:
@@ -118,12 +127,25 @@ class _Search:
 def _pending(ctx_name: tuple[str, str], grid: Grid, cls: TrafficClass, steps: list[str], batch: int,
              capacity_rps: float, pair_bytes_per_s: float) -> _Pending:
     """The candidate of ``grid``'s configuration at ``batch`` with that capacity and pair traffic."""
+    return _grid_pending(ctx_name, grid, cls, steps)(batch, capacity_rps, pair_bytes_per_s)
+
+
+def _grid_pending(ctx_name: tuple[str, str], grid: Grid, cls: TrafficClass, steps: list[str]):
+    """:func:`_pending` of ``grid`` as a function of (batch, capacity, pair traffic): what the grid's
+    candidates share (units, group, latency limit) is worked out once."""
     base, lat = grid.config, grid.pair_latency_s
     head, tail = ctx_name
-    units = (base.main.chips,) + ((base.partner.chips,) if base.partner else ())
-    return _Pending(f"{head}|b{batch}{tail}", base, cls.name, steps, float(capacity_rps), units,
-                    float(pair_bytes_per_s) if base.partner else 0.0, float("inf") if lat is None else lat,
-                    batch)
+    paired = base.partner is not None
+    units = (base.main.chips,) + ((base.partner.chips,) if paired else ())
+    limit = float("inf") if lat is None else lat
+    group = (cls.name, base.kind, base.main.site_resource, base.partner.site_resource if paired else None)
+    name = cls.name
+
+    def make(batch: int, capacity_rps: float, pair_bytes_per_s: float) -> _Pending:
+        return _Pending(f"{head}|b{batch}{tail}", base, name, steps, float(capacity_rps), units,
+                        float(pair_bytes_per_s) if paired else 0.0, limit, batch, group)
+
+    return make
 
 
 def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Grid, cls: TrafficClass,
@@ -139,8 +161,8 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
     # Python scalars of the arrays once (float() of an element of each, as for one batch).
     caps, pairs = np.asarray(perf.capacity_rps).tolist(), np.asarray(perf.pair_bytes_per_s).tolist()
     batches = grid.batches.astype(int).tolist()
-    for i in np.flatnonzero(ok).tolist():
-        pend.append(_pending(names, grid, cls, steps, batches[i], caps[i], pairs[i]))
+    make = _grid_pending(names, grid, cls, steps)
+    pend.extend(make(batches[i], caps[i], pairs[i]) for i in np.flatnonzero(ok).tolist())
     if len(grid.batches) < 2 or base.partner is not None or base.kind == "prefill":
         # Paired replicas keep the grid (their extra columns made pair-hub MILPs far slower in CBC), and so
         # do prefill replicas: their capacity is not unimodal in the prompts per step (bulk-service waits).
@@ -148,7 +170,7 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
     i = best_index(perf, ok)
     if i is None:
         return None
-    bound = _pending(names, grid, cls, steps, batches[i], caps[i], pairs[i])
+    bound = make(batches[i], caps[i], pairs[i])
     bound.capacity = capacity_bound(perf, ok, grid.batches, cls.output_tokens)
     loads = np.asarray(perf.pair_bytes_per_s)[ok][np.argsort(np.asarray(perf.capacity_rps)[ok], kind="stable")]
     if (np.diff(loads) < 0).any():  # pair traffic not growing with capacity: assume none at the best batch
@@ -196,8 +218,9 @@ def _search(out: Candidates, ctx: Context, s: _Search) -> list[_Pending]:
 def _columns(group: list[_Pending]) -> Columns:
     """The numbers dominance compares, ranked by name (equal columns: the first by name stays)."""
     rank = {name: r for r, name in enumerate(sorted(p.name for p in group))}
-    return Columns.of(units=[p.units for p in group], supply=[[p.capacity] for p in group],
-                      load=[[p.pair_bytes_per_s] for p in group], limit=[[p.pair_max_latency_s] for p in group],
+    # One number each of supply, load and limit: flat lists, read as (n, 1) arrays.
+    return Columns.of(units=[p.units for p in group], supply=[p.capacity for p in group],
+                      load=[p.pair_bytes_per_s for p in group], limit=[p.pair_max_latency_s for p in group],
                       rank=[rank[p.name] for p in group])
 
 
@@ -211,6 +234,8 @@ def _dominated(x: _Pending, y: _Pending) -> bool:
 
 def _group_key(p: _Pending) -> tuple:
     """Candidates compared for dominance: one class, kind and resources."""
+    if p.group is not None:
+        return p.group
     return p.cls, p.cfg.kind, p.cfg.main.site_resource, p.cfg.partner.site_resource if p.cfg.partner else None
 
 
@@ -306,15 +331,7 @@ def _generate(ctx: Context, workers: int | None) -> Candidates:
             part_of[key] = Part(resource=lay.site_resource, units=lay.chips)
         return part_of[key]
 
-    for p in kept:
-        out.configs[p.name] = p.config()
-        out.columns.append(Column(
-            name=p.name,
-            parts=[part(p.cfg.main)] + ([part(p.cfg.partner)] if p.cfg.partner else []),
-            capacity={s: p.capacity for s in p.steps},
-            pair_bytes_per_s=p.pair_bytes_per_s,
-            pair_max_latency_s=p.pair_max_latency_s,
-        ))
+    out.configs, out.columns = _records(kept, part)
     for mode in enabled_modes(ctx):
         for shared in mode.shared_columns(ctx) if mode.shared_columns else []:
             main = shared.config.main
@@ -325,6 +342,45 @@ def _generate(ctx: Context, workers: int | None) -> Candidates:
             out.feasible += len(shared.capacity_rps)
     out.memo.clear()  # only needed while generating; plans and executors need not carry it
     return out
+
+
+def _records(kept: list[_Pending], part) -> tuple[dict[str, PoolConfig], list[Column]]:
+    """The configuration and the column of every kept candidate, in order.
+
+    A configuration at one batch is one (frozen) record shared by its columns (a pair's columns at
+    each link latency). The columns are built without validation: every field has its type already,
+    and :meth:`_Pending.check` is what :class:`~solvers.problem.Column` would check.
+    """
+    configs: dict[str, PoolConfig] = {}
+    columns: list[Column] = []
+    at_batch: dict[tuple[int, int], PoolConfig] = {}
+    column_fields = {"name", "parts", "capacity", "pair_bytes_per_s", "pair_max_latency_s"}
+    for p in kept:
+        p.check()
+        key = (id(p.cfg), p.batch)
+        if (cfg := at_batch.get(key)) is None:
+            fields = p.cfg.__pydantic_fields_set__ | {"batch"}  # as model_copy(update={"batch": ...}) sets
+            cfg = at_batch[key] = _unvalidated(PoolConfig, {**p.cfg.__dict__, "batch": p.batch}, fields)
+        configs[p.name] = cfg
+        columns.append(_unvalidated(Column, {
+            "name": p.name,
+            "parts": [part(p.cfg.main)] + ([part(p.cfg.partner)] if p.cfg.partner else []),
+            "capacity": {s: p.capacity for s in p.steps},
+            "pair_bytes_per_s": p.pair_bytes_per_s,
+            "pair_max_latency_s": float(p.pair_max_latency_s),
+        }, column_fields))
+    return configs, columns
+
+
+def _unvalidated(model: type, values: dict, fields_set: set[str]):
+    """A record of ``model`` holding ``values`` (every field, in declaration order), as
+    ``model.model_construct`` builds it, without its per-field default handling (no validation either)."""
+    rec = model.__new__(model)
+    object.__setattr__(rec, "__dict__", values)
+    object.__setattr__(rec, "__pydantic_fields_set__", set(fields_set))
+    object.__setattr__(rec, "__pydantic_extra__", None)
+    object.__setattr__(rec, "__pydantic_private__", None)
+    return rec
 
 
 def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Problem, Candidates]:

@@ -78,19 +78,20 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
     block, pairings = ("decode-af", cls.name, res_a, res_f, b.tobytes()), ("decode-af pairings", cls.name, res_a, res_f)
     if block not in memo and pairings in memo:
         memo[block] = _evaluate_pairings(ctx, cls, b, memo, *memo.pop(pairings))
-    rows = memo.get(block)
-    if rows is None or (cfg, lat) not in rows:
-        return _evaluate_pairings(ctx, cls, b, memo, [cfg], [lat])[cfg, lat]
-    perf = rows.pop((cfg, lat))
+    rows, key = memo.get(block), (id(cfg), lat)
+    if rows is None or key not in rows or rows[key][0] is not cfg:
+        return _evaluate_pairings(ctx, cls, b, memo, [cfg], [lat])[key][1]
+    perf = rows.pop(key)[1]
     if not rows:
         del memo[block]
     return perf
 
 
 def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cfgs: list[PoolConfig],
-                       lats: list[float]) -> dict[tuple[PoolConfig, float], Perf]:
-    """The :class:`Perf` of every configuration of ``cfgs`` (one pair of chip types) at every latency of
-    ``lats``, by (configuration, latency).
+                       lats: list[float]) -> dict[tuple[int, float], tuple[PoolConfig, Perf]]:
+    """(configuration, :class:`Perf`) of every configuration of ``cfgs`` (one pair of chip types) at every
+    latency of ``lats``, by (``id`` of the configuration, latency): the configurations generation asks for
+    are these objects, and an id is cheaper to hash than the record.
 
     Configurations with the same attention groups, micro-batches, FFN stages and FFN expert parallelism
     run the same stream counts: each such set is one array of shape (configurations, latencies, batches)
@@ -107,7 +108,11 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
     out = {}
     for (dp, mb, pp, ep_ffn), group in sets.items():
         a_chip, f_chip = ctx.chips[group[0].main.chip], ctx.chips[group[0].partner.chip]
-        halves = [_half(ctx, memo, "attention", c.main, b / mb, b, cls) for c in group]
+        step_b = b / mb
+        attention = {}  # by part object: the pairings of one attention half share it
+        halves = [attention[id(c.main)] if id(c.main) in attention else
+                  attention.setdefault(id(c.main), _half(ctx, memo, "attention", c.main, step_b, b, cls))
+                  for c in group]
         t_attn = np.stack([t for t, _ in halves])[:, None, :]
         amem = np.stack([mem for _, mem in halves])
         bytes_per_token = af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep_ffn)
@@ -117,7 +122,10 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
         tpot = fmem = None
         for streams in af_stream_counts(dp, mb, pp):
             tokens = dp * b / streams
-            ffn = [_half(ctx, memo, "ffn", c.partner, tokens, dp * b, cls) for c in group]
+            ffn_of, dp_b = {}, dp * b
+            ffn = [ffn_of[id(c.partner)] if id(c.partner) in ffn_of else
+                   ffn_of.setdefault(id(c.partner), _half(ctx, memo, "ffn", c.partner, tokens, dp_b, cls))
+                   for c in group]
             t_ffn = np.stack([t for t, _ in ffn])[:, None, :]
             fmem = np.stack([mem for _, mem in ffn])
             ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, act, ffn_expert_parallel=ep_ffn)
@@ -128,10 +136,11 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
         cap, wait = slot_admission(dp * b, cls.output_tokens * tpot, cls)
         ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
         pair = dp * b * bytes_per_token / tpot
+        same = shape == b.shape  # rows as they are (views), or back to the one batch asked for
         for i, cfg in enumerate(group):
             for j, at in enumerate(lats):
-                out[cfg, at] = Perf(*(x.reshape(shape) for x in (cap[i, j], wait[i, j], tpot[i, j], ok[i],
-                                                                   pair[i, j], amem[i])))
+                row = (cap[i, j], wait[i, j], tpot[i, j], ok[i], pair[i, j], amem[i])
+                out[id(cfg), at] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
     return out
 
 
@@ -154,6 +163,8 @@ def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, mem
                 decode_context_tokens(cls) if attention else None, step_batch.tobytes())
     mem_key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, max_context_tokens(cls),
                memory_batch.tobytes())
+    if step_key in memo and mem_key in memo:
+        return memo[step_key], memo[mem_key]
     chip, m, step_prec = ctx.chips[part.chip], ctx.model, step_precision_args(ctx)
     layout = layout_args(part)
     if step_key not in memo:
