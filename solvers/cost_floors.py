@@ -64,7 +64,7 @@ def parts(problem: Problem) -> list[Problem]:
     >>> [sorted(c.name for c in part.columns) for part in parts(p)]
     [['x', 'z'], ['y']]
     """
-    if problem.transfers or problem.pool_limit or problem.policies:
+    if problem.transfers or problem.pool_limit or problem.policies or not all(c.capacity for c in problem.columns):
         return []
     root = {d.name: d.name for d in problem.demands}
 
