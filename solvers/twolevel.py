@@ -50,6 +50,7 @@ from collections import defaultdict
 import pulp
 
 from solvers import dominance
+from solvers.cost_floors import Floor, add_floors, floors
 from solvers.index import PairSplit
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
@@ -191,7 +192,10 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     With that start HiGHS can stop as soon as its root LP bound is within the
     gap instead of spending its time on cuts and heuristics before it has an
     incumbent (20 s → ~2 s on the collapsed 1,000-domain, 8-chip-type fleet
-    of benchmarks/RESULTS.md).
+    of benchmarks/RESULTS.md). The small MILP gets the cost floors of its
+    independent parts (:mod:`solvers.cost_floors`): it is a handful of demands
+    tied only by the site rows, and proving its optimum without them takes
+    thousands of nodes.
     """
     began = time.perf_counter()
     lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"),
@@ -200,7 +204,9 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     found = None
     if support is not None:
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
-        sub, sub_vars = solve_model(support, time_limit_s=left, **options)
+        rows = floors(support, time_limit_s=None if left is None else left * SHARE, **options)
+        left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
+        sub, sub_vars = solve_model(support, time_limit_s=left, prepare=_floored(rows), **options)
         found = sub_vars if sub.replicas else None
 
     def prepare(m: pulp.LpProblem, v: Variables) -> Start:
@@ -208,6 +214,16 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
         return Start(values=values, seconds=time.perf_counter() - began)
 
     return solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
+
+
+def _floored(rows: list[Floor]):
+    """A ``prepare`` that adds the cost floors ``rows`` (:mod:`solvers.cost_floors`) and starts from nothing."""
+
+    def prepare(m: pulp.LpProblem, v: Variables) -> Start:
+        add_floors(m, v, rows)
+        return Start()
+
+    return prepare
 
 
 def _near(problem: Problem, used: set[str]) -> set[str]:
