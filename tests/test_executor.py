@@ -108,14 +108,13 @@ def test_cli_solve_generates_on_ray(ray_cluster, tmp_path, monkeypatch):
 
     from typer.testing import CliRunner
 
-    import placement.core.parallel_generation as pg
+    import placement.studies.ray_executor as rx
     from placement.cli.app import app
     from placement.core import candidate_cache
 
     calls = []
-    real = pg._mapped_candidates
-    monkeypatch.setattr(pg, "_mapped_candidates",
-                        lambda mapper, ctx, jobs, *a: calls.append(len(jobs)) or real(mapper, ctx, jobs, *a))
+    real = rx.run_map_ray
+    monkeypatch.setattr(rx, "run_map_ray", lambda fn, items, **kw: calls.append(len(items)) or real(fn, items, **kw))
     plans = {}
     try:
         for name, extra in {"local": [], "ray": ["--executor", "ray"]}.items():

@@ -153,41 +153,34 @@ def parallel_candidates(ctx: Context, classes: list[TrafficClass],
                         workers: int | None) -> list[tuple[list, int, int]] | None:
     """Per (class, chip type) job of :func:`generation_jobs`, in order: (kept candidates, batches evaluated,
     batches feasible), from the job mapper (:func:`job_mapper`) or ``workers`` forked processes (default
-    :func:`generation_workers`); None when one process should generate everything."""
-    from placement.core.candidates import _class_candidates
-
+    :func:`generation_workers`), largest jobs first; None when one process should generate everything."""
     jobs = generation_jobs(ctx, classes)
     if workers == 1 or len(jobs) <= 1:
         return None
-    if _MAPPER is not None:
-        return _mapped_candidates(_MAPPER, ctx, jobs, workers)
-    workers = generation_workers(ctx) if workers is None else workers
-    if workers <= 1:
-        return None
-    order = _largest_first(ctx, jobs)
-    done = forked_map([partial(_class_candidates, ctx, [jobs[i][0]], {}, jobs[i][1]) for i in order], workers)
-    results: list = [None] * len(jobs)
-    for i, r in zip(order, done, strict=True):
-        results[i] = r
-    return results
-
-
-def generation_job(ctx: Context, job: tuple[str, str]) -> tuple[list, int, int]:
-    """One job run by a mapper: the kept candidates of class ``job[0]`` on main chip type ``job[1]`` (cycle
-    collector off, as in :func:`placement.core.candidates.generate`)."""
-    from placement.core.candidates import _class_candidates, _no_cycle_collection
-
-    cls = next(c for c in ctx.instance.workload.classes if c.name == job[0])
-    with _no_cycle_collection():
-        return _class_candidates(ctx, [cls], {}, job[1])
-
-
-def _mapped_candidates(mapper: JobMapper, ctx: Context, jobs: list[tuple[TrafficClass, str]],
-                       workers: int | None) -> list[tuple[list, int, int]]:
-    """:func:`parallel_candidates` through ``mapper``, largest first, back in job order."""
+    mapper = _MAPPER
+    if mapper is None:
+        workers = generation_workers(ctx) if workers is None else workers
+        if workers <= 1:
+            return None
+        mapper = _forked_mapper
     order = _largest_first(ctx, jobs)
     done = mapper(partial(generation_job, ctx), [(jobs[i][0].name, jobs[i][1]) for i in order], workers)
     results: list = [None] * len(jobs)
     for i, r in zip(order, done, strict=True):
         results[i] = r
     return results
+
+
+def _forked_mapper(fn: Callable[[Any], T], items: list, workers: int) -> list[T]:
+    """The local :data:`JobMapper`: ``fn`` of every item in ``workers`` forked processes (:func:`forked_map`)."""
+    return forked_map([partial(fn, item) for item in items], workers)
+
+
+def generation_job(ctx: Context, job: tuple[str, str]) -> tuple[list, int, int]:
+    """One job: the kept candidates of class ``job[0]`` on main chip type ``job[1]`` (cycle collector off,
+    as in :func:`placement.core.candidates.generate`)."""
+    from placement.core.candidates import _class_candidates, _no_cycle_collection
+
+    cls = next(c for c in ctx.instance.workload.classes if c.name == job[0])
+    with _no_cycle_collection():
+        return _class_candidates(ctx, [cls], {}, job[1])
