@@ -52,6 +52,7 @@ import pulp
 from solvers import dominance
 from solvers.cost_floors import Floor, add_floors, floors
 from solvers.index import PairSplit
+from solvers.lagrange import solve_by_parts
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
@@ -202,6 +203,10 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
                pair_split=options.get("pair_split", "auto"))
     support = restricted(problem, _near(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
     found = None
+    left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
+    by_parts = solve_by_parts(problem, support, time_limit_s=left, **options) if lp.status == "optimal" else None
+    if by_parts is not None:
+        return by_parts
     if support is not None:
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
         rows = floors(support, time_limit_s=None if left is None else left * SHARE, **options)
