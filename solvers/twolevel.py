@@ -188,15 +188,20 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
 
     The relaxation names the steps and resources worth using; the problem
     restricted to the columns that serve those steps on those resources (all
-    their replica sizes, which the integer plan needs to round well) is a
-    small MILP whose plan is a plan of ``problem`` (see :func:`start_values`).
-    With that start HiGHS can stop as soon as its root LP bound is within the
-    gap instead of spending its time on cuts and heuristics before it has an
-    incumbent (20 s → ~2 s on the collapsed 1,000-domain, 8-chip-type fleet
-    of benchmarks/RESULTS.md). The small MILP gets the cost floors of its
-    independent parts (:mod:`solvers.cost_floors`): it is a handful of demands
-    tied only by the site rows, and proving its optimum without them takes
-    thousands of nodes.
+    their replica sizes, which the integer plan needs to round well) is the
+    *support*, small and fast to solve. A problem that falls apart into
+    demands tied only by its site rows (the collapsed fleet) is solved by
+    :func:`solvers.lagrange.solve_by_parts`: each part of the support gives a
+    first plan, a Lagrangian bound per part prices the contested units, and
+    the problem on the few columns that can still beat the best combined plan
+    proves the optimum (~107 → ~10 CPU s on the collapsed 1,000-domain,
+    8-chip-type fleet of benchmarks/RESULTS.md, which branch and bound alone
+    proved only after thousands of nodes). Otherwise, or if that finds no
+    plan, the support is solved as a MILP with the cost floors of its parts
+    (:mod:`solvers.cost_floors`) and its plan is the start of the whole
+    problem's MILP (see :func:`start_values`): with it HiGHS can stop as soon
+    as its bound is within the gap instead of spending its time on cuts and
+    heuristics before it has an incumbent.
     """
     began = time.perf_counter()
     lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"),
