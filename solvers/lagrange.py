@@ -354,6 +354,7 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     if not split:
         return None
     began = time.perf_counter()
+    cpu = time.process_time()
     limits = {s.name: float(s.units_per_domain * s.domains) for s in problem.sites}
     names = [frozenset(c.name for c in part.columns) for part in split]
     known = first_plans(problem, support, names, time_limit_s, **options)
@@ -392,9 +393,9 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
         combined = best_combination(known, limits, problem.power_cap_w) if all(known) else None
         if combined is not None and (least_cost is None or combined[0] < least_cost):
             least_cost = combined[0]
-        log.info("Lagrangian by part at %s: L = %.10g, best plan %s, %d part solves, %.3g s",
+        log.info("Lagrangian by part at %s: L = %.10g, best plan %s, %d part solves, %.3g s (%.3g CPU s)",
                  {s: round(m, 6) for s, m in mu.items() if m}, value, least_cost, solves,
-                 time.perf_counter() - began)
+                 time.perf_counter() - began, time.process_time() - cpu)
         if least_cost is not None and least_cost - best[0] <= _gap(options.get("gap")) * abs(least_cost):
             break
         step = next_multipliers(known, limits, contested, best[1], radius) if contested and all(known) else None
@@ -434,9 +435,11 @@ def _complete(problem: Problem, names: list[frozenset[str]], best: tuple[float, 
                 add_row(m, v, "lagrange_cap", (d,), [str(d)], terms[d], pulp.LpConstraintLE, cap)
         return Start(lower_bound=lower)
 
+    began, cpu = time.perf_counter(), time.process_time()
     sol, _ = solve_model(small, time_limit_s=time_limit_s, prepare=prepare, **options)
-    log.info("completion on %d of %d columns (best combined plan %.10g, L = %.10g): %s, %s, bound %s",
-             len(keep), len(problem.columns), upper, lower, sol.status, sol.objective, sol.best_bound)
+    log.info("completion on %d of %d columns (best combined plan %.10g, L = %.10g): %s, %s, bound %s, "
+             "%.3g s (%.3g CPU s)", len(keep), len(problem.columns), upper, lower, sol.status, sol.objective,
+             sol.best_bound, time.perf_counter() - began, time.process_time() - cpu)
     if not sol.replicas:
         return None
     note = (f"; Lagrangian bound by part {lower:.10g}, completed on {len(keep):,} of "
