@@ -25,8 +25,8 @@ def _reference(seed: int):
     return bruteforce(_random_parts(seed))
 
 
-#: Seeds whose problem has a plan, and whose site rows bind (L(0) below the optimum) for 0, 3 and 4.
-SEEDS = (0, 2, 3, 4)
+#: Seeds whose problem has a plan and whose site rows bind (L(0) is below the optimum).
+SEEDS = (0, 3, 4)
 
 
 def _random_parts(seed: int) -> Problem:
@@ -62,7 +62,7 @@ def test_completion_keeps_the_bruteforce_optimum(backend):
         assert sol.best_bound <= ref.objective * (1 + 1e-9) + 1e-9, seed
         floors = sum(lg.evaluate(lg.PartLP(part), {}, [], backend="highs").bound for part in parts(problem))
         binding += floors < ref.objective * (1 - 1e-6)
-    assert binding >= (1 if backend == "cbc" else 3)  # the site rows bind: L(0) is not the optimum
+    assert binding == len(seeds)  # the site rows bind: L(0) is not the optimum
 
 
 def test_no_plan_gives_none():
@@ -81,7 +81,7 @@ def test_lagrangian_is_a_bound_at_every_multiplier():
             value = sum(e.bound for e in found) - sum(mu.get(s, 0.0) * u for s, u in limits.items())
             assert value <= ref.objective * (1 + 1e-9) + 1e-9, (seed, mu)
             checked += 1
-    assert checked == 12
+    assert checked == 9
 
 
 def test_column_fixing_keeps_the_optimal_plans_columns():
