@@ -347,6 +347,23 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     with the better of its proven bound and L(μ). ``None`` if the method does
     not apply (no parts, another objective, a budget), a part has no plan or
     no combination of the part plans found fits the fleet.
+
+    Examples
+    --------
+    Two demands of 2 req/s share one 4-unit site at $1/h per unit; each
+    needs 2 units (one 2-unit replica or two 1-unit ones), $4/h in all:
+
+    >>> from solvers.problem import Column, Demand, Part, Route, Site
+    >>> def col(name, step, units, rate):
+    ...     return Column(name=name, parts=[Part(resource="gpu", units=units)], capacity={step: rate})
+    >>> p = Problem(demands=[Demand(name=k, rate=2.0) for k in "ab"],
+    ...             routes=[Route(name=f"r{k}", demand=k, steps=[f"q{k}"]) for k in "ab"],
+    ...             columns=[col(f"{k}{u}", f"q{k}", u, float(u)) for k in "ab" for u in (1, 2)],
+    ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=4, domains=1,
+    ...                         usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)])
+    >>> sol = solve_by_parts(p, backend="highs")
+    >>> sol.status, sol.objective, sol.best_bound
+    ('optimal', 4.0, 4.0)
     """
     if problem.objective != "cost" or problem.budget_usd_per_hour is not None:
         return None
