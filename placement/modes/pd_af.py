@@ -105,7 +105,7 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
     sets: dict[tuple, list[PoolConfig]] = {}
     for cfg in cfgs:
         sets.setdefault((cfg.main.dp, cfg.micro_batches, cfg.partner.pp, cfg.partner.ep > 1), []).append(cfg)
-    out = {}
+    out, done = {}, []
     for (dp, mb, pp, ep_ffn), group in sets.items():
         a_chip, f_chip = ctx.chips[group[0].main.chip], ctx.chips[group[0].partner.chip]
         step_b = b / mb
@@ -133,14 +133,22 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
                                layers=m.layers, pp=pp)
             tpot = pipe.tpot_s if tpot is None else np.minimum(tpot, pipe.tpot_s)
         tpot = np.asarray(tpot, dtype=float)
-        cap, wait = slot_admission(dp * b, cls.output_tokens * tpot, cls)
         ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
         pair = dp * b * bytes_per_token / tpot
+        done.append((group, dp * b, tpot, ok, pair, amem))
+    # One slot admission for every set (it is elementwise): the slot counts and holds of each set, flat.
+    slots = np.concatenate([np.broadcast_to(s, t.shape).ravel() for _, s, t, *_ in done])
+    hold = np.concatenate([(cls.output_tokens * t).ravel() for _, _, t, *_ in done])
+    caps, waits = slot_admission(slots, hold, cls)
+    at = 0
+    for group, _, tpot, ok, pair, amem in done:
+        cap, wait = (x[at:at + tpot.size].reshape(tpot.shape) for x in (caps, waits))
+        at += tpot.size
         same = shape == b.shape  # rows as they are (views), or back to the one batch asked for
         for i, cfg in enumerate(group):
-            for j, at in enumerate(lats):
+            for j, lat_s in enumerate(lats):
                 row = (cap[i, j], wait[i, j], tpot[i, j], ok[i], pair[i, j], amem[i])
-                out[id(cfg), at] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
+                out[id(cfg), lat_s] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
     return out
 
 
