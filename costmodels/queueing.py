@@ -212,15 +212,22 @@ def erlang_c(servers, utilisation):
     log_factorial = np.array([math.lgamma(x) for x in counts.tolist()])[where].reshape(cc.shape)
     pmf = np.exp(-a + cc * np.log(a) - log_factorial)
     # Where p_c underflows (many slots at moderate load) B and C are 0 whatever the tail: sum only the rest.
+    # Terms fall (a < c + n), and one at most 1e-17 of the sum is below half its last place, so a sum
+    # that has converged never changes again: it is set aside, and only the others go on.
     on = np.flatnonzero(pmf > 0.0)
     a_on, c_on = a.ravel()[on], cc.ravel()[on]
     term, s_on = np.ones(on.size), np.zeros(on.size)
+    tail_sum = np.zeros(a.size)
     for n in range(1, _ERLANG_MAX_TERMS + 1):
         term = term * a_on / (c_on + n)
         s_on = s_on + term
-        if n % 16 == 0 and not np.any(term > _ERLANG_TOLERANCE * s_on):
-            break
-    tail_sum = np.zeros(a.size)
+        if n % 16 == 0:
+            going = term > _ERLANG_TOLERANCE * s_on
+            if not going.all():
+                tail_sum[on[~going]] = s_on[~going]
+                on, a_on, c_on, term, s_on = on[going], a_on[going], c_on[going], term[going], s_on[going]
+            if not on.size:
+                break
     tail_sum[on] = s_on
     tail_sum = tail_sum.reshape(a.shape)
     erl_b = pmf / (1.0 - pmf * tail_sum)
