@@ -144,10 +144,15 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
         cap, wait = (x[at:at + tpot.size].reshape(tpot.shape) for x in (caps, waits))
         at += tpot.size
         same = shape == b.shape  # rows as they are (views), or back to the one batch asked for
-        for i, cfg in enumerate(group):
-            for j, lat_s in enumerate(lats):
-                row = (cap[i, j], wait[i, j], tpot[i, j], ok[i], pair[i, j], amem[i])
+        # (configuration, latency) rows as views, in that order.
+        caps_of, waits_of, tpots_of, pairs_of = (list(x.reshape(tpot.shape[0] * tpot.shape[1], -1))
+                                                 for x in (cap, wait, tpot, pair))
+        at_row = 0
+        for cfg, fit, mem in zip(group, list(ok), list(amem), strict=True):
+            for lat_s in lats:
+                row = (caps_of[at_row], waits_of[at_row], tpots_of[at_row], fit, pairs_of[at_row], mem)
                 out[id(cfg), lat_s] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
+                at_row += 1
     return out
 
 
