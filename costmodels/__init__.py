@@ -14,6 +14,7 @@ from costmodels.af import (
     af_busiest_stage_layers,
     af_layers_per_stage,
     af_pipeline,
+    af_pipeline_tpot_s,
     af_stage_utilisation,
     af_stream_counts,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "af_comm_hidden",
     "af_layers_per_stage",
     "af_pipeline",
+    "af_pipeline_tpot_s",
     "af_stage_utilisation",
     "af_stream_counts",
     "af_tpot_s",

@@ -87,6 +87,7 @@ __all__ = [
     "af_busiest_stage_layers",
     "af_layers_per_stage",
     "af_pipeline",
+    "af_pipeline_tpot_s",
     "af_stage_utilisation",
     "af_stream_counts",
 ]
@@ -205,6 +206,35 @@ def af_pipeline(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, s
     >>> p.tpot_s, p.busiest_stage_utilisation
     (1.7, 0.5882352941176471)
     """
+    loop, attention, stage, link = _bounds_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, micro_batches=micro_batches,
+                                             streams=streams, layers=layers, pp=pp)
+    tpot = np.maximum(np.maximum(loop, attention), np.maximum(stage, link))
+    return AFPipeline(
+        tpot_s=as_result(tpot), loop_s=as_result(loop), attention_bound_s=as_result(attention), ffn_stage_bound_s=as_result(stage),
+        link_bound_s=as_result(link), streams=int(streams), attention_utilisation=as_result(attention / tpot),
+        busiest_stage_utilisation=as_result(stage / tpot), link_utilisation=as_result(link / tpot),
+    )
+
+
+def af_pipeline_tpot_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, streams: int, layers: int,
+                       pp: int) -> np.ndarray:
+    """``af_pipeline(...).tpot_s`` as an array, without the bounds' utilisations (candidate generation
+    asks for millions of TPOTs and reads nothing else).
+
+    Examples
+    --------
+    >>> float(af_pipeline_tpot_s(0.5, 1.0, 0.2, 0.2, micro_batches=1, streams=4, layers=4, pp=4))
+    1.7
+    """
+    loop, attention, stage, link = _bounds_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, micro_batches=micro_batches,
+                                             streams=streams, layers=layers, pp=pp)
+    return np.maximum(np.maximum(loop, attention), np.maximum(stage, link))
+
+
+def _bounds_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, streams: int, layers: int,
+              pp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The four lower bounds of :func:`af_pipeline` whose maximum is TPOT: loop, attention, busiest
+    FFN stage, busiest link direction (s)."""
     a, f, ca, cf = (np.asarray(v, dtype=float) for v in (attn_s, ffn_s, attn_comm_s, ffn_comm_s))
     if streams < micro_batches or streams % micro_batches:
         raise ValueError(f"streams ({streams}) must be a multiple of micro_batches ({micro_batches})")
@@ -214,12 +244,7 @@ def af_pipeline(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, s
     attention = m * a
     stage = s * share * f
     link = np.maximum(m * ca, s * share * cf) / _DIRECTIONS
-    tpot = np.maximum(np.maximum(loop, attention), np.maximum(stage, link))
-    return AFPipeline(
-        tpot_s=as_result(tpot), loop_s=as_result(loop), attention_bound_s=as_result(attention), ffn_stage_bound_s=as_result(stage),
-        link_bound_s=as_result(link), streams=int(streams), attention_utilisation=as_result(attention / tpot),
-        busiest_stage_utilisation=as_result(stage / tpot), link_utilisation=as_result(link / tpot),
-    )
+    return loop, attention, stage, link
 
 
 def af_stage_utilisation(ffn_s, tpot_s, *, streams: int, layers: int, pp: int) -> np.ndarray:

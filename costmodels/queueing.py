@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -211,15 +212,22 @@ def erlang_c(servers, utilisation):
     log_factorial = np.array([math.lgamma(x) for x in counts.tolist()])[where].reshape(cc.shape)
     pmf = np.exp(-a + cc * np.log(a) - log_factorial)
     # Where p_c underflows (many slots at moderate load) B and C are 0 whatever the tail: sum only the rest.
+    # Terms fall (a < c + n), and one at most 1e-17 of the sum is below half its last place, so a sum
+    # that has converged never changes again: it is set aside, and only the others go on.
     on = np.flatnonzero(pmf > 0.0)
     a_on, c_on = a.ravel()[on], cc.ravel()[on]
     term, s_on = np.ones(on.size), np.zeros(on.size)
+    tail_sum = np.zeros(a.size)
     for n in range(1, _ERLANG_MAX_TERMS + 1):
         term = term * a_on / (c_on + n)
         s_on = s_on + term
-        if n % 16 == 0 and not np.any(term > _ERLANG_TOLERANCE * s_on):
-            break
-    tail_sum = np.zeros(a.size)
+        if n % 16 == 0:
+            going = term > _ERLANG_TOLERANCE * s_on
+            if not going.all():
+                tail_sum[on[~going]] = s_on[~going]
+                on, a_on, c_on, term, s_on = on[going], a_on[going], c_on[going], term[going], s_on[going]
+            if not on.size:
+                break
     tail_sum[on] = s_on
     tail_sum = tail_sum.reshape(a.shape)
     erl_b = pmf / (1.0 - pmf * tail_sum)
@@ -253,6 +261,29 @@ _WAIT_ROWS = _Rows(4096)
 #: The stacked rows of a whole set of slot counts, by (counts, points, tail): a generation asks for the same
 #: few sets (dp·batches of one grid) many thousand times.
 _WAIT_TABLES = _Rows(256)
+#: The distinct slot counts of an array of them and where each entry's count is among them, by the array.
+_COUNTS = _Rows(4096)
+
+
+@dataclass
+class _WaitTable:
+    """The waits of a set of slot counts on the grid (:func:`_waits_on_grid`) and, once the table is
+    asked for again, the sorted keys of their running maxima (:func:`_sorted_keys`): sorting costs
+    more than one bisection, so a table asked for once (a batch search's lattice) is not sorted."""
+
+    scaled: np.ndarray
+    running_max: np.ndarray
+    keys: tuple[np.ndarray, np.ndarray] | None = None
+    uses: int = 0
+
+    def sorted_keys(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """:func:`_sorted_keys` of the running maxima from the second use on (None before)."""
+        self.uses += 1
+        if self.keys is None and self.uses > 1:
+            self.keys = _sorted_keys(self.running_max)
+            for a in self.keys:
+                a.flags.writeable = False
+        return self.keys
 
 
 def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -314,34 +345,97 @@ def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
     return as_result(out)
 
 
-def _last_within(scaled: np.ndarray, running_max: np.ndarray, row: np.ndarray, hold_s: np.ndarray,
-                 budget_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index of the last grid point before the first with scaled·H > budget, scaled there) for each
-    (row of ``scaled``, hold, budget).
+def _sorted_keys(running_max: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values of ``running_max``, sorted; one key per point, nondecreasing over the flat table).
 
-    The wait grows with ρ, so that point is found by bisection on the running
-    maximum M of ``scaled``: rounding is monotone, so fl(M_i·H) first exceeds
-    the budget exactly where fl(scaled_i·H) first does (H > 0 and finite); rows
-    with other holds are compared point by point. Index −1 when the first point
-    already exceeds the budget, the last index when none does.
+    A point's key is row·(d + 1) + the rank of its value among the d distinct ones: rows are
+    nondecreasing, so the flat keys are sorted, and "the first point of row j above t" is one
+    :func:`numpy.searchsorted` of j·(d + 1) + (how many values are ≤ t) for every query at once.
     """
-    n = scaled.shape[1]
-    k = np.empty(row.size, dtype=int)
-    fast = np.flatnonzero(np.isfinite(hold_s) & (hold_s > 0))
-    h, r = hold_s[fast], budget_s[fast]
-    flat, start = running_max.ravel(), row[fast] * n  # row-major: point i of row j is flat[j·n + i]
-    lo, hi = np.zeros(fast.size, dtype=int), np.full(fast.size, n)  # the first exceeding index is in [lo, hi]
+    values = np.unique(running_max)
+    rank = np.searchsorted(values, running_max)
+    keys = (np.arange(running_max.shape[0], dtype=np.int64)[:, None] * (values.size + 1) + rank).ravel()
+    return values, keys
+
+
+def _first_over_bisection(running_max: np.ndarray, row: np.ndarray, hold_s: np.ndarray,
+                          budget_s: np.ndarray) -> np.ndarray:
+    """For each (row, H, budget): the first grid index i with fl(M_i·H) > budget (n if none), by bisection."""
+    n = running_max.shape[1]
+    flat, start = running_max.ravel(), row * n  # row-major: point i of row j is flat[j·n + i]
+    lo, hi = np.zeros(row.size, dtype=int), np.full(row.size, n)  # the first exceeding index is in [lo, hi]
     # ⌈log2(n + 1)⌉ halvings close every interval; a closed one (lo = hi) stays as it is.
     for _ in range(n.bit_length()):
         mid = (lo + hi) >> 1
-        over = flat[start + np.minimum(mid, n - 1)] * h > r
+        over = flat[start + np.minimum(mid, n - 1)] * hold_s > budget_s
         lo, hi = np.where(over, lo, np.minimum(mid + 1, hi)), np.where(over, mid, hi)
-    k[fast] = lo - 1
-    slow = np.flatnonzero(~(np.isfinite(hold_s) & (hold_s > 0)))
+    return lo
+
+
+def _first_over(running_max: np.ndarray, keys: tuple[np.ndarray, np.ndarray], row: np.ndarray, hold_s: np.ndarray,
+                budget_s: np.ndarray) -> np.ndarray:
+    """:func:`_first_over_bisection`, by search of the threshold budget/H in the sorted keys.
+
+    fl(M_i·H) > budget is monotone in i (M nondecreasing, rounding monotone), so the index found
+    for M_i > fl(budget/H) is the answer exactly when the predicate holds there and not one point
+    before; the queries where rounding of budget/H moved the index are answered by bisection.
+    """
+    (values, flat_keys), n = keys, running_max.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        below = np.searchsorted(values, budget_s / hold_s, side="right")
+    base = row.astype(np.int64) * (values.size + 1)
+    first = np.searchsorted(flat_keys, base + below, side="left") - row * n
+    flat = running_max.ravel()
+    at = row * n + np.minimum(first, n - 1)
+    holds = (first == n) | (flat[at] * hold_s > budget_s)
+    before = row * n + np.maximum(first - 1, 0)
+    holds &= (first == 0) | ~(flat[before] * hold_s > budget_s)
+    if not holds.all():
+        redo = np.flatnonzero(~holds)
+        first[redo] = _first_over_bisection(running_max, row[redo], hold_s[redo], budget_s[redo])
+    return first
+
+
+def _last_within(table: _WaitTable, row: np.ndarray, hold_s: np.ndarray,
+                 budget_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the last grid point before the first with scaled·H > budget, scaled there) for each
+    (row of the table, hold, budget).
+
+    The wait grows with ρ, so that point is found on the running maximum M
+    of ``scaled`` (:func:`_first_over_bisection`, or :func:`_first_over` on
+    a table asked for before): rounding is monotone, so fl(M_i·H) first
+    exceeds the budget exactly where fl(scaled_i·H) first does (H > 0 and
+    finite); rows with other holds are compared point by point. Index −1
+    when the first point already exceeds the budget, the last index when
+    none does.
+    """
+    scaled, n = table.scaled, table.scaled.shape[1]
+    k = np.empty(row.size, dtype=int)
+    good = np.isfinite(hold_s) & (hold_s > 0)
+    fast = np.flatnonzero(good)
+    h, r = hold_s[fast], budget_s[fast]
+    keys = table.sorted_keys()
+    first = (_first_over_bisection(table.running_max, row[fast], h, r) if keys is None
+             else _first_over(table.running_max, keys, row[fast], h, r))
+    k[fast] = first - 1
+    slow = np.flatnonzero(~good)
     if slow.size:
         bad = scaled[row[slow]] * hold_s[slow, None] > budget_s[slow, None]
         k[slow] = np.where(bad.any(axis=1), np.argmax(bad, axis=1) - 1, n - 1)
     return k, scaled[row, np.maximum(k, 0)]
+
+
+def _distinct_counts(servers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(servers, return_inverse=True)``, the inverse in ``servers``' shape, kept per array
+    (generation asks for the same few slot arrays, dp·batches of a grid, many thousand times)."""
+    key = (servers.tobytes(), servers.shape, servers.dtype.str)
+    if (found := _COUNTS.get(key)) is None:
+        uniq, inv = np.unique(servers, return_inverse=True)
+        found = (uniq, inv.reshape(servers.shape))
+        for a in found:
+            a.flags.writeable = False
+        _COUNTS.put(key, found)
+    return found
 
 
 def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: float = 1.0):
@@ -364,18 +458,17 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
     grid = _UTILISATION_GRID[:size]
     hh, rr, cc = h.ravel(), r.ravel(), s.ravel()
     if s.size:  # the distinct counts of the (smaller) array before broadcasting, their indices broadcast
-        uniq, inv = np.unique(servers, return_inverse=True)
-        inv = np.broadcast_to(inv.reshape(servers.shape), s.shape).ravel()
+        uniq, inv = _distinct_counts(servers)
+        inv = np.broadcast_to(inv, s.shape).ravel()
     else:
         uniq, inv = np.unique(cc, return_inverse=True)
     table_key = (uniq.tobytes(), size, tail)
     if (table := _WAIT_TABLES.get(table_key)) is None:
-        table = _waits_on_grid(uniq, size, tail)
-        for a in table:
+        table = _WaitTable(*_waits_on_grid(uniq, size, tail))
+        for a in (table.scaled, table.running_max):
             a.flags.writeable = False  # shared by every later call with these counts
         _WAIT_TABLES.put(table_key, table)
-    scaled, top = table
-    k, at = _last_within(scaled, top, inv.ravel(), hh, rr)
+    k, at = _last_within(table, inv.ravel(), hh, rr)
     ok = k > 0
     rate = np.where(ok, grid[np.maximum(k, 0)] * cc / hh, 0.0).reshape(s.shape)
     wait = np.where(ok, at * hh, 0.0).reshape(s.shape)

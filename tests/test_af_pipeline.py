@@ -18,6 +18,7 @@ from costmodels import (
     af_activation_bytes_per_token,
     af_layers_per_stage,
     af_pipeline,
+    af_pipeline_tpot_s,
     af_stage_utilisation,
     af_stream_counts,
     af_tpot_s,
@@ -30,6 +31,7 @@ from placement.core.evaluate import MAX_UTILISATION, PartLayout, PoolConfig, eva
 from placement.core.loading import load_instance
 from placement.core.schema import TrafficClass
 from placement.modes.layouts import pair_latencies
+from placement.modes.pd_af import _evaluate_pairings, _pairings
 from placement.modes.pd_af import _half as _af_half
 
 INSTANCE = "instances/rubin-lpx-deepseek.yaml"
@@ -158,6 +160,35 @@ def test_pipeline_at_pp1_and_lockstep_is_af_tpot_s():
     for mb in (1, 2, 3):
         got = af_pipeline(a, f, ca, cf, micro_batches=mb, streams=mb, layers=61, pp=1).tpot_s
         np.testing.assert_allclose(got, af_tpot_s(a, f, np.maximum(ca, cf), mb), rtol=1e-12)
+
+
+
+def test_tpot_alone_is_the_pipelines_tpot():
+    rng = np.random.default_rng(5)
+    a, f, ca, cf = rng.uniform(0.1, 3.0, (4, 300))
+    for mb, streams, pp in ((1, 1, 1), (2, 4, 8), (3, 9, 61)):
+        pipe = af_pipeline(a, f, ca, cf, micro_batches=mb, streams=streams, layers=61, pp=pp)
+        got = af_pipeline_tpot_s(a, f, ca, cf, micro_batches=mb, streams=streams, layers=61, pp=pp)
+        assert got.tobytes() == np.asarray(pipe.tpot_s).tobytes()
+
+
+def test_pairings_evaluated_together_are_each_evaluated_alone(ctx):
+    # Generation evaluates every pairing of two resources at once (distinct halves once, one slot
+    # admission for every set); each row must be what the configuration alone gives, bit for bit.
+    cls = _cls(ctx)
+    res_a, res_f = _resource(ctx, "rubin"), _resource(ctx, "lp30")
+    cfgs, lats = _pairings(ctx, cls, res_a, res_f, {}), pair_latencies(ctx, res_a, res_f)
+    b = np.array([1.0, 8.0, 64.0, 512.0])
+    together = _evaluate_pairings(ctx, cls, b, {}, cfgs, lats)
+    assert len({(c.main.dp, c.partner.pp, c.partner.ep > 1) for c in cfgs}) > 1  # several sets
+    assert len(together) == len(cfgs) * len(lats)
+    assert any((np.asarray(perf.capacity_rps) > 0).any() for _, perf in together.values())
+    for cfg in cfgs[::7]:
+        for lat in lats:
+            alone = _evaluate_pairings(ctx, cls, b, {}, [cfg], [lat])[id(cfg), lat][1]
+            got = together[id(cfg), lat][1]
+            for field in ("capacity_rps", "ttft_s", "tpot_s", "fits", "pair_bytes_per_s", "memory_per_chip_bytes"):
+                assert np.asarray(getattr(got, field)).tobytes() == np.asarray(getattr(alone, field)).tobytes()
 
 
 def test_more_streams_never_slower_than_lockstep_nor_faster_than_a_loop_or_a_server(ctx):

@@ -135,8 +135,8 @@ def best_batch(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batches: np.nda
     lo, hi = (int(batches[k]) for k in _bracket(batches, i))
     best_b, best_perf = int(batches[i]), perf_at(perf, i)
     evaluated = 0
-    off_grid = np.setdiff1d(np.arange(-(-lo // step), hi // step + 1) * step, batches)
-    if not len(off_grid):  # the grid already holds every batch of the bracket
+    on_grid = set(batches.tolist())
+    if all(x in on_grid for x in range(-(-lo // step) * step, hi + 1, step)):  # the grid holds the whole bracket
         return best_b, best_perf, evaluated
     spacing = step * 2 ** max(int(np.floor(np.log2(max(hi - lo, 1) / (step * REFINE_POINTS)))), 0)
     for h in dict.fromkeys((spacing, step)):  # a coarser lattice, then every multiple of step

@@ -155,14 +155,17 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
     base, lat = grid.config, grid.pair_latency_s
     perf = evaluate(ctx, base, cls, batch=grid.batches, pair_latency_s=lat or 0.0, memo=out.memo)
     ok = perf.ok(cls)
+    feasible = np.flatnonzero(ok).tolist()
     out.generated += len(grid.batches)
-    out.feasible += int(ok.sum())
+    out.feasible += len(feasible)
+    if not feasible:  # nothing awaits pruning, and there is no best batch to search around
+        return None
     names = _name_around_batch(base, lat)
     # Python scalars of the arrays once (float() of an element of each, as for one batch).
     caps, pairs = np.asarray(perf.capacity_rps).tolist(), np.asarray(perf.pair_bytes_per_s).tolist()
     batches = grid.batches.astype(int).tolist()
     make = _grid_pending(names, grid, cls, steps)
-    pend.extend(make(batches[i], caps[i], pairs[i]) for i in np.flatnonzero(ok).tolist())
+    pend.extend(make(batches[i], caps[i], pairs[i]) for i in feasible)
     if len(grid.batches) < 2 or base.partner is not None or base.kind == "prefill":
         # Paired replicas keep the grid (their extra columns made pair-hub MILPs far slower in CBC), and so
         # do prefill replicas: their capacity is not unimodal in the prompts per step (bulk-service waits).

@@ -126,8 +126,17 @@ def enabled_modes(ctx: Context) -> list[ServingMode]:
     return [m for m in MODES.values() if m.enabled(ctx)]
 
 
+#: The kinds of the registered modes, and the modes they were read from (the registry may change).
+_KINDS: list = [(), {}]
+
+
 def _kinds() -> dict[str, PoolKind]:
-    return {k.name: k for m in MODES.values() for k in m.kinds}
+    """Replica kind name -> kind, over the registered modes (read again when the registry changed:
+    every configuration record and every evaluation asks, millions of times in a large generation)."""
+    modes = tuple(MODES.values())
+    if modes != _KINDS[0]:
+        _KINDS[:] = [modes, {k.name: k for m in modes for k in m.kinds}]
+    return _KINDS[1]
 
 
 def pool_kind(name: str) -> PoolKind:

@@ -27,7 +27,7 @@ import numpy as np
 
 from costmodels import (
     af_activation_bytes_per_token,
-    af_pipeline,
+    af_pipeline_tpot_s,
     af_stream_counts,
     af_transfer_s,
     decode_attention_step,
@@ -105,43 +105,74 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
     sets: dict[tuple, list[PoolConfig]] = {}
     for cfg in cfgs:
         sets.setdefault((cfg.main.dp, cfg.micro_batches, cfg.partner.pp, cfg.partner.ep > 1), []).append(cfg)
-    out = {}
+    out, done = {}, []
     for (dp, mb, pp, ep_ffn), group in sets.items():
         a_chip, f_chip = ctx.chips[group[0].main.chip], ctx.chips[group[0].partner.chip]
         step_b = b / mb
-        attention = {}  # by part object: the pairings of one attention half share it
-        halves = [attention[id(c.main)] if id(c.main) in attention else
-                  attention.setdefault(id(c.main), _half(ctx, memo, "attention", c.main, step_b, b, cls))
-                  for c in group]
-        t_attn = np.stack([t for t, _ in halves])[:, None, :]
-        amem = np.stack([mem for _, mem in halves])
+        # Each distinct half once (the pairings of one attention or FFN part share it), then a row per pairing.
+        a_parts, a_of = _distinct([c.main for c in group])
+        f_parts, f_of = _distinct([c.partner for c in group])
+        halves = [_half(ctx, memo, "attention", p, step_b, b, cls) for p in a_parts]
+        t_attn = np.stack([t for t, _ in halves])[a_of][:, None, :]
+        amem = np.stack([mem for _, mem in halves])[a_of]
         bytes_per_token = af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep_ffn)
         group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
         stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
         attn_comm = af_transfer_s(m, b / mb, group_nic, lat, act, ffn_expert_parallel=ep_ffn)
         tpot = fmem = None
+        dp_b = dp * b
         for streams in af_stream_counts(dp, mb, pp):
             tokens = dp * b / streams
-            ffn_of, dp_b = {}, dp * b
-            ffn = [ffn_of[id(c.partner)] if id(c.partner) in ffn_of else
-                   ffn_of.setdefault(id(c.partner), _half(ctx, memo, "ffn", c.partner, tokens, dp_b, cls))
-                   for c in group]
-            t_ffn = np.stack([t for t, _ in ffn])[:, None, :]
-            fmem = np.stack([mem for _, mem in ffn])
+            ffn = [_half(ctx, memo, "ffn", p, tokens, dp_b, cls) for p in f_parts]
+            t_ffn = np.stack([t for t, _ in ffn])[f_of][:, None, :]
+            if fmem is None:  # the FFN memory holds dp·B sequences whatever the streams
+                fmem = np.stack([mem for _, mem in ffn])[f_of]
             ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, act, ffn_expert_parallel=ep_ffn)
-            pipe = af_pipeline(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
-                               layers=m.layers, pp=pp)
-            tpot = pipe.tpot_s if tpot is None else np.minimum(tpot, pipe.tpot_s)
+            at_s = af_pipeline_tpot_s(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
+                                      layers=m.layers, pp=pp)
+            tpot = at_s if tpot is None else np.minimum(tpot, at_s)
         tpot = np.asarray(tpot, dtype=float)
-        cap, wait = slot_admission(dp * b, cls.output_tokens * tpot, cls)
         ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
         pair = dp * b * bytes_per_token / tpot
+        done.append((group, dp * b, tpot, ok, pair, amem))
+    # One slot admission for every set (it is elementwise): the slot counts and holds of each set, flat.
+    slots = np.concatenate([np.broadcast_to(s, t.shape).ravel() for _, s, t, *_ in done])
+    hold = np.concatenate([(cls.output_tokens * t).ravel() for _, _, t, *_ in done])
+    caps, waits = slot_admission(slots, hold, cls)
+    at = 0
+    for group, _, tpot, ok, pair, amem in done:
+        cap, wait = (x[at:at + tpot.size].reshape(tpot.shape) for x in (caps, waits))
+        at += tpot.size
         same = shape == b.shape  # rows as they are (views), or back to the one batch asked for
-        for i, cfg in enumerate(group):
-            for j, at in enumerate(lats):
-                row = (cap[i, j], wait[i, j], tpot[i, j], ok[i], pair[i, j], amem[i])
-                out[id(cfg), at] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
+        # (configuration, latency) rows as views, in that order.
+        caps_of, waits_of, tpots_of, pairs_of = (list(x.reshape(tpot.shape[0] * tpot.shape[1], -1))
+                                                 for x in (cap, wait, tpot, pair))
+        at_row = 0
+        for cfg, fit, mem in zip(group, list(ok), list(amem), strict=True):
+            for lat_s in lats:
+                row = (caps_of[at_row], waits_of[at_row], tpots_of[at_row], fit, pairs_of[at_row], mem)
+                out[id(cfg), lat_s] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
+                at_row += 1
     return out
+
+
+def _distinct(items: list) -> tuple[list, np.ndarray]:
+    """The distinct objects of ``items`` (by identity, in first-seen order) and each item's index among them.
+
+    Examples
+    --------
+    >>> a, b = object(), object()
+    >>> firsts, index = _distinct([a, b, a])
+    >>> firsts == [a, b], index.tolist()
+    (True, [0, 1, 0])
+    """
+    position: dict[int, int] = {}
+    firsts = []
+    for x in items:
+        if id(x) not in position:
+            position[id(x)] = len(firsts)
+            firsts.append(x)
+    return firsts, np.array([position[id(x)] for x in items], dtype=np.intp)
 
 
 def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, memory_batch,
