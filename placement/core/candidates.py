@@ -238,7 +238,7 @@ def _columns(group: list[_Pending], network_free: bool = False) -> Columns:
     (highest first), then name — of tied columns the one the network constrains least stays.
     """
     if network_free:
-        order = sorted(group, key=lambda p: (p.pair_bytes_per_s, -p.pair_max_latency_s, p.name))
+        order = sorted(group, key=_network_free_order)
         rank = {p.name: r for r, p in enumerate(order)}
         return Columns.of(units=[p.units for p in group], supply=[p.capacity for p in group],
                           rank=[rank[p.name] for p in group])
@@ -310,10 +310,39 @@ def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict, res
     kept = [p for p in kept if _group_key(p) not in touched] + _prune(
         [p for p in kept if _group_key(p) in touched and p.name not in gone] + found)
     if network_free_from is not None:
-        loose = _prune(pairs, network_free=True)
-        if len(kept) + len(loose) >= network_free_from:
-            return kept + loose, out.generated, out.feasible, bool(pairs)
+        fastest = _fastest(pairs)  # K0 is among them: when they are too few, so is K0
+        if len(kept) + len(fastest) >= network_free_from:
+            loose = _prune(fastest, network_free=True)
+            if len(kept) + len(loose) >= network_free_from:
+                return kept + loose, out.generated, out.feasible, bool(pairs)
     return kept + _prune(pairs), out.generated, out.feasible, False
+
+
+def _network_free_order(p: _Pending) -> tuple:
+    """Rank of tied candidates network-free: the lowest pair traffic, the highest latency limit, the name."""
+    return p.pair_bytes_per_s, -p.pair_max_latency_s, p.name
+
+
+def _fastest(pend: list[_Pending]) -> list[_Pending]:
+    """The candidates the fastest of their group and size does not dominate network-free.
+
+    That fastest one (first by :func:`_network_free_order` among equals) is one copy in the other's
+    chips serving at least as much, so it dominates every other unless they tie within
+    :data:`~solvers.dominance.RTOL` and the other ranks first; dropping them first leaves
+    :func:`_prune` the same survivors for a fraction of the comparisons.
+    """
+    best: dict[tuple, _Pending] = {}
+    for p in pend:
+        key = (_group_key(p), p.units)
+        b = best.get(key)
+        if b is None or (-p.capacity, _network_free_order(p)) < (-b.capacity, _network_free_order(b)):
+            best[key] = p
+    out = []
+    for p in pend:
+        b = best[_group_key(p), p.units]
+        if p is b or (b.capacity - p.capacity <= RTOL * p.capacity and _network_free_order(p) < _network_free_order(b)):
+            out.append(p)
+    return out
 
 
 @contextmanager
