@@ -11,7 +11,9 @@ resolved chips and models with exactly those fields left out
 (:func:`candidate_key`). A point with another domain count generates again.
 
 Nothing is pruned by price, so a cached generation is the generation of the
-new point, column for column. The cache is in-process (a process pool's
+new point, column for column. A generation whose pair columns were pruned
+network-free (K0, :mod:`placement.core.candidates`) is kept under its own key;
+a solve that may use K0 takes the full set instead when it is kept already. The cache is in-process (a process pool's
 worker keeps its own) and holds the last :data:`CACHE_SIZE` generations.
 
 On disk, optionally: with a cache folder (``placement solve --cache-dir DIR``,

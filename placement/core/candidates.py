@@ -23,8 +23,8 @@ no kept column dominates; the survivors of both are pruned again.
 Network-free pruning. A pair's traffic is charged per replica at its full
 capacity, and it has a link-latency limit, so a faster pair never dominates a
 slower one of the same chips and pair groups keep hundreds of thousands of
-columns on large fleets. With ``network_free`` (:func:`generate`) the groups of
-two-part columns are pruned with pair traffic and latency limits left out:
+columns on large fleets. With ``network_free_from`` (:func:`generate`) the groups
+of two-part columns are pruned with pair traffic and latency limits left out:
 copies that fit and serve at least as much suffice, and of tied columns the one
 of lowest pair traffic, then highest latency limit, then first name stays.
 Call the result K0. Every column the full pruning keeps is dominated
@@ -32,7 +32,10 @@ network-free by a K0 column, so a problem whose network is gone (the collapsed
 problem of :mod:`solvers.twolevel`) has the same optimum on K0 as on the full
 set; and every K0 column is a real evaluated candidate meeting the SLOs, so a
 plan of K0 columns on the real fleet is a plan of the instance. Single-part
-groups are pruned as always: they have no pair traffic and no limit.
+groups are pruned as always: they have no pair traffic and no limit. K0 is a
+subset of the full kept set wherever the tie order decides alike (a column
+the full pruning drops is dominated network-free too); on the shipped
+instances and the 1,000-domain benchmark instance it is.
 
 Only columns of one class, kind and resources are compared. Replica sizes
 form a divisibility chain with the domain size
