@@ -78,6 +78,26 @@ def test_one_level_instances_prune_the_full_way_in_one_generation():
     assert not cands.network_free and cands.columns == full.columns and cands.generated == full.generated
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_jobs_apart_prune_network_free_only_on_large_fleets(large, monkeypatch):
+    """With a job mapper a small fleet is generated once, the full way; a large one (the threshold lowered
+    here) has its jobs prune network-free, giving what one process gives."""
+    from placement.core import parallel_generation
+
+    maps = []
+
+    def mapper(fn, items, workers):
+        maps.append(len(items))
+        return [fn(item) for item in items]
+
+    monkeypatch.setattr(parallel_generation, "MIN_PARALLEL_WORK", 0 if large else 10**6)
+    full, k0 = _generations()
+    with parallel_generation.job_mapper(mapper):
+        cands = generate(Context.of(_pairs_instance()), network_free_from=0 if large else 10**6)
+    assert maps == [2]  # one class on two chip types, one generation
+    assert cands.network_free is large and cands.columns == (k0 if large else full).columns
+
+
 def _plan(monkeypatch, min_size: int, cached: tuple[str, Candidates] | None = None):
     """The instance's plan with two levels from ``min_size``, and how many generations it took (``cached``:
     a generation kept beforehand under that cache key)."""

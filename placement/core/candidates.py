@@ -378,7 +378,8 @@ def generate(ctx: Context, workers: int | None = None, network_free_from: int | 
     With ``network_free_from`` the two-part columns are pruned network-free (K0, module docstring;
     ``Candidates.network_free``) when K0 has at least that many columns, else the full way. In one
     process the same evaluated candidates are pruned again; with several, the jobs prune network-free
-    and are run again the full way when K0 is too small.
+    only when the fleet is large (:data:`~placement.core.parallel_generation.MIN_PARALLEL_WORK`) and
+    are run again the full way if K0 is too small all the same.
     """
     with _no_cycle_collection():
         return _generate(ctx, workers, network_free_from)
@@ -386,14 +387,21 @@ def generate(ctx: Context, workers: int | None = None, network_free_from: int | 
 
 def _generate(ctx: Context, workers: int | None, network_free_from: int | None = None) -> Candidates:
     """:func:`generate`, with the cycle collector as the caller left it."""
-    from placement.core.parallel_generation import parallel_candidates
+    from placement.core.parallel_generation import (
+        MIN_PARALLEL_WORK,
+        generation_work,
+        parallel_candidates,
+    )
 
     classes = list(ctx.instance.workload.classes)
     out = Candidates()
     shared = [s for mode in enabled_modes(ctx) for s in (mode.shared_columns(ctx) if mode.shared_columns else [])]
     wanted = None if network_free_from is None else network_free_from - len(shared)
-    results = parallel_candidates(ctx, classes, workers, network_free=wanted is not None)
-    if results is not None and wanted is not None and sum(len(r[0]) for r in results) < wanted:
+    # Jobs apart cannot count K0 as a whole: they prune network-free only on fleets large enough for a
+    # pool, whose K0 is large, and are run again the full way if it is not.
+    apart = wanted is not None and generation_work(ctx) >= MIN_PARALLEL_WORK
+    results = parallel_candidates(ctx, classes, workers, network_free=apart)
+    if results is not None and apart and any(r[3] for r in results) and sum(len(r[0]) for r in results) < wanted:
         results = parallel_candidates(ctx, classes, workers)  # K0 too small: the full way
     if results is None:  # one process does it all
         results = [_class_candidates(ctx, classes, out.memo, network_free_from=wanted)]

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
 
-__all__ = ["MIN_PARALLEL_WORK", "JobMapper", "forked_map", "generation_job", "generation_jobs", "generation_workers",
-           "job_mapper", "parallel_candidates", "pool_workers", "set_job_mapper"]
+__all__ = ["MIN_PARALLEL_WORK", "JobMapper", "forked_map", "generation_job", "generation_jobs", "generation_work",
+           "generation_workers", "job_mapper", "parallel_candidates", "pool_workers", "set_job_mapper"]
 
 T = TypeVar("T")
 
@@ -84,7 +84,7 @@ def job_mapper(mapper: JobMapper | None) -> Iterator[None]:
         set_job_mapper(was)
 
 
-def _work(ctx: Context) -> int:
+def generation_work(ctx: Context) -> int:
     """How many (class, chip type[, partner chip type]) combinations generation visits."""
     types = len(ctx.resources())
     pairs = "pd-af" in ctx.instance.modes
@@ -94,7 +94,7 @@ def _work(ctx: Context) -> int:
 def generation_workers(ctx: Context) -> int:
     """Processes to generate ``ctx``'s candidates with: :func:`pool_workers` for its work against
     :data:`MIN_PARALLEL_WORK`."""
-    return pool_workers(_work(ctx), MIN_PARALLEL_WORK)
+    return pool_workers(generation_work(ctx), MIN_PARALLEL_WORK)
 
 
 def pool_workers(work: int, threshold: int) -> int:
