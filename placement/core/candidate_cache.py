@@ -158,7 +158,7 @@ def cached_generate(ctx: Context, network_free_from: int | None = None) -> Candi
         if found is not None:
             return _copy(found)
     _STATS["misses"] += 1
-    found = generate(ctx, network_free_from=network_free_from)
+    found = generate(ctx) if network_free_from is None else generate(ctx, network_free_from=network_free_from)
     k, path = where[-1] if found.network_free else where[0]
     if folder is not None:
         _write(path(), found)
