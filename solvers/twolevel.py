@@ -30,6 +30,18 @@ restricted problems have no plan, the problem without two-part columns (no
 attention–FFN or remote-draft pairs, what makes the full model large) gives
 the start instead. Each small solve gets :data:`SHARE` of the time limit.
 
+The problem may come with its two-part columns pruned network-free (K0,
+:mod:`placement.core.candidates`: pair traffic and latency limits left out of
+dominance) and a callable ``full`` giving the problem with every column. Every
+column of the full set is dominated network-free by a K0 column, so the
+collapsed problem of K0 — whose columns are those dominance keeps once the
+network is gone — has the optimum of the collapsed full problem, and LB is as
+valid; every K0 column is a column of the instance, so a restricted plan on K0
+is a plan of it and UB too. The collapsed problem and the first two attempts
+(spread, restricted) run on K0; only if none is proven is ``full`` called, and
+the siblings attempt and the full model run on the full set, as they would
+have from the start.
+
 A start is a value for every variable of the full model: the columns left out
 have loads, replicas and pairs 0, which satisfies every row they appear in
 (replica capacity, pair balance, their terms in site units, edge capacity,
@@ -42,10 +54,12 @@ anyway: a start that broke a row would never be used.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 
 import pulp
 
@@ -85,11 +99,15 @@ def solve(
     threads: int | None = None,
     msg: bool = False,
     pair_split: PairSplit = "auto",
+    full: Callable[[], Problem] | None = None,
 ) -> Solution:
     """Solve ``problem`` as :func:`solvers.milp.solve` does, in two levels when it is large.
 
     Same parameters and result as :func:`solvers.milp.solve`; see the module
-    docstring for the method and why its bound and plans are valid.
+    docstring for the method and why its bound and plans are valid. With
+    ``full``, ``problem`` has its two-part columns pruned network-free and
+    ``full()`` (called at most once, only when needed) is the problem with
+    every column; the result is then a solution of whichever was solved last.
 
     Examples
     --------
@@ -107,14 +125,18 @@ def solve(
     """
     options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split}
     if _size(problem) < MIN_SIZE or problem.policies:  # policies: always the full model (solvers.kv_rows)
+        if full is not None:
+            return solve(full(), time_limit_s=time_limit_s, **options)
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
+    full = None if full is None else functools.cache(full)
     began = time.perf_counter()
     share = None if time_limit_s is None else time_limit_s * SHARE
     lower = solve_from_lp_support(collapsed(problem), time_limit_s=share, **options)
     log.info("collapsed fleet: %s, bound %s, %d variables, %.3g s", lower.status, lower.best_bound,
              lower.variables, time.perf_counter() - began)
     plan = part = None
-    for what, columns, start in _attempts(problem, lower, gap):
+    for what, where, columns, start in _attempts(problem, lower, gap, full):
+        problem = where
         found, found_vars = solve_model(restricted(problem, columns), time_limit_s=share, prepare=start, **options)
         log.info("%s (%d columns): %s, objective %s, %d variables, %.3g s", what, len(columns), found.status,
                  found.objective, found.variables, time.perf_counter() - began)
@@ -122,6 +144,8 @@ def solve(
             plan, part = found, found_vars
         if plan is not None and lower.best_bound is not None and _within(plan.objective, lower.best_bound, gap):
             return _proven(plan, lower, time.perf_counter() - began)
+    if full is not None:
+        problem = full()  # no attempt proven (or none made): the full model needs every column
     note = _note(lower, plan)
 
     def prepare(m: pulp.LpProblem, v: Variables) -> Start:
@@ -166,21 +190,26 @@ def spread(v: Variables, lower: Solution) -> dict[pulp.LpVariable, float]:
     return {var: float(counts[key]) for key, var in v.n.items()}
 
 
-def _attempts(problem: Problem, lower: Solution, gap: float | None):
-    """(what, columns, prepare) of each plan tried on the real fleet, in order: the collapsed replicas
-    spread over the real groups (an LP completes them); the columns of the collapsed optimum; then, if
-    few enough, every column serving their steps on their resources (the other batches, sizes and
-    latency limits the network may call for). The MILPs stop at the first plan the bound proves."""
+def _attempts(problem: Problem, lower: Solution, gap: float | None,
+              full: Callable[[], Problem] | None = None) -> Iterator[tuple[str, Problem, set[str], Callable]]:
+    """(what, problem, columns, prepare) of each plan tried on the real fleet, in order: the collapsed
+    replicas spread over the real groups (an LP completes them); the columns of the collapsed optimum;
+    then, if few enough, every column serving their steps on their resources (the other batches, sizes
+    and latency limits the network may call for) — of ``full()`` when given, the problem with every
+    column (``problem`` has its pairs pruned network-free: the siblings the network may call for are
+    among those it dropped). The MILPs stop at the first plan the bound proves."""
     if not lower.replicas:
         return
     used = {p.column for p in lower.replicas}
-    yield "collapsed plan spread over the groups", used, lambda m, v: Start(fixed=spread(v, lower))
+    yield "collapsed plan spread over the groups", problem, used, lambda m, v: Start(fixed=spread(v, lower))
     # A plan within the gap of the collapsed bound is all that is needed: stop at the first.
     target = None if lower.best_bound is None else lower.best_bound * (1 - REL_GAP_MARGIN) / (1 - _gap(gap))
-    yield "restricted", used, lambda m, v: Start(target=target)
+    yield "restricted", problem, used, lambda m, v: Start(target=target)
+    if full is not None:
+        problem = full()
     near = _near(problem, used)
     if len(near) > len(used) and len(near) * len(problem.sites) <= _size(problem) * NEAR_SHARE:
-        yield "restricted to their siblings", near, lambda m, v: Start(target=target)
+        yield "restricted to their siblings", problem, near, lambda m, v: Start(target=target)
 
 
 def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, **options) -> Solution:

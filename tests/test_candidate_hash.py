@@ -167,7 +167,7 @@ def test_generation_runs_without_the_cycle_collector_and_restores_it(enabled, mo
     during = []
     real = candidates._class_candidates
     monkeypatch.setattr(candidates, "_class_candidates",
-                        lambda *a: (during.append(gc.isenabled()), real(*a))[1])
+                        lambda *a, **k: (during.append(gc.isenabled()), real(*a, **k))[1])
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
     try:

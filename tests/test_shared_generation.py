@@ -16,10 +16,10 @@ def test_price_sweep_generates_once_for_all_workers(tmp_path, monkeypatch):
     log = tmp_path / "generations"
     real = candidates.generate
 
-    def counted(ctx, workers=None):  # forked workers inherit this wrapper: each generation anywhere adds a line
+    def counted(ctx, workers=None, **options):  # forked workers inherit this wrapper: each generation adds a line
         with log.open("a") as f:
             f.write("g\n")
-        return real(ctx, workers)
+        return real(ctx, workers, **options)
 
     monkeypatch.setattr(candidate_cache, "generate", counted)
     candidate_cache.clear()

@@ -11,7 +11,9 @@ resolved chips and models with exactly those fields left out
 (:func:`candidate_key`). A point with another domain count generates again.
 
 Nothing is pruned by price, so a cached generation is the generation of the
-new point, column for column. The cache is in-process (a process pool's
+new point, column for column. A generation whose pair columns were pruned
+network-free (K0, :mod:`placement.core.candidates`) is kept under its own key;
+a solve that may use K0 takes the full set instead when it is kept already. The cache is in-process (a process pool's
 worker keeps its own) and holds the last :data:`CACHE_SIZE` generations.
 
 On disk, optionally: with a cache folder (``placement solve --cache-dir DIR``,
@@ -126,8 +128,7 @@ def _write(path: Path, cands: Candidates) -> None:
     from placement.core.errors import InputError
     from placement.core.output import write_bytes_atomic
 
-    data = pickle.dumps(Candidates(configs=cands.configs, columns=cands.columns, generated=cands.generated,
-                                   feasible=cands.feasible), protocol=pickle.HIGHEST_PROTOCOL)
+    data = pickle.dumps(_copy(cands), protocol=pickle.HIGHEST_PROTOCOL)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(path, data)
@@ -135,33 +136,59 @@ def _write(path: Path, cands: Candidates) -> None:
         pass
 
 
-def cached_generate(ctx: Context) -> Candidates:
+def cached_generate(ctx: Context, network_free_from: int | None = None) -> Candidates:
     """:func:`placement.core.candidates.generate`, reused when an earlier context had the same key (in this
     process, or on disk when a cache folder is set).
+
+    With ``network_free_from`` (see :func:`~placement.core.candidates.generate`): the full set if it is
+    kept already, else the generation with two-part columns pruned network-free, kept under its own key
+    (with ``network_free_from``) — or under the full set's when K0 was too small and the full set was
+    made instead.
 
     Returns a fresh :class:`Candidates` (its own list and dict) over the
     shared, never modified, columns and configurations.
     """
-    key = candidate_key(ctx)
+    key, folder = candidate_key(ctx), cache_dir()
+    where = [(key, lambda: folder / f"{disk_key(ctx)}.pickle")]
+    if network_free_from is not None:
+        where.append((f"{key}|network-free-from-{network_free_from}",
+                      lambda: folder / f"{disk_key(ctx)}-network-free-from-{network_free_from}.pickle"))
+    for k, path in where:
+        found = _kept(k, path() if folder is not None else None)
+        if found is not None:
+            return _copy(found)
+    _STATS["misses"] += 1
+    found = generate(ctx) if network_free_from is None else generate(ctx, network_free_from=network_free_from)
+    k, path = where[-1] if found.network_free else where[0]
+    if folder is not None:
+        _write(path(), found)
+    _keep(k, found)
+    return _copy(found)
+
+
+def _kept(key: str, path: Path | None) -> Candidates | None:
+    """The generation kept under ``key`` in this process, else read from ``path`` (and kept), else None."""
     if key in _CACHE:
         _CACHE.move_to_end(key)
         _STATS["hits"] += 1
-    else:
-        folder = cache_dir()
-        path = folder / f"{disk_key(ctx)}.pickle" if folder is not None else None
-        found = _read(path) if path is not None else None
-        if found is not None:
-            _STATS["disk_hits"] += 1
-        else:
-            _STATS["misses"] += 1
-            found = generate(ctx)
-            if path is not None:
-                _write(path, found)
-        _CACHE[key] = found
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    c = _CACHE[key]
-    return Candidates(configs=dict(c.configs), columns=list(c.columns), generated=c.generated, feasible=c.feasible)
+        return _CACHE[key]
+    found = _read(path) if path is not None else None
+    if found is not None:
+        _STATS["disk_hits"] += 1
+        _keep(key, found)
+    return found
+
+
+def _keep(key: str, cands: Candidates) -> None:
+    _CACHE[key] = cands
+    while len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+
+
+def _copy(c: Candidates) -> Candidates:
+    """A new record (its own list and dict, no memo) over ``c``'s columns and configurations."""
+    return Candidates(configs=dict(c.configs), columns=list(c.columns), generated=c.generated, feasible=c.feasible,
+                      network_free=c.network_free)
 
 
 def share_generations(instances: list) -> int:

@@ -20,6 +20,23 @@ keep the power-of-two grid), after a first pruning of the grid columns, and only
 whose capacity bound (:func:`~placement.core.batch_choice.capacity_bound`)
 no kept column dominates; the survivors of both are pruned again.
 
+Network-free pruning. A pair's traffic is charged per replica at its full
+capacity, and it has a link-latency limit, so a faster pair never dominates a
+slower one of the same chips and pair groups keep hundreds of thousands of
+columns on large fleets. With ``network_free_from`` (:func:`generate`) the groups
+of two-part columns are pruned with pair traffic and latency limits left out:
+copies that fit and serve at least as much suffice, and of tied columns the one
+of lowest pair traffic, then highest latency limit, then first name stays.
+Call the result K0. Every column the full pruning keeps is dominated
+network-free by a K0 column, so a problem whose network is gone (the collapsed
+problem of :mod:`solvers.twolevel`) has the same optimum on K0 as on the full
+set; and every K0 column is a real evaluated candidate meeting the SLOs, so a
+plan of K0 columns on the real fleet is a plan of the instance. Single-part
+groups are pruned as always: they have no pair traffic and no limit. K0 is a
+subset of the full kept set wherever the tie order decides alike (a column
+the full pruning drops is dominated network-free too); on the shipped
+instances and the 1,000-domain benchmark instance it is.
+
 Only columns of one class, kind and resources are compared. Replica sizes
 form a divisibility chain with the domain size
 (:func:`placement.modes.layouts.replica_sizes`), so the solver's aggregate
@@ -63,6 +80,8 @@ class Candidates:
     columns: list[Column] = field(default_factory=list)
     generated: int = 0
     feasible: int = 0
+    #: Whether the two-part columns were pruned network-free (module docstring): K0, not the full set.
+    network_free: bool = False
     #: Cost-model results shared while generating (see :func:`placement.core.evaluate.evaluate`).
     memo: dict = field(default_factory=dict, repr=False)
 
@@ -218,8 +237,17 @@ def _search(out: Candidates, ctx: Context, s: _Search) -> list[_Pending]:
                      best[1].capacity_rps, best[1].pair_bytes_per_s)]
 
 
-def _columns(group: list[_Pending]) -> Columns:
-    """The numbers dominance compares, ranked by name (equal columns: the first by name stays)."""
+def _columns(group: list[_Pending], network_free: bool = False) -> Columns:
+    """The numbers dominance compares, ranked by name (equal columns: the first by name stays).
+
+    ``network_free``: units and supply only, ranked by pair traffic (lowest first), then latency limit
+    (highest first), then name — of tied columns the one the network constrains least stays.
+    """
+    if network_free:
+        order = sorted(group, key=_network_free_order)
+        rank = {p.name: r for r, p in enumerate(order)}
+        return Columns.of(units=[p.units for p in group], supply=[p.capacity for p in group],
+                          rank=[rank[p.name] for p in group])
     rank = {name: r for r, name in enumerate(sorted(p.name for p in group))}
     # One number each of supply, load and limit: flat lists, read as (n, 1) arrays.
     return Columns.of(units=[p.units for p in group], supply=[p.capacity for p in group],
@@ -252,19 +280,24 @@ def prune_groups(pend: list[_Pending]) -> list[list[_Pending]]:
             for key in sorted(groups, key=str)]
 
 
-def _prune(pend: list[_Pending]) -> list[_Pending]:
-    """The undominated candidates of every group, by name."""
+def _prune(pend: list[_Pending], network_free: bool = False) -> list[_Pending]:
+    """The undominated candidates of every group, by name (``network_free``: see :func:`_columns`)."""
     kept = []
     for g in prune_groups(pend):
-        kept.extend(g[i] for i in undominated(_columns(g), block=PRUNE_BLOCK))
+        kept.extend(g[i] for i in undominated(_columns(g, network_free), block=PRUNE_BLOCK))
     return sorted(kept, key=lambda p: p.name)
 
 
-def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict,
-                      resource: str | None = None) -> tuple[list[_Pending], int, int]:
-    """The kept candidates of ``classes`` (each class is pruned and searched on its own), and how many
-    batches were evaluated and feasible; with ``resource``, of the configurations whose main part runs on
-    it only (pruning groups and searches never mix main resources, so these are its share of the whole)."""
+def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict, resource: str | None = None,
+                      network_free_from: int | None = None) -> tuple[list[_Pending], int, int, bool]:
+    """The kept candidates of ``classes`` (each class is pruned and searched on its own), how many
+    batches were evaluated and feasible, and whether two-part ones were pruned network-free; with
+    ``resource``, of the configurations whose main part runs on it only (pruning groups and searches
+    never mix main resources, so these are its share of the whole).
+
+    Two-part candidates are pruned network-free (module docstring) when that keeps at least
+    ``network_free_from`` candidates (0: always; None: never), else the same candidates the full way.
+    """
     out = Candidates(memo=memo)
     pend: list[_Pending] = []
     searches: list[_Search] = []
@@ -273,14 +306,49 @@ def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict,
             s = _evaluate_grid(out, pend, ctx, grid, cls, steps)
             if s is not None:
                 searches.append(s)
-    kept = _prune(pend)
+    # Searches are of single-part configurations and re-prune only their groups: the pairs are apart.
+    pairs = [p for p in pend if len(p.units) == 2]
+    kept = _prune([p for p in pend if len(p.units) == 1])
     searched = [(s, p) for s in _worth_searching(searches, kept) for p in _search(out, ctx, s)]
     found = [p for _, p in searched]
     gone = {s.bound.name for s, _ in searched}  # the best batch takes the best grid batch's place
     touched = {_group_key(p) for p in found}  # only their groups can change
     kept = [p for p in kept if _group_key(p) not in touched] + _prune(
         [p for p in kept if _group_key(p) in touched and p.name not in gone] + found)
-    return kept, out.generated, out.feasible
+    if network_free_from is not None:
+        fastest = _fastest(pairs)  # K0 is among them: when they are too few, so is K0
+        if len(kept) + len(fastest) >= network_free_from:
+            loose = _prune(fastest, network_free=True)
+            if len(kept) + len(loose) >= network_free_from:
+                return kept + loose, out.generated, out.feasible, bool(pairs)
+    return kept + _prune(pairs), out.generated, out.feasible, False
+
+
+def _network_free_order(p: _Pending) -> tuple:
+    """Rank of tied candidates network-free: the lowest pair traffic, the highest latency limit, the name."""
+    return p.pair_bytes_per_s, -p.pair_max_latency_s, p.name
+
+
+def _fastest(pend: list[_Pending]) -> list[_Pending]:
+    """The candidates the fastest of their group and size does not dominate network-free.
+
+    That fastest one (first by :func:`_network_free_order` among equals) is one copy in the other's
+    chips serving at least as much, so it dominates every other unless they tie within
+    :data:`~solvers.dominance.RTOL` and the other ranks first; dropping them first leaves
+    :func:`_prune` the same survivors for a fraction of the comparisons.
+    """
+    best: dict[tuple, _Pending] = {}
+    for p in pend:
+        key = (_group_key(p), p.units)
+        b = best.get(key)
+        if b is None or (-p.capacity, _network_free_order(p)) < (-b.capacity, _network_free_order(b)):
+            best[key] = p
+    out = []
+    for p in pend:
+        b = best[_group_key(p), p.units]
+        if p is b or (b.capacity - p.capacity <= RTOL * p.capacity and _network_free_order(p) < _network_free_order(b)):
+            out.append(p)
+    return out
 
 
 @contextmanager
@@ -300,7 +368,7 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def generate(ctx: Context, workers: int | None = None) -> Candidates:
+def generate(ctx: Context, workers: int | None = None, network_free_from: int | None = None) -> Candidates:
     """Enumerate, evaluate and prune every replica configuration of the instance.
 
     Classes and main chip types are independent (pruning and the batch search compare columns of one
@@ -309,23 +377,41 @@ def generate(ctx: Context, workers: int | None = None) -> Candidates:
     (:func:`~placement.core.parallel_generation.generation_executor`); the result is the same column for
     column, in the same order. The cycle collector is off meanwhile
     (:func:`_no_cycle_collection`).
+
+    With ``network_free_from`` the two-part columns are pruned network-free (K0, module docstring;
+    ``Candidates.network_free``) when K0 has at least that many columns, else the full way. In one
+    process the same evaluated candidates are pruned again; with several, the jobs prune network-free
+    only when the fleet is large (:data:`~placement.core.parallel_generation.MIN_PARALLEL_WORK`) and
+    are run again the full way if K0 is too small all the same.
     """
     with _no_cycle_collection():
-        return _generate(ctx, workers)
+        return _generate(ctx, workers, network_free_from)
 
 
-def _generate(ctx: Context, workers: int | None) -> Candidates:
+def _generate(ctx: Context, workers: int | None, network_free_from: int | None = None) -> Candidates:
     """:func:`generate`, with the cycle collector as the caller left it."""
-    from placement.core.parallel_generation import parallel_candidates
+    from placement.core.parallel_generation import (
+        MIN_PARALLEL_WORK,
+        generation_work,
+        parallel_candidates,
+    )
 
     classes = list(ctx.instance.workload.classes)
     out = Candidates()
-    results = parallel_candidates(ctx, classes, workers)
+    shared = [s for mode in enabled_modes(ctx) for s in (mode.shared_columns(ctx) if mode.shared_columns else [])]
+    wanted = None if network_free_from is None else network_free_from - len(shared)
+    # Jobs apart cannot count K0 as a whole: they prune network-free only on fleets large enough for a
+    # pool, whose K0 is large, and are run again the full way if it is not.
+    apart = wanted is not None and generation_work(ctx) >= MIN_PARALLEL_WORK
+    results = parallel_candidates(ctx, classes, workers, network_free=apart)
+    if results is not None and apart and any(r[3] for r in results) and sum(len(r[0]) for r in results) < wanted:
+        results = parallel_candidates(ctx, classes, workers)  # K0 too small: the full way
     if results is None:  # one process does it all
-        results = [_class_candidates(ctx, classes, out.memo)]
+        results = [_class_candidates(ctx, classes, out.memo, network_free_from=wanted)]
     kept = sorted((p for r in results for p in r[0]), key=lambda p: p.name)
     out.generated = sum(r[1] for r in results)
     out.feasible = sum(r[2] for r in results)
+    out.network_free = any(r[3] for r in results)
     part_of: dict[tuple[str, int], Part] = {}  # one (frozen) record per resource and size, shared by the columns
 
     def part(lay: PartLayout) -> Part:
@@ -335,14 +421,13 @@ def _generate(ctx: Context, workers: int | None) -> Candidates:
         return part_of[key]
 
     out.configs, out.columns = _records(kept, part)
-    for mode in enabled_modes(ctx):
-        for shared in mode.shared_columns(ctx) if mode.shared_columns else []:
-            main = shared.config.main
-            out.configs[shared.name] = shared.config
-            out.columns.append(Column(name=shared.name, parts=[Part(resource=main.site_resource, units=main.chips)],
-                                      capacity=shared.capacity_rps))
-            out.generated += len(shared.capacity_rps)
-            out.feasible += len(shared.capacity_rps)
+    for column in shared:
+        main = column.config.main
+        out.configs[column.name] = column.config
+        out.columns.append(Column(name=column.name, parts=[Part(resource=main.site_resource, units=main.chips)],
+                                  capacity=column.capacity_rps))
+        out.generated += len(column.capacity_rps)
+        out.feasible += len(column.capacity_rps)
     out.memo.clear()  # only needed while generating; plans and executors need not carry it
     return out
 
@@ -386,13 +471,15 @@ def _unvalidated(model: type, values: dict, fields_set: set[str]):
     return rec
 
 
-def build_problem(ctx: Context, cands: Candidates | None = None) -> tuple[Problem, Candidates]:
+def build_problem(ctx: Context, cands: Candidates | None = None,
+                  network_free_from: int | None = None) -> tuple[Problem, Candidates]:
     """The solver-neutral problem of an instance (and the candidates behind it; generated, or reused from an
-    earlier context of this process with the same candidates, :mod:`placement.core.candidate_cache`)."""
+    earlier context of this process with the same candidates, :mod:`placement.core.candidate_cache`;
+    ``network_free_from``: see :func:`generate`)."""
     if cands is None:
         from placement.core.candidate_cache import cached_generate  # it imports this module
 
-        cands = cached_generate(ctx)
+        cands = cached_generate(ctx, network_free_from)
     inst = ctx.instance
     demands = [Demand(name=cls.name, rate=cls.rate_rps, single_resource=cls.single_chip_type)
                for cls in inst.workload.classes]

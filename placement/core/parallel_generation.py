@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
 
-__all__ = ["MIN_PARALLEL_WORK", "JobMapper", "forked_map", "generation_job", "generation_jobs", "generation_workers",
-           "job_mapper", "parallel_candidates", "pool_workers", "set_job_mapper"]
+__all__ = ["MIN_PARALLEL_WORK", "JobMapper", "forked_map", "generation_job", "generation_jobs", "generation_work",
+           "generation_workers", "job_mapper", "parallel_candidates", "pool_workers", "set_job_mapper"]
 
 T = TypeVar("T")
 
@@ -84,7 +84,7 @@ def job_mapper(mapper: JobMapper | None) -> Iterator[None]:
         set_job_mapper(was)
 
 
-def _work(ctx: Context) -> int:
+def generation_work(ctx: Context) -> int:
     """How many (class, chip type[, partner chip type]) combinations generation visits."""
     types = len(ctx.resources())
     pairs = "pd-af" in ctx.instance.modes
@@ -94,7 +94,7 @@ def _work(ctx: Context) -> int:
 def generation_workers(ctx: Context) -> int:
     """Processes to generate ``ctx``'s candidates with: :func:`pool_workers` for its work against
     :data:`MIN_PARALLEL_WORK`."""
-    return pool_workers(_work(ctx), MIN_PARALLEL_WORK)
+    return pool_workers(generation_work(ctx), MIN_PARALLEL_WORK)
 
 
 def pool_workers(work: int, threshold: int) -> int:
@@ -149,11 +149,13 @@ def _largest_first(ctx: Context, jobs: list[tuple[TrafficClass, str]]) -> list[i
     return sorted(range(len(jobs)), key=lambda i: -chips[jobs[i][1]])
 
 
-def parallel_candidates(ctx: Context, classes: list[TrafficClass],
-                        workers: int | None) -> list[tuple[list, int, int]] | None:
+def parallel_candidates(ctx: Context, classes: list[TrafficClass], workers: int | None,
+                        network_free: bool = False) -> list[tuple[list, int, int, bool]] | None:
     """Per (class, chip type) job of :func:`generation_jobs`, in order: (kept candidates, batches evaluated,
-    batches feasible), from the job mapper (:func:`job_mapper`) or ``workers`` forked processes (default
-    :func:`generation_workers`), largest jobs first; None when one process should generate everything."""
+    batches feasible, whether two-part ones were pruned network-free), from the job mapper
+    (:func:`job_mapper`) or ``workers`` forked processes (default :func:`generation_workers`), largest
+    jobs first; None when one process should generate everything. ``network_free``: every job prunes its
+    two-part candidates network-free (:mod:`placement.core.candidates`)."""
     jobs = generation_jobs(ctx, classes)
     if workers == 1 or len(jobs) <= 1:
         return None
@@ -164,7 +166,8 @@ def parallel_candidates(ctx: Context, classes: list[TrafficClass],
             return None
         mapper = _forked_mapper
     order = _largest_first(ctx, jobs)
-    done = mapper(partial(generation_job, ctx), [(jobs[i][0].name, jobs[i][1]) for i in order], workers)
+    job = partial(generation_job, ctx, network_free=True) if network_free else partial(generation_job, ctx)
+    done = mapper(job, [(jobs[i][0].name, jobs[i][1]) for i in order], workers)
     results: list = [None] * len(jobs)
     for i, r in zip(order, done, strict=True):
         results[i] = r
@@ -176,11 +179,11 @@ def _forked_mapper(fn: Callable[[Any], T], items: list, workers: int) -> list[T]
     return forked_map([partial(fn, item) for item in items], workers)
 
 
-def generation_job(ctx: Context, job: tuple[str, str]) -> tuple[list, int, int]:
+def generation_job(ctx: Context, job: tuple[str, str], network_free: bool = False) -> tuple[list, int, int, bool]:
     """One job: the kept candidates of class ``job[0]`` on main chip type ``job[1]`` (cycle collector off,
-    as in :func:`placement.core.candidates.generate`)."""
+    as in :func:`placement.core.candidates.generate`), two-part ones pruned network-free if asked."""
     from placement.core.candidates import _class_candidates, _no_cycle_collection
 
     cls = next(c for c in ctx.instance.workload.classes if c.name == job[0])
     with _no_cycle_collection():
-        return _class_candidates(ctx, [cls], {}, job[1])
+        return _class_candidates(ctx, [cls], {}, job[1], network_free_from=0 if network_free else None)

@@ -38,6 +38,7 @@ from placement.core.schema import Instance
 from placement.core.verify import verify
 from placement.core.verify.facts import SERVED_RPS
 from placement.modes import RouteId
+from solvers import twolevel
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.repair import REPAIR_FEASIBILITY, repair
@@ -112,7 +113,9 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
     work = kv.context if kv is not None else ctx
     try:
         with bounded(time_limit_s, began, "candidate generation"):
-            problem, cands = build_problem(work, candidates)
+            # Session classes add policies (always the full model); given candidates are used as they are.
+            loose = _network_free_from(work) if kv is None and candidates is None else None
+            problem, cands = build_problem(work, candidates, loose)
             if kv is not None:
                 from placement.core.kvplan import extend_problem
 
@@ -120,7 +123,8 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
         left = left_after(time_limit_s, began, "candidate generation")
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
-    plan = _solve_verified(ctx, problem, cands, backend, left, gap, kv)
+    at = _Columns(work, problem, cands)
+    plan = _solve_verified(ctx, at, backend, left, gap, kv)
     # CBC has proven wrong bounds on models with single-chip-type rows (issue 15: $4.68/h "optimal"
     # where $3.03/h is feasible): such models are small, and always get a second opinion.
     # Only its claims are checked: an error or a time limit is reported as it is.
@@ -129,27 +133,49 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
     if certify or guard:
         from placement.core.certify import certify as second_opinion
 
-        plan = second_opinion(plan, backend, gap, lambda other: _solve_verified(
-            ctx, problem, cands, other, left, gap, kv))
+        plan = second_opinion(plan, backend, gap, lambda other: _solve_verified(ctx, at, other, left, gap, kv))
         if guard and not certify and plan.certified is False:
             plan = plan.model_copy(update={"certified": None})  # guarded, not asked: the better plan stands
     if plan.status == "infeasible":
         from placement.core.diagnose import diagnose
 
-        diagnosis = diagnose(work, problem, cands, backend=backend, time_limit_s=left)
+        diagnosis = diagnose(work, at.full(), at.cands, backend=backend, time_limit_s=left)
         plan = plan.model_copy(update={"diagnosis": diagnosis})
     return plan
 
 
-def _solve_verified(ctx: Context, problem: Problem, cands: Candidates, backend: str,
-                    time_limit_s: float | None, gap: float | None, kv=None) -> Plan:
+def _network_free_from(ctx: Context) -> int | None:
+    """Columns from which generation prunes pairs network-free: those whose problem the two-level solve
+    (:mod:`solvers.twolevel`) takes in two levels, ``twolevel.MIN_SIZE`` (column, site) combinations."""
+    sites = len(ctx.sites)
+    return -(-twolevel.MIN_SIZE // sites) if sites else None
+
+
+class _Columns:
+    """The problem and candidates a solve works on: with ``cands.network_free``, K0's (two-part columns
+    pruned network-free, :mod:`placement.core.candidates`), until :meth:`full` generates every column."""
+
+    def __init__(self, ctx: Context, problem: Problem, cands: Candidates) -> None:
+        self.ctx, self.problem, self.cands = ctx, problem, cands
+
+    def full(self) -> Problem:
+        """The problem with every column (generated on the first call if this one has K0's)."""
+        if self.cands.network_free:
+            self.problem, self.cands = build_problem(self.ctx)
+        return self.problem
+
+
+def _solve_verified(ctx: Context, at: _Columns, backend: str, time_limit_s: float | None, gap: float | None,
+                    kv=None) -> Plan:
     """One backend's plan, checked by the verifier (status ``error`` with the violations if rejected).
 
     A rejected plan is first repaired (:func:`solvers.repair.repair`: its replicas kept, the
     continuous part re-solved at a tight tolerance); if the repaired plan passes it is returned,
     with its status that of the original solve and a note saying what was repaired.
     """
-    sol = solve_problem(problem, backend=backend, time_limit_s=time_limit_s, gap=gap)
+    sol = solve_problem(at.problem, backend=backend, time_limit_s=time_limit_s, gap=gap,
+                        full=at.full if at.cands.network_free else None)
+    problem, cands = at.problem, at.cands  # the full set's if the solve asked for it
     plan = _verified(ctx, problem, cands, sol, kv)
     if not plan.violations:
         return plan
@@ -206,6 +232,15 @@ def framework_notes(inst) -> list[str]:
             "(costmodels/catalog/frameworks.yaml)")]
 
 
+def _network_free_notes(cands: Candidates) -> list[str]:
+    """The plan note saying the solve saw the pair columns pruned network-free (K0) and no more."""
+    if not cands.network_free:
+        return []
+    return [(f"candidates: the two-part (attention–FFN, remote draft) columns were pruned network-free, pair "
+             f"traffic and latency limits left out ({cands.kept:,} columns kept); the bound of the fleet without "
+             "its network proved the plan on them, so the full set of pair columns was not generated")]
+
+
 def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
     """Turn a solver solution into pools, classes, links and totals."""
     inst = ctx.instance
@@ -213,7 +248,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         "instance": inst.name,
         "objective": inst.objective,
         "confidence": inst.confidence,
-        "notes": framework_notes(inst),
+        "notes": framework_notes(inst) + _network_free_notes(cands),
         "max_pools_per_stage": inst.limits.max_pools_per_stage,
         "solver": _solver_stats(sol),
         "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),

@@ -1,0 +1,178 @@
+"""Pair columns pruned network-free first (K0), the full set only when the two-level solve needs it.
+
+On a small Rubin + LPX fleet (attention–FFN pairs only) K0 must be a subset of
+the full kept set that dominates every full column once the network is gone,
+give the collapsed problem the same optimum, and give the same verified plan
+as the full set; when the network binds (a hand-made problem whose fast pair
+cannot cross the thin link) the solve must call for the full set and still
+reach the brute-force optimum.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pytest
+
+from placement.bench.generate import build_instance
+from placement.core import candidate_cache
+from placement.core import solve as solve_module
+from placement.core.candidates import Candidates, build_problem, generate
+from placement.core.context import Context
+from placement.core.loading import parse_instance
+from placement.core.solve import solve as solve_instance
+from solvers import bruteforce, dominance, solve, twolevel
+from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site
+
+
+@functools.cache
+def _pairs_instance():
+    """Rubin + LPX racks in 10 domains, Llama-3.1-70B, one class, attention–FFN decode only."""
+    doc = build_instance(domains=10, chip_types=["rubin", "lp30"], classes=1, family="mixed",
+                         model="llama-3.1-70b")
+    doc["modes"] = ["pd-af"]
+    doc["workload"]["classes"][0]["tpot_ms"] = 15
+    return parse_instance(doc)
+
+
+@functools.cache
+def _generations() -> tuple[Candidates, Candidates]:
+    ctx = Context.of(_pairs_instance())
+    return generate(ctx, workers=1), generate(ctx, workers=1, network_free_from=0)
+
+
+def _row(c: Column, rank: int) -> dominance.Row:
+    return dominance.Row(tuple(p.units for p in c.parts), tuple(c.capacity[q] for q in sorted(c.capacity)),
+                         rank=rank)
+
+
+def test_k0_is_a_subset_of_the_full_set_dominating_it_network_free():
+    full, k0 = _generations()
+    assert k0.network_free and not full.network_free
+    assert k0.generated == full.generated and k0.feasible == full.feasible  # the same candidates, pruned apart
+    names = {c.name for c in k0.columns}
+    assert names < {c.name for c in full.columns} and len(names) * 10 < full.kept
+    assert all(k0.configs[n] == full.configs[n] for n in names)
+    for c in full.columns:
+        if c.name in names:
+            continue
+        rivals = [y for y in k0.columns if [p.resource for p in y.parts] == [p.resource for p in c.parts]
+                  and sorted(y.capacity) == sorted(c.capacity)]
+        assert any(dominance.dominates(_row(y, 0), _row(c, 1)) for y in rivals), c.name
+
+
+def test_collapsed_optimum_is_the_same_on_k0():
+    ctx = Context.of(_pairs_instance())
+    full, k0 = _generations()
+    objectives = [solve(twolevel.collapsed(build_problem(ctx, cands)[0]), backend="highs").objective
+                  for cands in (full, k0)]
+    assert objectives[0] is not None and objectives[0] == pytest.approx(objectives[1], rel=1e-9)
+
+
+def test_one_level_instances_prune_the_full_way_in_one_generation():
+    """K0 too small for two levels: the same candidates pruned the full way, not a second generation."""
+    ctx = Context.of(_pairs_instance())
+    full, _ = _generations()
+    cands = generate(ctx, workers=1, network_free_from=10**6)
+    assert not cands.network_free and cands.columns == full.columns and cands.generated == full.generated
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_jobs_apart_prune_network_free_only_on_large_fleets(large, monkeypatch):
+    """With a job mapper a small fleet is generated once, the full way; a large one (the threshold lowered
+    here) has its jobs prune network-free, giving what one process gives."""
+    from placement.core import parallel_generation
+
+    maps = []
+
+    def mapper(fn, items, workers):
+        maps.append(len(items))
+        return [fn(item) for item in items]
+
+    monkeypatch.setattr(parallel_generation, "MIN_PARALLEL_WORK", 0 if large else 10**6)
+    full, k0 = _generations()
+    with parallel_generation.job_mapper(mapper):
+        cands = generate(Context.of(_pairs_instance()), network_free_from=0 if large else 10**6)
+    assert maps == [2]  # one class on two chip types, one generation
+    assert cands.network_free is large and cands.columns == (k0 if large else full).columns
+
+
+def _plan(monkeypatch, min_size: int, cached: tuple[str, Candidates] | None = None):
+    """The instance's plan with two levels from ``min_size``, and how many generations it took (``cached``:
+    a generation kept beforehand under that cache key)."""
+    monkeypatch.setattr(twolevel, "MIN_SIZE", min_size)
+    candidate_cache.clear()
+    if cached is not None:
+        monkeypatch.setitem(candidate_cache._CACHE, *cached)
+    try:
+        plan = solve_instance(_pairs_instance(), backend="highs")
+        return plan, candidate_cache.cache_info()["misses"]
+    finally:
+        candidate_cache.clear()
+
+
+def test_lazy_solve_gives_the_full_sets_verified_optimum(monkeypatch):
+    lazy, generations = _plan(monkeypatch, 0)
+    full, k0 = _generations()
+    assert generations == 1 and lazy.candidates.kept == k0.kept
+    assert lazy.status == "optimal" and lazy.verified and "pruned network-free" in lazy.notes[-1]
+    # 1460.368 $/h: the one-level solve of the full set (1,332 columns, checked by hand, 8 s with HiGHS).
+    assert lazy.cost_usd_per_hour == pytest.approx(1460.368, rel=1e-9)
+    problem, _ = build_problem(Context.of(_pairs_instance()), full)
+    two_level_full = solve(problem, backend="highs")
+    assert lazy.cost_usd_per_hour == pytest.approx(two_level_full.objective, rel=1e-9)
+    key = f"{candidate_cache.candidate_key(Context.of(_pairs_instance()))}|network-free-from-0"
+    again, generations = _plan(monkeypatch, 0, cached=(key, k0))
+    assert generations == 0
+    assert again.model_dump(exclude={"solver", "provenance"}) == lazy.model_dump(exclude={"solver", "provenance"})
+
+
+def test_a_solve_that_asks_for_the_full_set_plans_on_it(monkeypatch):
+    """The plan, its candidates and its verification come from the full set once the solve generated it."""
+    asked = []
+
+    def full_then_solve(problem, full=None, **options):
+        asked.append(len(problem.columns))
+        return twolevel.solve(full(), **options)
+
+    monkeypatch.setattr(solve_module, "solve_problem", full_then_solve)
+    plan, generations = _plan(monkeypatch, 0)
+    full, k0 = _generations()
+    assert asked == [k0.kept] and generations == 2
+    assert plan.status == "optimal" and plan.verified and plan.candidates.kept == full.kept
+    assert not any("network-free" in note for note in plan.notes)
+    assert plan.cost_usd_per_hour == pytest.approx(1460.368, rel=1e-9)
+
+
+def _thin_link_problem(capacity_bytes_per_s: float) -> tuple[Problem, Problem]:
+    """Attention on one node, FFN on another, one link: a fast pair (4 bytes/s per replica) dominates a slow
+    one (1 byte/s) network-free, so K0 keeps only the fast one; (K0's problem, the full problem)."""
+    sites = [Site(name=f"s{i}", node=f"n{i}", resource=r, units_per_domain=1, domains=4,
+                  usd_per_hour_per_unit=1.0, power_w_per_unit=1.0) for i, r in enumerate(["att", "ffn"])]
+    edges = [Edge(source=a, target=b, capacity_bytes_per_s=capacity_bytes_per_s, latency_s=1e-6)
+             for a, b in [("n0", "n1"), ("n1", "n0")]]
+
+    def pair(name: str, rate: float, traffic: float) -> Column:
+        return Column(name=name, parts=[Part(resource="att", units=1), Part(resource="ffn", units=1)],
+                      capacity={"q": rate}, pair_bytes_per_s=traffic, pair_max_latency_s=1e-5)
+
+    columns = [pair("fast", 2.0, 4.0), pair("slow", 1.5, 1.0)]
+    full = Problem(demands=[Demand(name="d", rate=3.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+                   columns=columns, sites=sites, edges=edges)
+    survivors = dominance.undominated(dominance.Columns.of(units=[[1, 1], [1, 1]], supply=[[2.0], [1.5]]))
+    return full.model_copy(update={"columns": [columns[i] for i in survivors]}), full
+
+
+@pytest.mark.parametrize(("capacity_bytes_per_s", "binds"), [(100.0, False), (3.0, True)])
+def test_the_full_set_is_asked_for_only_when_the_network_binds(capacity_bytes_per_s, binds, monkeypatch):
+    monkeypatch.setattr(twolevel, "MIN_SIZE", 0)
+    k0, full = _thin_link_problem(capacity_bytes_per_s)
+    assert [c.name for c in k0.columns] == ["fast"]
+    asked = []
+    sol = solve(k0, backend="highs", full=lambda: (asked.append(True), full)[1])
+    ref = bruteforce(full)
+    assert sol.status == ref.status == "optimal"
+    assert math.isclose(sol.objective, ref.objective, rel_tol=1e-6)
+    assert asked == ([True] if binds else [])
+    assert {p.column for p in sol.replicas} == ({"slow"} if binds else {"fast"})
