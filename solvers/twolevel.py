@@ -99,7 +99,7 @@ def solve(
     threads: int | None = None,
     msg: bool = False,
     pair_split: PairSplit = "auto",
-    full: Callable[[], Problem] | None = None,
+    full: Callable[[], Problem | None] | None = None,
 ) -> Solution:
     """Solve ``problem`` as :func:`solvers.milp.solve` does, in two levels when it is large.
 
@@ -107,7 +107,9 @@ def solve(
     docstring for the method and why its bound and plans are valid. With
     ``full``, ``problem`` has its two-part columns pruned network-free and
     ``full()`` (called at most once, only when needed) is the problem with
-    every column; the result is then a solution of whichever was solved last.
+    every column, or ``None`` if the time limit ran out making it (the result
+    is then the best restricted plan, unproven, status ``time_limit``); the
+    result is a solution of whichever was solved last.
 
     Examples
     --------
@@ -126,7 +128,9 @@ def solve(
     options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split}
     if _size(problem) < MIN_SIZE or problem.policies:  # policies: always the full model (solvers.kv_rows)
         if full is not None:
-            return solve(full(), time_limit_s=time_limit_s, **options)
+            whole = full()
+            return _out_of_time(None, None, 0.0, backend) if whole is None else solve(
+                whole, time_limit_s=time_limit_s, **options)
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
     full = None if full is None else functools.cache(full)
     began = time.perf_counter()
@@ -145,7 +149,10 @@ def solve(
         if plan is not None and lower.best_bound is not None and _within(plan.objective, lower.best_bound, gap):
             return _proven(plan, lower, time.perf_counter() - began)
     if full is not None:
-        problem = full()  # no attempt proven (or none made): the full model needs every column
+        whole = full()  # no attempt proven (or none made): the full model needs every column
+        if whole is None:
+            return _out_of_time(plan, lower, time.perf_counter() - began, backend)
+        problem = whole
     note = _note(lower, plan)
 
     def prepare(m: pulp.LpProblem, v: Variables) -> Start:
@@ -191,7 +198,7 @@ def spread(v: Variables, lower: Solution) -> dict[pulp.LpVariable, float]:
 
 
 def _attempts(problem: Problem, lower: Solution, gap: float | None,
-              full: Callable[[], Problem] | None = None) -> Iterator[tuple[str, Problem, set[str], Callable]]:
+              full: Callable[[], Problem | None] | None = None) -> Iterator[tuple[str, Problem, set[str], Callable]]:
     """(what, problem, columns, prepare) of each plan tried on the real fleet, in order: the collapsed
     replicas spread over the real groups (an LP completes them); the columns of the collapsed optimum;
     then, if few enough, every column serving their steps on their resources (the other batches, sizes
@@ -207,6 +214,8 @@ def _attempts(problem: Problem, lower: Solution, gap: float | None,
     yield "restricted", problem, used, lambda m, v: Start(target=target)
     if full is not None:
         problem = full()
+        if problem is None:  # the time ran out generating it
+            return
     near = _near(problem, used)
     if len(near) > len(used) and len(near) * len(problem.sites) <= _size(problem) * NEAR_SHARE:
         yield "restricted to their siblings", problem, near, lambda m, v: Start(target=target)
@@ -297,6 +306,23 @@ def _proven(plan: Solution, lower: Solution, seconds: float, message: str | None
         "gap": clean((plan.objective - bound) / max(abs(plan.objective), ZERO)),
         "solve_seconds": seconds - plan.build_seconds,
     })
+
+
+def _out_of_time(plan: Solution | None, lower: Solution | None, seconds: float, backend: str) -> Solution:
+    """Status ``time_limit`` when ``full()`` gave nothing (the time ran out generating every column): the best
+    restricted plan, unproven, with the collapsed bound ``lower`` if there is one; without a plan, no placement."""
+    message = "two levels: the time limit ran out before the full set of pair columns was generated"
+    bound = None if lower is None or lower.best_bound is None else clean(lower.best_bound)
+    if lower is not None:
+        message += _note(lower, plan)
+    if plan is None:
+        return Solution(status="time_limit", message=message, objective=None, best_bound=bound, gap=None,
+                        backend=backend, build_seconds=0.0, solve_seconds=seconds, variables=0, integer_variables=0,
+                        constraints=0, nonzeros=0, replicas=[], loads=[], route_rates={}, flows=[], pairs=[],
+                        edge_loads=[], cost_usd_per_hour=0.0, power_w=0.0, units=0)
+    gap = None if bound is None else clean((plan.objective - bound) / max(abs(plan.objective), ZERO))
+    return plan.model_copy(update={"status": "time_limit", "message": message, "best_bound": bound, "gap": gap,
+                                   "solve_seconds": seconds - plan.build_seconds})
 
 
 def _note(lower: Solution, plan: Solution | None) -> str:

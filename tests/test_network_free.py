@@ -176,3 +176,31 @@ def test_the_full_set_is_asked_for_only_when_the_network_binds(capacity_bytes_pe
     assert math.isclose(sol.objective, ref.objective, rel_tol=1e-6)
     assert asked == ([True] if binds else [])
     assert {p.column for p in sol.replicas} == ({"slow"} if binds else {"fast"})
+
+
+def test_a_full_set_that_runs_out_of_time_gives_a_time_limit_not_a_claim(monkeypatch):
+    # The network binds (K0's one pair column cannot serve the demand over the thin link), and the full set
+    # never comes: the solve must say the time ran out, with the collapsed bound and no plan it has not got.
+    monkeypatch.setattr(twolevel, "MIN_SIZE", 0)
+    k0, full = _thin_link_problem(3.0)
+    sol = solve(k0, backend="highs", full=lambda: None)
+    assert sol.status == "time_limit" and not sol.replicas and sol.objective is None
+    assert "time limit ran out" in sol.message
+    assert sol.best_bound is not None and sol.best_bound <= bruteforce(full).objective * (1 + 1e-9)
+
+
+def test_the_full_set_is_not_generated_past_the_time_limit():
+    # The solve's time limit counts from its start: with none left, no second generation runs.
+    import time as clock
+
+    from placement.core.candidates import build_problem
+    from placement.core.context import Context
+    from placement.core.loading import load_instance
+    from placement.core.solve import _Columns
+
+    ctx = Context.of(load_instance("instances/melange-toy.yaml"))
+    problem, cands = build_problem(ctx)
+    cands.network_free = True  # as if it held K0: asking for every column means generating again
+    at = _Columns(ctx, problem, cands, time_limit_s=1.0, began=clock.monotonic() - 2.0)
+    assert at.full() is None
+    assert at.problem is problem and at.cands is cands

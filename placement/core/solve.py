@@ -123,7 +123,7 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
         left = left_after(time_limit_s, began, "candidate generation")
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
-    at = _Columns(work, problem, cands)
+    at = _Columns(work, problem, cands, time_limit_s, began)
     plan = _solve_verified(ctx, at, backend, left, gap, kv)
     # CBC has proven wrong bounds on models with single-chip-type rows (issue 15: $4.68/h "optimal"
     # where $3.03/h is feasible): such models are small, and always get a second opinion.
@@ -139,7 +139,7 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
     if plan.status == "infeasible":
         from placement.core.diagnose import diagnose
 
-        diagnosis = diagnose(work, at.full(), at.cands, backend=backend, time_limit_s=left)
+        diagnosis = diagnose(work, at.full() or at.problem, at.cands, backend=backend, time_limit_s=left)
         plan = plan.model_copy(update={"diagnosis": diagnosis})
     return plan
 
@@ -155,13 +155,20 @@ class _Columns:
     """The problem and candidates a solve works on: with ``cands.network_free``, K0's (two-part columns
     pruned network-free, :mod:`placement.core.candidates`), until :meth:`full` generates every column."""
 
-    def __init__(self, ctx: Context, problem: Problem, cands: Candidates) -> None:
+    def __init__(self, ctx: Context, problem: Problem, cands: Candidates, time_limit_s: float | None = None,
+                 began: float | None = None) -> None:
         self.ctx, self.problem, self.cands = ctx, problem, cands
+        self.time_limit_s, self.began = time_limit_s, time.monotonic() if began is None else began
 
-    def full(self) -> Problem:
-        """The problem with every column (generated on the first call if this one has K0's)."""
+    def full(self) -> Problem | None:
+        """The problem with every column (generated on the first call if this one has K0's); ``None`` if the
+        time limit (counted from ``began``, as the first generation's) runs out generating it."""
         if self.cands.network_free:
-            self.problem, self.cands = build_problem(self.ctx)
+            try:
+                with bounded(self.time_limit_s, self.began, "candidate generation"):
+                    self.problem, self.cands = build_problem(self.ctx)
+            except TimeLimitError:
+                return None
         return self.problem
 
 
