@@ -104,3 +104,22 @@ def test_cbc_cut_off_before_its_result_is_not_called_infeasible():
     assert cut.status == "time_limit" and "no proof" in cut.message
     proven = pulp_outcome(m, "cbc", 0.06, 0.05, "Result - Problem proven infeasible\n")
     assert proven.status == "infeasible"
+
+
+def test_cbc_preprocessing_cut_short_by_the_time_limit_is_not_called_infeasible():
+    """CBC's pre-processing stopped by a 0.05 s limit says "infeasible or unbounded" of a feasible model (seen:
+    4 of 60 runs of tests/test_solvers_milp.py's hard problem on a loaded machine); said in time, it stands."""
+    import pulp
+
+    from solvers.backends.pulp_cmd import _WATCHDOG_LINE, pulp_outcome
+
+    m = pulp.LpProblem("cut")
+    m.status, m.sol_status = pulp.LpStatusInfeasible, pulp.LpSolutionInfeasible
+    log = ("Continuous objective value is 6.57839 - 0.03 seconds\n"
+           "Cgl0000I Cut generators found to be infeasible! (or unbounded)\n"
+           "Pre-processing says infeasible or unbounded\n")
+    for seconds, tail, says in [(0.07, "", "no proof"), (0.04, _WATCHDOG_LINE + "\n", "watchdog")]:
+        cut = pulp_outcome(m, "cbc", seconds, 0.05, log + tail)
+        assert cut.status == "time_limit" and says in cut.message
+    assert pulp_outcome(m, "cbc", 0.04, 0.05, log).status == "infeasible"
+    assert pulp_outcome(m, "cbc", 0.5, None, log).status == "infeasible"

@@ -200,7 +200,11 @@ def pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s: 
     # CBC cut off by its time limit before it decides can leave a solution file PuLP reads as
     # infeasible: infeasibility counts only when the log, if there is one, states it (its result line,
     # or presolve's "Problem is infeasible").
-    proven = not cbc_log or "infeasible" in cbc_log.lower()
+    # Nor does pre-processing's claim made as the time ran out, with no result line: cut short by its time
+    # limit, it says "infeasible or unbounded" of feasible models.
+    cut_off = _WATCHDOG_LINE in cbc_log or (time_limit_s is not None and seconds >= time_limit_s)
+    hasty = cut_off and result is None and "pre-processing says infeasible" in cbc_log.lower()
+    proven = not cbc_log or ("infeasible" in cbc_log.lower() and not hasty)
     if proven and ("infeasible" in lowered or status == pulp.LpStatusInfeasible):
         return Outcome("infeasible", f"{backend}: {text}", False, None, seconds, backend)
     if not proven and status == pulp.LpStatusInfeasible:
