@@ -30,14 +30,16 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Iterator
 
 import pulp
 
 from solvers.milp import Variables, solve_model, time_left
 from solvers.problem import Problem
+from solvers.solution import Solution
 from solvers.variables import add_row
 
-__all__ = ["FLOOR_MARGIN", "Floor", "add_floors", "floors", "parts"]
+__all__ = ["FLOOR_MARGIN", "Floor", "add_floors", "floors", "parts", "solved_parts"]
 
 #: Relative margin below a part's proven bound at which its floor row is set (see the module docstring).
 FLOOR_MARGIN = 1e-6
@@ -99,15 +101,19 @@ def floors(problem: Problem, time_limit_s: float | None = None, **options) -> li
 
     ``options`` are those of :func:`solvers.milp.solve_model`; the parts share ``time_limit_s``.
     """
+    return [(frozenset(c.name for c in part.columns), sol.best_bound * (1 - FLOOR_MARGIN))
+            for part, sol in solved_parts(parts(problem), time_limit_s, **options)
+            if sol.best_bound is not None and sol.best_bound > 0]
+
+
+def solved_parts(split: list[Problem], time_limit_s: float | None = None,
+                 **options) -> Iterator[tuple[Problem, Solution]]:
+    """Each part of ``split`` with its MILP solution, in order; the parts share ``time_limit_s`` (each gets
+    an equal share of what is left). ``options`` are those of :func:`solvers.milp.solve_model`."""
     began = time.perf_counter()
-    found: list[Floor] = []
-    split = parts(problem)
     for i, part in enumerate(split):
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began) / (len(split) - i)
-        sol, _ = solve_model(part, time_limit_s=left, **options)
-        if sol.best_bound is not None and sol.best_bound > 0:
-            found.append((frozenset(c.name for c in part.columns), sol.best_bound * (1 - FLOOR_MARGIN)))
-    return found
+        yield part, solve_model(part, time_limit_s=left, **options)[0]
 
 
 def add_floors(m: pulp.LpProblem, v: Variables, found: list[Floor]) -> None:

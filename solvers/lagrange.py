@@ -62,7 +62,7 @@ import numpy as np
 import pulp
 
 from solvers.backends import SolveOptions, run
-from solvers.cost_floors import FLOOR_MARGIN, parts
+from solvers.cost_floors import FLOOR_MARGIN, parts, solved_parts
 from solvers.milp import DEFAULT_GAP, Start, Variables, build_model, solve_model, time_left
 from solvers.problem import Problem
 from solvers.solution import Solution
@@ -322,15 +322,11 @@ def first_plans(problem: Problem, support: Problem | None, names: list[frozenset
     parts is small and solves fast, and its plan is a plan of the part of
     ``problem`` that holds its columns. A part without such a plan gets none.
     """
-    began = time.perf_counter()
     known: list[list[PartPlan]] = [[] for _ in names]
     if support is None:
         return known
     part_of = {c: d for d, n in enumerate(names) for c in n}
-    split = parts(support)
-    for i, part in enumerate(split):
-        left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began) / (len(split) - i)
-        sol, _ = solve_model(part, time_limit_s=left, **options)
+    for part, sol in solved_parts(parts(support), time_limit_s, **options):
         if sol.replicas:
             known[part_of[part.columns[0].name]].append(plan_of(problem, sol))
     return known
@@ -422,18 +418,18 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     if least_cost is None or best is None:
         return None
     left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
-    return _complete(problem, names, best, least_cost, left, options)
+    return _complete(problem, names, limits, best, least_cost, left, options)
 
 
 def _gap(gap: float | None) -> float:
     return DEFAULT_GAP if gap is None else gap
 
 
-def _complete(problem: Problem, names: list[frozenset[str]], best: tuple[float, Multipliers, list[Evaluation]],
-              upper: float, time_limit_s: float | None, options: dict) -> Solution | None:
+def _complete(problem: Problem, names: list[frozenset[str]], limits: dict[str, float],
+              best: tuple[float, Multipliers, list[Evaluation]], upper: float, time_limit_s: float | None,
+              options: dict) -> Solution | None:
     """Solve ``problem`` on the columns that can beat ``upper``, with each part's floor and cap rows."""
     lower, mu, evals = best
-    limits = {s.name: float(s.units_per_domain * s.domains) for s in problem.sites}
     total = sum(e.bound for e in evals)
     charged = sum(mu.get(s, 0.0) * u for s, u in limits.items())
     caps = [upper + charged - (total - e.bound) + MARGIN * abs(upper) for e in evals]

@@ -65,6 +65,7 @@ import pulp
 
 from solvers import dominance
 from solvers.cost_floors import Floor, add_floors, floors
+from solvers.extract import empty_solution
 from solvers.index import PairSplit
 from solvers.lagrange import solve_by_parts
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
@@ -316,10 +317,9 @@ def _out_of_time(plan: Solution | None, lower: Solution | None, seconds: float, 
     if lower is not None:
         message += _note(lower, plan)
     if plan is None:
-        return Solution(status="time_limit", message=message, objective=None, best_bound=bound, gap=None,
-                        backend=backend, build_seconds=0.0, solve_seconds=seconds, variables=0, integer_variables=0,
-                        constraints=0, nonzeros=0, replicas=[], loads=[], route_rates={}, flows=[], pairs=[],
-                        edge_loads=[], cost_usd_per_hour=0.0, power_w=0.0, units=0)
+        return empty_solution("time_limit", message, backend=backend, build_seconds=0.0, solve_seconds=seconds,
+                              stats=dict.fromkeys(("variables", "integer_variables", "constraints", "nonzeros"), 0),
+                              bound=bound)
     gap = None if bound is None else clean((plan.objective - bound) / max(abs(plan.objective), ZERO))
     return plan.model_copy(update={"status": "time_limit", "message": message, "best_bound": bound, "gap": gap,
                                    "solve_seconds": seconds - plan.build_seconds})

@@ -243,16 +243,13 @@ def _columns(group: list[_Pending], network_free: bool = False) -> Columns:
     ``network_free``: units and supply only, ranked by pair traffic (lowest first), then latency limit
     (highest first), then name — of tied columns the one the network constrains least stays.
     """
-    if network_free:
-        order = sorted(group, key=_network_free_order)
-        rank = {p.name: r for r, p in enumerate(order)}
-        return Columns.of(units=[p.units for p in group], supply=[p.capacity for p in group],
-                          rank=[rank[p.name] for p in group])
-    rank = {name: r for r, name in enumerate(sorted(p.name for p in group))}
+    order = sorted(group, key=_network_free_order if network_free else (lambda p: p.name))
+    rank = {p.name: r for r, p in enumerate(order)}
     # One number each of supply, load and limit: flat lists, read as (n, 1) arrays.
+    network = {} if network_free else {"load": [p.pair_bytes_per_s for p in group],
+                                       "limit": [p.pair_max_latency_s for p in group]}
     return Columns.of(units=[p.units for p in group], supply=[p.capacity for p in group],
-                      load=[p.pair_bytes_per_s for p in group], limit=[p.pair_max_latency_s for p in group],
-                      rank=[rank[p.name] for p in group])
+                      rank=[rank[p.name] for p in group], **network)
 
 
 def _dominated(x: _Pending, y: _Pending) -> bool:
