@@ -32,7 +32,8 @@ included, at that rate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
@@ -47,21 +48,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADMISSION_SHARE",
+    "MANY_EVALUATORS",
     "MAX_UTILISATION",
     "MIN_SLOT_UTILISATION",
     "Kind",
+    "Layouts",
     "PartLayout",
     "Perf",
     "PoolConfig",
+    "class_table",
     "decode_context_tokens",
     "evaluate",
+    "evaluate_many",
     "framework_latency_s",
     "layout_args",
     "max_context_tokens",
     "precision_args",
     "prefill_queue",
     "prefix_reload_s",
+    "shared_memo",
     "slot_admission",
+    "split_perf",
     "step_factor",
     "ttft_tail",
 ]
@@ -152,6 +159,42 @@ class Perf:
             & (self.tpot_s <= cls.tpot_s * (1 + 1e-9))
             & (self.ttft_s <= cls.ttft_s * (1 + 1e-9))
         )
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """The layout numbers of parts (:class:`PartLayout`'s tp, ep, pp, dp and chips) as the cost models take
+    them: one part's integers (:meth:`of`), or float arrays with one entry per evaluated point
+    (:meth:`repeated`), which every cost model broadcasts over elementwise.
+
+    Examples
+    --------
+    >>> a = PartLayout(chip="h100", site_resource="h100@8", chips=8, tp=8, ep=1, pp=1)
+    >>> b = PartLayout(chip="h100", site_resource="h100@8", chips=16, tp=8, ep=8, pp=2)
+    >>> Layouts.repeated([a, b], [2, 1]).pp.tolist(), Layouts.of(b).args()
+    ([1.0, 1.0, 2.0], {'tp': 8, 'ep': 8, 'pp': 2})
+    """
+
+    tp: int | np.ndarray
+    ep: int | np.ndarray
+    pp: int | np.ndarray
+    dp: int | np.ndarray
+    chips: int | np.ndarray
+
+    @classmethod
+    def of(cls, part: PartLayout) -> Layouts:
+        """One part's numbers, as :func:`layout_args` gives them."""
+        return cls(part.tp, part.ep, part.pp, part.dp, part.chips)
+
+    @classmethod
+    def repeated(cls, parts: list[PartLayout], counts: list[int]) -> Layouts:
+        """Each part's numbers ``counts`` times over (whole numbers, exact as floats)."""
+        numbers = np.array([[p.tp, p.ep, p.pp, p.dp, p.chips] for p in parts], dtype=float).reshape(-1, 5)
+        return cls(*np.ascontiguousarray(np.repeat(numbers, counts, axis=0).T))
+
+    def args(self) -> dict:
+        """The cost models' layout keywords (``dp`` is passed by the kinds that share a batch over it)."""
+        return {"tp": self.tp, "ep": self.ep, "pp": self.pp}
 
 
 def layout_args(part: PartLayout) -> dict:
@@ -291,6 +334,81 @@ def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.nda
     return np.asarray(rate, dtype=float), np.asarray(wait, dtype=float)
 
 
+class _Scratch(dict):
+    """The memo of one :func:`evaluate` call made without one: nothing in it serves a later call."""
+
+
+def shared_memo(memo: dict) -> bool:
+    """Whether ``memo`` is kept by the caller across evaluations (not :func:`evaluate`'s own for one call),
+    so that a table for the calls to come is worth building in it.
+
+    Examples
+    --------
+    >>> shared_memo({}), shared_memo(_Scratch())
+    (True, False)
+    """
+    return not isinstance(memo, _Scratch)
+
+
+def class_table(memo: dict, key: tuple, cls: TrafficClass, build: Callable[[], dict]) -> dict:
+    """The table ``memo`` keeps under ``key`` for ``cls`` (classes are records holding dicts, not
+    hashable: the table is kept with its class, and built by ``build()`` when absent or of another class).
+
+    Examples
+    --------
+    >>> memo = {}
+    >>> class_table(memo, ("t",), "a", lambda: {1: 2}), class_table(memo, ("t",), "b", lambda: {3: 4})
+    ({1: 2}, {3: 4})
+    """
+    found = memo.get(key)
+    if found is None or (found[0] is not cls and found[0] != cls):
+        found = memo[key] = (cls, build())
+    return found[1]
+
+
+def split_perf(perf: Perf, counts: list[int]) -> list[Perf]:
+    """The consecutive pieces of ``counts`` points of a flat ``perf`` (views, not copies).
+
+    Examples
+    --------
+    >>> z = np.arange(3.0)
+    >>> [p.capacity_rps.tolist() for p in split_perf(Perf(z, z, z, z > 0, z, z), [1, 2])]
+    [[0.0], [1.0, 2.0]]
+    """
+    ends = np.cumsum(counts).tolist()
+    arrays = [np.asarray(getattr(perf, f.name)) for f in fields(Perf)]
+    return [Perf(*(a[e - n:e] for a in arrays)) for n, e in zip(counts, ends, strict=True)]
+
+
+#: Evaluators of many configurations of one kind and one main chip, for one class, at once, by kind:
+#: ``(ctx, configs, class, batches of each) -> Perf of each``, the kind's own formulas on the
+#: concatenated points (elementwise, so every point's floats are those of the kind's evaluation of its
+#: configuration alone). The modes register theirs (:func:`evaluate_many`).
+MANY_EVALUATORS: dict[str, Callable[..., list[Perf]]] = {}
+
+
+def evaluate_many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list[np.ndarray],
+                  pair_latency_s: float = 0.0, memo: dict | None = None) -> list[Perf]:
+    """:func:`evaluate` of every configuration of ``cfgs`` over its 1-D ``batches``, bit for bit.
+
+    The single-part configurations of a kind in :data:`MANY_EVALUATORS` are evaluated one broadcast per
+    (kind, main chip); the others one by one.
+    """
+    out: list[Perf | None] = [None] * len(cfgs)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, cfg in enumerate(cfgs):
+        if cfg.partner is None and cfg.kind in MANY_EVALUATORS:
+            groups.setdefault((cfg.kind, cfg.main.chip), []).append(i)
+        else:
+            out[i] = evaluate(ctx, cfg, cls, batch=batches[i], pair_latency_s=pair_latency_s, memo=memo)
+    for (kind, _), idx in groups.items():
+        perfs = MANY_EVALUATORS[kind](ctx, [cfgs[i] for i in idx], cls,
+                                      [np.asarray(batches[i], dtype=float) for i in idx])
+        for i, perf in zip(idx, perfs, strict=True):
+            out[i] = perf
+    return out
+
+
 def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_latency_s: float = 0.0,
              memo: dict | None = None) -> Perf:
     """Per-replica capacity and latencies of ``cfg`` for ``cls``, by the function of its kind.
@@ -304,4 +422,4 @@ def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_
     from placement.modes import pool_kind  # imported here: the modes import this module
 
     b = np.asarray(cfg.batch if batch is None else batch, dtype=float)
-    return pool_kind(cfg.kind).evaluate(ctx, cfg, cls, b, pair_latency_s, {} if memo is None else memo)
+    return pool_kind(cfg.kind).evaluate(ctx, cfg, cls, b, pair_latency_s, _Scratch() if memo is None else memo)

@@ -28,17 +28,21 @@ import numpy as np
 
 from costmodels import aggregated_step, fits, memory_per_chip_bytes
 from placement.core.evaluate import (
+    MANY_EVALUATORS,
+    Layouts,
     PartLayout,
     Perf,
     PoolConfig,
+    class_table,
     decode_context_tokens,
     framework_latency_s,
-    layout_args,
     max_context_tokens,
     precision_args,
     prefill_queue,
     prefix_reload_s,
+    shared_memo,
     slot_admission,
+    split_perf,
     step_factor,
     step_precision_args,
 )
@@ -56,29 +60,55 @@ CHUNKS = (512, 2048, 8192)
 
 
 def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
-    chip, m = ctx.chips[cfg.main.chip], ctx.model
-    chunk = float(cfg.chunk_tokens)
+    if shared_memo(memo) and b.shape == BATCHES.shape and np.array_equal(b, BATCHES):
+        # Generation asks for every configuration of the resource on the grid: one broadcast for all of them.
+        res = cfg.main.site_resource
+        table = class_table(memo, ("aggregated grid", cls.name, res), cls, lambda: _grid_table(ctx, cls, res, memo))
+        if (perf := table.get((cfg.main, cfg.chunk_tokens))) is not None:
+            return perf
+    return _aggregated_perf(ctx, cfg.main, cls, Layouts.of(cfg.main), float(cfg.chunk_tokens), b)
+
+
+def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layouts, chunk, b: np.ndarray) -> Perf:
+    """The capacity rule (module notes) on ``part``'s chip at layouts ``lay`` and chunks ``chunk`` (scalars,
+    or arrays of ``b``'s shape: elementwise, so each point's floats are its configuration's alone)."""
+    chip, m = ctx.chips[part.chip], ctx.model
     # A chunk attends to the cached prefix and, on average, half of the prompt before it.
-    chunk_context = cls.cached_prefix_tokens + max(cls.prompt_tokens - chunk, 0) / 2
+    chunk_context = cls.cached_prefix_tokens + np.maximum(cls.prompt_tokens - chunk, 0) / 2
     # A chunk longer than the prompt holds C/p prompts, each reading its own cached prefix.
-    chunk_prompts = max(chunk / cls.prompt_tokens, 1.0)
+    chunk_prompts = np.maximum(chunk / cls.prompt_tokens, 1.0)
     st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=chunk,
-                         chunk_context=chunk_context, chunk_prompts=chunk_prompts, **layout_args(cfg.main),
-                         dp=cfg.main.dp,
+                         chunk_context=chunk_context, chunk_prompts=chunk_prompts, **lay.args(), dp=lay.dp,
                          **step_precision_args(ctx))
-    t = np.asarray(st.time_s, dtype=float) * step_factor(ctx, cfg.main, "decode")
+    t = np.asarray(st.time_s, dtype=float) * step_factor(ctx, part, "decode")
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
-    reload_s = prefix_reload_s(ctx, cls, cfg.main.chips)
+    reload_s = prefix_reload_s(ctx, cls, lay.chips)
     latency_s = steps_per_prompt * t + reload_s + framework_latency_s(ctx)
     channel_cap, prefill_ttft = prefill_queue(t * cls.prompt_tokens / chunk, latency_s, 1.0, cls)
-    prefill_cap = cfg.main.dp * channel_cap
+    prefill_cap = lay.dp * channel_cap
     decode_cap, slot_wait = slot_admission(b, cls.output_tokens * t, cls)
     cap = np.minimum(prefill_cap, decode_cap)
     ttft = prefill_ttft + slot_wait
-    mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + cfg.main.dp, context=max_context_tokens(cls),
-                                **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
+    mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + lay.dp, context=max_context_tokens(cls),
+                                **lay.args(), dp=lay.dp, **precision_args(ctx))
     return Perf(cap, ttft, t, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+
+
+def _aggregated_many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list[np.ndarray]) -> list[Perf]:
+    """:func:`_aggregated` of configurations on one chip, each over its batches, in one broadcast."""
+    counts = [len(x) for x in batches]
+    chunk = np.repeat(np.array([float(c.chunk_tokens) for c in cfgs]), counts)
+    perf = _aggregated_perf(ctx, cfgs[0].main, cls, Layouts.repeated([c.main for c in cfgs], counts), chunk,
+                            np.concatenate(batches))
+    return split_perf(perf, counts)
+
+
+def _grid_table(ctx: Context, cls: TrafficClass, resource: str, memo: dict) -> dict[tuple, Perf]:
+    """The grid evaluation of every aggregated configuration of ``cls`` on ``resource``, by (main part, chunk)."""
+    cfgs = [g.config for g in _grids(ctx, cls, memo, resource)]
+    perfs = _aggregated_many(ctx, cfgs, cls, [BATCHES] * len(cfgs)) if cfgs else []
+    return {(c.main, c.chunk_tokens): p for c, p in zip(cfgs, perfs, strict=True)}
 
 
 def _measured(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
@@ -89,6 +119,7 @@ def _measured(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, l
 
 AGGREGATED = PoolKind("aggregated", ("aggregated", None), _aggregated)
 MEASURED = PoolKind("measured", ("aggregated", None), _measured, measured=True)
+MANY_EVALUATORS[AGGREGATED.name] = _aggregated_many
 
 
 def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:

@@ -37,16 +37,21 @@ import numpy as np
 
 from costmodels import decode_step, fits, kv_transfer_bytes, memory_per_chip_bytes, prefill_step
 from placement.core.evaluate import (
+    MANY_EVALUATORS,
+    Layouts,
+    PartLayout,
     Perf,
     PoolConfig,
+    class_table,
     decode_context_tokens,
     framework_latency_s,
-    layout_args,
     max_context_tokens,
     precision_args,
     prefill_queue,
     prefix_reload_s,
+    shared_memo,
     slot_admission,
+    split_perf,
     step_factor,
     step_precision_args,
 )
@@ -89,42 +94,90 @@ def kv_bytes(ctx: Context, cls: TrafficClass) -> float:
 
 
 def _prefill(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
-    chip, m = ctx.chips[cfg.main.chip], ctx.model
+    if (perf := _on_grid(ctx, cfg, cls, b, memo, PREFILL.name, prefill_batches(cls))) is not None:
+        return perf
+    return _prefill_perf(ctx, cfg.main, cls, Layouts.of(cfg.main), b)
+
+
+def _prefill_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layouts, b: np.ndarray) -> Perf:
+    """The prefill capacity rule (module notes) on ``part`` at layouts ``lay`` (``part``'s own, or arrays of
+    ``b``'s shape on its chip without a measured table: elementwise, each point its configuration's alone)."""
+    chip, m = ctx.chips[part.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
-                      **layout_args(cfg.main), dp=cfg.main.dp, **step_precision_args(ctx))
-    t, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, cfg.main, "prefill"), True
-    if (measured := measured_step_s(ctx, cfg.main, "prefill", b, cls.prompt_tokens, cls.name)) is not None:
+                      **lay.args(), dp=lay.dp, **step_precision_args(ctx))
+    t, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, part, "prefill"), True
+    if (measured := measured_step_s(ctx, part, "prefill", b, cls.prompt_tokens, cls.name)) is not None:
         t, covered = measured
-    nic = cfg.main.chips * chip.scale_out_bandwidth_bytes_per_s
+    nic = lay.chips * chip.scale_out_bandwidth_bytes_per_s
     transfer_s = b * kv_transfer_bytes(m, cls.prompt_tokens, cls.cached_prefix_tokens, ctx.instance.precision.kv,
                                        cls.prefix_cached_on_decode) / nic
     # The step runs n = min(pp, b) micro-batches, each stage taking t/pp of the step time t for one of them.
-    pp = cfg.main.pp
+    pp = lay.pp
     n_mb = np.minimum(pp, b)
-    latency = (t * (n_mb + pp - 1) / pp + transfer_s + prefix_reload_s(ctx, cls, cfg.main.chips, b)
+    latency = (t * (n_mb + pp - 1) / pp + transfer_s + prefix_reload_s(ctx, cls, lay.chips, b)
                + framework_latency_s(ctx))
     cap, ttft = prefill_queue(t * n_mb / pp, latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
-                                **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
+                                **lay.args(), dp=lay.dp, **precision_args(ctx))
     return Perf(cap, ttft, np.zeros(b.shape), np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape),
                 np.asarray(mem))
 
 
 def _decode(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
-    chip, m = ctx.chips[cfg.main.chip], ctx.model
-    st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **layout_args(cfg.main), dp=cfg.main.dp,
+    if (perf := _on_grid(ctx, cfg, cls, b, memo, DECODE.name, BATCHES)) is not None:
+        return perf
+    return _decode_perf(ctx, cfg.main, cls, Layouts.of(cfg.main), b)
+
+
+def _decode_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layouts, b: np.ndarray) -> Perf:
+    """The decode capacity rule (module notes), as :func:`_prefill_perf` takes its arguments."""
+    chip, m = ctx.chips[part.chip], ctx.model
+    st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **lay.args(), dp=lay.dp,
                      **step_precision_args(ctx))
-    tpot, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, cfg.main, "decode"), True
-    if (measured := measured_step_s(ctx, cfg.main, "decode", b, decode_context_tokens(cls), cls.name)) is not None:
+    tpot, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, part, "decode"), True
+    if (measured := measured_step_s(ctx, part, "decode", b, decode_context_tokens(cls), cls.name)) is not None:
         tpot, covered = measured
     cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
-                                **layout_args(cfg.main), dp=cfg.main.dp, **precision_args(ctx))
+                                **lay.args(), dp=lay.dp, **precision_args(ctx))
     return Perf(cap, wait, tpot, np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape), np.asarray(mem))
+
+
+#: The rule of each kind, as :func:`_prefill_perf` takes its arguments.
+_PERF = {"prefill": _prefill_perf, "decode": _decode_perf}
+
+
+def _many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list[np.ndarray]) -> list[Perf]:
+    """:func:`_prefill` or :func:`_decode` of configurations of that kind on one chip, each over its batches:
+    one broadcast, unless an instance's measured step table may replace some of their steps."""
+    perf_of = _PERF[cfgs[0].kind]
+    if ctx.instance.measured_step_time:
+        return [perf_of(ctx, c.main, cls, Layouts.of(c.main), b) for c, b in zip(cfgs, batches, strict=True)]
+    counts = [len(x) for x in batches]
+    perf = perf_of(ctx, cfgs[0].main, cls, Layouts.repeated([c.main for c in cfgs], counts), np.concatenate(batches))
+    return split_perf(perf, counts)
+
+
+def _on_grid(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, memo: dict, kind: str,
+             grid: np.ndarray) -> Perf | None:
+    """``cfg``'s evaluation over ``b`` from the memo's table of every ``kind`` configuration of ``cls`` on its
+    resource over the kind's ``grid`` (one broadcast, built when first asked); None when ``b`` is not that
+    grid, the memo is not kept across calls, or ``cfg`` is not among the grids' configurations."""
+    if not (shared_memo(memo) and b.shape == grid.shape and np.array_equal(b, grid)):
+        return None
+    res = cfg.main.site_resource
+
+    def build() -> dict:
+        grids = [g for g in _grids(ctx, cls, memo, res) if g.config.kind == kind]
+        perfs = _many(ctx, [g.config for g in grids], cls, [g.batches for g in grids]) if grids else []
+        return {g.config.main: p for g, p in zip(grids, perfs, strict=True)}
+
+    return class_table(memo, ("pd grid", kind, cls.name, res), cls, build).get(cfg.main)
 
 
 PREFILL = PoolKind("prefill", ("prefill", None), _prefill)
 DECODE = PoolKind("decode", ("decode", None), _decode)
+MANY_EVALUATORS[PREFILL.name] = MANY_EVALUATORS[DECODE.name] = _many
 
 
 def prefill_grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
