@@ -30,18 +30,18 @@ Candidate generation skips the search where even that bound is dominated.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from placement.core.evaluate import Perf, PoolConfig, evaluate
+from placement.core.evaluate import Perf, PoolConfig, evaluate_many
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
 
-__all__ = ["REFINE_POINTS", "best_batch", "best_index", "capacity_bound", "perf_at"]
+__all__ = ["REFINE_POINTS", "best_batch", "best_batches", "best_index", "capacity_bound", "perf_at"]
 
 #: About how many batches the first round of the search evaluates (:func:`best_batch`).
 REFINE_POINTS = 64
@@ -118,6 +118,7 @@ def best_batch(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batches: np.nda
     >>> from pathlib import Path
     >>> import placement
     >>> from placement.core.context import Context
+    >>> from placement.core.evaluate import evaluate
     >>> from placement.core.loading import load_instance
     >>> from placement.modes import configurations
     >>> ctx = Context.of(load_instance(Path(placement.__file__).parent / "instances/mixed-fleet.yaml"))
@@ -128,28 +129,62 @@ def best_batch(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batches: np.nda
     >>> bool(at.ok(cls)) and bool(b >= grid.batches[perf.ok(cls)].max())
     True
     """
-    i = best_index(perf, ok)
-    if i is None:
-        return None
-    step = max(int(cfg.micro_batches), 1)
-    lo, hi = (int(batches[k]) for k in _bracket(batches, i))
-    best_b, best_perf = int(batches[i]), perf_at(perf, i)
-    evaluated = 0
-    on_grid = set(batches.tolist())
-    if all(x in on_grid for x in range(-(-lo // step) * step, hi + 1, step)):  # the grid holds the whole bracket
-        return best_b, best_perf, evaluated
-    spacing = step * 2 ** max(int(np.floor(np.log2(max(hi - lo, 1) / (step * REFINE_POINTS)))), 0)
-    for h in dict.fromkeys((spacing, step)):  # a coarser lattice, then every multiple of step
-        pts = np.arange(-(-lo // h), hi // h + 1, dtype=float) * h
-        if not len(pts):
-            break
-        sub = evaluate(ctx, cfg, cls, batch=pts, pair_latency_s=pair_latency_s, memo=memo)
-        evaluated += len(pts)
-        j = best_index(sub, sub.ok(cls))
-        if j is None:
-            break
-        if sub.capacity_rps[j] > best_perf.capacity_rps or (sub.capacity_rps[j] == best_perf.capacity_rps
-                                                            and pts[j] > best_b):
-            best_b, best_perf = int(pts[j]), perf_at(sub, j)
-        lo, hi = int(pts[max(j - 1, 0)]), int(pts[min(j + 1, len(pts) - 1)])
-    return best_b, best_perf, evaluated
+    return best_batches(ctx, cls, [(cfg, batches, perf, ok)], pair_latency_s, memo)[0]
+
+
+@dataclass
+class _Bracket:
+    """One configuration's search between rounds: the batches left to search and the best so far."""
+
+    cfg: PoolConfig
+    lo: int
+    hi: int
+    best_b: int
+    best_perf: Perf
+    lattices: list[int]
+    evaluated: int = 0
+
+
+def best_batches(ctx: Context, cls: TrafficClass, searches: list[tuple[PoolConfig, np.ndarray, Perf, np.ndarray]],
+                 pair_latency_s: float = 0.0, memo: dict | None = None) -> list[tuple[int, Perf, int] | None]:
+    """:func:`best_batch` of every ``(cfg, batches, perf, ok)`` of ``searches``, bit for bit: each round's
+    lattices of all of them evaluated together (:func:`~placement.core.evaluate.evaluate_many`: one
+    broadcast per kind and chip where the kind has one)."""
+    out: list[tuple[int, Perf, int] | None] = [None] * len(searches)
+    live: dict[int, _Bracket] = {}
+    for n, (cfg, batches, perf, ok) in enumerate(searches):
+        i = best_index(perf, ok)
+        if i is None:
+            continue
+        step = max(int(cfg.micro_batches), 1)
+        lo, hi = (int(batches[k]) for k in _bracket(batches, i))
+        out[n] = (int(batches[i]), perf_at(perf, i), 0)
+        on_grid = set(batches.tolist())
+        if all(x in on_grid for x in range(-(-lo // step) * step, hi + 1, step)):  # the grid holds the bracket
+            continue
+        spacing = step * 2 ** max(int(np.floor(np.log2(max(hi - lo, 1) / (step * REFINE_POINTS)))), 0)
+        # A coarser lattice, then every multiple of step.
+        live[n] = _Bracket(cfg, lo, hi, out[n][0], out[n][1], list(dict.fromkeys((spacing, step))))
+    for r in range(2):
+        points: dict[int, np.ndarray] = {}
+        for n, s in live.items():
+            if r < len(s.lattices):
+                h = s.lattices[r]
+                pts = np.arange(-(-s.lo // h), s.hi // h + 1, dtype=float) * h
+                if len(pts):
+                    points[n] = pts
+        live = {n: live[n] for n in points}
+        subs = evaluate_many(ctx, [live[n].cfg for n in points], cls, list(points.values()), pair_latency_s, memo)
+        for (n, pts), sub in zip(points.items(), subs, strict=True):
+            s = live[n]
+            s.evaluated += len(pts)
+            j = best_index(sub, sub.ok(cls))
+            if j is None:  # no feasible batch on the lattice: the search ends with what it has
+                del live[n]
+            else:
+                if sub.capacity_rps[j] > s.best_perf.capacity_rps or (
+                        sub.capacity_rps[j] == s.best_perf.capacity_rps and pts[j] > s.best_b):
+                    s.best_b, s.best_perf = int(pts[j]), perf_at(sub, j)
+                s.lo, s.hi = int(pts[max(j - 1, 0)]), int(pts[min(j + 1, len(pts) - 1)])
+            out[n] = (s.best_b, s.best_perf, s.evaluated)
+    return out

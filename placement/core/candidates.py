@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placement.core.batch_choice import best_batch, best_index, capacity_bound
+from placement.core.batch_choice import best_batches, best_index, capacity_bound
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, Perf, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
@@ -141,6 +141,8 @@ class _Search:
     perf: Perf
     ok: np.ndarray
     bound: _Pending
+    #: The searches searched together with this one (:func:`_search`), itself among them.
+    peers: list[_Search] = field(default_factory=list, repr=False, compare=False)
 
 
 def _pending(ctx_name: tuple[str, str], grid: Grid, cls: TrafficClass, steps: list[str], batch: int,
@@ -201,7 +203,8 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
 
 
 def _worth_searching(searches: list[_Search], kept: list[_Pending]) -> list[_Search]:
-    """The searches whose bound no kept column of its group dominates (within the dominance tolerances)."""
+    """The searches whose bound no kept column of its group dominates (within the dominance tolerances),
+    each with its peers: those of its group and pair latency, searched together (:func:`_search`)."""
     groups: dict[tuple, list[_Pending]] = {}
     for p in kept:
         groups.setdefault(_group_key(p), []).append(p)
@@ -219,14 +222,30 @@ def _worth_searching(searches: list[_Search], kept: list[_Pending]) -> list[_Sea
             if hit.any():
                 continue
         out.append(s)
+    peers: dict[tuple, list[_Search]] = {}
+    for s in out:
+        s.peers = peers.setdefault((_group_key(s.bound), s.grid.pair_latency_s), [])
+        s.peers.append(s)
     return out
 
 
 def _search(out: Candidates, ctx: Context, s: _Search) -> list[_Pending]:
     """The candidate at the best integer batch of a search, if it is not a grid batch (it replaces the best
-    grid batch's, ``s.bound.name``: a configuration keeps as many columns as its grid gave)."""
+    grid batch's, ``s.bound.name``: a configuration keeps as many columns as its grid gave).
+
+    The first search of its peers asked for searches them all, in one :func:`best_batches` call
+    (``out.memo`` keeps the others' results until they are asked for).
+    """
     lat = s.grid.pair_latency_s
-    best = best_batch(ctx, s.grid.config, s.cls, s.grid.batches, s.perf, s.ok, lat or 0.0, out.memo)
+    key = ("best batch", s.bound.name)
+    if key not in out.memo:
+        peers = s.peers or [s]
+        rest = peers[next(k for k, p in enumerate(peers) if p is s):]
+        found = best_batches(ctx, s.cls, [(p.grid.config, p.grid.batches, p.perf, p.ok) for p in rest], lat or 0.0,
+                             out.memo)
+        for p, best in zip(rest, found, strict=True):
+            out.memo["best batch", p.bound.name] = best
+    best = out.memo.pop(key)
     if best is None:
         return []
     out.generated += best[2]
