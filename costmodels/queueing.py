@@ -83,6 +83,8 @@ _ERLANG_MAX_TERMS = 100_000
 _ERLANG_TOLERANCE = 1e-17
 _UTILISATION_GRID = np.arange(0.0, 1.0, UTILISATION_STEP)
 _BISECTION_STEPS = 60
+#: Queries per point a table of slot waits answers before it is sorted (:class:`_WaitTable`).
+_SORT_QUERIES_PER_POINT = 1.0
 
 
 # ---- M/D/1 -----------------------------------------------------------------------
@@ -268,18 +270,23 @@ _COUNTS = _Rows(4096)
 @dataclass
 class _WaitTable:
     """The waits of a set of slot counts on the grid (:func:`_waits_on_grid`) and, once the table is
-    asked for again, the sorted keys of their running maxima (:func:`_sorted_keys`): sorting costs
-    more than one bisection, so a table asked for once (a batch search's lattice) is not sorted."""
+    asked for again and has answered about as many queries as it has points, the sorted keys of their
+    running maxima (:func:`_sorted_keys`): sorting the table costs about as much as bisecting that many
+    queries (a bisection is ~log2 of the grid steps per query, the sort ~log2 of the table per point),
+    so a table asked for once (a batch search's lattice) or for few queries is not sorted."""
 
     scaled: np.ndarray
     running_max: np.ndarray
     keys: tuple[np.ndarray, np.ndarray] | None = None
     uses: int = 0
+    queries: int = 0
 
-    def sorted_keys(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """:func:`_sorted_keys` of the running maxima from the second use on (None before)."""
+    def sorted_keys(self, queries: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """:func:`_sorted_keys` of the running maxima, once the table is asked for again and its
+        ``queries`` so far (these included) reach :data:`_SORT_QUERIES_PER_POINT` times its size (None before)."""
         self.uses += 1
-        if self.keys is None and self.uses > 1:
+        self.queries += queries
+        if self.keys is None and self.uses > 1 and self.queries >= _SORT_QUERIES_PER_POINT * self.running_max.size:
             self.keys = _sorted_keys(self.running_max)
             for a in self.keys:
                 a.flags.writeable = False
@@ -414,7 +421,7 @@ def _last_within(table: _WaitTable, row: np.ndarray, hold_s: np.ndarray,
     good = np.isfinite(hold_s) & (hold_s > 0)
     fast = np.flatnonzero(good)
     h, r = hold_s[fast], budget_s[fast]
-    keys = table.sorted_keys()
+    keys = table.sorted_keys(fast.size)
     first = (_first_over_bisection(table.running_max, row[fast], h, r) if keys is None
              else _first_over(table.running_max, keys, row[fast], h, r))
     k[fast] = first - 1
