@@ -26,6 +26,11 @@ capacity·output·TPOT / B on the grid and TPOT nondecreasing in B (checked on
 the grid), a batch in [b_{i-1}, b_{i+1}] serves at most
 k·max(b_{i+1} / (output·TPOT(b_i)), b_i / (output·TPOT(b_{i-1}))).
 Candidate generation skips the search where even that bound is dominated.
+
+:func:`best_batches` runs the searches of many configurations of a class
+together, each round's lattices in one
+:func:`~placement.core.evaluate.evaluate_many` call: the same batches and
+results as one :func:`best_batch` per configuration.
 """
 
 from __future__ import annotations

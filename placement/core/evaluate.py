@@ -13,6 +13,16 @@ Each kind of replica (``prefill``, ``decode``, ``aggregated``, ``decode-spec``,
 holds the records they share, the rules common to several kinds and the one
 entry point, :func:`evaluate`.
 
+Many configurations at once. The cost models are elementwise over numpy
+arrays, layouts included (:class:`Layouts`), so the configurations of one kind,
+chip and class can be evaluated as one broadcast over their concatenated
+points, each point's floats those of its configuration evaluated alone (same
+formulas, same operation order per element). :func:`evaluate_many` does this
+for the kinds that register a broadcast evaluator (:data:`MANY_EVALUATORS`);
+with a memo kept across calls (:func:`shared_memo`), the prefill, decode and
+aggregated kinds evaluate every grid of a class on a resource in one
+broadcast when the first is asked for, and read the others from the table.
+
 Queueing (:mod:`costmodels.queueing`). A class's TTFT is the wait for a
 prefill step + the prefill + the KV transfer + the wait for a decode slot
 (aggregated: the wait for the chunked-prefill channel + ⌈p/C⌉ steps + the
