@@ -205,13 +205,16 @@ def erlang_c(servers, utilisation):
     >>> round(float(erlang_c(2, 0.5)), 6)   # 2ρ²/(1 + ρ)
     0.333333
     """
-    c, rho = np.broadcast_arrays(np.asarray(servers, dtype=float), np.asarray(utilisation, dtype=float))
+    servers = np.asarray(servers, dtype=float)
+    c, rho = np.broadcast_arrays(servers, np.asarray(utilisation, dtype=float))
     live = (rho > 0) & (rho < 1)
     cc, r = np.where(live, c, 1.0), np.where(live, rho, 0.5)
     a = cc * r
-    # ln c! once per distinct slot count (an array of them is mostly one count repeated over utilisations).
-    counts, where = np.unique(cc + 1.0, return_inverse=True)
-    log_factorial = np.array([math.lgamma(x) for x in counts.tolist()])[where].reshape(cc.shape)
+    # ln c! once per distinct slot count, found before broadcasting (a table is a column of counts against
+    # a row of utilisations); the points set aside take c = 1, ln 1! = lgamma(2) = 0.
+    counts, where = np.unique(servers + 1.0, return_inverse=True)
+    per_count = np.array([math.lgamma(x) for x in counts.tolist()])[where].reshape(servers.shape)
+    log_factorial = np.where(live, np.broadcast_to(per_count, cc.shape), math.lgamma(2.0))
     pmf = np.exp(-a + cc * np.log(a) - log_factorial)
     # Where p_c underflows (many slots at moderate load) B and C are 0 whatever the tail: sum only the rest.
     # Terms fall (a < c + n), and one at most 1e-17 of the sum is below half its last place, so a sum
