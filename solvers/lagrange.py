@@ -56,6 +56,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +67,7 @@ from solvers.cost_floors import FLOOR_MARGIN, parts, solved_parts
 from solvers.milp import DEFAULT_GAP, Start, Variables, build_model, solve_model, time_left
 from solvers.problem import Problem
 from solvers.solution import Solution
+from solvers.tolerances import ZERO
 from solvers.variables import add_row
 
 __all__ = [
@@ -188,6 +190,8 @@ class PartLP:
         self.model.setObjective(pulp.LpAffineExpression(
             {self.v.n[k]: float(c) for k, c in zip(self.n_keys, self.n_cost)}))
         self.ready = run(self.model, "highs", SolveOptions(mip=False)).status == "optimal"
+        #: The columns the LP optimum at μ = 0 loads (as a solution's loads name them), if it is solved.
+        self.loaded = {c for (c, _q, _s), var in self.v.y.items() if _loaded(var)} if self.ready else set()
 
     def solve(self, mu: Multipliers) -> tuple[float, dict[str, float]] | None:
         """The LP optimum at prices w + μ and each column's least rise r_c; ``None`` if it is not solved."""
@@ -211,6 +215,17 @@ class PartLP:
         for (c, _), r in least.items():
             total[c] += r
         return float(h.getInfo().objective_function_value), {c.name: total[c.name] for c in self.problem.columns}
+
+
+def _loaded(var: pulp.LpVariable) -> bool:
+    """Whether a load variable carries load: its value projected onto its bounds is not below ``ZERO``
+    (what :func:`solvers.extract.to_solution` reports as a load)."""
+    value = var.varValue or 0.0
+    if var.lowBound is not None:
+        value = max(value, var.lowBound)
+    if var.upBound is not None:
+        value = min(value, var.upBound)
+    return abs(value) >= ZERO
 
 
 def evaluate(part: PartLP, mu: Multipliers, known: list[PartPlan], time_limit_s: float | None = None,
@@ -333,11 +348,16 @@ def first_plans(problem: Problem, support: Problem | None, names: list[frozenset
 
 
 def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_s: float | None = None,
-                   **options) -> Solution | None:
+                   near: Callable[[set[str]], Problem | None] | None = None, **options) -> Solution | None:
     """The optimum of ``problem`` by the Lagrangian bound of its parts and the completion (module docstring).
 
     ``support``, ``problem`` on fewer columns, gives each part a first plan
-    (:func:`first_plans`); ``options`` are those of
+    (:func:`first_plans`); without it, ``near`` (if given) makes one from the
+    columns the parts' LP optima load. The parts' LPs have no site rows in
+    common, so together they are the LP relaxation of ``problem`` without
+    its coupling: where the site rows do not bind it (the collapsed fleets of
+    benchmarks/RESULTS.md), the same columns, and no LP of the whole is
+    needed. ``options`` are those of
     :func:`solvers.milp.solve_model`. The result is the completion's solution:
     a plan of ``problem`` (on the columns that can beat the best combination)
     with the better of its proven bound and L(μ). ``None`` if the method does
@@ -370,8 +390,10 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     cpu = time.process_time()
     limits = {s.name: float(s.units_per_domain * s.domains) for s in problem.sites}
     names = [frozenset(c.name for c in part.columns) for part in split]
-    known = first_plans(problem, support, names, time_limit_s, **options)
     lps = [PartLP(part) for part in split]
+    if support is None and near is not None and all(lp.ready for lp in lps):
+        support = near(set().union(*(lp.loaded for lp in lps)))
+    known = first_plans(problem, support, names, time_limit_s, **options)
     # Trust region of Kelley's steps ($/h per unit): first a small share of the dearest unit, doubled after a
     # step that improved L(μ) on its edge, halved after one that did not.
     radius = (max((s.usd_per_hour_per_unit for s in problem.sites), default=1.0) or 1.0) * FIRST_RADIUS

@@ -230,8 +230,10 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     their replica sizes, which the integer plan needs to round well) is the
     *support*, small and fast to solve. A problem that falls apart into
     demands tied only by its site rows (the collapsed fleet) is solved by
-    :func:`solvers.lagrange.solve_by_parts`: each part of the support gives a
-    first plan, a Lagrangian bound per part prices the contested units, and
+    :func:`solvers.lagrange.solve_by_parts`, whose support comes from the
+    parts' own LPs (the relaxation without the site rows that tie them, which
+    it builds anyway; no LP of the whole is solved): each part of the support
+    gives a first plan, a Lagrangian bound per part prices the contested units, and
     the problem on the few columns that can still beat the best combined plan
     proves the optimum (~107 → ~10 CPU s on the collapsed 1,000-domain,
     8-chip-type fleet of benchmarks/RESULTS.md, which branch and bound alone
@@ -243,14 +245,15 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     heuristics before it has an incumbent.
     """
     began = time.perf_counter()
-    lp = relax(problem, backend=options["backend"], time_limit_s=time_limit_s, threads=options.get("threads"),
+    by_parts = solve_by_parts(problem, time_limit_s=time_limit_s,
+                              near=lambda used: restricted(problem, _near(problem, used)), **options)
+    if by_parts is not None:
+        return by_parts
+    left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
+    lp = relax(problem, backend=options["backend"], time_limit_s=left, threads=options.get("threads"),
                pair_split=options.get("pair_split", "auto"))
     support = restricted(problem, _near(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
     found = None
-    left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
-    by_parts = solve_by_parts(problem, support, time_limit_s=left, **options) if lp.status == "optimal" else None
-    if by_parts is not None:
-        return by_parts
     if support is not None:
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
         rows = floors(support, time_limit_s=None if left is None else left * SHARE, **options)

@@ -114,3 +114,32 @@ def test_not_applied_with_a_budget_one_part_or_another_objective():
     one = problem.model_copy(update={"demands": problem.demands[:1], "routes": problem.routes[:1],
                                      "columns": [c for c in problem.columns if c.name.startswith("c0")]})
     assert lg.solve_by_parts(one, backend="highs") is None
+
+
+def test_the_parts_lps_load_what_the_relaxation_of_the_whole_loads():
+    # With room on every site (no site row binds the LP) the parts' LPs together are the relaxation of
+    # the whole: the same loaded columns, so the same support and first plans (solvers.twolevel).
+    from solvers.milp import relax
+
+    checked = 0
+    for seed in SEEDS:
+        problem = _random_parts(seed)
+        roomy = problem.model_copy(update={"sites": [s.model_copy(update={"domains": 100}) for s in problem.sites]})
+        loaded = set().union(*(lg.PartLP(part).loaded for part in parts(roomy)))
+        assert loaded and loaded == {ld.column for ld in relax(roomy).loads}, seed
+        checked += 1
+    assert checked == len(SEEDS)
+
+
+def test_a_support_made_from_the_parts_lps_keeps_the_bruteforce_optimum():
+    seen: list[set[str]] = []
+
+    def near(used: set[str]) -> Problem:
+        seen.append(used)
+        return problem.model_copy(update={"columns": [c for c in problem.columns if c.name in used]})
+
+    problem, ref = _random_parts(SEEDS[0]), _reference(SEEDS[0])
+    sol = lg.solve_by_parts(problem, near=near, backend="highs")
+    assert sol is not None and sol.status == "optimal"
+    assert math.isclose(sol.objective, ref.objective, rel_tol=1e-6, abs_tol=1e-9)
+    assert len(seen) == 1 and seen[0] == set().union(*(lg.PartLP(part).loaded for part in parts(problem)))
