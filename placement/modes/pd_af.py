@@ -20,6 +20,7 @@ output_tokens·TPOT, capacity and wait for a slot by
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,7 @@ from placement.core.evaluate import (
     step_factor,
     step_precision_args,
 )
-from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
+from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, attention_parts, pair_latencies, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
@@ -90,8 +91,31 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
 def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cfgs: list[PoolConfig],
                        lats: list[float]) -> dict[tuple[int, float], tuple[PoolConfig, Perf]]:
     """(configuration, :class:`Perf`) of every configuration of ``cfgs`` (one pair of chip types) at every
-    latency of ``lats``, by (``id`` of the configuration, latency): the configurations generation asks for
-    are these objects, and an id is cheaper to hash than the record.
+    latency of ``lats``, by (``id`` of the configuration, latency): the rows of :func:`_pairing_perf`.
+    The configurations generation asks for are these objects, and an id is cheaper to hash than the record.
+    """
+    shape = b.shape  # one batch (a verifier's) is a grid of one, given back as it came
+    perf = _pairing_perf(ctx, cls, np.atleast_1d(b), memo, cfgs, lats)
+    same = shape == perf.capacity_rps.shape[2:]
+    # (configuration, latency) rows as views, in that order.
+    caps_of, waits_of, tpots_of, pairs_of = (list(x.reshape(len(cfgs) * len(lats), -1))
+                                             for x in (perf.capacity_rps, perf.ttft_s, perf.tpot_s,
+                                                       perf.pair_bytes_per_s))
+    fits_of, mems_of = list(perf.fits[:, 0]), list(perf.memory_per_chip_bytes[:, 0])
+    out, at_row = {}, 0
+    for cfg, fit, mem in zip(cfgs, fits_of, mems_of, strict=True):
+        for lat_s in lats:
+            row = (caps_of[at_row], waits_of[at_row], tpots_of[at_row], fit, pairs_of[at_row], mem)
+            out[id(cfg), lat_s] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
+            at_row += 1
+    return out
+
+
+def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cfgs: list[PoolConfig],
+                  lats: list[float]) -> Perf:
+    """:class:`Perf` of every configuration of ``cfgs`` (one pair of chip types) at every latency of ``lats``
+    over the batches ``b``: capacity, TTFT (the wait for a slot), TPOT and pair traffic of shape
+    (configurations, latencies, batches), fits and memory per chip of shape (configurations, 1, batches).
 
     Configurations with the same attention groups, micro-batches, FFN stages and FFN expert parallelism
     run the same stream counts: each such set is one array of shape (configurations, latencies, batches)
@@ -100,13 +124,13 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
     """
     m = ctx.model
     act = ctx.instance.precision.activations
-    shape, b = b.shape, np.atleast_1d(b)  # one batch (a verifier's) is a grid of one, given back as it came
     lat = np.asarray(lats, dtype=float)[None, :, None]
-    sets: dict[tuple, list[PoolConfig]] = {}
-    for cfg in cfgs:
-        sets.setdefault((cfg.main.dp, cfg.micro_batches, cfg.partner.pp, cfg.partner.ep > 1), []).append(cfg)
-    out, done = {}, []
-    for (dp, mb, pp, ep_ffn), group in sets.items():
+    sets: dict[tuple, list[int]] = {}
+    for i, cfg in enumerate(cfgs):
+        sets.setdefault((cfg.main.dp, cfg.micro_batches, cfg.partner.pp, cfg.partner.ep > 1), []).append(i)
+    done = []
+    for (dp, mb, pp, ep_ffn), index in sets.items():
+        group = [cfgs[i] for i in index]
         a_chip, f_chip = ctx.chips[group[0].main.chip], ctx.chips[group[0].partner.chip]
         step_b = b / mb
         # Each distinct half once (the pairings of one attention or FFN part share it), then a row per pairing.
@@ -134,26 +158,22 @@ def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dic
         tpot = np.asarray(tpot, dtype=float)
         ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
         pair = dp * b * bytes_per_token / tpot
-        done.append((group, dp * b, tpot, ok, pair, amem))
+        done.append((index, dp * b, tpot, ok, pair, amem))
     # One slot admission for every set (it is elementwise): the slot counts and holds of each set, flat.
     slots = np.concatenate([np.broadcast_to(s, t.shape).ravel() for _, s, t, *_ in done])
     hold = np.concatenate([(cls.output_tokens * t).ravel() for _, _, t, *_ in done])
     caps, waits = slot_admission(slots, hold, cls)
+    full = (len(cfgs), len(lats), len(b))
+    cap, wait, tpot_all, pair_all = (np.empty(full) for _ in range(4))
+    fit_all, mem_all = np.empty((len(cfgs), 1, len(b)), dtype=bool), np.empty((len(cfgs), 1, len(b)))
     at = 0
-    for group, _, tpot, ok, pair, amem in done:
-        cap, wait = (x[at:at + tpot.size].reshape(tpot.shape) for x in (caps, waits))
+    for index, _, tpot, ok, pair, amem in done:
+        cap[index] = caps[at:at + tpot.size].reshape(tpot.shape)
+        wait[index] = waits[at:at + tpot.size].reshape(tpot.shape)
         at += tpot.size
-        same = shape == b.shape  # rows as they are (views), or back to the one batch asked for
-        # (configuration, latency) rows as views, in that order.
-        caps_of, waits_of, tpots_of, pairs_of = (list(x.reshape(tpot.shape[0] * tpot.shape[1], -1))
-                                                 for x in (cap, wait, tpot, pair))
-        at_row = 0
-        for cfg, fit, mem in zip(group, list(ok), list(amem), strict=True):
-            for lat_s in lats:
-                row = (caps_of[at_row], waits_of[at_row], tpots_of[at_row], fit, pairs_of[at_row], mem)
-                out[id(cfg), lat_s] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
-                at_row += 1
-    return out
+        tpot_all[index], pair_all[index] = tpot, pair
+        fit_all[index, 0], mem_all[index, 0] = ok, amem
+    return Perf(cap, wait, tpot_all, fit_all, pair_all, mem_all)
 
 
 def _distinct(items: list) -> tuple[list, np.ndarray]:
@@ -230,7 +250,7 @@ def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict)
                                         parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo))]
 
 
-def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
+def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid | GridSet]:
     yield from prefill_grids(ctx, cls, memo, resource)
     resources = ctx.resources()
     for res in main_sites(ctx, resource):
@@ -239,11 +259,21 @@ def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = N
                 continue
             lats = pair_latencies(ctx, res, res_f, memo)
             cfgs = _pairings(ctx, cls, res, res_f, memo)
-            if cfgs and lats:  # evaluated together when the first is asked for (see _decode_af)
-                memo["decode-af pairings", cls.name, res, res_f] = (cfgs, lats)
-            for cfg in cfgs:
-                for lat in lats:
-                    yield Grid(cfg, "decode", BATCHES, lat)
+            if cfgs and lats:
+                yield GridSet(tuple(cfgs), "decode", BATCHES, tuple(lats), partial(_set_perf, cfgs, lats),
+                              partial(_share_pairings, cls.name, res, res_f, cfgs, lats))
+
+
+def _set_perf(cfgs: list[PoolConfig], lats: list[float], ctx: Context, cls: TrafficClass, memo: dict) -> Perf:
+    """The ``evaluate`` of a pairing :class:`GridSet`: :func:`_pairing_perf` over the batch grid."""
+    return _pairing_perf(ctx, cls, BATCHES, memo, cfgs, lats)
+
+
+def _share_pairings(cls_name: str, res: str, res_f: str, cfgs: list[PoolConfig], lats: list[float],
+                    memo: dict) -> None:
+    """The ``share`` of a pairing :class:`GridSet`: the pairings wait in ``memo`` until the first of
+    them is evaluated, which evaluates them all (:func:`_decode_af`)."""
+    memo["decode-af pairings", cls_name, res, res_f] = (cfgs, lats)
 
 
 MODE = ServingMode(
