@@ -30,12 +30,12 @@ from costmodels import (
     af_activation_bytes_per_token,
     af_pipeline_tpot_s,
     af_stream_counts,
-    af_transfer_s,
     decode_attention_step,
     decode_ffn_step,
     fits,
     memory_per_chip_bytes,
 )
+from costmodels.comm import af_round_trip_s
 from placement.core.evaluate import (
     PartLayout,
     Perf,
@@ -117,67 +117,57 @@ def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cf
     over the batches ``b``: capacity, TTFT (the wait for a slot), TPOT and pair traffic of shape
     (configurations, latencies, batches), fits and memory per chip of shape (configurations, 1, batches).
 
-    Configurations with the same attention groups, micro-batches, FFN stages and FFN expert parallelism
-    run the same stream counts: each such set is one array of shape (configurations, latencies, batches)
-    through :func:`costmodels.af.af_pipeline` and :func:`placement.core.evaluate.slot_admission`. Every
+    Each distinct attention half (part, micro-batches) and FFN half (part, groups, streams) is timed once
+    (:func:`_half`); every (configuration, stream count) is a row of one array through
+    :func:`costmodels.af.af_pipeline_tpot_s`, a configuration's TPOT the minimum of its rows
+    (``minimum.reduceat``), and one :func:`placement.core.evaluate.slot_admission` takes them all. Every
     formula is elementwise, so each entry is what evaluating its configuration alone gives.
     """
     m = ctx.model
     act = ctx.instance.precision.activations
+    a_chip, f_chip = ctx.chips[cfgs[0].main.chip], ctx.chips[cfgs[0].partner.chip]
     lat = np.asarray(lats, dtype=float)[None, :, None]
-    sets: dict[tuple, list[int]] = {}
-    for i, cfg in enumerate(cfgs):
-        sets.setdefault((cfg.main.dp, cfg.micro_batches, cfg.partner.pp, cfg.partner.ep > 1), []).append(i)
-    done = []
-    for (dp, mb, pp, ep_ffn), index in sets.items():
-        group = [cfgs[i] for i in index]
-        a_chip, f_chip = ctx.chips[group[0].main.chip], ctx.chips[group[0].partner.chip]
-        step_b = b / mb
-        # Each distinct half once (the pairings of one attention or FFN part share it), then a row per pairing.
-        a_parts, a_of = _distinct([c.main for c in group])
-        f_parts, f_of = _distinct([c.partner for c in group])
-        halves = [_half(ctx, memo, "attention", p, step_b, b, cls) for p in a_parts]
-        t_attn = np.stack([t for t, _ in halves])[a_of][:, None, :]
-        amem = np.stack([mem for _, mem in halves])[a_of]
-        bytes_per_token = af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep_ffn)
-        group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
-        stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
-        attn_comm = af_transfer_s(m, b / mb, group_nic, lat, act, ffn_expert_parallel=ep_ffn)
-        tpot = fmem = None
-        dp_b = dp * b
-        for streams in af_stream_counts(dp, mb, pp):
-            tokens = dp * b / streams
-            ffn = [_half(ctx, memo, "ffn", p, tokens, dp_b, cls) for p in f_parts]
-            t_ffn = np.stack([t for t, _ in ffn])[f_of][:, None, :]
-            if fmem is None:  # the FFN memory holds dp·B sequences whatever the streams
-                fmem = np.stack([mem for _, mem in ffn])[f_of]
-            ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, act, ffn_expert_parallel=ep_ffn)
-            at_s = af_pipeline_tpot_s(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
-                                      layers=m.layers, pp=pp)
-            tpot = at_s if tpot is None else np.minimum(tpot, at_s)
-        tpot = np.asarray(tpot, dtype=float)
-        ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
-        pair = dp * b * bytes_per_token / tpot
-        done.append((index, dp * b, tpot, ok, pair, amem))
-    # One slot admission for every set (it is elementwise): the slot counts and holds of each set, flat.
-    slots = np.concatenate([np.broadcast_to(s, t.shape).ravel() for _, s, t, *_ in done])
-    hold = np.concatenate([(cls.output_tokens * t).ravel() for _, _, t, *_ in done])
-    caps, waits = slot_admission(slots, hold, cls)
-    full = (len(cfgs), len(lats), len(b))
-    cap, wait, tpot_all, pair_all = (np.empty(full) for _ in range(4))
-    fit_all, mem_all = np.empty((len(cfgs), 1, len(b)), dtype=bool), np.empty((len(cfgs), 1, len(b)))
-    at = 0
-    for index, _, tpot, ok, pair, amem in done:
-        cap[index] = caps[at:at + tpot.size].reshape(tpot.shape)
-        wait[index] = waits[at:at + tpot.size].reshape(tpot.shape)
-        at += tpot.size
-        tpot_all[index], pair_all[index] = tpot, pair
-        fit_all[index, 0], mem_all[index, 0] = ok, amem
-    return Perf(cap, wait, tpot_all, fit_all, pair_all, mem_all)
+    dp, mb, pp = (np.array(x) for x in zip(*((c.main.dp, c.micro_batches, c.partner.pp) for c in cfgs),
+                                           strict=True))
+    per_token = {ep: af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep) for ep in (False, True)}
+    bytes_per_token = np.array([per_token[c.partner.ep > 1] for c in cfgs])[:, None, None]
+    group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
+    stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
+    # Attention: one micro-batch of B/m sequences on its group; its memory holds B sequences.
+    a_firsts, a_of = _distinct(cfgs, key=lambda c: (id(c.main), c.micro_batches))
+    halves = [_half(ctx, memo, "attention", c.main, b / c.micro_batches, b, cls) for c in a_firsts]
+    t_attn = np.stack([t for t, _ in halves])[a_of]
+    amem = np.stack([mem for _, mem in halves])[a_of]
+    attn_comm = af_round_trip_s((b / mb[:, None])[:, None, :], bytes_per_token, group_nic, lat, m.layers)
+    # FFN: a row per (configuration, stream count), a stream of dp·B/S tokens; its memory holds dp·B sequences.
+    counts: dict[tuple[int, int, int], list[int]] = {}
+    rows = [(i, streams, (id(c.partner), c.main.dp, streams)) for i, c in enumerate(cfgs)
+            for streams in counts.setdefault((c.main.dp, c.micro_batches, c.partner.pp),
+                                             af_stream_counts(c.main.dp, c.micro_batches, c.partner.pp))]
+    of, streams = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    first_row = np.flatnonzero(np.r_[True, of[1:] != of[:-1]])
+    dp_b = dp[:, None] * b
+    tokens = dp_b[of] / streams[:, None]
+    f_firsts, f_of = _distinct(range(len(rows)), key=lambda r: rows[r][2])
+    ffn = [_half(ctx, memo, "ffn", cfgs[rows[r][0]].partner, tokens[r], dp_b[rows[r][0]], cls) for r in f_firsts]
+    t_ffn = np.stack([t for t, _ in ffn])[f_of]
+    fmem = np.stack([mem for _, mem in ffn])[f_of][first_row]  # whatever the streams
+    ffn_comm = af_round_trip_s(tokens[:, None, :], bytes_per_token[of], stage_nic[of], lat, m.layers)
+    at_s = af_pipeline_tpot_s(t_attn[of][:, None, :], t_ffn[:, None, :], attn_comm[of], ffn_comm,
+                              micro_batches=mb[of][:, None, None], streams=streams[:, None, None],
+                              layers=m.layers, pp=pp[of][:, None, None])
+    tpot = np.minimum.reduceat(at_s, first_row, axis=0)
+    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
+    pair = dp_b[:, None, :] * bytes_per_token / tpot
+    # One slot admission for every entry (it is elementwise): dp·B slots, each held output_tokens·TPOT.
+    caps, waits = slot_admission(np.broadcast_to(dp_b[:, None, :], tpot.shape).ravel(),
+                                 (cls.output_tokens * tpot).ravel(), cls)
+    return Perf(caps.reshape(tpot.shape), waits.reshape(tpot.shape), tpot, fit[:, None, :], pair,
+                amem[:, None, :])
 
 
-def _distinct(items: list) -> tuple[list, np.ndarray]:
-    """The distinct objects of ``items`` (by identity, in first-seen order) and each item's index among them.
+def _distinct(items, key=id) -> tuple[list, np.ndarray]:
+    """The items of distinct ``key`` (default: identity), in first-seen order, and each item's index among them.
 
     Examples
     --------
@@ -185,14 +175,19 @@ def _distinct(items: list) -> tuple[list, np.ndarray]:
     >>> firsts, index = _distinct([a, b, a])
     >>> firsts == [a, b], index.tolist()
     (True, [0, 1, 0])
+    >>> _distinct([3, 5, 4], key=lambda x: x % 2)[1].tolist()
+    [0, 0, 1]
     """
-    position: dict[int, int] = {}
+    position: dict = {}
     firsts = []
+    index = []
     for x in items:
-        if id(x) not in position:
-            position[id(x)] = len(firsts)
+        k = key(x)
+        if k not in position:
+            position[k] = len(firsts)
             firsts.append(x)
-    return firsts, np.array([position[id(x)] for x in items], dtype=np.intp)
+        index.append(position[k])
+    return firsts, np.array(index, dtype=np.intp)
 
 
 def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, memory_batch,
