@@ -20,6 +20,7 @@ output_tokens·TPOT, capacity and wait for a slot by
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING
@@ -117,53 +118,109 @@ def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cf
     over the batches ``b``: capacity, TTFT (the wait for a slot), TPOT and pair traffic of shape
     (configurations, latencies, batches), fits and memory per chip of shape (configurations, 1, batches).
 
-    Each distinct attention half (part, micro-batches) and FFN half (part, groups, streams) is timed once
-    (:func:`_half`); every (configuration, stream count) is a row of one array through
+    What does not depend on the class comes from :func:`_pairing_layout`; each distinct attention half
+    (part, micro-batches) is timed once; every (configuration, stream count) is a row of one array through
     :func:`costmodels.af.af_pipeline_tpot_s`, a configuration's TPOT the minimum of its rows
     (``minimum.reduceat``), and one :func:`placement.core.evaluate.slot_admission` takes them all. Every
     formula is elementwise, so each entry is what evaluating its configuration alone gives.
     """
-    m = ctx.model
-    act = ctx.instance.precision.activations
     a_chip, f_chip = ctx.chips[cfgs[0].main.chip], ctx.chips[cfgs[0].partner.chip]
+    lay = _pairing_layout(ctx, memo, cfgs, lats, b)
+    # Attention: one micro-batch of B/m sequences on its group; its memory holds B sequences.
+    halves = [_half(ctx, memo, "attention", cfgs[i].main, b / cfgs[i].micro_batches, b, cls) for i in lay.a_firsts]
+    t_attn = np.stack([t for t, _ in halves])[lay.a_of]
+    amem = np.stack([mem for _, mem in halves])[lay.a_of]
+    # The FFN memory holds dp·B sequences whatever the streams.
+    fmem = np.stack([_half_memory(ctx, memo, "ffn", cfgs[i].partner, lay.dp_b[i], cls)
+                     for i in lay.m_firsts])[lay.m_of]
+    at_s = af_pipeline_tpot_s(t_attn[lay.of][:, None, :], lay.t_ffn, lay.attn_comm, lay.ffn_comm,
+                              micro_batches=lay.micro_batches, streams=lay.streams, layers=ctx.model.layers,
+                              pp=lay.pp)
+    tpot = np.minimum.reduceat(at_s, lay.first_row, axis=0)
+    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
+    pair = lay.dp_b[:, None, :] * lay.bytes_per_token / tpot
+    # One slot admission for every entry (it is elementwise): dp·B slots, each held output_tokens·TPOT.
+    caps, waits = slot_admission(np.broadcast_to(lay.dp_b[:, None, :], tpot.shape).ravel(),
+                                 (cls.output_tokens * tpot).ravel(), cls)
+    return Perf(caps.reshape(tpot.shape), waits.reshape(tpot.shape), tpot, fit[:, None, :], pair,
+                amem[:, None, :])
+
+
+@dataclass
+class _PairingLayout:
+    """What the pairings of a resource pair share over every class (at given batches and latencies).
+
+    Per configuration (C), by row = (configuration, stream count) (R), batches B, latencies L:
+    ``parts`` (main, partner, micro-batches) of each configuration, by identity (the key's check);
+    ``dp_b`` (C, B) sequences of the attention groups; ``bytes_per_token`` (C, 1, 1); ``a_firsts`` /
+    ``a_of`` the configurations of distinct attention halves and each one's among them, ``m_firsts`` /
+    ``m_of`` the same of FFN memories (part, groups); ``of`` (R,) each row's configuration,
+    ``first_row`` each configuration's first row; ``streams``, ``micro_batches``, ``pp`` (R, 1, 1);
+    ``t_ffn`` (R, 1, B) a stream through the FFN side; ``attn_comm`` / ``ffn_comm`` (R, L, B) C_a, C_f.
+    """
+
+    parts: list[tuple]
+    dp_b: np.ndarray
+    bytes_per_token: np.ndarray
+    a_firsts: list[int]
+    a_of: np.ndarray
+    m_firsts: list[int]
+    m_of: np.ndarray
+    of: np.ndarray
+    first_row: np.ndarray
+    streams: np.ndarray
+    micro_batches: np.ndarray
+    pp: np.ndarray
+    t_ffn: np.ndarray
+    attn_comm: np.ndarray
+    ffn_comm: np.ndarray
+
+
+def _pairing_layout(ctx: Context, memo: dict, cfgs: list[PoolConfig], lats: list[float],
+                    b: np.ndarray) -> _PairingLayout:
+    """:class:`_PairingLayout` of ``cfgs``, kept in ``memo`` for the next class whose configurations have
+    the same parts (the same objects: :func:`_pairings` reuses them)."""
+    parts_of = [(c.main, c.partner, c.micro_batches) for c in cfgs]
+    key = ("af pairing layout", cfgs[0].main.site_resource, cfgs[0].partner.site_resource, b.tobytes(), tuple(lats))
+    lay = memo.get(key)
+    if lay is not None and len(lay.parts) == len(parts_of) and all(
+            x[0] is y[0] and x[1] is y[1] and x[2] == y[2] for x, y in zip(lay.parts, parts_of, strict=True)):
+        return lay
+    m = ctx.model
+    a_chip, f_chip = ctx.chips[cfgs[0].main.chip], ctx.chips[cfgs[0].partner.chip]
+    act = ctx.instance.precision.activations
     lat = np.asarray(lats, dtype=float)[None, :, None]
-    dp, mb, pp = (np.array(x) for x in zip(*((c.main.dp, c.micro_batches, c.partner.pp) for c in cfgs),
-                                           strict=True))
+    dp = np.array([c.main.dp for c in cfgs])
+    mb = np.array([c.micro_batches for c in cfgs])
+    pp = np.array([c.partner.pp for c in cfgs])
     per_token = {ep: af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep) for ep in (False, True)}
     bytes_per_token = np.array([per_token[c.partner.ep > 1] for c in cfgs])[:, None, None]
     group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
     stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
-    # Attention: one micro-batch of B/m sequences on its group; its memory holds B sequences.
-    a_firsts, a_of = _distinct(cfgs, key=lambda c: (id(c.main), c.micro_batches))
-    halves = [_half(ctx, memo, "attention", c.main, b / c.micro_batches, b, cls) for c in a_firsts]
-    t_attn = np.stack([t for t, _ in halves])[a_of]
-    amem = np.stack([mem for _, mem in halves])[a_of]
-    attn_comm = af_round_trip_s((b / mb[:, None])[:, None, :], bytes_per_token, group_nic, lat, m.layers)
-    # FFN: a row per (configuration, stream count), a stream of dp·B/S tokens; its memory holds dp·B sequences.
+    a_firsts, a_of = _distinct(range(len(cfgs)), key=lambda i: (id(cfgs[i].main), cfgs[i].micro_batches))
+    m_firsts, m_of = _distinct(range(len(cfgs)), key=lambda i: (id(cfgs[i].partner), cfgs[i].main.dp))
+    # A row per (configuration, stream count), a stream of dp·B/S tokens.
     counts: dict[tuple[int, int, int], list[int]] = {}
-    rows = [(i, streams, (id(c.partner), c.main.dp, streams)) for i, c in enumerate(cfgs)
-            for streams in counts.setdefault((c.main.dp, c.micro_batches, c.partner.pp),
-                                             af_stream_counts(c.main.dp, c.micro_batches, c.partner.pp))]
+    rows = []
+    for i, c in enumerate(cfgs):
+        shape = (c.main.dp, c.micro_batches, c.partner.pp)
+        if shape not in counts:
+            counts[shape] = af_stream_counts(*shape)
+        rows.extend((i, streams, (id(c.partner), c.main.dp, streams)) for streams in counts[shape])
     of, streams = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
-    first_row = np.flatnonzero(np.r_[True, of[1:] != of[:-1]])
     dp_b = dp[:, None] * b
     tokens = dp_b[of] / streams[:, None]
     f_firsts, f_of = _distinct(range(len(rows)), key=lambda r: rows[r][2])
-    ffn = [_half(ctx, memo, "ffn", cfgs[rows[r][0]].partner, tokens[r], dp_b[rows[r][0]], cls) for r in f_firsts]
-    t_ffn = np.stack([t for t, _ in ffn])[f_of]
-    fmem = np.stack([mem for _, mem in ffn])[f_of][first_row]  # whatever the streams
-    ffn_comm = af_round_trip_s(tokens[:, None, :], bytes_per_token[of], stage_nic[of], lat, m.layers)
-    at_s = af_pipeline_tpot_s(t_attn[of][:, None, :], t_ffn[:, None, :], attn_comm[of], ffn_comm,
-                              micro_batches=mb[of][:, None, None], streams=streams[:, None, None],
-                              layers=m.layers, pp=pp[of][:, None, None])
-    tpot = np.minimum.reduceat(at_s, first_row, axis=0)
-    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
-    pair = dp_b[:, None, :] * bytes_per_token / tpot
-    # One slot admission for every entry (it is elementwise): dp·B slots, each held output_tokens·TPOT.
-    caps, waits = slot_admission(np.broadcast_to(dp_b[:, None, :], tpot.shape).ravel(),
-                                 (cls.output_tokens * tpot).ravel(), cls)
-    return Perf(caps.reshape(tpot.shape), waits.reshape(tpot.shape), tpot, fit[:, None, :], pair,
-                amem[:, None, :])
+    t_ffn = np.stack([_half_time(ctx, memo, "ffn", cfgs[rows[r][0]].partner, tokens[r], None)
+                      for r in f_firsts])[f_of]
+    attn_comm = af_round_trip_s((b / mb[:, None])[:, None, :], bytes_per_token, group_nic, lat, m.layers)
+    lay = _PairingLayout(
+        parts_of, dp_b, bytes_per_token, a_firsts, a_of, m_firsts, m_of, of,
+        np.flatnonzero(np.r_[True, of[1:] != of[:-1]]), streams[:, None, None], mb[of][:, None, None],
+        pp[of][:, None, None], t_ffn[:, None, :], attn_comm[of],
+        af_round_trip_s(tokens[:, None, :], bytes_per_token[of], stage_nic[of], lat, m.layers))
+    memo[key] = lay
+    return lay
 
 
 def _distinct(items, key=id) -> tuple[list, np.ndarray]:
@@ -192,40 +249,50 @@ def _distinct(items, key=id) -> tuple[list, np.ndarray]:
 
 def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, memory_batch,
           cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
-    """(time through all L layers s, memory per chip bytes) of one half of a replica, kept in ``memo``.
+    """(time through all L layers s, memory per chip bytes) of one half of a replica, kept in ``memo``
+    (:func:`_half_time`, :func:`_half_memory`)."""
+    return _half_time(ctx, memo, half, part, step_batch, cls), _half_memory(ctx, memo, half, part, memory_batch, cls)
+
+
+def _half_time(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch,
+               cls: TrafficClass | None) -> np.ndarray:
+    """Time (s) of one step of ``step_batch`` through all L layers on one half of a replica, kept in ``memo``.
 
     The FFN half is timed layer by layer on the ``tp`` chips of one stage
     (``pp = 1`` in the step model): activations go back to the attention side
     after every layer, so a micro-batch never has more than one stage working
-    on it. Its memory is that of the real ``pp``-stage layout. Generation pairs
-    every attention half with every FFN half at every latency, and each half
-    costs the same in all of its pairings; the FFN step reads no context, so
-    every class shares it.
+    on it. Generation pairs every attention half with every FFN half at every
+    latency, and each half costs the same in all of its pairings; the FFN step
+    reads no context, so every class shares it (``cls`` may be None).
     """
     step_batch = np.asarray(step_batch, dtype=float)
-    memory_batch = np.asarray(memory_batch, dtype=float)
     attention = half == "attention"
-    step_key = ("af step", half, part.chip, part.tp, part.ep, part.pp if attention else 1,
-                decode_context_tokens(cls) if attention else None, step_batch.tobytes())
-    mem_key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, max_context_tokens(cls),
-               memory_batch.tobytes())
-    if step_key in memo and mem_key in memo:
-        return memo[step_key], memo[mem_key]
-    chip, m, step_prec = ctx.chips[part.chip], ctx.model, step_precision_args(ctx)
-    layout = layout_args(part)
-    if step_key not in memo:
+    key = ("af step", half, part.chip, part.tp, part.ep, part.pp if attention else 1,
+           decode_context_tokens(cls) if attention else None, step_batch.tobytes())
+    if key not in memo:
+        chip, m, step_prec = ctx.chips[part.chip], ctx.model, step_precision_args(ctx)
+        layout = layout_args(part)
         if attention:
             step = decode_attention_step(chip, m, batch=step_batch, context=decode_context_tokens(cls), **layout,
                                          **step_prec)
         else:
             step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, **step_prec)
-        memo[step_key] = np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode")
-    if mem_key not in memo:
-        stage = "decode-attention" if attention else "decode-ffn"
-        memo[mem_key] = np.asarray(memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch,
-                                                         context=max_context_tokens(cls), **layout,
-                                                         **precision_args(ctx)), dtype=float)
-    return memo[step_key], memo[mem_key]
+        memo[key] = np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode")
+    return memo[key]
+
+
+def _half_memory(ctx: Context, memo: dict, half: str, part: PartLayout, memory_batch,
+                 cls: TrafficClass) -> np.ndarray:
+    """Memory per chip (bytes) of one half of a replica holding ``memory_batch`` sequences (that of its real
+    ``pp``-stage layout), kept in ``memo``."""
+    memory_batch = np.asarray(memory_batch, dtype=float)
+    key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, max_context_tokens(cls), memory_batch.tobytes())
+    if key not in memo:
+        stage = "decode-attention" if half == "attention" else "decode-ffn"
+        memo[key] = np.asarray(memory_per_chip_bytes(ctx.chips[part.chip], ctx.model, stage=stage,
+                                                     batch=memory_batch, context=max_context_tokens(cls),
+                                                     **layout_args(part), **precision_args(ctx)), dtype=float)
+    return memo[key]
 
 
 def _where(cfg: PoolConfig) -> str:
@@ -236,13 +303,16 @@ DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af
 
 
 def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict) -> list[PoolConfig]:
-    """Attention halves on ``res`` paired with FFN halves on ``res_f``, in the order generation visits them."""
-    w = weights(ctx)
-    resources = ctx.resources()
+    """Attention halves on ``res`` paired with FFN halves on ``res_f``, in the order generation visits them
+    (the same part objects for every class: kept in ``memo``)."""
+    key = ("af part pairs", res, res_f)
+    if key not in memo:
+        w = weights(ctx)
+        resources = ctx.resources()
+        memo[key] = list(product(attention_parts(ctx, resources[res], w.attention_bytes),
+                                 parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo)))
     return [PoolConfig(kind=DECODE_AF.name, traffic_class=cls.name, main=apart, partner=fpart, batch=1,
-                       micro_batches=MICRO_BATCHES)
-            for apart, fpart in product(attention_parts(ctx, resources[res], w.attention_bytes),
-                                        parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo))]
+                       micro_batches=MICRO_BATCHES) for apart, fpart in memo[key]]
 
 
 def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid | GridSet]:
