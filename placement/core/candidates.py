@@ -26,7 +26,10 @@ slower one of the same chips and pair groups keep hundreds of thousands of
 columns on large fleets. With ``network_free_from`` (:func:`generate`) the groups
 of two-part columns are pruned with pair traffic and latency limits left out:
 copies that fit and serve at least as much suffice, and of tied columns the one
-of lowest pair traffic, then highest latency limit, then first name stays.
+of lowest pair traffic, then highest latency limit, then first name stays. A
+mode's :class:`~placement.modes.base.GridSet` (attention–FFN pairings of two
+resources) is evaluated as one array, and only its entries near the fastest of
+their size become candidates (:meth:`_SetBlock.near_fastest`).
 Call the result K0. Every column the full pruning keeps is dominated
 network-free by a K0 column, so a problem whose network is gone (the collapsed
 problem of :mod:`solvers.twolevel`) has the same optimum on K0 as on the full
