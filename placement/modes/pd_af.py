@@ -72,9 +72,10 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
     that group's NICs; a stream reaches only the NICs of the stage holding the
     current layer (``tp`` chips of the FFN side, not all of them).
 
-    Generation asks for every pairing of two resources (:func:`_pairings`) at every latency between them:
-    the first call evaluates them all at once (:func:`_evaluate_pairings`) and keeps the others in
-    ``memo`` until asked. Outside generation one configuration is evaluated alone.
+    Generation evaluates every pairing of two resources (:func:`_pairings`) at every latency between them
+    as one :class:`GridSet` (:func:`_pairing_perf`). When its grids are handed out one at a time (a
+    diagnosis), the first call evaluates them all at once (:func:`_evaluate_pairings`) and keeps the others
+    in ``memo`` until asked. Otherwise (a verifier, a plan) one configuration is evaluated alone.
     """
     res_a, res_f = cfg.main.site_resource, cfg.partner.site_resource
     block, pairings = ("decode-af", cls.name, res_a, res_f, b.tobytes()), ("decode-af pairings", cls.name, res_a, res_f)
