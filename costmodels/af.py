@@ -216,30 +216,35 @@ def af_pipeline(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, s
     )
 
 
-def af_pipeline_tpot_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, streams: int, layers: int,
-                       pp: int) -> np.ndarray:
+def af_pipeline_tpot_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches, streams, layers: int,
+                       pp) -> np.ndarray:
     """``af_pipeline(...).tpot_s`` as an array, without the bounds' utilisations (candidate generation
-    asks for millions of TPOTs and reads nothing else).
+    asks for millions of TPOTs and reads nothing else). ``micro_batches``, ``streams`` and ``pp`` may be
+    arrays broadcasting with the times (one replica layout and stream count per row).
 
     Examples
     --------
     >>> float(af_pipeline_tpot_s(0.5, 1.0, 0.2, 0.2, micro_batches=1, streams=4, layers=4, pp=4))
     1.7
+    >>> af_pipeline_tpot_s(0.5, 1.0, 0.2, 0.2, micro_batches=1, streams=np.array([1, 4]), layers=4,
+    ...                    pp=np.array([1, 4])).tolist()
+    [1.7, 1.7]
     """
     loop, attention, stage, link = _bounds_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, micro_batches=micro_batches,
                                              streams=streams, layers=layers, pp=pp)
     return np.maximum(np.maximum(loop, attention), np.maximum(stage, link))
 
 
-def _bounds_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches: int, streams: int, layers: int,
-              pp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _bounds_s(attn_s, ffn_s, attn_comm_s, ffn_comm_s, *, micro_batches, streams, layers: int,
+              pp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The four lower bounds of :func:`af_pipeline` whose maximum is TPOT: loop, attention, busiest
-    FFN stage, busiest link direction (s)."""
+    FFN stage, busiest link direction (s); ``micro_batches``, ``streams`` and ``pp`` scalars or arrays."""
     a, f, ca, cf = (np.asarray(v, dtype=float) for v in (attn_s, ffn_s, attn_comm_s, ffn_comm_s))
-    if streams < micro_batches or streams % micro_batches:
+    m, s = np.asarray(micro_batches, dtype=float), np.asarray(streams, dtype=float)
+    if np.any((s < m) | (s % m != 0)):
         raise ValueError(f"streams ({streams}) must be a multiple of micro_batches ({micro_batches})")
-    m, s = float(micro_batches), float(streams)
-    share = float(af_busiest_stage_layers(layers, pp)) / layers  # the busiest stage's share of the layers
+    # The busiest stage's share of the layers.
+    share = np.asarray(af_busiest_stage_layers(layers, pp), dtype=float) / layers
     loop = a + f + np.maximum(ca, cf)
     attention = m * a
     stage = s * share * f

@@ -30,6 +30,7 @@ __all__ = [
     "SCALE_OUT_LATENCY_S",
     "af_activation_bytes_per_token",
     "af_comm_hidden",
+    "af_round_trip_s",
     "af_tpot_s",
     "af_transfer_s",
     "ep_alltoall_s",
@@ -241,8 +242,20 @@ def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s,
     argument of :func:`af_tpot_s`.
     """
     per_token = af_activation_bytes_per_token(model, activation_precision, ffn_expert_parallel=ffn_expert_parallel)
-    t = np.asarray(tokens, dtype=float) * per_token / np.asarray(bandwidth_bytes_per_s, dtype=float)
-    return as_result(t + _AF_CROSSINGS_PER_LAYER * model.layers * np.asarray(latency_s, dtype=float))
+    return as_result(af_round_trip_s(tokens, per_token, bandwidth_bytes_per_s, latency_s, model.layers))
+
+
+def af_round_trip_s(tokens, bytes_per_token, bandwidth_bytes_per_s, latency_s, layers: int) -> np.ndarray:
+    """:func:`af_transfer_s` from the bytes per token (:func:`af_activation_bytes_per_token`), every
+    argument but ``layers`` an array that broadcasts (one replica layout per row).
+
+    Examples
+    --------
+    >>> af_round_trip_s(np.array([1.0, 2.0]), 10.0, np.array([[10.0], [20.0]]), 0.5, layers=2).tolist()
+    [[3.0, 4.0], [2.5, 3.0]]
+    """
+    t = np.asarray(tokens, dtype=float) * bytes_per_token / np.asarray(bandwidth_bytes_per_s, dtype=float)
+    return t + _AF_CROSSINGS_PER_LAYER * layers * np.asarray(latency_s, dtype=float)
 
 
 def af_tpot_s(attn_s, ffn_s, comm_s, micro_batches):

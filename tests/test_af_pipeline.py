@@ -30,6 +30,7 @@ from placement.core.context import Context
 from placement.core.evaluate import MAX_UTILISATION, PartLayout, PoolConfig, evaluate
 from placement.core.loading import load_instance
 from placement.core.schema import TrafficClass
+from placement.modes import GridSet, configurations
 from placement.modes.layouts import pair_latencies
 from placement.modes.pd_af import _evaluate_pairings, _pairings
 from placement.modes.pd_af import _half as _af_half
@@ -189,6 +190,30 @@ def test_pairings_evaluated_together_are_each_evaluated_alone(ctx):
             got = together[id(cfg), lat][1]
             for field in ("capacity_rps", "ttft_s", "tpot_s", "fits", "pair_bytes_per_s", "memory_per_chip_bytes"):
                 assert np.asarray(getattr(got, field)).tobytes() == np.asarray(getattr(alone, field)).tobytes()
+
+
+def test_a_grid_set_is_its_grids_each_evaluated_alone(ctx):
+    # Generation takes each resource pair's pairings as one GridSet and keeps what the classes share in
+    # the memo; its grids are those handed out without sets, in order, and each entry of the set's arrays
+    # is what its grid gives evaluated alone, bit for bit, for a second class on the first's memo too.
+    memo: dict = {}
+    for cls in ctx.instance.workload.classes[:2]:
+        sets = [g for g, _ in configurations(ctx, cls, memo, sets=True) if isinstance(g, GridSet)]
+        grids = [g for g, _ in configurations(ctx, cls, {}) if g.config.kind == "decode-af"]
+        assert len(sets) > 1
+        assert [(g.config, g.pair_latency_s) for s in sets for g in s.grids({})] == [
+            (g.config, g.pair_latency_s) for g in grids]
+        for s in sets:
+            perf = s.evaluate(ctx, cls, memo)
+            assert perf.capacity_rps.shape == (len(s.configs), len(s.pair_latencies_s), len(s.batches))
+            assert (perf.capacity_rps > 0).any()
+            for c in range(0, len(s.configs), 5):
+                for l_, lat in enumerate(s.pair_latencies_s):
+                    alone = evaluate(ctx, s.configs[c], cls, batch=s.batches, pair_latency_s=lat)
+                    for field in ("capacity_rps", "ttft_s", "tpot_s", "pair_bytes_per_s"):
+                        assert getattr(perf, field)[c, l_].tobytes() == getattr(alone, field).tobytes()
+                    assert perf.fits[c, 0].tobytes() == alone.fits.tobytes()
+                    assert perf.memory_per_chip_bytes[c, 0].tobytes() == alone.memory_per_chip_bytes.tobytes()
 
 
 def test_more_streams_never_slower_than_lockstep_nor_faster_than_a_loop_or_a_server(ctx):

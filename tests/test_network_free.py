@@ -62,6 +62,34 @@ def test_k0_is_a_subset_of_the_full_set_dominating_it_network_free():
         assert any(dominance.dominates(_row(y, 0), _row(c, 1)) for y in rivals), c.name
 
 
+def test_pairs_far_from_the_fastest_are_never_made():
+    """A set of pairings evaluated as arrays gives the candidates its grids give one at a time (the full
+    set); network-free, only those near the fastest of their size are made, and they keep what all keep."""
+    from placement.core import candidates as cand
+    from placement.modes import GridSet, configurations
+
+    ctx = Context.of(_pairs_instance())
+    cls = ctx.instance.workload.classes[0]
+    by_set, by_grid = Candidates(), Candidates()
+    blocks = [cand._evaluate_set(by_set, ctx, g, cls, steps)
+              for g, steps in configurations(ctx, cls, by_set.memo, sets=True) if isinstance(g, GridSet)]
+    blocks = [b for b in blocks if b is not None]
+    one_at_a_time: list = []
+    for g, steps in configurations(ctx, cls, by_grid.memo):
+        if g.config.partner is not None:
+            cand._evaluate_grid(by_grid, one_at_a_time, ctx, g, cls, steps)
+    made = [p for b in blocks for p in b.pending()]
+
+    def key(p):
+        return p.name, p.capacity, p.pair_bytes_per_s, p.pair_max_latency_s, p.batch, p.units, p.steps, p.config()
+
+    assert blocks and [key(p) for p in made] == [key(p) for p in one_at_a_time]
+    assert (by_set.generated, by_set.feasible) == (by_grid.generated, by_grid.feasible)
+    near = [p for b in blocks for p in b.near_fastest()]
+    assert len(near) * 2 < len(made)
+    assert [p.name for p in cand._fastest(near)] == [p.name for p in cand._fastest(made)]
+
+
 def test_collapsed_optimum_is_the_same_on_k0():
     ctx = Context.of(_pairs_instance())
     full, k0 = _generations()

@@ -79,3 +79,27 @@ def test_one_worker_uses_no_jobs():
 def test_unknown_executor_is_an_input_error():
     with pytest.raises(InputError, match="--executor"), generation_executor("dask"):
         pass
+
+
+def test_jobs_of_one_context_share_a_memo_per_process_and_leave_none_behind():
+    """Jobs run in one process (a serial mapper) share one memo; mapping resets it, so no context and no
+    cost-model results outlive the generation; the columns are those of one process."""
+    from placement.core import parallel_generation as pg
+
+    ctx = small_context()
+    seen = []
+
+    def serial(fn, items, workers):
+        out = []
+        for item in items:
+            out.append(fn(item))
+            seen.append(pg.job_memo(ctx))
+        return out
+
+    with pg.job_mapper(serial):
+        cands = generate(ctx, workers=2)
+    same_candidates(one_process(), cands)
+    assert len(seen) == 2 and seen[0] is seen[1] and seen[0]  # one memo, filled by the first job
+    assert pg._SHARED_MEMO == [None, {}]
+    assert pg.job_memo(ctx) is not seen[0] and pg.job_memo(ctx) == {}  # a new generation starts empty
+    pg._SHARED_MEMO[:] = [None, {}]

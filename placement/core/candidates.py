@@ -26,7 +26,10 @@ slower one of the same chips and pair groups keep hundreds of thousands of
 columns on large fleets. With ``network_free_from`` (:func:`generate`) the groups
 of two-part columns are pruned with pair traffic and latency limits left out:
 copies that fit and serve at least as much suffice, and of tied columns the one
-of lowest pair traffic, then highest latency limit, then first name stays.
+of lowest pair traffic, then highest latency limit, then first name stays. A
+mode's :class:`~placement.modes.base.GridSet` (attention–FFN pairings of two
+resources) is evaluated as one array, and only its entries near the fastest of
+their size become candidates (:meth:`_SetBlock.near_fastest`).
 Call the result K0. Every column the full pruning keeps is dominated
 network-free by a K0 column, so a problem whose network is gone (the collapsed
 problem of :mod:`solvers.twolevel`) has the same optimum on K0 as on the full
@@ -62,7 +65,7 @@ from placement.core.batch_choice import best_batches, best_index, capacity_bound
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, Perf, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
-from placement.modes import Grid, StepId, configurations, enabled_modes, transfers
+from placement.modes import Grid, GridSet, StepId, configurations, enabled_modes, transfers
 from solvers.dominance import LOAD_ATOL, RTOL, Columns, Row, copies, dominates, undominated
 from solvers.problem import Column, Demand, Edge, Part, PoolLimit, Problem, Route, Site, Transfer
 
@@ -202,6 +205,65 @@ def _evaluate_grid(out: Candidates, pend: list[_Pending], ctx: Context, grid: Gr
     return _Search(grid, cls, steps, perf, ok, bound)
 
 
+@dataclass
+class _SetBlock:
+    """A :class:`~placement.modes.base.GridSet` of ``cls`` evaluated: capacity and pair traffic of shape
+    (configurations, latencies, batches), and which entries meet the SLOs and fit (``ok``).
+
+    Its candidates are made only when asked for (:meth:`pending`): pruning network-free needs only those
+    near the best capacity of their size (:meth:`near_fastest`).
+    """
+
+    grids: GridSet
+    cls: TrafficClass
+    steps: list[str]
+    capacity_rps: np.ndarray
+    pair_bytes_per_s: np.ndarray
+    ok: np.ndarray
+
+    def pending(self, among: np.ndarray | None = None) -> list[_Pending]:
+        """The candidates of the feasible entries (of those of ``among`` too, if given), in the order of the
+        set's grids, each grid's batches ascending: what :func:`_evaluate_grid` makes of the grids."""
+        take = self.ok if among is None else self.ok & among
+        grids, out = self.grids, []
+        batches = grids.batches.astype(int).tolist()
+        for c, l_ in zip(*np.nonzero(take.any(axis=2)), strict=True):
+            grid = Grid(grids.configs[c], grids.stage, grids.batches, grids.pair_latencies_s[l_])
+            make = _grid_pending(_name_around_batch(grid.config, grid.pair_latency_s), grid, self.cls, self.steps)
+            caps, pairs = self.capacity_rps[c, l_].tolist(), self.pair_bytes_per_s[c, l_].tolist()
+            out.extend(make(batches[i], caps[i], pairs[i]) for i in np.flatnonzero(take[c, l_]).tolist())
+        return out
+
+    def near_fastest(self) -> list[_Pending]:
+        """The candidates :func:`_fastest` may keep, and the fastest of each size: the feasible ones within
+        :data:`~solvers.dominance.RTOL` of the best capacity of their size (parts' chips), in
+        :meth:`pending` order. :func:`_fastest` of them (with the other groups' candidates) is
+        :func:`_fastest` of all: the fastest of each size is among them, and so is every candidate it
+        keeps (``best − capacity ≤ RTOL·capacity``, computed as it does)."""
+        sizes: dict[tuple[int, int], int] = {}
+        size_of = np.array([sizes.setdefault((c.main.chips, c.partner.chips), len(sizes))
+                            for c in self.grids.configs], dtype=np.intp)
+        cap = np.where(self.ok, self.capacity_rps, -np.inf)
+        best = np.full(len(sizes), -np.inf)
+        np.maximum.at(best, size_of, cap.max(axis=(1, 2)))
+        near = best[size_of][:, None, None] - self.capacity_rps <= RTOL * self.capacity_rps
+        return self.pending(near)
+
+
+def _evaluate_set(out: Candidates, ctx: Context, grids: GridSet, cls: TrafficClass,
+                  steps: list[str]) -> _SetBlock | None:
+    """Evaluate a set of paired grids as one array (:meth:`GridSet.evaluate`); None if no entry is feasible.
+    The counts are what evaluating its grids one at a time adds."""
+    perf = grids.evaluate(ctx, cls, out.memo)
+    ok = perf.ok(cls)
+    feasible = int(np.count_nonzero(ok))
+    out.generated += ok.size
+    out.feasible += feasible
+    if not feasible:
+        return None
+    return _SetBlock(grids, cls, steps, np.asarray(perf.capacity_rps), np.asarray(perf.pair_bytes_per_s), ok)
+
+
 def _worth_searching(searches: list[_Search], kept: list[_Pending]) -> list[_Search]:
     """The searches whose bound no kept column of its group dominates (within the dominance tolerances),
     each with its peers: those of its group and pair latency, searched together (:func:`_search`)."""
@@ -317,10 +379,13 @@ def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict, res
     out = Candidates(memo=memo)
     pend: list[_Pending] = []
     searches: list[_Search] = []
+    blocks: list[_SetBlock] = []
     for cls in classes:
-        for grid, steps in configurations(ctx, cls, out.memo, resource):
-            s = _evaluate_grid(out, pend, ctx, grid, cls, steps)
-            if s is not None:
+        for grid, steps in configurations(ctx, cls, out.memo, resource, sets=True):
+            if isinstance(grid, GridSet):  # paired: no batch search
+                if (block := _evaluate_set(out, ctx, grid, cls, steps)) is not None:
+                    blocks.append(block)
+            elif (s := _evaluate_grid(out, pend, ctx, grid, cls, steps)) is not None:
                 searches.append(s)
     # Searches are of single-part configurations and re-prune only their groups: the pairs are apart.
     pairs = [p for p in pend if len(p.units) == 2]
@@ -332,12 +397,14 @@ def _class_candidates(ctx: Context, classes: list[TrafficClass], memo: dict, res
     kept = [p for p in kept if _group_key(p) not in touched] + _prune(
         [p for p in kept if _group_key(p) in touched and p.name not in gone] + found)
     if network_free_from is not None:
-        fastest = _fastest(pairs)  # K0 is among them: when they are too few, so is K0
+        # K0 is among the fastest: when they are too few, so is K0. A set's candidates far from its fastest
+        # are never made (each set is whole groups: one class, kind and pair of resources).
+        fastest = _fastest(pairs + [p for b in blocks for p in b.near_fastest()])
         if len(kept) + len(fastest) >= network_free_from:
             loose = _prune(fastest, network_free=True)
             if len(kept) + len(loose) >= network_free_from:
-                return kept + loose, out.generated, out.feasible, bool(pairs)
-    return kept + _prune(pairs), out.generated, out.feasible, False
+                return kept + loose, out.generated, out.feasible, bool(pairs or blocks)
+    return kept + _prune(pairs + [p for b in blocks for p in b.pending()]), out.generated, out.feasible, False
 
 
 def _network_free_order(p: _Pending) -> tuple:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from placement.core.schema import TrafficClass
 
 __all__ = ["MIN_PARALLEL_WORK", "JobMapper", "forked_map", "generation_job", "generation_jobs", "generation_work",
-           "generation_workers", "job_mapper", "parallel_candidates", "pool_workers", "set_job_mapper"]
+           "generation_workers", "job_mapper", "job_memo", "parallel_candidates", "pool_workers", "set_job_mapper"]
 
 T = TypeVar("T")
 
@@ -65,6 +65,9 @@ JobMapper = Callable[[Callable[[Any], Any], list, "int | None"], list]
 
 #: The mapper later generations use; None: this process or a forked pool.
 _MAPPER: JobMapper | None = None
+
+#: (context, memo): the cost-model results the jobs of one context share in one process.
+_SHARED_MEMO: list = [None, {}]
 
 
 def set_job_mapper(mapper: JobMapper | None = None) -> None:
@@ -167,7 +170,10 @@ def parallel_candidates(ctx: Context, classes: list[TrafficClass], workers: int 
         mapper = _forked_mapper
     order = _largest_first(ctx, jobs)
     job = partial(generation_job, ctx, network_free=True) if network_free else partial(generation_job, ctx)
-    done = mapper(job, [(jobs[i][0].name, jobs[i][1]) for i in order], workers)
+    try:
+        done = mapper(job, [(jobs[i][0].name, jobs[i][1]) for i in order], workers)
+    finally:
+        _SHARED_MEMO[:] = [None, {}]  # jobs run here, if any, leave nothing behind
     results: list = [None] * len(jobs)
     for i, r in zip(order, done, strict=True):
         results[i] = r
@@ -186,4 +192,18 @@ def generation_job(ctx: Context, job: tuple[str, str], network_free: bool = Fals
 
     cls = next(c for c in ctx.instance.workload.classes if c.name == job[0])
     with _no_cycle_collection():
-        return _class_candidates(ctx, [cls], {}, job[1], network_free_from=0 if network_free else None)
+        return _class_candidates(ctx, [cls], job_memo(ctx), job[1], network_free_from=0 if network_free else None)
+
+
+def job_memo(ctx: Context) -> dict:
+    """The memo of cost-model results the jobs of ``ctx`` share in this process.
+
+    One process generating everything shares one memo over every class and chip type
+    (:func:`placement.core.candidates.generate`); a forked worker running several jobs does the same
+    (an FFN half is timed once for every attention chip type and class, not once per job). A worker is
+    forked from a parent whose memo was reset, and ends with the pool; a job mapper's process keeps the
+    memo of the last context it saw.
+    """
+    if _SHARED_MEMO[0] is not ctx:
+        _SHARED_MEMO[:] = [ctx, {}]
+    return _SHARED_MEMO[1]

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 
 from pydantic_core import PydanticCustomError
 
-from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, TransferSpec
+from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, SharedColumn, TransferSpec
 from placement.modes.ids import SEPARATOR, RouteId, StepId
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ __all__ = [
     "MODES",
     "STAGE_OF_KIND",
     "Grid",
+    "GridSet",
     "PoolKind",
     "RouteId",
     "ServingMode",
@@ -203,8 +204,8 @@ def check_stage(value: str) -> str:
     return _one_of(value, stages())
 
 
-def configurations(ctx: Context, cls: TrafficClass, memo: dict,
-                   resource: str | None = None) -> list[tuple[Grid, list[str]]]:
+def configurations(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None,
+                   sets: bool = False) -> list[tuple[Grid | GridSet, list[str]]]:
     """Every candidate grid of ``cls`` on the fleet (only those whose main part runs on ``resource``, if
     given: one generation job's share), once each, with the steps it serves.
 
@@ -213,21 +214,29 @@ def configurations(ctx: Context, cls: TrafficClass, memo: dict,
     ``only_measured``: measured capacities replace the cost models. Candidate
     generation keeps the columns that meet the class's SLOs; the SLO floors
     of a diagnosis are the best latencies over the same grids.
+
+    A mode's :class:`~placement.modes.base.GridSet` is handed out whole with ``sets`` (generation
+    evaluates it as one array), else as its grids; a set's configurations are its mode's own (the
+    paired kinds of one mode), so sets are not merged.
     """
     if ctx.instance.only_measured:
         return []
-    merged: dict[tuple, tuple[Grid, list[str]]] = {}
+    merged: dict[tuple, tuple[Grid | GridSet, list[str]]] = {}
     for mode in enabled_modes(ctx):
         route = mode.route(cls.name)
-        for grid in mode.grids(ctx, cls, memo) if resource is None else mode.grids(ctx, cls, memo, resource):
-            key = (grid.config, grid.pair_latency_s)
-            step = str(route.step(grid.stage))
-            if key not in merged:
-                merged[key] = (grid, [step])
-            elif (merged[key][0].batches == grid.batches).all():
-                merged[key][1].append(step)
-            else:
-                raise ValueError(f"modes offer {grid.config.kind} configurations on different batch grids")
+        for item in mode.grids(ctx, cls, memo) if resource is None else mode.grids(ctx, cls, memo, resource):
+            if isinstance(item, GridSet) and sets:
+                merged[id(item), None] = (item, [str(route.step(item.stage))])
+                continue
+            for grid in item.grids(memo) if isinstance(item, GridSet) else (item,):
+                key = (grid.config, grid.pair_latency_s)
+                step = str(route.step(grid.stage))
+                if key not in merged:
+                    merged[key] = (grid, [step])
+                elif (merged[key][0].batches == grid.batches).all():
+                    merged[key][1].append(step)
+                else:
+                    raise ValueError(f"modes offer {grid.config.kind} configurations on different batch grids")
     return list(merged.values())
 
 

@@ -11,7 +11,8 @@ the package needs to know about a mode is here:
   part of such a replica runs and the function that evaluates it;
 * ``grids``: the candidate configurations of one class on the fleet, as
   :class:`Grid` records (a configuration, the stage it serves, its batches,
-  the latency limit of a paired configuration);
+  the latency limit of a paired configuration), or :class:`GridSet` records
+  (many paired configurations at several latencies, evaluated as one array);
 * ``transfers``: what crosses the network between two steps of a class's
   route (KV cache), per request;
 * ``shared_columns``: columns made once per instance that serve several
@@ -20,7 +21,7 @@ the package needs to know about a mode is here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from placement.core.evaluate import Perf, PoolConfig
     from placement.core.schema import TrafficClass
 
-__all__ = ["Evaluator", "Grid", "PoolKind", "ServingMode", "SharedColumn", "TransferSpec", "main_sites"]
+__all__ = ["Evaluator", "Grid", "GridSet", "PoolKind", "ServingMode", "SharedColumn", "TransferSpec", "main_sites"]
 
 #: ``(ctx, config, class, batches, one-way pair latency s, memo) -> Perf`` over the batches.
 Evaluator = Callable[["Context", "PoolConfig", "TrafficClass", np.ndarray, float, dict], "Perf"]
@@ -71,6 +72,38 @@ class Grid:
     stage: str
     batches: np.ndarray
     pair_latency_s: float | None = None
+
+
+def _nothing_to_share(memo: dict) -> None:
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class GridSet:
+    """Paired configurations of one kind, class and pair of resources over the same batches, each at every
+    one of several link latencies: the grids ``Grid(config, stage, batches, latency)``, configurations
+    outer, latencies inner, evaluated together.
+
+    ``evaluate(ctx, cls, memo)`` gives one :class:`~placement.core.evaluate.Perf` of arrays of shape
+    (configurations, latencies, batches) (``fits`` and ``memory_per_chip_bytes`` may broadcast over the
+    latencies), each entry what evaluating its grid alone gives. ``share(memo)`` runs before the grids
+    are handed out one at a time (:meth:`grids`): it may leave the whole set in ``memo`` so that
+    evaluating the first grid evaluates them all.
+    """
+
+    configs: tuple[PoolConfig, ...]
+    stage: str
+    batches: np.ndarray
+    pair_latencies_s: tuple[float, ...]
+    evaluate: Callable[[Context, TrafficClass, dict], Perf]
+    share: Callable[[dict], None] = _nothing_to_share
+
+    def grids(self, memo: dict) -> Iterator[Grid]:
+        """The set's grids one at a time, in order (after ``share(memo)``)."""
+        self.share(memo)
+        for cfg in self.configs:
+            for lat in self.pair_latencies_s:
+                yield Grid(cfg, self.stage, self.batches, lat)
 
 
 @dataclass(frozen=True)
@@ -119,7 +152,7 @@ class ServingMode:
     stages: tuple[str, ...]
     kinds: tuple[PoolKind, ...]
     #: ``(ctx, class, memo, resource=None)``: with a resource, only the grids whose main part runs on it.
-    grids: Callable[..., Iterable[Grid]]
+    grids: Callable[..., Iterable[Grid | GridSet]]
     transfers: Callable[[Context, TrafficClass, RouteId], list[TransferSpec]] = _no_transfers
     shared_columns: Callable[[Context], list[SharedColumn]] | None = None
     requires_draft: bool = False

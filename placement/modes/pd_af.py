@@ -20,6 +20,8 @@ output_tokens·TPOT, capacity and wait for a slot by
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
 from itertools import product
 from typing import TYPE_CHECKING
 
@@ -29,12 +31,12 @@ from costmodels import (
     af_activation_bytes_per_token,
     af_pipeline_tpot_s,
     af_stream_counts,
-    af_transfer_s,
     decode_attention_step,
     decode_ffn_step,
     fits,
     memory_per_chip_bytes,
 )
+from costmodels.comm import af_round_trip_s
 from placement.core.evaluate import (
     PartLayout,
     Perf,
@@ -47,7 +49,7 @@ from placement.core.evaluate import (
     step_factor,
     step_precision_args,
 )
-from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
+from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, attention_parts, pair_latencies, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
@@ -70,9 +72,10 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
     that group's NICs; a stream reaches only the NICs of the stage holding the
     current layer (``tp`` chips of the FFN side, not all of them).
 
-    Generation asks for every pairing of two resources (:func:`_pairings`) at every latency between them:
-    the first call evaluates them all at once (:func:`_evaluate_pairings`) and keeps the others in
-    ``memo`` until asked. Outside generation one configuration is evaluated alone.
+    Generation evaluates every pairing of two resources (:func:`_pairings`) at every latency between them
+    as one :class:`GridSet` (:func:`_pairing_perf`). When its grids are handed out one at a time (a
+    diagnosis), the first call evaluates them all at once (:func:`_evaluate_pairings`) and keeps the others
+    in ``memo`` until asked. Otherwise (a verifier, a plan) one configuration is evaluated alone.
     """
     res_a, res_f = cfg.main.site_resource, cfg.partner.site_resource
     block, pairings = ("decode-af", cls.name, res_a, res_f, b.tobytes()), ("decode-af pairings", cls.name, res_a, res_f)
@@ -90,74 +93,139 @@ def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, 
 def _evaluate_pairings(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cfgs: list[PoolConfig],
                        lats: list[float]) -> dict[tuple[int, float], tuple[PoolConfig, Perf]]:
     """(configuration, :class:`Perf`) of every configuration of ``cfgs`` (one pair of chip types) at every
-    latency of ``lats``, by (``id`` of the configuration, latency): the configurations generation asks for
-    are these objects, and an id is cheaper to hash than the record.
-
-    Configurations with the same attention groups, micro-batches, FFN stages and FFN expert parallelism
-    run the same stream counts: each such set is one array of shape (configurations, latencies, batches)
-    through :func:`costmodels.af.af_pipeline` and :func:`placement.core.evaluate.slot_admission`. Every
-    formula is elementwise, so each entry is what evaluating its configuration alone gives.
+    latency of ``lats``, by (``id`` of the configuration, latency): the rows of :func:`_pairing_perf`.
+    The configurations generation asks for are these objects, and an id is cheaper to hash than the record.
     """
-    m = ctx.model
-    act = ctx.instance.precision.activations
-    shape, b = b.shape, np.atleast_1d(b)  # one batch (a verifier's) is a grid of one, given back as it came
-    lat = np.asarray(lats, dtype=float)[None, :, None]
-    sets: dict[tuple, list[PoolConfig]] = {}
-    for cfg in cfgs:
-        sets.setdefault((cfg.main.dp, cfg.micro_batches, cfg.partner.pp, cfg.partner.ep > 1), []).append(cfg)
-    out, done = {}, []
-    for (dp, mb, pp, ep_ffn), group in sets.items():
-        a_chip, f_chip = ctx.chips[group[0].main.chip], ctx.chips[group[0].partner.chip]
-        step_b = b / mb
-        # Each distinct half once (the pairings of one attention or FFN part share it), then a row per pairing.
-        a_parts, a_of = _distinct([c.main for c in group])
-        f_parts, f_of = _distinct([c.partner for c in group])
-        halves = [_half(ctx, memo, "attention", p, step_b, b, cls) for p in a_parts]
-        t_attn = np.stack([t for t, _ in halves])[a_of][:, None, :]
-        amem = np.stack([mem for _, mem in halves])[a_of]
-        bytes_per_token = af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep_ffn)
-        group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
-        stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in group])[:, None, None]
-        attn_comm = af_transfer_s(m, b / mb, group_nic, lat, act, ffn_expert_parallel=ep_ffn)
-        tpot = fmem = None
-        dp_b = dp * b
-        for streams in af_stream_counts(dp, mb, pp):
-            tokens = dp * b / streams
-            ffn = [_half(ctx, memo, "ffn", p, tokens, dp_b, cls) for p in f_parts]
-            t_ffn = np.stack([t for t, _ in ffn])[f_of][:, None, :]
-            if fmem is None:  # the FFN memory holds dp·B sequences whatever the streams
-                fmem = np.stack([mem for _, mem in ffn])[f_of]
-            ffn_comm = af_transfer_s(m, tokens, stage_nic, lat, act, ffn_expert_parallel=ep_ffn)
-            at_s = af_pipeline_tpot_s(t_attn, t_ffn, attn_comm, ffn_comm, micro_batches=mb, streams=streams,
-                                      layers=m.layers, pp=pp)
-            tpot = at_s if tpot is None else np.minimum(tpot, at_s)
-        tpot = np.asarray(tpot, dtype=float)
-        ok = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
-        pair = dp * b * bytes_per_token / tpot
-        done.append((group, dp * b, tpot, ok, pair, amem))
-    # One slot admission for every set (it is elementwise): the slot counts and holds of each set, flat.
-    slots = np.concatenate([np.broadcast_to(s, t.shape).ravel() for _, s, t, *_ in done])
-    hold = np.concatenate([(cls.output_tokens * t).ravel() for _, _, t, *_ in done])
-    caps, waits = slot_admission(slots, hold, cls)
-    at = 0
-    for group, _, tpot, ok, pair, amem in done:
-        cap, wait = (x[at:at + tpot.size].reshape(tpot.shape) for x in (caps, waits))
-        at += tpot.size
-        same = shape == b.shape  # rows as they are (views), or back to the one batch asked for
-        # (configuration, latency) rows as views, in that order.
-        caps_of, waits_of, tpots_of, pairs_of = (list(x.reshape(tpot.shape[0] * tpot.shape[1], -1))
-                                                 for x in (cap, wait, tpot, pair))
-        at_row = 0
-        for cfg, fit, mem in zip(group, list(ok), list(amem), strict=True):
-            for lat_s in lats:
-                row = (caps_of[at_row], waits_of[at_row], tpots_of[at_row], fit, pairs_of[at_row], mem)
-                out[id(cfg), lat_s] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
-                at_row += 1
+    shape = b.shape  # one batch (a verifier's) is a grid of one, given back as it came
+    perf = _pairing_perf(ctx, cls, np.atleast_1d(b), memo, cfgs, lats)
+    same = shape == perf.capacity_rps.shape[2:]
+    # (configuration, latency) rows as views, in that order.
+    caps_of, waits_of, tpots_of, pairs_of = (list(x.reshape(len(cfgs) * len(lats), -1))
+                                             for x in (perf.capacity_rps, perf.ttft_s, perf.tpot_s,
+                                                       perf.pair_bytes_per_s))
+    fits_of, mems_of = list(perf.fits[:, 0]), list(perf.memory_per_chip_bytes[:, 0])
+    out, at_row = {}, 0
+    for cfg, fit, mem in zip(cfgs, fits_of, mems_of, strict=True):
+        for lat_s in lats:
+            row = (caps_of[at_row], waits_of[at_row], tpots_of[at_row], fit, pairs_of[at_row], mem)
+            out[id(cfg), lat_s] = cfg, Perf(*(row if same else (x.reshape(shape) for x in row)))
+            at_row += 1
     return out
 
 
-def _distinct(items: list) -> tuple[list, np.ndarray]:
-    """The distinct objects of ``items`` (by identity, in first-seen order) and each item's index among them.
+def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cfgs: list[PoolConfig],
+                  lats: list[float]) -> Perf:
+    """:class:`Perf` of every configuration of ``cfgs`` (one pair of chip types) at every latency of ``lats``
+    over the batches ``b``: capacity, TTFT (the wait for a slot), TPOT and pair traffic of shape
+    (configurations, latencies, batches), fits and memory per chip of shape (configurations, 1, batches).
+
+    What does not depend on the class comes from :func:`_pairing_layout`; each distinct attention half
+    (part, micro-batches) is timed once; every (configuration, stream count) is a row of one array through
+    :func:`costmodels.af.af_pipeline_tpot_s`, a configuration's TPOT the minimum of its rows
+    (``minimum.reduceat``), and one :func:`placement.core.evaluate.slot_admission` takes them all. Every
+    formula is elementwise, so each entry is what evaluating its configuration alone gives.
+    """
+    a_chip, f_chip = ctx.chips[cfgs[0].main.chip], ctx.chips[cfgs[0].partner.chip]
+    lay = _pairing_layout(ctx, memo, cfgs, lats, b)
+    # Attention: one micro-batch of B/m sequences on its group; its memory holds B sequences.
+    halves = [_half(ctx, memo, "attention", cfgs[i].main, b / cfgs[i].micro_batches, b, cls) for i in lay.a_firsts]
+    t_attn = np.stack([t for t, _ in halves])[lay.a_of]
+    amem = np.stack([mem for _, mem in halves])[lay.a_of]
+    # The FFN memory holds dp·B sequences whatever the streams.
+    fmem = np.stack([_half_memory(ctx, memo, "ffn", cfgs[i].partner, lay.dp_b[i], cls)
+                     for i in lay.m_firsts])[lay.m_of]
+    at_s = af_pipeline_tpot_s(t_attn[lay.of][:, None, :], lay.t_ffn, lay.attn_comm, lay.ffn_comm,
+                              micro_batches=lay.micro_batches, streams=lay.streams, layers=ctx.model.layers,
+                              pp=lay.pp)
+    tpot = np.minimum.reduceat(at_s, lay.first_row, axis=0)
+    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
+    pair = lay.dp_b[:, None, :] * lay.bytes_per_token / tpot
+    # One slot admission for every entry (it is elementwise): dp·B slots, each held output_tokens·TPOT.
+    caps, waits = slot_admission(np.broadcast_to(lay.dp_b[:, None, :], tpot.shape).ravel(),
+                                 (cls.output_tokens * tpot).ravel(), cls)
+    return Perf(caps.reshape(tpot.shape), waits.reshape(tpot.shape), tpot, fit[:, None, :], pair,
+                amem[:, None, :])
+
+
+@dataclass
+class _PairingLayout:
+    """What the pairings of a resource pair share over every class (at given batches and latencies).
+
+    Per configuration (C), by row = (configuration, stream count) (R), batches B, latencies L:
+    ``parts`` (main, partner, micro-batches) of each configuration, by identity (the key's check);
+    ``dp_b`` (C, B) sequences of the attention groups; ``bytes_per_token`` (C, 1, 1); ``a_firsts`` /
+    ``a_of`` the configurations of distinct attention halves and each one's among them, ``m_firsts`` /
+    ``m_of`` the same of FFN memories (part, groups); ``of`` (R,) each row's configuration,
+    ``first_row`` each configuration's first row; ``streams``, ``micro_batches``, ``pp`` (R, 1, 1);
+    ``t_ffn`` (R, 1, B) a stream through the FFN side; ``attn_comm`` / ``ffn_comm`` (R, L, B) C_a, C_f.
+    """
+
+    parts: list[tuple]
+    dp_b: np.ndarray
+    bytes_per_token: np.ndarray
+    a_firsts: list[int]
+    a_of: np.ndarray
+    m_firsts: list[int]
+    m_of: np.ndarray
+    of: np.ndarray
+    first_row: np.ndarray
+    streams: np.ndarray
+    micro_batches: np.ndarray
+    pp: np.ndarray
+    t_ffn: np.ndarray
+    attn_comm: np.ndarray
+    ffn_comm: np.ndarray
+
+
+def _pairing_layout(ctx: Context, memo: dict, cfgs: list[PoolConfig], lats: list[float],
+                    b: np.ndarray) -> _PairingLayout:
+    """:class:`_PairingLayout` of ``cfgs``, kept in ``memo`` for the next class whose configurations have
+    the same parts (the same objects: :func:`_pairings` reuses them)."""
+    parts_of = [(c.main, c.partner, c.micro_batches) for c in cfgs]
+    key = ("af pairing layout", cfgs[0].main.site_resource, cfgs[0].partner.site_resource, b.tobytes(), tuple(lats))
+    lay = memo.get(key)
+    if lay is not None and len(lay.parts) == len(parts_of) and all(
+            x[0] is y[0] and x[1] is y[1] and x[2] == y[2] for x, y in zip(lay.parts, parts_of, strict=True)):
+        return lay
+    m = ctx.model
+    a_chip, f_chip = ctx.chips[cfgs[0].main.chip], ctx.chips[cfgs[0].partner.chip]
+    act = ctx.instance.precision.activations
+    lat = np.asarray(lats, dtype=float)[None, :, None]
+    dp = np.array([c.main.dp for c in cfgs])
+    mb = np.array([c.micro_batches for c in cfgs])
+    pp = np.array([c.partner.pp for c in cfgs])
+    per_token = {ep: af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep) for ep in (False, True)}
+    bytes_per_token = np.array([per_token[c.partner.ep > 1] for c in cfgs])[:, None, None]
+    group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
+    stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
+    a_firsts, a_of = _distinct(range(len(cfgs)), key=lambda i: (id(cfgs[i].main), cfgs[i].micro_batches))
+    m_firsts, m_of = _distinct(range(len(cfgs)), key=lambda i: (id(cfgs[i].partner), cfgs[i].main.dp))
+    # A row per (configuration, stream count), a stream of dp·B/S tokens.
+    counts: dict[tuple[int, int, int], list[int]] = {}
+    rows = []
+    for i, c in enumerate(cfgs):
+        shape = (c.main.dp, c.micro_batches, c.partner.pp)
+        if shape not in counts:
+            counts[shape] = af_stream_counts(*shape)
+        rows.extend((i, streams, (id(c.partner), c.main.dp, streams)) for streams in counts[shape])
+    of, streams = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+    dp_b = dp[:, None] * b
+    tokens = dp_b[of] / streams[:, None]
+    f_firsts, f_of = _distinct(range(len(rows)), key=lambda r: rows[r][2])
+    t_ffn = np.stack([_half_time(ctx, memo, "ffn", cfgs[rows[r][0]].partner, tokens[r], None)
+                      for r in f_firsts])[f_of]
+    attn_comm = af_round_trip_s((b / mb[:, None])[:, None, :], bytes_per_token, group_nic, lat, m.layers)
+    lay = _PairingLayout(
+        parts_of, dp_b, bytes_per_token, a_firsts, a_of, m_firsts, m_of, of,
+        np.flatnonzero(np.r_[True, of[1:] != of[:-1]]), streams[:, None, None], mb[of][:, None, None],
+        pp[of][:, None, None], t_ffn[:, None, :], attn_comm[of],
+        af_round_trip_s(tokens[:, None, :], bytes_per_token[of], stage_nic[of], lat, m.layers))
+    memo[key] = lay
+    return lay
+
+
+def _distinct(items, key=id) -> tuple[list, np.ndarray]:
+    """The items of distinct ``key`` (default: identity), in first-seen order, and each item's index among them.
 
     Examples
     --------
@@ -165,52 +233,67 @@ def _distinct(items: list) -> tuple[list, np.ndarray]:
     >>> firsts, index = _distinct([a, b, a])
     >>> firsts == [a, b], index.tolist()
     (True, [0, 1, 0])
+    >>> _distinct([3, 5, 4], key=lambda x: x % 2)[1].tolist()
+    [0, 0, 1]
     """
-    position: dict[int, int] = {}
+    position: dict = {}
     firsts = []
+    index = []
     for x in items:
-        if id(x) not in position:
-            position[id(x)] = len(firsts)
+        k = key(x)
+        if k not in position:
+            position[k] = len(firsts)
             firsts.append(x)
-    return firsts, np.array([position[id(x)] for x in items], dtype=np.intp)
+        index.append(position[k])
+    return firsts, np.array(index, dtype=np.intp)
 
 
 def _half(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch, memory_batch,
           cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
-    """(time through all L layers s, memory per chip bytes) of one half of a replica, kept in ``memo``.
+    """(time through all L layers s, memory per chip bytes) of one half of a replica, kept in ``memo``
+    (:func:`_half_time`, :func:`_half_memory`)."""
+    return _half_time(ctx, memo, half, part, step_batch, cls), _half_memory(ctx, memo, half, part, memory_batch, cls)
+
+
+def _half_time(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch,
+               cls: TrafficClass | None) -> np.ndarray:
+    """Time (s) of one step of ``step_batch`` through all L layers on one half of a replica, kept in ``memo``.
 
     The FFN half is timed layer by layer on the ``tp`` chips of one stage
     (``pp = 1`` in the step model): activations go back to the attention side
     after every layer, so a micro-batch never has more than one stage working
-    on it. Its memory is that of the real ``pp``-stage layout. Generation pairs
-    every attention half with every FFN half at every latency, and each half
-    costs the same in all of its pairings; the FFN step reads no context, so
-    every class shares it.
+    on it. Generation pairs every attention half with every FFN half at every
+    latency, and each half costs the same in all of its pairings; the FFN step
+    reads no context, so every class shares it (``cls`` may be None).
     """
     step_batch = np.asarray(step_batch, dtype=float)
-    memory_batch = np.asarray(memory_batch, dtype=float)
     attention = half == "attention"
-    step_key = ("af step", half, part.chip, part.tp, part.ep, part.pp if attention else 1,
-                decode_context_tokens(cls) if attention else None, step_batch.tobytes())
-    mem_key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, max_context_tokens(cls),
-               memory_batch.tobytes())
-    if step_key in memo and mem_key in memo:
-        return memo[step_key], memo[mem_key]
-    chip, m, step_prec = ctx.chips[part.chip], ctx.model, step_precision_args(ctx)
-    layout = layout_args(part)
-    if step_key not in memo:
+    key = ("af step", half, part.chip, part.tp, part.ep, part.pp if attention else 1,
+           decode_context_tokens(cls) if attention else None, step_batch.tobytes())
+    if key not in memo:
+        chip, m, step_prec = ctx.chips[part.chip], ctx.model, step_precision_args(ctx)
+        layout = layout_args(part)
         if attention:
             step = decode_attention_step(chip, m, batch=step_batch, context=decode_context_tokens(cls), **layout,
                                          **step_prec)
         else:
             step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, **step_prec)
-        memo[step_key] = np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode")
-    if mem_key not in memo:
-        stage = "decode-attention" if attention else "decode-ffn"
-        memo[mem_key] = np.asarray(memory_per_chip_bytes(chip, m, stage=stage, batch=memory_batch,
-                                                         context=max_context_tokens(cls), **layout,
-                                                         **precision_args(ctx)), dtype=float)
-    return memo[step_key], memo[mem_key]
+        memo[key] = np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode")
+    return memo[key]
+
+
+def _half_memory(ctx: Context, memo: dict, half: str, part: PartLayout, memory_batch,
+                 cls: TrafficClass) -> np.ndarray:
+    """Memory per chip (bytes) of one half of a replica holding ``memory_batch`` sequences (that of its real
+    ``pp``-stage layout), kept in ``memo``."""
+    memory_batch = np.asarray(memory_batch, dtype=float)
+    key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, max_context_tokens(cls), memory_batch.tobytes())
+    if key not in memo:
+        stage = "decode-attention" if half == "attention" else "decode-ffn"
+        memo[key] = np.asarray(memory_per_chip_bytes(ctx.chips[part.chip], ctx.model, stage=stage,
+                                                     batch=memory_batch, context=max_context_tokens(cls),
+                                                     **layout_args(part), **precision_args(ctx)), dtype=float)
+    return memo[key]
 
 
 def _where(cfg: PoolConfig) -> str:
@@ -221,16 +304,19 @@ DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af
 
 
 def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict) -> list[PoolConfig]:
-    """Attention halves on ``res`` paired with FFN halves on ``res_f``, in the order generation visits them."""
-    w = weights(ctx)
-    resources = ctx.resources()
+    """Attention halves on ``res`` paired with FFN halves on ``res_f``, in the order generation visits them
+    (the same part objects for every class: kept in ``memo``)."""
+    key = ("af part pairs", res, res_f)
+    if key not in memo:
+        w = weights(ctx)
+        resources = ctx.resources()
+        memo[key] = list(product(attention_parts(ctx, resources[res], w.attention_bytes),
+                                 parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo)))
     return [PoolConfig(kind=DECODE_AF.name, traffic_class=cls.name, main=apart, partner=fpart, batch=1,
-                       micro_batches=MICRO_BATCHES)
-            for apart, fpart in product(attention_parts(ctx, resources[res], w.attention_bytes),
-                                        parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo))]
+                       micro_batches=MICRO_BATCHES) for apart, fpart in memo[key]]
 
 
-def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
+def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid | GridSet]:
     yield from prefill_grids(ctx, cls, memo, resource)
     resources = ctx.resources()
     for res in main_sites(ctx, resource):
@@ -239,11 +325,21 @@ def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = N
                 continue
             lats = pair_latencies(ctx, res, res_f, memo)
             cfgs = _pairings(ctx, cls, res, res_f, memo)
-            if cfgs and lats:  # evaluated together when the first is asked for (see _decode_af)
-                memo["decode-af pairings", cls.name, res, res_f] = (cfgs, lats)
-            for cfg in cfgs:
-                for lat in lats:
-                    yield Grid(cfg, "decode", BATCHES, lat)
+            if cfgs and lats:
+                yield GridSet(tuple(cfgs), "decode", BATCHES, tuple(lats), partial(_set_perf, cfgs, lats),
+                              partial(_share_pairings, cls.name, res, res_f, cfgs, lats))
+
+
+def _set_perf(cfgs: list[PoolConfig], lats: list[float], ctx: Context, cls: TrafficClass, memo: dict) -> Perf:
+    """The ``evaluate`` of a pairing :class:`GridSet`: :func:`_pairing_perf` over the batch grid."""
+    return _pairing_perf(ctx, cls, BATCHES, memo, cfgs, lats)
+
+
+def _share_pairings(cls_name: str, res: str, res_f: str, cfgs: list[PoolConfig], lats: list[float],
+                    memo: dict) -> None:
+    """The ``share`` of a pairing :class:`GridSet`: the pairings wait in ``memo`` until the first of
+    them is evaluated, which evaluates them all (:func:`_decode_af`)."""
+    memo["decode-af pairings", cls_name, res, res_f] = (cfgs, lats)
 
 
 MODE = ServingMode(
