@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from placement.core.batch_choice import best_batches, best_index, capacity_bound
+from placement.core.candidate_records import records
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, Perf, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
@@ -503,7 +504,7 @@ def _generate(ctx: Context, workers: int | None, network_free_from: int | None =
             part_of[key] = Part(resource=lay.site_resource, units=lay.chips)
         return part_of[key]
 
-    out.configs, out.columns = _records(kept, part)
+    out.configs, out.columns = records(kept, part)
     for column in shared:
         main = column.config.main
         out.configs[column.name] = column.config
@@ -513,45 +514,6 @@ def _generate(ctx: Context, workers: int | None, network_free_from: int | None =
         out.feasible += len(column.capacity_rps)
     out.memo.clear()  # only needed while generating; plans and executors need not carry it
     return out
-
-
-def _records(kept: list[_Pending], part) -> tuple[dict[str, PoolConfig], list[Column]]:
-    """The configuration and the column of every kept candidate, in order.
-
-    A configuration at one batch is one (frozen) record shared by its columns (a pair's columns at
-    each link latency). The columns are built without validation: every field has its type already,
-    and :meth:`_Pending.check` is what :class:`~solvers.problem.Column` would check.
-    """
-    configs: dict[str, PoolConfig] = {}
-    columns: list[Column] = []
-    at_batch: dict[tuple[int, int], PoolConfig] = {}
-    column_fields = {"name", "parts", "capacity", "pair_bytes_per_s", "pair_max_latency_s"}
-    for p in kept:
-        p.check()
-        key = (id(p.cfg), p.batch)
-        if (cfg := at_batch.get(key)) is None:
-            fields = p.cfg.__pydantic_fields_set__ | {"batch"}  # as model_copy(update={"batch": ...}) sets
-            cfg = at_batch[key] = _unvalidated(PoolConfig, {**p.cfg.__dict__, "batch": p.batch}, fields)
-        configs[p.name] = cfg
-        columns.append(_unvalidated(Column, {
-            "name": p.name,
-            "parts": [part(p.cfg.main)] + ([part(p.cfg.partner)] if p.cfg.partner else []),
-            "capacity": {s: p.capacity for s in p.steps},
-            "pair_bytes_per_s": p.pair_bytes_per_s,
-            "pair_max_latency_s": float(p.pair_max_latency_s),
-        }, column_fields))
-    return configs, columns
-
-
-def _unvalidated(model: type, values: dict, fields_set: set[str]):
-    """A record of ``model`` holding ``values`` (every field, in declaration order), as
-    ``model.model_construct`` builds it, without its per-field default handling (no validation either)."""
-    rec = model.__new__(model)
-    object.__setattr__(rec, "__dict__", values)
-    object.__setattr__(rec, "__pydantic_fields_set__", set(fields_set))
-    object.__setattr__(rec, "__pydantic_extra__", None)
-    object.__setattr__(rec, "__pydantic_private__", None)
-    return rec
 
 
 def build_problem(ctx: Context, cands: Candidates | None = None,
