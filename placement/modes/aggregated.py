@@ -139,12 +139,29 @@ def _measured_columns(ctx: Context) -> list[SharedColumn]:
         by_chip.setdefault((mc.chip, mc.chips), {})[step] = mc.max_rps_per_replica
     out = []
     for (chip, chips), caps in sorted(by_chip.items()):
-        res = next(s.resource for _, s in sorted(ctx.sites.items()) if s.chip.name == chip)
-        part = PartLayout(chip=chip, site_resource=res, chips=chips, tp=chips, ep=1, pp=1)
-        out.append(SharedColumn(name=f"measured|{res}-g{chips}",
+        site = next(s for _, s in sorted(ctx.sites.items()) if s.chip.name == chip)
+        tp = _measured_tp(chips, site.chips_per_domain, ctx.model.attention.heads)
+        part = PartLayout(chip=chip, site_resource=site.resource, chips=chips, tp=tp, ep=1, pp=chips // tp)
+        out.append(SharedColumn(name=f"measured|{site.resource}-g{chips}",
                                 config=PoolConfig(kind=MEASURED.name, traffic_class="*", main=part, batch=1),
                                 capacity_rps=dict(sorted(caps.items()))))
     return out
+
+
+def _measured_tp(chips: int, domain_chips: int, heads: int) -> int:
+    """The tensor-parallel width a measured replica of ``chips`` is labelled with: the widest power of two
+    inside one domain dividing its chips and the heads (the rest of its chips are pipeline stages, as a
+    replica larger than its domain is laid out); its capacity is the measured one whatever the layout.
+
+    Examples
+    --------
+    >>> _measured_tp(8, 8, 32), _measured_tp(2, 1, 32), _measured_tp(144, 72, 64)
+    (8, 1, 16)
+    """
+    tp = 1
+    while tp * 2 <= min(chips, domain_chips) and chips % (tp * 2) == 0 and heads % (tp * 2) == 0:
+        tp *= 2
+    return tp
 
 
 MODE = ServingMode(
