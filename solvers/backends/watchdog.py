@@ -12,11 +12,12 @@ group before it propagates.
 
 Examples
 --------
+>>> previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # children: SIGINT default
 >>> run_watched(["true"], None, deadline_s=5.0)
 Watched(returncode=0, interrupted=False, killed=False)
 >>> run_watched(["sleep", "60"], None, deadline_s=0.5)  # stops at SIGINT
 Watched(returncode=-2, interrupted=True, killed=False)
->>> previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child inherits "ignore SIGINT"
+>>> _ = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child inherits "ignore SIGINT"
 >>> run_watched(["sleep", "60"], None, deadline_s=0.5)  # deaf to SIGINT: killed
 Watched(returncode=-9, interrupted=True, killed=True)
 >>> _ = signal.signal(signal.SIGINT, previous)
