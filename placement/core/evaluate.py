@@ -66,6 +66,7 @@ __all__ = [
     "PartLayout",
     "Perf",
     "PoolConfig",
+    "broadcast_perf",
     "class_table",
     "decode_context_tokens",
     "evaluate",
@@ -73,6 +74,7 @@ __all__ = [
     "framework_latency_s",
     "layout_args",
     "max_context_tokens",
+    "on_grid",
     "precision_args",
     "prefill_queue",
     "prefix_reload_s",
@@ -374,6 +376,30 @@ def class_table(memo: dict, key: tuple, cls: TrafficClass, build: Callable[[], d
     if found is None or (found[0] is not cls and found[0] != cls):
         found = memo[key] = (cls, build())
     return found[1]
+
+
+def on_grid(memo: dict, b: np.ndarray, grid: np.ndarray) -> bool:
+    """Whether an evaluation over batches ``b`` may come from a table of ``grid`` kept in ``memo``
+    (:func:`shared_memo`, and ``b`` is that grid).
+
+    Examples
+    --------
+    >>> on_grid({}, np.arange(3.0), np.arange(3.0)), on_grid({}, np.arange(2.0), np.arange(3.0))
+    (True, False)
+    """
+    return shared_memo(memo) and b.shape == grid.shape and bool(np.array_equal(b, grid))
+
+
+def broadcast_perf(rule: Callable[..., Perf], ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass,
+                   batches: list[np.ndarray], *per_config: list[float]) -> list[Perf]:
+    """``rule(ctx, main part, cls, layouts, *per-point values, batches)`` of configurations on one chip, each
+    over its batches, in one broadcast: every configuration's layouts and ``per_config`` values repeated
+    over its points (elementwise rules give each point its configuration's floats alone)."""
+    counts = [len(x) for x in batches]
+    values = [np.repeat(np.array(v, dtype=float), counts) for v in per_config]
+    perf = rule(ctx, cfgs[0].main, cls, Layouts.repeated([c.main for c in cfgs], counts), *values,
+                np.concatenate(batches))
+    return split_perf(perf, counts)
 
 
 def split_perf(perf: Perf, counts: list[int]) -> list[Perf]:

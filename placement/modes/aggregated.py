@@ -33,16 +33,16 @@ from placement.core.evaluate import (
     PartLayout,
     Perf,
     PoolConfig,
+    broadcast_perf,
     class_table,
     decode_context_tokens,
     framework_latency_s,
     max_context_tokens,
+    on_grid,
     precision_args,
     prefill_queue,
     prefix_reload_s,
-    shared_memo,
     slot_admission,
-    split_perf,
     step_factor,
     step_precision_args,
 )
@@ -60,7 +60,7 @@ CHUNKS = (512, 2048, 8192)
 
 
 def _aggregated(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
-    if shared_memo(memo) and b.shape == BATCHES.shape and np.array_equal(b, BATCHES):
+    if on_grid(memo, b, BATCHES):
         # Generation asks for every configuration of the resource on the grid: one broadcast for all of them.
         res = cfg.main.site_resource
         table = class_table(memo, ("aggregated grid", cls.name, res), cls, lambda: _grid_table(ctx, cls, res, memo))
@@ -97,11 +97,7 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
 
 def _aggregated_many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list[np.ndarray]) -> list[Perf]:
     """:func:`_aggregated` of configurations on one chip, each over its batches, in one broadcast."""
-    counts = [len(x) for x in batches]
-    chunk = np.repeat(np.array([float(c.chunk_tokens) for c in cfgs]), counts)
-    perf = _aggregated_perf(ctx, cfgs[0].main, cls, Layouts.repeated([c.main for c in cfgs], counts), chunk,
-                            np.concatenate(batches))
-    return split_perf(perf, counts)
+    return broadcast_perf(_aggregated_perf, ctx, cfgs, cls, batches, [c.chunk_tokens for c in cfgs])
 
 
 def _grid_table(ctx: Context, cls: TrafficClass, resource: str, memo: dict) -> dict[tuple, Perf]:

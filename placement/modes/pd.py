@@ -42,16 +42,16 @@ from placement.core.evaluate import (
     PartLayout,
     Perf,
     PoolConfig,
+    broadcast_perf,
     class_table,
     decode_context_tokens,
     framework_latency_s,
     max_context_tokens,
+    on_grid,
     precision_args,
     prefill_queue,
     prefix_reload_s,
-    shared_memo,
     slot_admission,
-    split_perf,
     step_factor,
     step_precision_args,
 )
@@ -153,9 +153,7 @@ def _many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list
     perf_of = _PERF[cfgs[0].kind]
     if ctx.instance.measured_step_time:
         return [perf_of(ctx, c.main, cls, Layouts.of(c.main), b) for c, b in zip(cfgs, batches, strict=True)]
-    counts = [len(x) for x in batches]
-    perf = perf_of(ctx, cfgs[0].main, cls, Layouts.repeated([c.main for c in cfgs], counts), np.concatenate(batches))
-    return split_perf(perf, counts)
+    return broadcast_perf(perf_of, ctx, cfgs, cls, batches)
 
 
 def _on_grid(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, memo: dict, kind: str,
@@ -163,7 +161,7 @@ def _on_grid(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, me
     """``cfg``'s evaluation over ``b`` from the memo's table of every ``kind`` configuration of ``cls`` on its
     resource over the kind's ``grid`` (one broadcast, built when first asked); None when ``b`` is not that
     grid, the memo is not kept across calls, or ``cfg`` is not among the grids' configurations."""
-    if not (shared_memo(memo) and b.shape == grid.shape and np.array_equal(b, grid)):
+    if not on_grid(memo, b, grid):
         return None
     res = cfg.main.site_resource
 
