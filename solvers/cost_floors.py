@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Iterator
 
 import pulp
 
+from solvers.backends.threads import solve_threads, threaded_map
 from solvers.milp import Variables, solve_model, time_left
 from solvers.problem import Problem
 from solvers.solution import Solution
@@ -107,13 +107,18 @@ def floors(problem: Problem, time_limit_s: float | None = None, **options) -> li
 
 
 def solved_parts(split: list[Problem], time_limit_s: float | None = None,
-                 **options) -> Iterator[tuple[Problem, Solution]]:
-    """Each part of ``split`` with its MILP solution, in order; the parts share ``time_limit_s`` (each gets
-    an equal share of what is left). ``options`` are those of :func:`solvers.milp.solve_model`."""
+                 **options) -> list[tuple[Problem, Solution]]:
+    """Each part of ``split`` with its MILP solution, in order, solved side by side
+    (:func:`solvers.backends.threads.threaded_map`); the parts share ``time_limit_s`` (each gets an equal
+    share of it, up to what is left). ``options`` are those of :func:`solvers.milp.solve_model`."""
     began = time.perf_counter()
-    for i, part in enumerate(split):
-        left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began) / (len(split) - i)
-        yield part, solve_model(part, time_limit_s=left, **options)[0]
+    share = None if time_limit_s is None else time_limit_s * min(solve_threads(), len(split)) / max(len(split), 1)
+
+    def solve(part: Problem) -> tuple[Problem, Solution]:
+        left = None if time_limit_s is None else min(share, time_left(time_limit_s, time.perf_counter() - began))
+        return part, solve_model(part, time_limit_s=left, **options)[0]
+
+    return threaded_map(solve, split)
 
 
 def add_floors(m: pulp.LpProblem, v: Variables, found: list[Floor]) -> None:

@@ -46,6 +46,10 @@ Margins: the solvers' objectives carry tie-breaks of at most ``TIE_BREAK``
 ``MARGIN`` = 1e-6 relative below and every cap as much above: a looser row
 cuts off nothing more.
 
+The parts' LPs and each round's part MILPs are solved side by side on threads
+(:func:`solvers.backends.threads.threaded_map`) and taken in part order, so
+every round is that of a solve one part at a time.
+
 Applies when the problem splits into parts, minimises cost and has no budget
 (a budget row reads the prices that the multipliers shift); otherwise
 :func:`solve_by_parts` returns ``None``.
@@ -63,6 +67,7 @@ import numpy as np
 import pulp
 
 from solvers.backends import SolveOptions, run
+from solvers.backends.threads import solve_threads, threaded_map
 from solvers.cost_floors import FLOOR_MARGIN, parts, solved_parts
 from solvers.milp import DEFAULT_GAP, Start, Variables, build_model, solve_model, time_left
 from solvers.problem import Problem
@@ -390,7 +395,7 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     cpu = time.process_time()
     limits = {s.name: float(s.units_per_domain * s.domains) for s in problem.sites}
     names = [frozenset(c.name for c in part.columns) for part in split]
-    lps = [PartLP(part) for part in split]
+    lps = threaded_map(PartLP, split)
     if support is None and near is not None and all(lp.ready for lp in lps):
         support = near(set().union(*(lp.loaded for lp in lps)))
     known = first_plans(problem, support, names, time_limit_s, **options)
@@ -404,17 +409,18 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     least_cost: float | None = None
     solves = 0
     for _ in range(ROUNDS):
-        for d, part in enumerate(split):
-            if latest[d] is None or not _reusable(latest[d], mu):
-                left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
-                found = evaluate(lps[d], mu, known[d], time_limit_s=None if left is None else left / len(split),
-                                 **options)
-                if found is None:
-                    return None
-                solves += 1
-                latest[d] = found
-                if found.plan is not None and found.plan not in known[d]:
-                    known[d].append(found.plan)
+        stale = [d for d in range(len(split)) if latest[d] is None or not _reusable(latest[d], mu)]
+        left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
+        share = None if left is None else left * min(solve_threads(), len(stale)) / len(split)
+        found = threaded_map(lambda d, at=mu, limit=share: evaluate(lps[d], at, known[d], time_limit_s=limit, **options),
+                             stale)
+        if any(e is None for e in found):
+            return None
+        solves += len(stale)
+        for d, e in zip(stale, found):
+            latest[d] = e
+            if e.plan is not None and e.plan not in known[d]:
+                known[d].append(e.plan)
         evals = [e for e in latest if e is not None]
         value = sum(e.bound for e in evals) - sum(mu.get(s, 0.0) * limits[s] for s in limits)
         if best is None or value > best[0]:

@@ -99,7 +99,7 @@ def _sigint_as_in_a_terminal() -> Iterator[None]:
 def test_a_signal_ends_cbc_and_removes_its_files(tmp_path, signum):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONFAULTHANDLER": "1"}
     with _sigint_as_in_a_terminal():
         proc = subprocess.Popen([str(PLACEMENT), "solve", str(SLOW), "--solver", "cbc", "-q"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
@@ -107,7 +107,13 @@ def test_a_signal_ends_cbc_and_removes_its_files(tmp_path, signum):
         cbc = _wait_for_cbc(proc)
         assert any(tmpdir.iterdir()), "CBC runs without its model files in TMPDIR?"
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # hung: SIGABRT makes faulthandler print where every thread waits
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=60)
+            raise AssertionError(f"placement still running 60 s after {signal.Signals(signum).name}:\n"
+                                 f"{err.decode(errors='replace')[-6000:]}") from None
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -23,6 +23,7 @@ import pulp
 
 from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none
 from solvers.backends.pulp_cmd import PulpBackend, pulp_options
+from solvers.backends.threads import cancellable
 from solvers.tolerances import REL_OBJECTIVE_REPORT
 
 __all__ = ["HighsBackend"]
@@ -157,14 +158,15 @@ class _BatchHiGHS(pulp.HiGHS):
             finally:
                 done.set()
 
-        threading.Thread(target=run, name="highs-solve", daemon=True).start()
-        try:
-            while not done.wait(_WAIT_S):
-                pass
-        except BaseException:
-            h.cancelSolve()  # HiGHS stops at its next interrupt check; wait for it, then let the signal through
-            done.wait()
-            raise
+        with cancellable(h.cancelSolve):  # stopped by the threaded_map this thread works for, if any
+            threading.Thread(target=run, name="highs-solve", daemon=True).start()
+            try:
+                while not done.wait(_WAIT_S):
+                    pass
+            except BaseException:
+                h.cancelSolve()  # HiGHS stops at its next interrupt check; wait for it, then let the signal through
+                done.wait()
+                raise
 
     def _pass_model(self, lp, variables, highspy):
         inf = highspy.kHighsInf

@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from typing import IO
 
+from solvers.backends.threads import cancellable
+
 __all__ = ["KILL_GRACE_S", "Watched", "kill_group", "run_watched"]
 
 #: Seconds between SIGINT at the deadline and SIGKILL of the group (CBC writes its solution in well under that).
@@ -88,23 +90,38 @@ def run_watched(args: list[str], output: IO | int | None, deadline_s: float | No
     began = time.monotonic()
     interrupted = killed = False
     try:
-        while True:
-            try:
-                code = proc.wait(timeout=_POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            spent = time.monotonic() - began
-            if deadline_s is None:
-                continue
-            if not interrupted and spent >= deadline_s:
-                kill_group(proc, signal.SIGINT)
-                interrupted = True
-            elif interrupted and not killed and spent >= deadline_s + KILL_GRACE_S:
-                kill_group(proc, signal.SIGKILL)
-                killed = True
+        with cancellable(lambda: kill_group(proc, signal.SIGKILL)):  # by the threaded_map this thread works for
+            while True:
+                try:
+                    code = proc.wait(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                spent = time.monotonic() - began
+                if deadline_s is None:
+                    continue
+                if not interrupted and spent >= deadline_s:
+                    kill_group(proc, signal.SIGINT)
+                    interrupted = True
+                elif interrupted and not killed and spent >= deadline_s + KILL_GRACE_S:
+                    kill_group(proc, signal.SIGKILL)
+                    killed = True
     except BaseException:
         kill_group(proc, signal.SIGKILL)
-        proc.wait()
+        _reap(proc)
         raise
     return Watched(code, interrupted, killed)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Wait for ``proc``, killed, without :meth:`subprocess.Popen.wait`: an exception raised just after that
+    method took its internal lock (a signal handled between its ``acquire`` and its ``try``) leaves the lock held,
+    and every later ``wait()`` blocks for good."""
+    if proc.returncode is not None:
+        return
+    try:
+        _, status = os.waitpid(proc.pid, 0)
+    except ChildProcessError:  # reaped by the interrupted wait(), which had no time to record it
+        proc.returncode = -signal.SIGKILL
+        return
+    proc.returncode = os.waitstatus_to_exitcode(status)

@@ -1,0 +1,127 @@
+"""Solves side by side in threads (:mod:`solvers.backends.threads`): results in order, and every solve
+stopped — HiGHS cancelled, CBC's process group killed — when the waiting thread is interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from solvers.backends import SolveOptions
+from solvers.backends.highs import HighsBackend
+from solvers.backends.threads import Cancelled, cancellable, threaded_map
+from solvers.backends.watchdog import _reap, run_watched
+from tests.test_signals import _market_split
+
+
+def _interrupt_main_when(ready) -> threading.Thread:
+    """A thread that sends SIGINT to the main thread once ``ready()`` holds (then 0.2 s later)."""
+    main = threading.main_thread().ident
+
+    def go():
+        while not ready():
+            time.sleep(0.01)
+        time.sleep(0.2)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
+
+
+def test_results_come_back_in_order_whatever_finishes_first():
+    def slow_first(x):
+        time.sleep(0.05 * (3 - x))
+        return x * 10
+
+    assert threaded_map(slow_first, [0, 1, 2], workers=3) == [0, 10, 20]
+
+
+def test_a_failing_item_raises_and_stops_the_others():
+    stopped = threading.Event()
+
+    def work(x):
+        if x == 0:
+            time.sleep(0.1)
+            raise ValueError("part 0 failed")
+        with cancellable(stopped.set):  # stands for a solve that ends only when stopped
+            stopped.wait(30)
+        return x
+
+    began = time.monotonic()
+    with pytest.raises(ValueError, match="part 0 failed"):
+        threaded_map(work, [0, 1], workers=2)
+    assert time.monotonic() - began < 30
+
+
+def test_a_solve_started_after_the_stop_is_refused():
+    refused = []
+    running = threading.Event()
+
+    def work(x):
+        if x == 0:
+            running.wait(5)
+            raise RuntimeError("stop")
+        running.set()
+        time.sleep(0.3)  # the map is stopping by now
+        try:
+            with cancellable(lambda: None):
+                pass
+        except Cancelled:
+            refused.append(x)
+        return x
+
+    with pytest.raises(RuntimeError):
+        threaded_map(work, [0, 1], workers=2)
+    assert refused == [1]
+
+
+def test_an_interrupt_cancels_every_highs_solve():
+    solving = lambda: sum(t.name == "highs-solve" for t in threading.enumerate()) >= 2
+    helper = _interrupt_main_when(solving)
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        threaded_map(lambda seed: HighsBackend().solve(_market_split(seed=seed), SolveOptions()), [1, 2], workers=2)
+    helper.join()
+    # Both market-split MILPs take minutes; cancelled, the call returns at once and no solve is left running.
+    assert time.monotonic() - began < 60
+    deadline = time.monotonic() + 30
+    while any(t.name == "highs-solve" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "highs-solve" for t in threading.enumerate())
+
+
+def test_an_interrupt_kills_every_watched_process():
+    pids: list[int] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        pids.append(proc.pid)
+        return proc
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    subprocess.Popen = recording_popen
+    try:
+        helper = _interrupt_main_when(lambda: len(pids) >= 2)
+        with pytest.raises(KeyboardInterrupt):
+            threaded_map(lambda _: run_watched(["sleep", "60"], None, deadline_s=None), [0, 1], workers=2)
+        helper.join()
+    finally:
+        subprocess.Popen = real_popen
+        signal.signal(signal.SIGINT, previous)
+    for pid in pids:  # killed and reaped: no such process
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_reap_waits_for_a_child_whose_popen_lock_was_left_held():
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    assert proc._waitpid_lock.acquire(False)  # as a signal right after Popen.wait's acquire leaves it
+    os.killpg(proc.pid, signal.SIGKILL)
+    _reap(proc)  # proc.wait() would block for good here
+    assert proc.returncode == -signal.SIGKILL
