@@ -14,7 +14,7 @@ import pytest
 from solvers.backends import SolveOptions
 from solvers.backends.highs import HighsBackend
 from solvers.backends.threads import Cancelled, cancellable, threaded_map
-from solvers.backends.watchdog import _reap, run_watched
+from solvers.backends.watchdog import run_watched
 from tests.test_signals import _market_split
 
 
@@ -119,9 +119,54 @@ def test_an_interrupt_kills_every_watched_process():
             os.kill(pid, 0)
 
 
-def test_reap_waits_for_a_child_whose_popen_lock_was_left_held():
-    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
-    assert proc._waitpid_lock.acquire(False)  # as a signal right after Popen.wait's acquire leaves it
-    os.killpg(proc.pid, signal.SIGKILL)
-    _reap(proc)  # proc.wait() would block for good here
-    assert proc.returncode == -signal.SIGKILL
+class _TakenThenInterrupted:
+    """Popen's wait lock, whose first non-blocking acquire takes it and then raises KeyboardInterrupt: what a
+    signal handled just after ``Popen._wait``'s ``acquire`` (before its ``try``) does. The lock stays held."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sprung = False
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        taken = self.lock.acquire(blocking, timeout)
+        if taken and not self.sprung:
+            self.sprung = True
+            raise KeyboardInterrupt
+        return taken
+
+    def release(self) -> None:
+        self.lock.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def test_a_signal_that_leaves_popens_lock_held_does_not_hang_the_watchdog(monkeypatch):
+    procs: list[subprocess.Popen] = []
+    real_popen = subprocess.Popen
+
+    def trapped_popen(*args, **kwargs):
+        proc = real_popen(*args, **kwargs)
+        proc._waitpid_lock = _TakenThenInterrupted()
+        procs.append(proc)
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", trapped_popen)
+    raised = []
+
+    def watch():
+        try:
+            run_watched(["sleep", "60"], None, deadline_s=None)
+        except KeyboardInterrupt:
+            raised.append(True)
+
+    t = threading.Thread(target=watch, daemon=True)  # on a thread: a hang fails the test instead of the run
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "run_watched hung on Popen's abandoned lock"
+    assert raised == [True]
+    assert procs[0].returncode == -signal.SIGKILL
+    with pytest.raises(ProcessLookupError):
+        os.kill(procs[0].pid, 0)
