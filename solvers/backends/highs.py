@@ -43,6 +43,7 @@ class HighsBackend(PulpBackend):
     """HiGHS in-process: MIP start, best bound, objective target, time limit."""
 
     capabilities = Capabilities(start=True, best_bound=True, objective_target=True, time_limit=True)
+    writes_files = False  # the model goes to HiGHS in memory; its log is off
 
     def __init__(self) -> None:
         super().__init__("highs", "HiGHS")

@@ -17,9 +17,11 @@ processes are safe.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import tempfile
 import time
 
 import pulp
@@ -83,10 +85,13 @@ class PulpBackend:
     def prepare(self, model: pulp.LpProblem, options: SolveOptions) -> None:
         """Set what the solver reads from the model itself before solving (nothing here)."""
 
+    #: Whether the solver writes files (model, solution, log): they go to a private directory per call.
+    writes_files = True
+
     def solve(self, model: pulp.LpProblem, options: SolveOptions) -> Outcome:
         # Command-line solvers write the model, solution and log into a private
         # directory that is removed afterwards, even when the solver fails.
-        with scratch_dir() as tmp:
+        with scratch_dir() if self.writes_files else contextlib.nullcontext(tempfile.gettempdir()) as tmp:
             log_path = self.log_path(tmp)
             try:
                 solver = self.make_solver(options, log_path)
