@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The demo installs the package alone (no test extra: no Ray, pytest, hypothesis); `make test` adds the extra.
 DEMO_STAMP := $(VENV)/.installed-demo
+# An editable install leaves the packages uncompiled, and where bytecode is not written
+# (PYTHONDONTWRITEBYTECODE) every run compiles ~110 modules again (~0.4 s); compiled once here, they are read.
+COMPILE = $(BIN)/python -m compileall -q placement topology costmodels solvers
 
 .PHONY: demo test install bench clean
 
@@ -13,12 +16,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(COMPILE)
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
+	$(COMPILE)
 	touch $(DEMO_STAMP)
 
 install: $(STAMP)
