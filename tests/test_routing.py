@@ -9,12 +9,14 @@ than the MILP on a fleet that is not a tree; now both take the same path.
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
+import pytest
 
 from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.loading import parse_instance
 from solvers.index import Index
-from topology.routing import Routing, latency_ps
+from topology.routing import UNREACHABLE_PS, Routing, latency_ps
 
 
 def _tie_instance():
@@ -86,3 +88,41 @@ def test_later_edits_of_the_graph_do_not_reach_a_routing():
     r = Routing(G)
     G.edges["a", "b"]["latency_s"] = 5e-6
     assert r.latency_ps("a", "b") == 1_000_000
+
+
+def _random_graph(seed: int) -> nx.DiGraph:
+    """30 nodes, ~90 directed edges of latencies 0–4 µs in 0.5 µs steps (many ties, some zero), a few
+    nodes no one reaches and one reaching no one."""
+    rng = np.random.default_rng(seed)
+    G = nx.DiGraph()
+    G.add_nodes_from(f"n{i}" for i in range(30))
+    for _ in range(90):
+        u, v = rng.integers(0, 27, size=2)
+        if u != v:
+            G.add_edge(f"n{u}", f"n{v}", latency_s=float(rng.integers(0, 9)) * 0.5e-6)
+    G.add_edge("n28", "n0", latency_s=1e-6)  # n28: a source only; n29: isolated
+    return G
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_latencies_without_paths_are_those_of_the_paths(seed):
+    """Every (source, node) latency of the array computation equals the Dijkstra with paths, integer for
+    integer, and unreachable where it has no path; sources in any order, one outside the graph too."""
+    G = _random_graph(seed)
+    r = Routing(G)
+    sources = sorted(G.nodes, reverse=True) + ["elsewhere"]
+    nodes, table = Routing(G).latencies_ps(sources)
+    assert set(nodes) == set(G.nodes) | {"elsewhere"}
+    reached = 0
+    for i, s in enumerate(sources):
+        for n, col in nodes.items():
+            want = r.latency_ps(s, n)
+            assert int(table[i, col]) == (UNREACHABLE_PS if want is None else want)
+            reached += want is not None
+    assert len(sources) < reached < len(sources) * len(nodes)  # some pairs reached, some not
+
+
+def test_latencies_without_paths_of_many_equal_paths():
+    nodes, table = Routing(_layered(12, 6)).latencies_ps(["source", "l3-2"])
+    assert int(table[0, nodes["target"]]) == 13_000_000 and int(table[1, nodes["target"]]) == 9_000_000
+    assert int(table[1, nodes["source"]]) == UNREACHABLE_PS

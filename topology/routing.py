@@ -30,21 +30,35 @@ Examples
 (True, inf)
 >>> r.path("a", "a")
 ('a',)
+
+Latencies alone, from many sources at once (:func:`lowest_latencies_ps`): the
+same integer sums, without the paths — what pairing sites by latency needs.
+
+>>> nodes, table = r.latencies_ps(("a", "b"))
+>>> [int(table[0, nodes[n]]) for n in ("a", "s3", "b")], int(table[1, nodes["a"]]) == UNREACHABLE_PS
+([0, 1500000, 4000000], True)
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 
 import networkx as nx
+import numpy as np
 
-__all__ = ["PS_PER_S", "NodePath", "Routing", "latency_ps", "lowest_latency_paths"]
+__all__ = ["PS_PER_S", "UNREACHABLE_PS", "NodePath", "Routing", "latency_ps", "lowest_latencies_ps",
+           "lowest_latency_paths"]
 
 #: Picoseconds per second: latencies are compared in integer picoseconds so equal sums tie exactly.
 PS_PER_S = 1e12
 
 NodePath = tuple[str, ...]
+
+#: The latency (ps) :func:`lowest_latencies_ps` gives a node a source does not reach: far above any sum of
+#: edge latencies (2**62 ps is 53 days), and adding one more edge's to it stays inside int64.
+UNREACHABLE_PS = 2**62
 
 
 def latency_ps(latency_s: float) -> int:
@@ -96,6 +110,59 @@ def lowest_latency_paths(
     return {node: (lat, path) for node, (lat, _, path) in best.items()}
 
 
+def lowest_latencies_ps(adjacency: dict[str, list[tuple[str, int]]],
+                        sources: Sequence[str]) -> tuple[dict[str, int], np.ndarray]:
+    """Lowest latency (integer ps) from each of ``sources`` to every node, without the paths.
+
+    Every edge is relaxed for every source at once (Bellman–Ford on arrays: round k finds the lowest
+    latency over paths of at most k hops) until a round changes nothing; a lowest-latency path has at
+    most as many hops as there are nodes, and on a leaf–spine fleet a handful of rounds do. The sums
+    are of the same integers as :func:`lowest_latency_paths`'s, so each latency is the same number
+    (the least sum is one integer whichever path attains it).
+
+    Parameters
+    ----------
+    adjacency
+        node -> [(successor, edge latency in integer ps)], as :func:`lowest_latency_paths` takes it.
+    sources
+        Start nodes (a source not in ``adjacency`` reaches only itself).
+
+    Returns
+    -------
+    tuple
+        (node -> its column, int64 array of shape (sources, nodes): the latency in ps,
+        :data:`UNREACHABLE_PS` where the source does not reach the node).
+
+    Examples
+    --------
+    >>> adj = {"a": [("b", 1), ("c", 3)], "b": [("c", 1)], "c": []}
+    >>> nodes, table = lowest_latencies_ps(adj, ["a", "c"])
+    >>> table[0].tolist(), [int(table[1, nodes[n]]) == UNREACHABLE_PS for n in "abc"]
+    ([0, 1, 2], [True, True, False])
+    """
+    nodes: dict[str, int] = {}
+    for u, out in adjacency.items():
+        nodes.setdefault(u, len(nodes))
+        for v, _ in out:
+            nodes.setdefault(v, len(nodes))
+    for u in sources:
+        nodes.setdefault(u, len(nodes))
+    table = np.full((len(sources), len(nodes)), UNREACHABLE_PS, dtype=np.int64)
+    table[np.arange(len(sources)), [nodes[u] for u in sources]] = 0
+    edges = sorted((nodes[v], nodes[u], ps) for u, out in adjacency.items() for v, ps in out)
+    if not edges or not len(sources):
+        return nodes, table
+    head, tail, ps = (np.array(x, dtype=np.int64) for x in zip(*edges, strict=True))
+    # Edges grouped by head: the least over each group's tails is one reduceat.
+    starts = np.flatnonzero(np.r_[True, head[1:] != head[:-1]])
+    heads = head[starts]
+    while True:
+        best = np.minimum(table[:, heads], np.minimum.reduceat(table[:, tail] + ps, starts, axis=1))
+        if np.array_equal(best, table[:, heads]):
+            return nodes, table
+        table[:, heads] = best
+
+
 class Routing:
     """The lowest-latency paths of a directed graph, per source on first use.
 
@@ -113,6 +180,16 @@ class Routing:
             for u in graph.nodes
         }
         self._trees: dict[str, dict[str, tuple[int, NodePath]]] = {}
+        self._tables: dict[tuple[str, ...], tuple[dict[str, int], np.ndarray]] = {}
+
+    def latencies_ps(self, sources: Sequence[str]) -> tuple[dict[str, int], np.ndarray]:
+        """:func:`lowest_latencies_ps` from ``sources`` (kept per tuple of sources): the latencies of
+        :meth:`latency_ps` for every node at once, :data:`UNREACHABLE_PS` where it gives None."""
+        key = tuple(sources)
+        found = self._tables.get(key)
+        if found is None:
+            found = self._tables[key] = lowest_latencies_ps(self.adjacency, key)
+        return found
 
     def from_source(self, source: str) -> dict[str, tuple[int, NodePath]]:
         """node -> (latency in ps, path) for every node reachable from ``source``."""

@@ -112,7 +112,13 @@ class Context:
         return Routing(self.graph)
 
     def resources(self) -> dict[str, SiteInfo]:
-        """One representative site per resource (chip type @ domain size), sorted."""
+        """One representative site per resource (chip type @ domain size), sorted (a new dict each call)."""
+        return dict(self._resources)
+
+    @cached_property
+    def _resources(self) -> dict[str, SiteInfo]:
+        """:meth:`resources`, worked out once: generation asks hundreds of times, and on a fleet of hundreds
+        of sites sorting them and naming each one's resource was a tenth of its time."""
         out: dict[str, SiteInfo] = {}
         for name in sorted(self.sites):
             out.setdefault(self.sites[name].resource, self.sites[name])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from placement.core.evaluate import PartLayout
+from topology.routing import PS_PER_S, UNREACHABLE_PS
 
 if TYPE_CHECKING:
     from placement.core.context import Context, SiteInfo
@@ -158,8 +159,10 @@ def attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[P
 def pair_latencies(ctx: Context, res_a: str, res_b: str, memo: dict | None = None) -> list[float]:
     """Distinct one-way path latencies (s) between sites of two resources, finite only, ascending.
 
-    ``memo`` keeps them per resource pair: every class asks again, and each
-    asks for a path between every two sites.
+    The latencies of :meth:`topology.routing.Routing.latency_s`, from the lowest latencies of the sites of
+    ``res_a`` alone (:meth:`~topology.routing.Routing.latencies_ps`; the paths are not needed here): the
+    same integer picoseconds, each divided by :data:`~topology.routing.PS_PER_S` as ``latency_s`` does.
+    ``memo`` keeps them per resource pair: every class asks again.
     """
     key = ("pair latencies", res_a, res_b)
     if memo is not None and key in memo:
@@ -171,11 +174,10 @@ def pair_latencies(ctx: Context, res_a: str, res_b: str, memo: dict | None = Non
         if site.resource in ends:
             ends[site.resource].append(name)
     lats = set()
-    for a in ends[res_a]:
-        for b in ends[res_b]:
-            lat = ctx.routing.latency_s(a, b)
-            if math.isfinite(lat):
-                lats.add(round(lat, 12))
+    if ends[res_a] and ends[res_b]:
+        nodes, table = ctx.routing.latencies_ps(ends[res_a])
+        found = table[:, [nodes[b] for b in ends[res_b]]]
+        lats = {round(ps / PS_PER_S, 12) for ps in np.unique(found[found < UNREACHABLE_PS]).tolist()}
     if memo is not None:
         memo[key] = sorted(lats)
     return sorted(lats)
