@@ -41,6 +41,13 @@ def test_results_come_back_in_order_whatever_finishes_first():
     assert threaded_map(slow_first, [0, 1, 2], workers=3) == [0, 10, 20]
 
 
+def test_a_map_inside_a_worker_runs_in_that_worker():
+    def inner_threads(_):
+        return set(threaded_map(lambda _: threading.get_ident(), [0, 1, 2], workers=3))
+
+    assert all(len(ids) == 1 for ids in threaded_map(inner_threads, [0, 1], workers=2))
+
+
 def test_a_failing_item_raises_and_stops_the_others():
     stopped = threading.Event()
 

@@ -98,10 +98,11 @@ def threaded_map(fn: Callable[[T], R], items: list[T], workers: int | None = Non
     """``[fn(x) for x in items]``, on up to ``workers`` threads (default :func:`solve_threads`), in order.
 
     If the calling thread is interrupted, or ``fn`` raises, every running solve is stopped and the workers
-    are awaited before the exception propagates (the first item's, in order, when several raise).
+    are awaited before the exception propagates (that of the first item, in order, among those that failed by
+    then). Called from a worker of another map, it runs in that worker: its solves stop with that map's.
     """
     workers = min(workers or solve_threads(), len(items))
-    if workers <= 1:
+    if workers <= 1 or getattr(_local, "group", None) is not None:
         return [fn(x) for x in items]
     group = _Group()
 
