@@ -157,8 +157,9 @@ def lowest_latencies_ps(adjacency: dict[str, list[tuple[str, int]]],
     starts = np.flatnonzero(np.r_[True, head[1:] != head[:-1]])
     heads = head[starts]
     while True:
-        best = np.minimum(table[:, heads], np.minimum.reduceat(table[:, tail] + ps, starts, axis=1))
-        if np.array_equal(best, table[:, heads]):
+        current = table[:, heads]
+        best = np.minimum(current, np.minimum.reduceat(table[:, tail] + ps, starts, axis=1))
+        if np.array_equal(best, current):
             return nodes, table
         table[:, heads] = best
 

@@ -46,13 +46,13 @@ class _Group:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.stops: dict[int, Callable[[], None]] = {}
+        self.stops: set[Callable[[], None]] = set()
         self.stopping = False
 
     def stop_all(self) -> None:
         with self.lock:
             self.stopping = True
-            stops = list(self.stops.values())
+            stops = list(self.stops)
         for stop in stops:
             stop()
 
@@ -71,16 +71,15 @@ def cancellable(stop: Callable[[], None]) -> Iterator[None]:
     if group is None:
         yield
         return
-    key = id(stop)
     with group.lock:
         if group.stopping:
             raise Cancelled
-        group.stops[key] = stop
+        group.stops.add(stop)
     try:
         yield
     finally:
         with group.lock:
-            group.stops.pop(key, None)
+            group.stops.discard(stop)
 
 
 def solve_threads() -> int:
