@@ -160,7 +160,9 @@ def stage_part(stage: str) -> Part:
 class StepCost:
     """Cost of one forward step of a replica (arrays broadcast over the inputs).
 
-    ``time_s = max(compute_s, memory_s) + comm_s + overhead_s``. ``flops`` and
+    ``time_s = max(compute_s, memory_s) + comm_s + overhead_s``; ``floor_s`` is the
+    step at the chips' peaks, ``max(flops / (g·F), bytes / (g·BW))`` over the g busy
+    chips — no efficiency, no overhead — below which no step can run. ``flops`` and
     ``bytes`` are replica totals for the step (all tokens, all layers; bytes
     include KV duplication across tensor-parallel ranks); ``kv_bytes`` is the KV
     part of ``bytes``. ``intensity_flop_per_byte = flops / bytes`` is what the
@@ -172,6 +174,7 @@ class StepCost:
     memory_s: ArrayLike
     comm_s: ArrayLike
     overhead_s: ArrayLike
+    floor_s: ArrayLike
     flops: ArrayLike
     bytes: ArrayLike
     kv_bytes: ArrayLike
@@ -267,6 +270,7 @@ def forward_cost(
                                     dp=dp_a, activation_precision=activation_precision))
     overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers), np.shape(compute_s))
     time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
+    floor_s = np.maximum(flops / (busy * chip.flops(precision)), total_bytes / (busy * chip.memory_bandwidth_bytes_per_s))
     shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
 
     def b(x):
@@ -278,6 +282,7 @@ def forward_cost(
         memory_s=b(memory_s),
         comm_s=b(comm_s),
         overhead_s=b(overhead_s),
+        floor_s=b(floor_s),
         flops=b(flops),
         bytes=b(total_bytes),
         kv_bytes=b(kv_traffic),

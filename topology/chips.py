@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -49,6 +49,13 @@ BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
 AllReduceAlgorithm = Literal["one-shot", "two-shot", "nvls", "sharp"]
 ALL_REDUCE_ALGORITHMS: tuple[str, ...] = ("one-shot", "two-shot", "nvls", "sharp")
 
+# Physical ranges of a chip's numbers, far beyond any chip built or announced (WSE-3: 44 GB of SRAM at
+# 21 PB/s, 125 PFLOP/s): a value outside is a typo or a unit slip, and a value near the float limits
+# (1e-300 bytes) would overflow the cost models' arithmetic.
+Bytes = Annotated[float, Field(ge=1e3, le=1e18, description="bytes (1 kB … 1 EB)")]
+BytesPerS = Annotated[float, Field(ge=1e3, le=1e18, description="bytes/s (1 kB/s … 1 EB/s)")]
+FlopsPerS = Annotated[float, Field(ge=1e6, le=1e21, description="FLOP/s (1 MFLOP/s … 1 ZFLOP/s)")]
+
 CATALOG_PATH = Path(__file__).with_name("catalog") / "chips.yaml"
 R = TypeVar("R", bound=BaseModel)
 
@@ -63,8 +70,8 @@ class MemoryTier(Record):
     """
 
     name: str = Field(description="e.g. HBM3e, SRAM, LPDDR5X, host DDR")
-    capacity_bytes: float = Field(gt=0)
-    bandwidth_bytes_per_s: float = Field(gt=0)
+    capacity_bytes: Bytes
+    bandwidth_bytes_per_s: BytesPerS
 
 
 class ChipSpec(Record):
@@ -109,22 +116,22 @@ class ChipSpec(Record):
     display_name: str
     vendor: str
     kind: Literal["gpu", "lpu", "wafer", "asic", "lpddr", "cpu"]
-    flops_per_s: dict[Precision, float] = Field(min_length=1)
+    flops_per_s: dict[Precision, FlopsPerS] = Field(min_length=1)
     memory: list[MemoryTier] = Field(min_length=1)
     sram_only: bool = False
     scale_up_domain_chips: int = Field(ge=1)
-    scale_up_bandwidth_bytes_per_s: float = Field(gt=0)
-    scale_up_latency_s: float = Field(ge=0)
-    scale_out_bandwidth_bytes_per_s: float = Field(gt=0)
-    power_w: float = Field(gt=0)
-    usd_per_hour: float = Field(gt=0)
+    scale_up_bandwidth_bytes_per_s: BytesPerS
+    scale_up_latency_s: float = Field(ge=0, le=1.0)
+    scale_out_bandwidth_bytes_per_s: BytesPerS
+    power_w: float = Field(gt=0, le=1e9)
+    usd_per_hour: float = Field(gt=0, le=1e9)
     price_basis: str = Field(description="what the hourly price means: rental median, TCO, amortised list price")
     compute_efficiency: float = Field(gt=0, le=1)
     memory_efficiency: float = Field(gt=0, le=1)
-    step_overhead_s: float = Field(ge=0)
-    memory_half_bytes: float = Field(default=0.0, ge=0)
-    compute_half_tokens: float = Field(default=0.0, ge=0)
-    layer_overhead_s: float = Field(default=0.0, ge=0)
+    step_overhead_s: float = Field(ge=0, le=10.0)
+    memory_half_bytes: float = Field(default=0.0, ge=0, le=1e18)
+    compute_half_tokens: float = Field(default=0.0, ge=0, le=1e9)
+    layer_overhead_s: float = Field(default=0.0, ge=0, le=1.0)
     allreduce_efficiency: float = Field(default=1.0, gt=0, le=1)
     calibration: Literal["calibrated", "uncalibrated"] = "uncalibrated"
     heldout_tpot_error: float | None = Field(default=None, ge=0)

@@ -11,8 +11,11 @@ process group, an in-process HiGHS solve is cancelled, temporary model files are
 removed; the command then exits with 128 + the signal number.
 """
 
+import errno
 import functools
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +26,10 @@ import typer
 from placement.core.errors import PlacementError, redact
 
 __all__ = ["Terminated", "guarded", "redact"]
+
+#: Errors of writing an output (a full device, a closed pipe, a quota): the user's environment, exit 2.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EIO, errno.EFBIG})
+
 
 class Terminated(BaseException):
     """SIGTERM or SIGHUP received; a BaseException so that no ``except Exception`` swallows it."""
@@ -60,6 +67,16 @@ def _print_error(label: str, message: str) -> None:
               soft_wrap=True)
 
 
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's flush at exit cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a command: :class:`PlacementError` → its message and exit code; anything else → exit 1.
 
@@ -91,6 +108,13 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             _print_error("interrupted", "")
             raise typer.Exit(128 + signal.SIGINT) from None
+        except OSError as e:
+            if e.errno not in _OUTPUT_ERRNOS:
+                _print_error("internal error:", f"{type(e).__name__}: {e}")
+                raise typer.Exit(1) from None
+            _silence_stdout()
+            _print_error("error:", f"cannot write the output: {e.strerror or e}")
+            raise typer.Exit(2) from None
         except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
             _print_error("internal error:", f"{type(e).__name__}: {e}")
             raise typer.Exit(1) from None

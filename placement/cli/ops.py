@@ -63,23 +63,19 @@ def replan_command(
                                                    "here, e.g. the solve's (also PLACEMENT_CACHE_DIR)")] = None,
 ) -> None:
     """Re-plan a running plan after failures or changes, counting what each move costs."""
-    import math
-
     from rich.markup import escape
 
     from placement.cli.consoles import err, out
     from placement.cli.report import print_plan
     from placement.core.failures import parse_failures
     from placement.core.loading import load_instance
+    from placement.core.migration import check_move_terms
     from placement.core.plan import read_plan
     from placement.core.replan import Events, replan
     from placement.studies.whatif import apply_overrides
 
     check_run_options(time_limit_s=time_limit, gap=gap)
-    if not (math.isfinite(move_usd) and move_usd >= 0):
-        raise InputError(f"expected a finite $ >= 0, got {move_usd}", field="--move-usd")
-    if not (math.isfinite(amortise_h) and amortise_h > 0):
-        raise InputError(f"expected a finite number of hours > 0, got {amortise_h}", field="--amortise-h")
+    check_move_terms(move_usd, amortise_h)
     if json_path is not None:
         from placement.core.output import check_writable, refuse_inputs
 
@@ -137,15 +133,13 @@ def schedule_command(
     = "exact",
 ) -> None:
     """One plan per period of a demand profile, beside independent and static-peak plans."""
-    import math
-
     from placement.cli.consoles import out
     from placement.core.loading import load_instance
+    from placement.core.migration import check_move_terms
     from placement.core.schedule import read_profile, schedule
 
     check_run_options(time_limit_s=time_limit, gap=gap)
-    if not (math.isfinite(move_usd) and move_usd >= 0):
-        raise InputError(f"expected a finite $ >= 0, got {move_usd}", field="--move-usd")
+    check_move_terms(move_usd)
     if not 0.0 <= reserved_discount < 1.0:
         raise InputError(f"expected 0 <= discount < 1, got {reserved_discount}", field="--reserved-discount")
     if json_path is not None:
@@ -177,7 +171,7 @@ def print_schedule(console, result) -> None:
                 "alone $/h", "verified"):
         t.add_column(col)
     for p in result.periods:
-        t.add_row(p.period, f"{p.hours:g}", p.status, str(p.chips or "-"), str(p.reserved_chips),
+        t.add_row(p.period, f"{p.hours:g}", p.status, "-" if p.chips is None else str(p.chips), str(p.reserved_chips),
                   str(p.on_demand_chips), str(p.replicas_added), str(p.replicas_removed), f"{p.migration_usd:,.2f}",
                   _money(p.period_usd_per_hour if p.period_usd_per_hour is not None else p.cost_usd_per_hour),
                   _money(p.independent_usd_per_hour if p.independent_usd_per_hour is not None

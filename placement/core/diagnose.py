@@ -128,8 +128,8 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
 
     The same grids as :func:`placement.core.candidates.generate`
     (:func:`placement.modes.configurations`) and the same test, with the
-    class's SLOs lifted: configurations must still fit in memory and serve
-    something.
+    class's SLOs lifted: configurations must still fit in memory. A configuration too slow to serve
+    anything even then (a step of hours on a chip of 1 kB/s) still counts: its latency is the floor.
     """
     lifted = cls.model_copy(update={"ttft_ms": _LIFTED_MS, "tpot_ms": _LIFTED_MS})
     best = {"ttft": (math.inf, ""), "tpot": (math.inf, "")}
@@ -138,7 +138,7 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
     for grid, _ in configurations(ctx, lifted, memo):
         perf = evaluate(ctx, grid.config, lifted, batch=grid.batches, pair_latency_s=grid.pair_latency_s or 0.0,
                         memo=memo)
-        ok = perf.ok(lifted)
+        ok = np.broadcast_to(np.asarray(perf.fits, dtype=bool), np.shape(perf.capacity_rps))
         count += int(ok.sum())
         for key, arr in (("ttft", perf.ttft_s), ("tpot", perf.tpot_s)):
             vals = np.broadcast_to(np.asarray(arr, dtype=float), ok.shape)[ok]

@@ -66,6 +66,7 @@ __all__ = [
     "PartLayout",
     "Perf",
     "PoolConfig",
+    "banded_step_s",
     "broadcast_perf",
     "class_table",
     "decode_context_tokens",
@@ -237,6 +238,16 @@ def step_factor(ctx: Context, part: PartLayout, stage: str) -> float:
             and chip_band(part.chip).family != "uncalibrated"):
         return f
     return band_factor(part.chip, stage, ctx.instance.confidence)
+
+
+def banded_step_s(ctx: Context, part: PartLayout, stage: str, step) -> np.ndarray:
+    """A roofline step's time at the instance's confidence: ``max(time_s · factor, floor_s)``.
+
+    The band's low quantiles are below 1 (measurements faster than predicted); a step scaled by one never
+    goes below its physical floor (``StepCost.floor_s``: the step's FLOPs and bytes at the chips' peaks).
+    """
+    t = np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, stage)
+    return np.maximum(t, np.asarray(step.floor_s, dtype=float))
 
 
 def _framework_ttft_factor(ctx: Context) -> float | None:

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 
 from placement.core.context import Context
 from placement.core.errors import InputError
+from placement.core.schema import MAX_DOMAINS_PER_GROUP
 
 __all__ = ["check_failed_domains", "degrade", "healthy_indices", "merge_failures", "parse_failures"]
 
@@ -44,6 +45,10 @@ def _indices(text: str, spec: str) -> list[int]:
         if first < 0 or last < first:
             raise InputError(f"expected a range LO-HI with 0 <= LO <= HI, got {part.strip()!r}",
                              field=f"--fail {spec}")
+        # Checked before the range is expanded: no group has a domain at or past the bound.
+        if last >= MAX_DOMAINS_PER_GROUP:
+            raise InputError(f"domain index {last} is beyond any group (at most {MAX_DOMAINS_PER_GROUP:,} "
+                             f"domains, indices 0 … {MAX_DOMAINS_PER_GROUP - 1})", field=f"--fail {spec}")
         out.extend(range(first, last + 1))
     return out
 

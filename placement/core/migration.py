@@ -25,13 +25,45 @@ Examples
 
 from __future__ import annotations
 
+import math
+
 from pydantic import Field
 
 from placement.core.context import Context
+from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig, precision_args
 from topology.records import MutableRecord
 
-__all__ = ["Migration", "Move", "reload_seconds", "reload_usd", "weight_bytes_of"]
+__all__ = ["AMORTISE_H_RANGE", "MAX_MOVE_USD", "Migration", "Move", "check_move_terms", "reload_seconds",
+           "reload_usd", "weight_bytes_of"]
+
+#: The largest fixed $ per replica move accepted: a billion dollars, more than any fleet costs. With the
+#: shortest amortisation below, a change weighs at most 1e12 $/h in the objective; the MILP backends
+#: were measured to solve re-plans correctly to ~1e14 $/h per change and to fail (a false "infeasible")
+#: at 1e16.
+MAX_MOVE_USD = 1e9
+
+#: Hours over which one-off $ may be spread (3.6 s to 114 years).
+AMORTISE_H_RANGE = (1e-3, 1e6)
+
+
+def check_move_terms(move_usd: float, amortise_h: float | None = None, *, prefix: str = "--") -> None:
+    """InputError unless ``0 ≤ move_usd ≤ MAX_MOVE_USD`` and ``amortise_h`` lies in ``AMORTISE_H_RANGE``.
+
+    Examples
+    --------
+    >>> check_move_terms(10.0, 24.0)
+    >>> check_move_terms(1e30)
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: --move-usd: expected a finite $ between 0 and 1e+09 per replica moved, got 1e+30
+    """
+    if not (math.isfinite(move_usd) and 0.0 <= move_usd <= MAX_MOVE_USD):
+        raise InputError(f"expected a finite $ between 0 and {MAX_MOVE_USD:g} per replica moved, got {move_usd:g}",
+                         field=f"{prefix}move-usd")
+    lo, hi = AMORTISE_H_RANGE
+    if amortise_h is not None and not (math.isfinite(amortise_h) and lo <= amortise_h <= hi):
+        raise InputError(f"expected hours between {lo:g} and {hi:g}, got {amortise_h:g}", field=f"{prefix}amortise-h")
 
 
 class Move(MutableRecord):

@@ -121,11 +121,14 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """
     if str(path) == STDOUT:
         out = getattr(sys.stdout, "buffer", None)
-        if out is None:
-            sys.stdout.write(data.decode("utf-8"))
-        else:
-            out.write(data)
-        sys.stdout.flush()
+        try:
+            if out is None:
+                sys.stdout.write(data.decode("utf-8"))
+            else:
+                out.write(data)
+            sys.stdout.flush()
+        except OSError as e:  # a full device or a closed pipe behind standard output
+            raise InputError(f"cannot write to standard output: {e.strerror or e}", file=STDOUT) from None
         return
     p = Path(path)
     if _special(p):

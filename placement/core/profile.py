@@ -34,10 +34,20 @@ from typing import TextIO
 from placement.core.errors import InputError
 from placement.core.schema import Instance
 
-__all__ = ["CHIP_PRICE_PREFIX", "Period", "read_profile", "with_rates"]
+__all__ = ["CHIP_PRICE_PREFIX", "MAX_PERIODS", "PERIOD_HOURS_RANGE", "Period", "read_profile", "with_rates"]
 
 #: Prefix of the profile columns that set one chip's on-demand $/h per chip in a period.
 CHIP_PRICE_PREFIX = "usd_per_hour:"
+
+#: Most periods a profile may have: every period copies each variable and row of the placement MILP
+#: (a week at 15-minute periods is 672).
+MAX_PERIODS = 1_000
+
+#: Hours one period may last (3.6 s to a leap year); the objective weighs a period's $/h by its hours.
+PERIOD_HOURS_RANGE = (1e-3, 8_784.0)
+
+#: Largest profile file read (bytes), as for instance files.
+MAX_PROFILE_BYTES = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -78,10 +88,12 @@ def read_profile(source: str | Path | TextIO) -> list[Period]:
     """Periods from a profile CSV (module docstring); errors name the file, row and column."""
     name = getattr(source, "name", str(source))
     if isinstance(source, str | Path):
+        from placement.core.loading import read_bounded
+
         try:
-            text = Path(source).read_text()
-        except OSError as e:
-            raise InputError(f"cannot read the profile: {e.strerror}", file=str(source)) from None
+            text = read_bounded(source, MAX_PROFILE_BYTES).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"cannot read the profile as UTF-8 text: {e}", file=str(source)) from None
         source = io.StringIO(text)
     rows = list(csv.DictReader(line for line in source if not line.lstrip().startswith("#")))
     need = {"period", "class", "rate_rps"}
@@ -93,9 +105,14 @@ def read_profile(source: str | Path | TextIO) -> list[Period]:
     for line, row in enumerate(rows, start=2):
         rate = _number(row, "rate_rps", name, line, None)
         hours = _number(row, "hours", name, line, 1.0)
-        if rate is None or not hours:
-            raise InputError("expected rate_rps >= 0 and hours > 0", file=name, field=f"row {line}")
+        lo, hi = PERIOD_HOURS_RANGE
+        if rate is None or not lo <= hours <= hi:
+            raise InputError(f"expected rate_rps >= 0 and hours between {lo:g} and {hi:g}", file=name,
+                             field=f"row {line}")
         period = row["period"]
+        if period not in periods and len(periods) == MAX_PERIODS:
+            raise InputError(f"more than {MAX_PERIODS:,} periods; expected at most {MAX_PERIODS:,}", file=name,
+                             field=f"row {line}")
         p = periods.setdefault(period, {"rates": {}, "chips": {}})
         _set_once(p, "hours", hours, period, name, line)
         _set_once(p, "price_factor", _number(row, "price_factor", name, line, None), period, name, line)

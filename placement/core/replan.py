@@ -42,7 +42,14 @@ from placement.core.domain_slots import Slot, place_around, replica_slots
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.failures import degrade, healthy_indices, merge_failures
-from placement.core.migration import Migration, Move, reload_seconds, reload_usd, weight_bytes_of
+from placement.core.migration import (
+    Migration,
+    Move,
+    check_move_terms,
+    reload_seconds,
+    reload_usd,
+    weight_bytes_of,
+)
 from placement.core.plan import Plan
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
@@ -240,9 +247,7 @@ def _check_inputs(instance: Instance, plan: Plan, events: Events, source: str) -
     if instance.objective != "cost":
         raise InputError(f"a re-plan adds migration $ to the objective: it needs objective 'cost', got "
                          f"{instance.objective!r}", file=source, field="objective")
-    if not events.amortise_h > 0 or not events.move_usd >= 0:
-        raise InputError(f"expected amortise_h > 0 and move_usd >= 0, got {events.amortise_h} and "
-                         f"{events.move_usd}", field="events")
+    check_move_terms(events.move_usd, events.amortise_h, prefix="events.")
 
 
 def replan(instance: Instance, plan: Plan, events: Events | None = None, *, backend: str = "cbc",

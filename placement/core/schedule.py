@@ -48,7 +48,7 @@ from pydantic import Field
 from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
 from placement.core.errors import InputError
-from placement.core.migration import reload_seconds, reload_usd, weight_bytes_of
+from placement.core.migration import check_move_terms, reload_seconds, reload_usd, weight_bytes_of
 from placement.core.parallel_generation import forked_map, pool_workers
 from placement.core.plan import Plan
 from placement.core.profile import Period, read_profile, with_rates
@@ -187,8 +187,7 @@ def _check(instance: Instance, periods: Sequence[Period], reserved_discount: flo
                          "use method rolling", field="workload.classes.sessions")
     if not 0.0 <= reserved_discount < 1.0:
         raise InputError(f"expected 0 <= reserved discount < 1, got {reserved_discount}", field="reserved_discount")
-    if not move_usd >= 0:
-        raise InputError(f"expected move $ >= 0, got {move_usd}", field="move_usd")
+    check_move_terms(move_usd, prefix="")
     chips = {info.chip.name for info in Context.of(instance).sites.values()}
     for p in periods:
         with_rates(instance, p.rates)  # names the unknown class

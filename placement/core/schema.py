@@ -55,6 +55,7 @@ from topology.chips import ChipSpec
 from topology.records import Record
 
 __all__ = [
+    "MAX_DOMAINS_PER_GROUP",
     "MODES",
     "DomainGroup",
     "Draft",
@@ -186,6 +187,10 @@ class Precision(Record):
         default="bf16", description="what engines send between ranks and pools (BF16 even with FP8 weights)")
 
 
+#: Most domains one group may have (and so the largest domain index a ``--fail`` range may name, plus one).
+MAX_DOMAINS_PER_GROUP = 1_000_000
+
+
 class DomainGroup(Record):
     """``count`` identical scale-up domains of one chip type hanging off one switch.
 
@@ -196,7 +201,7 @@ class DomainGroup(Record):
     name: Name
     chip: str
     chips_per_domain: Whole | None = Field(default=None, ge=1, le=100_000)
-    count: Whole = Field(ge=1, le=1_000_000)
+    count: Whole = Field(ge=1, le=MAX_DOMAINS_PER_GROUP)
     switch: Name | None = None
     uplink_gb_per_s: PositiveFinite | None = Field(default=None, le=1e7)
     uplink_latency_us: NonNegFinite = Field(default=2.0, le=1e6)

@@ -96,7 +96,9 @@ def solve(
     ctx = Context.of(instance, source)
     plan = solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
                          kv_policy=kv_policy)
-    from placement.core.provenance import provenance
+    if plan.provenance is not None:
+        return plan
+    from placement.core.provenance import provenance  # a plan no solution was assembled into
 
     return plan.model_copy(update={"provenance": provenance(ctx)})
 
@@ -249,9 +251,12 @@ def _network_free_notes(cands: Candidates) -> list[str]:
 
 
 def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
-    """Turn a solver solution into pools, classes, links and totals."""
+    """Turn a solver solution into pools, classes, links and totals (with the plan's provenance)."""
+    from placement.core.provenance import provenance
+
     inst = ctx.instance
     base = {
+        "provenance": provenance(ctx),
         "instance": inst.name,
         "objective": inst.objective,
         "confidence": inst.confidence,

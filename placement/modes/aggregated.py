@@ -33,6 +33,7 @@ from placement.core.evaluate import (
     PartLayout,
     Perf,
     PoolConfig,
+    banded_step_s,
     broadcast_perf,
     class_table,
     decode_context_tokens,
@@ -43,7 +44,6 @@ from placement.core.evaluate import (
     prefill_queue,
     prefix_reload_s,
     slot_admission,
-    step_factor,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, main_sites
@@ -80,7 +80,7 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=chunk,
                          chunk_context=chunk_context, chunk_prompts=chunk_prompts, **lay.args(), dp=lay.dp,
                          **step_precision_args(ctx))
-    t = np.asarray(st.time_s, dtype=float) * step_factor(ctx, part, "decode")
+    t = banded_step_s(ctx, part, "decode", st)
     steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, lay.chips)

@@ -42,6 +42,7 @@ from placement.core.evaluate import (
     PartLayout,
     Perf,
     PoolConfig,
+    banded_step_s,
     broadcast_perf,
     class_table,
     decode_context_tokens,
@@ -52,7 +53,6 @@ from placement.core.evaluate import (
     prefill_queue,
     prefix_reload_s,
     slot_admission,
-    step_factor,
     step_precision_args,
 )
 from placement.core.measured_steps import measured_step_s
@@ -105,7 +105,7 @@ def _prefill_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layout
     chip, m = ctx.chips[part.chip], ctx.model
     st = prefill_step(chip, m, prompt=cls.prompt_tokens, cached=cls.cached_prefix_tokens, batch=b,
                       **lay.args(), dp=lay.dp, **step_precision_args(ctx))
-    t, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, part, "prefill"), True
+    t, covered = banded_step_s(ctx, part, "prefill", st), True
     if (measured := measured_step_s(ctx, part, "prefill", b, cls.prompt_tokens, cls.name)) is not None:
         t, covered = measured
     nic = lay.chips * chip.scale_out_bandwidth_bytes_per_s
@@ -134,7 +134,7 @@ def _decode_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layouts
     chip, m = ctx.chips[part.chip], ctx.model
     st = decode_step(chip, m, batch=b, context=decode_context_tokens(cls), **lay.args(), dp=lay.dp,
                      **step_precision_args(ctx))
-    tpot, covered = np.asarray(st.time_s, dtype=float) * step_factor(ctx, part, "decode"), True
+    tpot, covered = banded_step_s(ctx, part, "decode", st), True
     if (measured := measured_step_s(ctx, part, "decode", b, decode_context_tokens(cls), cls.name)) is not None:
         tpot, covered = measured
     cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)

@@ -41,12 +41,12 @@ from placement.core.evaluate import (
     PartLayout,
     Perf,
     PoolConfig,
+    banded_step_s,
     decode_context_tokens,
     layout_args,
     max_context_tokens,
     precision_args,
     slot_admission,
-    step_factor,
     step_precision_args,
 )
 from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
@@ -278,7 +278,7 @@ def _half_time(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch
                                          **step_prec)
         else:
             step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, **step_prec)
-        memo[key] = np.asarray(step.time_s, dtype=float) * step_factor(ctx, part, "decode")
+        memo[key] = banded_step_s(ctx, part, "decode", step)
     return memo[key]
 
 

@@ -34,12 +34,12 @@ from costmodels import (
 from placement.core.evaluate import (
     Perf,
     PoolConfig,
+    banded_step_s,
     decode_context_tokens,
     layout_args,
     max_context_tokens,
     precision_args,
     slot_admission,
-    step_factor,
     step_precision_args,
 )
 from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
@@ -65,15 +65,15 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
     gamma = cfg.draft_tokens or draft.gamma
     if gamma > draft.gamma:
         raise ValueError(f"draft length {gamma} exceeds the {draft.gamma} acceptance rates given")
-    t_verify = np.asarray(verify_step(chip, m, batch=b, context=decode_context_tokens(cls), gamma=gamma,
-                                      **layout_args(cfg.main), **step_precision_args(ctx)).time_s,
-                          dtype=float) * step_factor(ctx, cfg.main, "decode")
+    t_verify = banded_step_s(ctx, cfg.main, "decode", verify_step(
+        chip, m, batch=b, context=decode_context_tokens(cls), gamma=gamma, **layout_args(cfg.main),
+        **step_precision_args(ctx)))
     dpart = cfg.partner or cfg.main
     dchip = ctx.chips[dpart.chip]
     colocated = cfg.partner is None
-    t_draft = np.asarray(draft_step(dchip, dm, colocated=colocated, batch=b, context=decode_context_tokens(cls),
-                                    **layout_args(dpart), **step_precision_args(ctx)).time_s,
-                         dtype=float) * step_factor(ctx, dpart, "decode")
+    t_draft = banded_step_s(ctx, dpart, "decode", draft_step(
+        dchip, dm, colocated=colocated, batch=b, context=decode_context_tokens(cls), **layout_args(dpart),
+        **step_precision_args(ctx)))
     rtt = 2.0 * lat if cfg.partner is not None else 0.0
     e = expected_tokens_per_verify(draft.acceptance[:gamma])
     tpot = (gamma * t_draft + t_verify + rtt) / e

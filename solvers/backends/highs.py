@@ -26,7 +26,7 @@ from solvers.backends.pulp_cmd import PulpBackend, pulp_options
 from solvers.backends.threads import cancellable
 from solvers.tolerances import REL_OBJECTIVE_REPORT
 
-__all__ = ["HighsBackend"]
+__all__ = ["HighsBackend", "quiet_highs_banner"]
 
 log = logging.getLogger("solvers.backends")
 
@@ -61,13 +61,16 @@ _banner_lock = threading.Lock()
 _banner_done = False
 
 
-def _quiet_highs_banner(highspy) -> None:
+def quiet_highs_banner() -> None:
     """Construct the process's first ``Highs`` with file descriptor 1 sent to /dev/null.
 
     HiGHS prints its banner on stdout (from C++, ignoring ``output_flag``)
     the first time a ``Highs`` is constructed in a process; a caller that
     reads a JSON plan from stdout, or the CLI's ``-q``, must not get it.
+    Call this before any ``Highs`` is made (PuLP's own ``pulp.HiGHS`` included).
     """
+    import highspy
+
     global _banner_done
     with _banner_lock:
         if _banner_done:
@@ -105,7 +108,7 @@ class _BatchHiGHS(pulp.HiGHS):
     def actualSolve(self, lp, **kwargs):
         import highspy
 
-        _quiet_highs_banner(highspy)
+        quiet_highs_banner()
         variables = lp.variables()
         self._run(lp, variables, highspy, self.start)
         if self.start and not _consistent(lp.solverModel):

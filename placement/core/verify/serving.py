@@ -53,7 +53,7 @@ def demand_tolerance_rps(rate_rps: float) -> float:
 
 
 def check_demand(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
-    """Σ_m share_m = 1 per class, and every step of mode m carries share_m·rate; one chip type where asked."""
+    """Σ_m share_m = 1 per class (0 allowed at rate 0), and every step of mode m carries share_m·rate; one chip type where asked."""
     v: list[str] = []
     step_load = _step_loads(plan)
     for cp in plan.classes:
@@ -62,7 +62,8 @@ def check_demand(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
             continue
         routes = class_routes(ctx, cls)
         total = sum(cp.modes.values())
-        if abs(total - 1.0) > 1e-6:
+        # A class at rate 0 (a quiet period of a schedule) carries nothing: no share is needed.
+        if abs(total - 1.0) > 1e-6 and not (cls.rate_rps == 0 and abs(total) <= 1e-6):
             v.append(f"class {cp.name}: mode shares sum to {total:.6f}, not 1")
         for mode, share in cp.modes.items():
             if mode not in routes:

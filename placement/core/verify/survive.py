@@ -27,6 +27,7 @@ from placement.core.context import Context
 from placement.core.plan import Plan
 from placement.core.verify.facts import RTOL, PoolFacts
 from placement.modes import enabled_modes
+from solvers.backends.highs import quiet_highs_banner
 
 __all__ = ["SURVIVABLE", "check_survival", "covers", "relaxed_context"]
 
@@ -64,6 +65,7 @@ def covers(ctx: Context, facts: list[PoolFacts], replicas: dict[str, float]) -> 
                 m += pulp.lpSum(loads.get(str(step), [])) >= cls.rate_rps * (1 - RTOL) * x
         m += pulp.lpSum(shares) == 1
     m += pulp.lpSum([])
+    quiet_highs_banner()
     m.solve(pulp.HiGHS(msg=False))
     return pulp.LpStatus[m.status] == "Optimal"
 
