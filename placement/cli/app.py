@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from placement.cli.bench import bench_command, export_command, generate_command
+from placement.cli.capacity import capacity_command
 from placement.cli.deploy import deploy_command
 from placement.cli.guard import guarded
 from placement.cli.html_report import report_command
@@ -272,6 +273,7 @@ app.command("schema")(guarded(schema_command))
 app.command("deploy")(guarded(deploy_command))
 app.command("init")(guarded(init_command))
 app.command("report")(guarded(report_command))
+app.command("capacity")(guarded(capacity_command))
 
 
 def main() -> None:  # pragma: no cover

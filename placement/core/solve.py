@@ -59,6 +59,7 @@ def solve(
     began: float | None = None,
     certify: bool = False,
     kv_policy: str | None = None,
+    diagnose: bool = True,
 ) -> Plan:
     """Solve an instance and return a verified :class:`~placement.core.plan.Plan`.
 
@@ -76,7 +77,8 @@ def solve(
     ``kv_policy`` (``tiered``, ``hbm-only``, ``none``; default: tiered when a
     domain group has a KV tier) says where the session classes' KV may be kept
     between calls (:mod:`placement.core.kvmodel`); without session classes it
-    changes nothing.
+    changes nothing. ``diagnose=False`` leaves an infeasible plan's diagnosis empty (a search that only
+    needs to know whether a rate is servable, :mod:`placement.studies.capacity`).
 
     Raises
     ------
@@ -95,7 +97,7 @@ def solve(
         instance = instance.model_copy(update={"objective": objective})
     ctx = Context.of(instance, source)
     plan = solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
-                         kv_policy=kv_policy)
+                         kv_policy=kv_policy, diagnose=diagnose)
     if plan.provenance is not None:
         return plan
     from placement.core.provenance import provenance  # a plan no solution was assembled into
@@ -105,7 +107,8 @@ def solve(
 
 def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | None = None,
                   gap: float | None = None, candidates: Candidates | None = None,
-                  began: float | None = None, certify: bool = False, kv_policy: str | None = None) -> Plan:
+                  began: float | None = None, certify: bool = False, kv_policy: str | None = None,
+                  diagnose: bool = True) -> Plan:
     began = time.monotonic() if began is None else began
     kv = None
     if any(c.sessions is not None for c in ctx.instance.workload.classes):
@@ -138,10 +141,10 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
         plan = second_opinion(plan, backend, gap, lambda other: _solve_verified(ctx, at, other, left, gap, kv))
         if guard and not certify and plan.certified is False:
             plan = plan.model_copy(update={"certified": None})  # guarded, not asked: the better plan stands
-    if plan.status == "infeasible":
-        from placement.core.diagnose import diagnose
+    if plan.status == "infeasible" and diagnose:
+        from placement.core.diagnose import diagnose as diagnosis_of
 
-        diagnosis = diagnose(work, at.full() or at.problem, at.cands, backend=backend, time_limit_s=left)
+        diagnosis = diagnosis_of(work, at.full() or at.problem, at.cands, backend=backend, time_limit_s=left)
         plan = plan.model_copy(update={"diagnosis": diagnosis})
     return plan
 

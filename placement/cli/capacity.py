@@ -1,0 +1,97 @@
+"""Command ``capacity``: the largest rate each class (or the mix) is served at on the fleet as given.
+
+The search is :mod:`placement.studies.capacity`; this module checks the options, prints the table and
+writes the JSON (every target with the verified plan at its capacity). Exit 0 when every target's
+capacity was found, 3 when a target cannot be served at any rate (with the diagnosis of its instance
+rate), 4 when the time limit stopped a search.
+"""
+
+from typing import Annotated
+
+import typer
+
+from placement.cli.options import (
+    Gap,
+    InstanceArg,
+    JsonPath,
+    Quiet,
+    SolverOpt,
+    TimeLimit,
+    check_run_options,
+)
+from placement.core.output import refuse_inputs
+
+__all__ = ["capacity_command"]
+
+
+def capacity_command(
+    instance: InstanceArg,
+    class_: Annotated[list[str] | None, typer.Option("--class", help="this class alone, the others at rate 0 "
+                                                                     "(repeatable; default: every class, "
+                                                                     "then the mix)")] = None,
+    mix: Annotated[bool, typer.Option("--mix", help="every class together in the instance's proportions "
+                                                    "(with --class: as well)")] = False,
+    band: Annotated[bool, typer.Option("--band/--no-band", help="also the capacity at the error band's p10 "
+                                                                "and p90 step times")] = True,
+    rtol: Annotated[float, typer.Option("--rtol", help="relative width of the final bracket")] = 1e-3,
+    solver: SolverOpt = "cbc",
+    time_limit: TimeLimit = None,
+    gap: Gap = None,
+    json_path: JsonPath = None,
+    quiet: Quiet = False,
+) -> None:
+    """Largest servable rate per class (or the mix) under its SLOs, with the verified plan that serves it."""
+    from placement.cli.consoles import out
+    from placement.core.errors import EXIT_INFEASIBLE, EXIT_SOLVER
+    from placement.core.loading import load_instance
+    from placement.studies.capacity import MIX, capacity
+
+    check_run_options(time_limit_s=time_limit, gap=gap)
+    if json_path is not None:
+        from placement.core.output import check_writable
+
+        check_writable(json_path)
+        refuse_inputs({"--json": json_path}, [instance])
+    inst = load_instance(instance)
+    targets = [*(class_ or []), *([MIX] if mix else [])] or None
+    results = capacity(inst, targets=targets, backend=solver, rtol=rtol, band=band, time_limit_s=time_limit,
+                       gap=gap, source=str(instance))
+    if json_path is not None:
+        import json
+
+        from placement.core.output import write_atomic
+
+        write_atomic(json_path, json.dumps([r.model_dump(mode="json") for r in results], indent=2) + "\n")
+    if not quiet:
+        print_capacity(out, inst, results)
+    statuses = {r.status for r in results}
+    if "none" in statuses:
+        raise typer.Exit(EXIT_INFEASIBLE)
+    if "time_limit" in statuses:
+        raise typer.Exit(EXIT_SOLVER)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
+
+
+def print_capacity(console, inst, results) -> None:
+    """One row per target: its rate(s), output tokens/s (and per chip), the band, chips and $/h."""
+    from rich.table import Table
+
+    t = Table(title=f"capacity of {inst.name} as given (under each class's SLOs)")
+    for col in ("target", "status", "× rates", "req/s", "output tok/s", "p10 – p90 tok/s", "tok/s per chip", "chips",
+                "$/h", "verified", "solves"):
+        t.add_column(col)
+    for r in results:
+        band = r.band_output_tokens_per_s
+        t.add_row(r.target, r.status, f"{r.scale:,.4g}", _num(sum(r.rate_rps.values())), _num(r.output_tokens_per_s),
+                  f"{_num(band['p10'])} – {_num(band['p90'])}" if band else "-", _num(r.output_tokens_per_s_per_chip),
+                  f"{r.chips} of {r.fleet_chips}", "-" if r.cost_usd_per_hour is None else f"{r.cost_usd_per_hour:,.2f}",
+                  "yes" if r.verified else "NO", str(r.solves))
+    console.print(t)
+    for r in results:
+        if r.status == "none":
+            console.print(f"{r.target}: not servable at any rate on this fleet", highlight=False)
+            for line in r.diagnosis:
+                console.print(f"  - {line}", highlight=False, soft_wrap=True)
