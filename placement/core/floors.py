@@ -29,8 +29,8 @@ terms, each a time no schedule can beat (they overlap, so are never added):
 
 Per kind (B batch, p prompt, o output tokens): decode TPOT is a step of B
 sequences at the mean decode context (terms linear in context bound the mean);
-aggregated TPOT a step of B decode tokens and a C-token chunk with C/p of the
-prompt's pairs and KV, TTFT the prompt alone over ⌈p/C⌉ sequential steps;
+aggregated TPOT a step of B decode tokens and the C̄ = min(C, (B/dp − 1)·p/o) prompt
+tokens a decode step carries (C̄/p of the prompt's pairs and KV), TTFT the prompt alone over ⌈p/C⌉ sequential steps;
 prefill TTFT one prompt, without the KV transfer the first token needs not;
 decode-spec TPOT ≥ (γ draft steps + a verify of γ + 1 tokens) ÷ (γ + 1), the
 work summed on shared chips, the chain plus a round trip for a remote draft
@@ -58,8 +58,9 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
+from placement.core.floor_shape import BYTES_PER_VALUE, FLOPS_PER_MAC, Shape, model_shape
+
 if TYPE_CHECKING:
-    from costmodels.models import ModelSpec
     from placement.core.context import Context
     from placement.core.evaluate import PartLayout, PoolConfig
     from placement.core.plan import Plan, Pool
@@ -70,106 +71,6 @@ __all__ = ["RTOL", "Bound", "Floors", "Shape", "Term", "check_floors", "config_f
 
 #: Relative slack before a claim counts as beating its floor (solver and float noise).
 RTOL = 1e-6
-#: Bytes per stored value; FP4 packs two values per byte.
-_BYTES_PER_VALUE = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
-#: A multiply-add is two FLOPs.
-_FLOPS_PER_MAC = 2.0
-
-
-# ---- the model's sizes, derived from its architecture ----------------------------------------
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Sizes of a model per token and layer, derived from its architecture fields.
-
-    ``attention_params`` are all layers' Q, K, V and O projections (MLA: its
-    low-rank factors); ``ffn_min_params`` the FFN parameters one token
-    certainly multiplies by (dense FFNs, routers, k routed + shared experts per
-    MoE layer); ``flops_per_pair`` the attention-core FLOPs per query–key pair
-    and layer; ``kv_bytes_per_token_layer`` the cache one token adds to one layer.
-    """
-
-    layers: int
-    hidden: int
-    attention_params: float
-    lm_head_params: float
-    ffn_min_params: float
-    full_layers: int
-    window_layers: int
-    window_tokens: float
-    kv_bytes_per_token_layer: float
-    flops_per_pair: float
-
-    def part_params(self, part: str) -> float:
-        """Parameters one token multiplies by in ``full``, ``attention`` (no LM head) or ``ffn``."""
-        return {"full": self.attention_params + self.lm_head_params + self.ffn_min_params,
-                "attention": self.attention_params, "ffn": self.ffn_min_params}[part]
-
-    def kv_tokens(self, context: float) -> float:
-        """Cached (token, layer) entries one query at ``context`` attends to: L_full·c + L_swa·min(c, w)."""
-        return self.full_layers * context + self.window_layers * min(context, self.window_tokens)
-
-    def mean_kv_tokens(self, first: float, steps: int) -> float:
-        """Mean of :meth:`kv_tokens` over contexts first, first + 1, …, first + steps − 1."""
-        n = max(int(steps), 1)
-        full = self.full_layers * (first + (n - 1) / 2)
-        if not self.window_layers:
-            return full
-        w = self.window_tokens
-        below = int(min(n, max(0.0, math.floor(w - first) + 1)))  # contexts ≤ w
-        s = below * first + below * (below - 1) / 2 + (n - below) * w
-        return full + self.window_layers * s / n
-
-    def prefill_pairs(self, prompt: float, cached: float) -> float:
-        """Query–key pairs of p new tokens after c0 cached ones, all layers (≤ the discrete count)."""
-        def g(x: float) -> float:  # ∫₀ˣ min(t, w) dt
-            w = self.window_tokens
-            return 0.5 * x * x if x <= w else 0.5 * w * w + w * (x - w)
-
-        full = self.full_layers * (prompt * cached + 0.5 * prompt * prompt)
-        return full + (self.window_layers * (g(cached + prompt) - g(cached)) if self.window_layers else 0.0)
-
-
-def model_shape(model: ModelSpec, kv_precision: str) -> Shape:
-    """Derive a model's :class:`Shape` from its architecture fields (not from its derived properties).
-
-    Examples
-    --------
-    >>> from costmodels.models import load_model_catalog
-    >>> s = model_shape(load_model_catalog()["deepseek-v3"], "fp8")
-    >>> round(s.ffn_min_params / 1e9, 1), s.kv_bytes_per_token_layer
-    (24.3, 576.0)
-    """
-    a, d = model.attention, model.hidden_size
-    if a.kind == "gqa":
-        attn = d * a.heads * a.head_dim * 2 + d * a.kv_heads * a.head_dim * 2
-        kv_layer = 2 * a.kv_heads * a.head_dim
-        per_pair = _FLOPS_PER_MAC * a.heads * 2 * a.head_dim
-    else:
-        q_dim = a.heads * (a.head_dim + a.qk_rope_head_dim)
-        q = d * q_dim if a.q_lora_rank is None else d * a.q_lora_rank + a.q_lora_rank * q_dim
-        kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim)
-        attn = q + kv + a.heads * a.v_head_dim * d
-        kv_layer = a.kv_lora_rank + a.qk_rope_head_dim
-        absorbed = (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
-        plain = (a.head_dim + a.qk_rope_head_dim) + a.v_head_dim
-        per_pair = _FLOPS_PER_MAC * a.heads * min(absorbed, plain)
-    matrices = 3 if model.ffn_gated else 2
-    moe = model.moe
-    dense_layers = model.layers if moe is None else (model.layers if model.dense_layers is None else model.dense_layers)
-    ffn = dense_layers * matrices * d * model.ffn_intermediate_size
-    if moe is not None:
-        expert = matrices * d * moe.expert_intermediate_size
-        ffn += (model.layers - dense_layers) * ((moe.active_experts + moe.shared_experts) * expert + d * moe.experts)
-    window = a.sliding_window_layers
-    return Shape(
-        layers=model.layers, hidden=d, attention_params=float(model.layers * attn),
-        lm_head_params=float(model.vocab_size * d), ffn_min_params=float(ffn),
-        full_layers=model.layers - window, window_layers=window,
-        window_tokens=float(a.sliding_window_tokens) if window else math.inf,
-        kv_bytes_per_token_layer=kv_layer * _BYTES_PER_VALUE[kv_precision], flops_per_pair=float(per_pair),
-    )
 
 
 # ---- terms and bounds -------------------------------------------------------------------------
@@ -294,7 +195,7 @@ def _work_terms(w: _Work, on: _Chips) -> list[Term]:
 
 
 def _activation_bytes(weights: str) -> float:
-    return min(_BYTES_PER_VALUE[weights], 1.0)
+    return min(BYTES_PER_VALUE[weights], 1.0)
 
 
 def _exchange(s: Shape, tokens: float, tp: int, pp: int, weights: str) -> float:
@@ -305,11 +206,11 @@ def _exchange(s: Shape, tokens: float, tp: int, pp: int, weights: str) -> float:
 def _step_work(s: Shape, part: str, *, tokens: float, kv_tokens: float, pairs: float, tp: int, pp: int,
                weights: str, dp: int = 1) -> _Work:
     """One step of ``tokens`` new tokens reading ``kv_tokens`` cached (token, layer) entries, tokens/dp a group."""
-    b = _BYTES_PER_VALUE[weights]
+    b = BYTES_PER_VALUE[weights]
     return _Work(
         weight_bytes=s.part_params(part) * b,
         kv_bytes=0.0 if part == "ffn" else kv_tokens * s.kv_bytes_per_token_layer,
-        matmul_flops=_FLOPS_PER_MAC * tokens * s.part_params(part),
+        matmul_flops=FLOPS_PER_MAC * tokens * s.part_params(part),
         attention_flops=0.0 if part == "ffn" else pairs * s.flops_per_pair,
         exchange_bytes_per_chip=_exchange(s, tokens / dp, tp, pp, weights),
     )
@@ -341,11 +242,11 @@ def _token_path(chain: _Chain, s: Shape, part: str, on: _Chips, *, tp: int, pp: 
     """Add one token's pass through ``part`` on stages of ``tp`` chips (``on.count`` = all stages)."""
     stage = replace(on, count=max(tp, 1))
     kv = 0.0 if part == "ffn" else s.kv_tokens(context)
-    t = stage.seconds(_FLOPS_PER_MAC * s.part_params(part), kv * s.flops_per_pair)
+    t = stage.seconds(FLOPS_PER_MAC * s.part_params(part), kv * s.flops_per_pair)
     pre = f"{on.label} " if on.label else ""
     chain = chain.plus(t, f"{pre}1 token's FLOPs on {stage.where()}")
     if on.chip.sram_only:
-        bytes_ = s.part_params(part) * _BYTES_PER_VALUE[on.weights] + kv * s.kv_bytes_per_token_layer
+        bytes_ = s.part_params(part) * BYTES_PER_VALUE[on.weights] + kv * s.kv_bytes_per_token_layer
         chain = chain.plus(bytes_ / (stage.count * on.bandwidth),
                            f"{pre}its weights {_gb(bytes_)} from SRAM on {stage.where()}")
     if tp > 1 and tp_latency:
@@ -413,8 +314,11 @@ def _aggregated(ctx, cfg, cls, s, prec) -> Floors:
     p, c0 = float(cls.prompt_tokens), float(cls.cached_prefix_tokens)
     first, steps, mean = _decode_span(cls)
     decode_kv = cfg.batch * s.mean_kv_tokens(first, steps)
-    share = chunk / p  # a step carries C of the prompt's p tokens: C/p of its pairs and KV
-    step = _step_work(s, "full", tokens=cfg.batch + chunk,
+    # Decode steps carry the prompts of the slots refilled as others finish: each of a group's other B/dp − 1
+    # slots once per o steps, at most C (one group's chunk, still a floor). Of p tokens: that share of pairs, KV.
+    carried = min(chunk, max(cfg.batch / lay.dp - 1.0, 0.0) * p / float(cls.output_tokens))
+    share = carried / p
+    step = _step_work(s, "full", tokens=cfg.batch + carried,
                       kv_tokens=decode_kv + share * s.kv_tokens(c0 + p),
                       pairs=decode_kv + share * s.prefill_pairs(p, c0), tp=lay.tp, pp=lay.pp, weights=on.weights,
                       dp=lay.dp)

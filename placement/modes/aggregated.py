@@ -7,13 +7,18 @@ instance's ``measured_capacity``, make one column per (chip, chips) that
 serves every class measured on it, mixing them linearly as the measurements
 were taken; with ``only_measured`` they are the only columns.
 
-Capacity rule (requests/s per replica): each step carries B decode tokens and
-a C-token prefill chunk, decode first. Two queues, the TTFT budget shared as
-in :mod:`placement.core.evaluate`: the chunk channel is one server of service
-p·t/C per prompt and latency ⌈p/C⌉·t (M/D/1,
+Capacity rule (requests/s per replica): a step carries B decode tokens and
+prompt tokens, decode first, at most C of them (the chunk budget). A prompt's
+own steps carry a full chunk, of time t_C; a request's decode steps carry on
+average the prompts of the sequences that replace finishing ones,
+c̄ = min(C, (B − 1)·p/o) tokens (each of the other B − 1 slots is refilled once
+per o steps), of time t. Two queues, the TTFT budget shared as in
+:mod:`placement.core.evaluate`: the chunk channel is one server of service
+p·t_C/C per prompt and latency ⌈p/C⌉·t_C (M/D/1,
 :func:`placement.core.evaluate.prefill_queue`); the B slots are each held
-o·t (:func:`placement.core.evaluate.slot_admission`). Capacity = the lower
-of the two; TTFT = the channel's wait + ⌈p/C⌉·t + the wait for a slot, each
+o·t (:func:`placement.core.evaluate.slot_admission`); TPOT is t, the mean over
+a request's steps. Capacity = the lower
+of the two; TTFT = the channel's wait + ⌈p/C⌉·t_C + the wait for a slot, each
 wait at the rate its own limit allows (at least the wait at the capacity).
 Under data-parallel attention each of the dp groups runs its own chunk: dp such
 channels, each at 1/dp of the rate (capacity ×dp, the same waits).
@@ -73,21 +78,30 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     """The capacity rule (module notes) on ``part``'s chip at layouts ``lay`` and chunks ``chunk`` (scalars,
     or arrays of ``b``'s shape: elementwise, so each point's floats are its configuration's alone)."""
     chip, m = ctx.chips[part.chip], ctx.model
-    # A chunk attends to the cached prefix and, on average, half of the prompt before it.
-    chunk_context = cls.cached_prefix_tokens + np.maximum(cls.prompt_tokens - chunk, 0) / 2
-    # A chunk longer than the prompt holds C/p prompts, each reading its own cached prefix.
-    chunk_prompts = np.maximum(chunk / cls.prompt_tokens, 1.0)
-    st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=chunk,
-                         chunk_context=chunk_context, chunk_prompts=chunk_prompts, **lay.args(), dp=lay.dp,
-                         **step_precision_args(ctx))
-    t = banded_step_s(ctx, part, "decode", st)
-    steps_per_prompt = np.ceil(cls.prompt_tokens / chunk)
+    p, o = cls.prompt_tokens, cls.output_tokens
+
+    def step_s(tokens):
+        # A chunk attends to the cached prefix and, on average, half of the prompt before it; a chunk
+        # longer than the prompt holds C/p prompts, each reading its own cached prefix.
+        st = aggregated_step(chip, m, batch=b, context=decode_context_tokens(cls), chunk_tokens=tokens,
+                             chunk_context=cls.cached_prefix_tokens + np.maximum(p - tokens, 0) / 2,
+                             chunk_prompts=np.maximum(tokens / p, 1.0), **lay.args(), dp=lay.dp,
+                             **step_precision_args(ctx))
+        return banded_step_s(ctx, part, "decode", st)
+
+    # A prompt's own steps carry a full chunk C (its prefill latency, the channel's service time). A
+    # request's decode steps carry, on average, the prompts of the sequences that join as others finish:
+    # each of a group's b/dp − 1 other slots is refilled once per o steps, (b/dp − 1)·p/o tokens per step,
+    # at most C — what the mean TPOT and the slots' holding time see.
+    t_chunk = step_s(chunk)
+    t = step_s(np.minimum(chunk, np.maximum(b / lay.dp - 1.0, 0.0) * p / o))
+    steps_per_prompt = np.ceil(p / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, lay.chips)
-    latency_s = steps_per_prompt * t + reload_s + framework_latency_s(ctx)
-    channel_cap, prefill_ttft = prefill_queue(t * cls.prompt_tokens / chunk, latency_s, 1.0, cls)
+    latency_s = steps_per_prompt * t_chunk + reload_s + framework_latency_s(ctx)
+    channel_cap, prefill_ttft = prefill_queue(t_chunk * p / chunk, latency_s, 1.0, cls)
     prefill_cap = lay.dp * channel_cap
-    decode_cap, slot_wait = slot_admission(b, cls.output_tokens * t, cls)
+    decode_cap, slot_wait = slot_admission(b, o * t, cls)
     cap = np.minimum(prefill_cap, decode_cap)
     ttft = prefill_ttft + slot_wait
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + lay.dp, context=max_context_tokens(cls),
