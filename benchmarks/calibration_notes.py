@@ -129,10 +129,8 @@ variant switched in).
   speed or throughput with the model, the layout or chip count, the concurrency and ISL/OSL (project
   search tools, stored vendor pages, documentation and news; last pass 2026-12-01). None found yields a
   row the fit can use, so each keeps the wide `uncalibrated` band:
-  - *MI355X*: MLPerf Inference v5.1 (2025-09-09) and v6.0 (2026-04-01) results exist (AMD ROCm blogs:
-    Llama 2 70B offline / server / interactive on 1–11 nodes; 1.04 M tokens/s on 87 GPUs). MLPerf
-    reports aggregate tokens/s under a TTFT/TPOT bound (interactive: 450 ms / 40 ms), not the
-    concurrency or the achieved TPOT, so no TPOT row or per-chip point at a known batch can be derived.
+  - *MI355X*: no published measurement with the concurrency and the achieved TPOT was found outside the
+    audited benchmark the project keeps out of its data (its results are never read or compared).
   - *Trainium 2*: Amazon Bedrock's latency-optimized Llama 3.1 70B / 405B (served on Trainium2) publishes
     no tokens/s; the Neuron SDK tutorials (Llama-3.3-70B and Llama-3.1-405B on trn2.48xlarge, LLMPerf)
     describe the measurement, but the excerpts the search returns carry no result table; the AWS ML blog

@@ -35,6 +35,7 @@ __all__ = [
     "matmul_params_per_token",
     "prefill_attention_pairs",
     "replicated_weight_bytes",
+    "routed_active_params",
     "routed_expert_bytes",
     "stored_weight_bytes",
     "weight_bytes_touched",
@@ -67,14 +68,40 @@ def matmul_params_per_token(model: ModelSpec, part: Part = "full") -> float:
     return attn + model.active_ffn_params
 
 
-def stored_weight_bytes(model: ModelSpec, part: Part, precision: str) -> float:
-    """Weight bytes a part stores: attention (+ embeddings), FFN, or all."""
-    b = BYTES_PER_VALUE[precision]
-    if part == "attention":
-        return (model.attention_params + model.embedding_params) * b
-    if part == "ffn":
-        return model.ffn_params * b
-    return model.total_params * b
+def routed_active_params(model: ModelSpec) -> float:
+    """Routed-expert parameters one token multiplies by (k experts per MoE layer, all MoE layers).
+
+    Examples
+    --------
+    >>> from costmodels.examples import deepseek_v3, llama_70b
+    >>> round(routed_active_params(deepseek_v3()) / 1e9, 1), routed_active_params(llama_70b())
+    (20.4, 0.0)
+    """
+    if model.moe is None:
+        return 0.0
+    return model.n_moe_layers * model.moe.active_experts * model.expert_params
+
+
+def _attention_bytes_per_value(precision: str, attention_precision: str | None) -> float:
+    return BYTES_PER_VALUE[precision if attention_precision is None else attention_precision]
+
+
+def stored_weight_bytes(model: ModelSpec, part: Part, precision: str, attention_precision: str | None = None) -> float:
+    """Weight bytes a part stores: attention (+ embeddings), FFN, or all.
+
+    ``precision`` is the FFN's (dense layers and experts); ``attention_precision`` (default the same) that of
+    the attention projections, embeddings and LM head — FP4 checkpoints of MoE models keep them at 8 or 16 bits.
+
+    Examples
+    --------
+    >>> from costmodels.examples import deepseek_v3
+    >>> m = deepseek_v3()
+    >>> round(stored_weight_bytes(m, "full", "fp4") / 1e9, 1), round(stored_weight_bytes(m, "full", "fp4", "fp8") / 1e9, 1)
+    (377.5, 383.3)
+    """
+    a = (model.attention_params + model.embedding_params) * _attention_bytes_per_value(precision, attention_precision)
+    f = model.ffn_params * BYTES_PER_VALUE[precision]
+    return {"attention": a, "ffn": f}.get(part, a + f)
 
 
 def routed_expert_bytes(model: ModelSpec, precision: str) -> float:
@@ -91,7 +118,8 @@ def routed_expert_bytes(model: ModelSpec, precision: str) -> float:
     return model.n_moe_layers * model.moe.experts * model.expert_params * BYTES_PER_VALUE[precision]
 
 
-def replicated_weight_bytes(model: ModelSpec, part: Part, precision: str) -> float:
+def replicated_weight_bytes(model: ModelSpec, part: Part, precision: str, attention_precision: str | None = None
+                            ) -> float:
     """Weight bytes every data-parallel rank reads each step whatever its tokens.
 
     Under data-parallel attention each DP rank holds its own (tp-sliced) copy of
@@ -107,7 +135,7 @@ def replicated_weight_bytes(model: ModelSpec, part: Part, precision: str) -> flo
     True
     """
     b = BYTES_PER_VALUE[precision]
-    attn = (model.attention_params + _lm_head_params(model)) * b
+    attn = (model.attention_params + _lm_head_params(model)) * _attention_bytes_per_value(precision, attention_precision)
     ffn = model.n_dense_layers * model.dense_ffn_params_per_layer * b
     if model.moe is not None:
         per_layer = model.moe.shared_experts * model.expert_params + model.hidden_size * model.moe.experts
@@ -141,15 +169,16 @@ def experts_touched_per_layer(model: ModelSpec, tokens: ArrayLike, *, include_sh
     return as_result(routed)
 
 
-def weight_bytes_touched(model: ModelSpec, part: Part, tokens: ArrayLike, precision: str):
+def weight_bytes_touched(model: ModelSpec, part: Part, tokens: ArrayLike, precision: str,
+                         attention_precision: str | None = None):
     """Weight bytes one step of ``tokens`` tokens reads (``W_touched``).
 
-    Attention projections and LM head always; dense FFNs always; per MoE layer
-    the router and the touched experts (:func:`experts_touched_per_layer`).
+    Attention projections and LM head always (at ``attention_precision``, default ``precision``); dense
+    FFNs always; per MoE layer the router and the touched experts (:func:`experts_touched_per_layer`).
     """
     b = BYTES_PER_VALUE[precision]
     t = np.asarray(tokens, dtype=float)
-    attn = (model.attention_params + _lm_head_params(model)) * b
+    attn = (model.attention_params + _lm_head_params(model)) * _attention_bytes_per_value(precision, attention_precision)
     dense = model.n_dense_layers * model.dense_ffn_params_per_layer * b
     if model.moe is not None and model.n_moe_layers:
         per_layer = experts_touched_per_layer(model, t) * model.expert_params + model.hidden_size * model.moe.experts

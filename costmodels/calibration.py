@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from costmodels.comm import ACTIVATION_BYTES_PER_VALUE, ep_alltoall_s
+from costmodels.efficiency import DEFAULT_SEQUENCE_OVERHEAD_S
 from costmodels.measured_rows import (
     SYSTEM_CHIPS,
     MappedRow,
@@ -45,13 +45,7 @@ from costmodels.measured_rows import (
     read_measured_csv,
 )
 from costmodels.models import ModelSpec, load_model_catalog
-from costmodels.roofline import (
-    aggregated_step,
-    attention_core_flops,
-    forward_cost,
-    kv_bytes_per_sequence,
-    prefill_step,
-)
+from costmodels.row_costs import abs_pct_error, chip_with, row_costs
 from topology.chips import ChipSpec, load_chip_catalog
 
 __all__ = [
@@ -85,8 +79,6 @@ __all__ = [
 #: arrives alone at a random time: one prefill + half of the others' aggregated step in flight + a
 #: fitted per-request latency ``request_overhead_s``. ``benchmarks/calibrate.py --ttft-model`` picks it.
 TTFT_MODEL = "wave"
-#: Share of the aggregated step in flight a new prompt waits for on average (it arrives at a random time).
-_IN_FLIGHT = 0.5
 #: Weight of the TTFT term in the fit objective (TPOT has weight 1).
 TTFT_WEIGHT = 1.0
 #: Weight every model of a system equally in the objective (else every row).
@@ -101,135 +93,6 @@ OVERHEAD_BOUNDS_S = (0.0, 20e-3)
 # ---- predictions ---------------------------------------------------------------
 
 
-def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float,
-              memory_half_bytes: float = 0.0, compute_half_tokens: float = 0.0,
-              layer_overhead_s: float = 0.0, request_overhead_s: float = 0.0,
-              allreduce_efficiency: float = 1.0) -> ChipSpec:
-    """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced.
-
-    ``request_overhead_s`` is no catalogue field: it rides on the copy for the closed-loop TTFT model.
-    """
-    return chip.model_copy(update={"compute_efficiency": float(compute_efficiency),
-                                   "memory_efficiency": float(memory_efficiency),
-                                   "step_overhead_s": float(step_overhead_s),
-                                   "memory_half_bytes": float(memory_half_bytes),
-                                   "compute_half_tokens": float(compute_half_tokens),
-                                   "layer_overhead_s": float(layer_overhead_s),
-                                   "request_overhead_s": float(request_overhead_s),
-                                   "allreduce_efficiency": float(allreduce_efficiency)})
-
-
-def _request_overhead_s(chip: ChipSpec) -> float:
-    """The closed-loop TTFT model's per-request latency: set by :func:`chip_with` only (plans do not price it)."""
-    return float(getattr(chip, "request_overhead_s", 0.0))
-
-
-def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
-    """Row indices grouped by what must be scalar in a roofline call."""
-    groups: dict[tuple, list[int]] = {}
-    for i, m in enumerate(rows):
-        groups.setdefault((m.model, m.precision, m.kv_precision, m.layout), []).append(i)
-    return {k: np.asarray(v) for k, v in groups.items()}
-
-
-@dataclass
-class _RowCosts:
-    """Per-row step costs on one chip, split so that the factors can be re-applied.
-
-    TPOT = Σ_k max(compute[k], memory[k]) + comm + overhead (k = 0: the whole
-    aggregated step, or the attention step of a DP-attention row; k = 1: its
-    FFN step; ``parts[k]`` marks which exist). ``tokens[k]`` is the GEMM row
-    count (tokens per micro-batch) the compute efficiency depends on, ``layers``
-    the layer passes paid a launch cost. TTFT (:data:`TTFT_MODEL`) = ttft_scale ·
-    (one prefill step) + ttft_in_flight · (the aggregated step) + the request
-    overhead, ``nan`` on rows that are not TTFT-eligible.
-    """
-
-    tpot_compute: np.ndarray  # (2, N) s
-    tpot_memory: np.ndarray  # (2, N) s
-    tpot_tokens: np.ndarray  # (2, N)
-    tpot_parts: np.ndarray  # (2, N) 1.0 where the step exists
-    tpot_comm: np.ndarray  # (N,) s
-    tpot_layers: np.ndarray  # (N,)
-    tpot_s: np.ndarray  # (N,) s, as the roofline returns it on this chip
-    ttft_compute: np.ndarray  # (N,) s
-    ttft_memory: np.ndarray  # (N,) s
-    ttft_tokens: np.ndarray  # (N,)
-    ttft_comm: np.ndarray  # (N,) s
-    ttft_layers: np.ndarray  # (N,)
-    ttft_scale: np.ndarray  # (N,) prefills a TTFT waits for: (b + 1)/2 (wave) or 1; nan if not eligible
-    ttft_s: np.ndarray  # (N,) s
-    ttft_in_flight: np.ndarray  # (N,) share of the aggregated step a new prompt waits for
-
-
-def _chunked_part(chip: ChipSpec, model: ModelSpec, part: str, batch, context, chunk, chunk_ctx, tp, ep, precision,
-                  kv_precision):
-    """One aggregated step of ``part`` (attention or FFN): ``batch`` decode tokens + a ``chunk`` of prompt."""
-    attn = batch * np.asarray(attention_core_flops(model, new_tokens=1, context=context, decode=True)) + np.asarray(
-        attention_core_flops(model, new_tokens=chunk, context=chunk_ctx, decode=False))
-    kv = batch * np.asarray(kv_bytes_per_sequence(model, kv_precision, context)) + np.where(
-        chunk > 0, np.asarray(kv_bytes_per_sequence(model, kv_precision, chunk_ctx + chunk)), 0.0)
-    return forward_cost(chip, model, part=part, sequences=batch + (chunk > 0), tokens=batch + chunk,
-                        attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, precision=precision)
-
-
-def _row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow]) -> _RowCosts:
-    """Price every row on ``chip`` (vectorised: one roofline call per group)."""
-    n = len(rows)
-    c, mem, tok, parts = np.zeros((2, n)), np.zeros((2, n)), np.ones((2, n)), np.zeros((2, n))
-    comm, layers, tpot = np.zeros(n), np.zeros(n), np.zeros(n)
-    pc, pm, ptok, pcomm, player, pscale, ttft, wait = (np.full(n, np.nan) for _ in range(8))
-    for (model_name, precision, kv_prec, layout), idx in _group_indices(rows).items():
-        model = models[model_name]
-        rs = [rows[i] for i in idx]
-
-        def col(attr, rs=rs):
-            return np.array([getattr(m, attr) for m in rs], dtype=float)
-
-        batch, context, tp, pp, ep = col("batch"), col("context"), col("tp"), col("pp"), col("ep")
-        chunk = col("prefill_tokens_per_step")
-        isl = np.array([m.row.isl for m in rs], dtype=float)
-        if layout == "tp":
-            st = aggregated_step(chip, model, batch=batch, context=context, chunk_tokens=chunk,
-                                 chunk_context=np.maximum(isl - chunk, 0.0) / 2.0, tp=tp, pp=pp, ep=ep,
-                                 precision=precision, kv_precision=kv_prec)
-            c[0, idx], mem[0, idx], comm[idx] = st.compute_s, st.memory_s, st.comm_s
-            n_mb = np.minimum(pp, np.maximum(batch + (chunk > 0), 1.0))
-            tok[0, idx], parts[0, idx], layers[idx] = (batch + chunk) / n_mb, 1.0, model.layers
-            tpot[idx] = st.time_s
-        else:
-            dp = col("attn_dp")
-            att = _chunked_part(chip, model, "attention", batch / dp, context, chunk / dp,
-                                np.maximum(isl - chunk / dp, 0.0) / 2.0, col("attn_tp"), 1, precision, kv_prec)
-            ffn = forward_cost(chip, model, part="ffn", sequences=batch + (chunk > 0), tokens=batch + chunk,
-                               attention_flops=0.0, kv_bytes=0.0, tp=tp, ep=ep, precision=precision)
-            a2a = np.zeros(len(idx))
-            if model.moe is not None:
-                a2a = model.n_moe_layers * np.asarray(ep_alltoall_s(
-                    chip, batch + chunk, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE,
-                    ep))
-            c[0, idx], mem[0, idx], tok[0, idx] = att.compute_s, att.memory_s, (batch + chunk) / dp
-            c[1, idx], mem[1, idx], tok[1, idx] = ffn.compute_s, ffn.memory_s, batch + chunk
-            parts[:, idx], layers[idx] = 1.0, 2 * model.layers
-            comm[idx] = np.asarray(att.comm_s) + np.asarray(ffn.comm_s) + a2a
-            # attention and FFN run back to back on the same chips: one framework overhead
-            tpot[idx] = np.asarray(att.time_s) + np.asarray(ffn.time_s) - chip.step_overhead_s + a2a
-        elig = np.array([m.ttft_eligible for m in rs])
-        if elig.any():
-            e = idx[elig]
-            pf = prefill_step(chip, model, prompt=isl[elig], batch=1, tp=tp[elig], pp=pp[elig], ep=ep[elig],
-                              precision=precision, kv_precision=kv_prec)
-            pc[e], pm[e], pcomm[e] = pf.compute_s, pf.memory_s, pf.comm_s
-            ptok[e], player[e] = isl[elig], model.layers
-            if TTFT_MODEL == "wave":
-                pscale[e], wait[e] = (batch[elig] + 1.0) / 2.0, 0.0
-                ttft[e] = pscale[e] * np.asarray(pf.time_s)
-            else:  # closed loop: a prompt arrives alone, while the others' step runs (none when b = 1)
-                pscale[e], wait[e] = 1.0, np.where(batch[elig] > 1, _IN_FLIGHT, 0.0)
-                ttft[e] = np.asarray(pf.time_s) + wait[e] * tpot[e] + _request_overhead_s(chip)
-    return _RowCosts(c, mem, tok, parts, comm, layers, tpot, pc, pm, ptok, pcomm, player, pscale, ttft, wait)
-
-
 def predict_rows(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec] | None = None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Predicted (TPOT, TTFT) arrays in seconds for mapped rows on ``chip``.
@@ -237,7 +100,7 @@ def predict_rows(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelS
     TTFT is ``nan`` for rows that are not TTFT-eligible (see module notes).
     """
     models = load_model_catalog() if models is None else models
-    rc = _row_costs(chip, models, rows)
+    rc = row_costs(chip, models, rows, TTFT_MODEL)
     return rc.tpot_s, rc.ttft_s
 
 
@@ -245,12 +108,6 @@ def predict(chip: ChipSpec, model: ModelSpec, m: MappedRow) -> tuple[float, floa
     """Predicted (TPOT, TTFT) in seconds of one mapped row on ``chip``."""
     tpot, ttft = predict_rows(chip, [m], {m.model: model})
     return float(tpot[0]), float(ttft[0])
-
-
-def abs_pct_error(pred, meas) -> np.ndarray:
-    """|pred − meas| / meas · 100."""
-    p, y = np.asarray(pred, dtype=float), np.asarray(meas, dtype=float)
-    return np.abs(p - y) / y * 100.0
 
 
 # ---- fit -----------------------------------------------------------------------
@@ -268,12 +125,14 @@ class FitFactors:
     layer_overhead_s: float = 0.0
     request_overhead_s: float = 0.0
     allreduce_efficiency: float = 1.0
+    sequence_overhead_s: float = 0.0
 
 
 #: Uncalibrated kernel-level factors, the fit's starting point: H100 Vidur profiles
 #: (large GEMMs 69-76 % of peak, memory-bound GEMMs 80-92 % of HBM bandwidth) and a
 #: 2 ms per-step framework overhead (1.5-10 ms measured); flat operating-point terms.
-KERNEL_REFERENCE = FitFactors(compute_efficiency=0.70, memory_efficiency=0.86, step_overhead_s=2.0e-3)
+KERNEL_REFERENCE = FitFactors(compute_efficiency=0.70, memory_efficiency=0.86, step_overhead_s=2.0e-3,
+                              sequence_overhead_s=DEFAULT_SEQUENCE_OVERHEAD_S)
 
 #: Search range of every factor: (low, high). Efficiencies are fractions, τ and τ_layer
 #: seconds, x_half bytes per chip per step, t_half tokens.
@@ -286,6 +145,7 @@ FACTOR_BOUNDS: dict[str, tuple[float, float]] = {
     "layer_overhead_s": (0.0, 200e-6),
     "request_overhead_s": (0.0, 0.5),
     "allreduce_efficiency": (0.05, 1.0),
+    "sequence_overhead_s": (0.0, 200e-6),
 }
 #: Factors fitted on measured GPU serving rows (all seven; the wave TTFT model drops request_overhead_s).
 GPU_FACTORS: tuple[str, ...] = tuple(FACTOR_BOUNDS)
@@ -297,19 +157,21 @@ _ROUNDS, _POINTS = 10, 41
 class _Terms:
     """Unit-chip decomposition of one metric (η = 1, flat operating point, no overhead)::
 
-        pred = scale·(Σ_k max(c_k·(1 + t_half/t_k)/η_c, (m_k + x_half/BW)/η_m)·part_k
-                      + comm + ar·(1/η_ar − 1) + τ + layers·τ_layer)
+        pred = scale·(Σ_k max((c_k·(1 + t_half/t_k) + a_k)/η_c, (m_k + x_half/BW)/η_m)·part_k
+                      + comm + ar·(1/η_ar − 1) + τ + layers·τ_layer + sequences·h)
 
     ``ar`` is the all-reduce share of ``comm`` (:func:`costmodels.comm.tp_allreduce_s`, which divides by
     the chip's ``allreduce_efficiency`` η_ar); the rest of ``comm`` (all-to-alls, hand-offs) is fixed.
     """
 
-    compute: np.ndarray  # (K, N) seconds at η_c = 1
+    compute: np.ndarray  # (K, N) seconds at η_c = 1, weight GEMMs
+    core: np.ndarray  # (K, N) seconds at η_c = 1, the attention core (no t½ curve)
     memory: np.ndarray  # (K, N) seconds at η_m = 1
     tokens: np.ndarray  # (K, N) GEMM rows
     parts: np.ndarray  # (K, N) 1 where the step exists
     comm: np.ndarray  # (N,)
     layers: np.ndarray  # (N,)
+    sequences: np.ndarray  # (N,) sequences whose host cost the step pays
     scale: np.ndarray  # (N,)
     measured: np.ndarray  # (N,) seconds
     weight: np.ndarray  # (N,) sums to 1
@@ -321,12 +183,13 @@ class _Terms:
     def predict_many(self, f: dict[str, np.ndarray]) -> np.ndarray:
         """Predictions for G factor sets at once: every value of ``f`` has shape (G,); returns (G, N)."""
         g = {k: np.asarray(v, dtype=float)[:, None, None] for k, v in f.items()}
-        comp = self.compute[None] / g["compute_efficiency"] * (
-            1.0 + g["compute_half_tokens"] / np.maximum(self.tokens[None], 1e-9))
+        comp = (self.compute[None] * (1.0 + g["compute_half_tokens"] / np.maximum(self.tokens[None], 1e-9))
+                + self.core[None]) / g["compute_efficiency"]
         mem = (self.memory[None] + g["memory_half_bytes"] / self.bandwidth_bytes_per_s) / g["memory_efficiency"]
         base = (np.maximum(comp, mem) * self.parts[None]).sum(axis=1)
         over = self.overhead_count * (g["step_overhead_s"][:, :, 0]
-                                      + self.layers[None] * g["layer_overhead_s"][:, :, 0])
+                                      + self.layers[None] * g["layer_overhead_s"][:, :, 0]
+                                      + self.sequences[None] * g["sequence_overhead_s"][:, :, 0])
         comm = self.comm[None] + np.asarray(self.allreduce)[None] * (1.0 / g["allreduce_efficiency"][:, :, 0] - 1.0)
         return self.scale[None] * (base + comm + over) + self.request * g["request_overhead_s"][:, :, 0]
 
@@ -353,23 +216,27 @@ def _weights(names: np.ndarray, per_model: bool) -> np.ndarray:
 def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow],
                  per_model: bool) -> tuple[_Terms, _Terms]:
     """Price the rows once on a unit chip (η = 1, τ = 0, flat): TPOT and TTFT terms."""
-    rc = _row_costs(chip_with(chip, 1.0, 1.0, 0.0), models, rows)
+    rc = row_costs(chip_with(chip, 1.0, 1.0, 0.0), models, rows, TTFT_MODEL)
     # all-reduce time is linear in 1/η_ar: pricing again at η_ar = ½ adds exactly one more all-reduce share
-    rc_half = _row_costs(chip_with(chip, 1.0, 1.0, 0.0, allreduce_efficiency=0.5), models, rows)
+    rc_half = row_costs(chip_with(chip, 1.0, 1.0, 0.0, allreduce_efficiency=0.5), models, rows, TTFT_MODEL)
     ar_tpot = rc_half.tpot_comm - rc.tpot_comm
     ar_ttft = (rc_half.ttft_comm - rc.ttft_comm) + rc.ttft_in_flight * ar_tpot
     names = np.array([m.model for m in rows])
     bw = chip.memory_bandwidth_bytes_per_s
-    tpot = _Terms(rc.tpot_compute, rc.tpot_memory, rc.tpot_tokens, rc.tpot_parts, rc.tpot_comm, rc.tpot_layers,
+    tpot = _Terms(rc.tpot_compute, rc.tpot_core, rc.tpot_memory, rc.tpot_tokens, rc.tpot_parts, rc.tpot_comm,
+                  rc.tpot_layers, rc.tpot_sequences,
                   np.ones(len(rows)), np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model), bw,
                   allreduce=ar_tpot)
     e = ~np.isnan(rc.ttft_scale)
     # the prefill step, then the aggregated step in flight (TTFT-eligible rows are single-part TP rows)
     ttft = _Terms(np.stack([rc.ttft_compute[e], rc.tpot_compute[0, e]]),
+                  np.stack([rc.ttft_core[e], rc.tpot_core[0, e]]),
                   np.stack([rc.ttft_memory[e], rc.tpot_memory[0, e]]),
                   np.stack([rc.ttft_tokens[e], rc.tpot_tokens[0, e]]),
                   np.stack([np.ones(int(e.sum())), rc.ttft_in_flight[e]]),
-                  rc.ttft_comm[e] + rc.ttft_in_flight[e] * rc.tpot_comm[e], rc.ttft_layers[e], rc.ttft_scale[e],
+                  rc.ttft_comm[e] + rc.ttft_in_flight[e] * rc.tpot_comm[e], rc.ttft_layers[e],
+                  # one prompt, then the share in flight of the aggregated step's sequences (per overhead count)
+                  (1.0 + rc.ttft_in_flight[e] * rc.tpot_sequences[e]) / (1.0 + rc.ttft_in_flight[e]), rc.ttft_scale[e],
                   np.array([m.row.ttft_ms for m in rows])[e] / 1e3, _weights(names[e], per_model), bw,
                   overhead_count=1.0 + rc.ttft_in_flight[e], request=float(TTFT_MODEL != "wave"),
                   allreduce=ar_ttft[e])
@@ -529,7 +396,8 @@ def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec]
 
 #: Starting point of the SRAM-chip fits: the catalogue's estimates before calibration
 #: (GPU GEMM efficiency, streaming SRAM reads, 0.1 ms compiler-scheduled step).
-SRAM_REFERENCE = FitFactors(compute_efficiency=0.70, memory_efficiency=0.90, step_overhead_s=1.0e-4)
+SRAM_REFERENCE = FitFactors(compute_efficiency=0.70, memory_efficiency=0.90, step_overhead_s=1.0e-4,
+                            sequence_overhead_s=DEFAULT_SEQUENCE_OVERHEAD_S)
 #: What the public measurements of each non-aiconfigurator chip can determine, and where the fit starts.
 #: SRAM chips: only the fixed costs (their memory and compute time is a few % of a step); MI300X (one
 #: model, a batch sweep): the efficiencies and the fixed step cost, not a per-layer split.

@@ -33,7 +33,9 @@ __all__ = [
     "af_round_trip_s",
     "af_tpot_s",
     "af_transfer_s",
+    "alltoall_fabric",
     "ep_alltoall_s",
+    "ep_imbalance",
     "kv_transfer_bytes",
     "kv_transfer_s",
     "link_for_span",
@@ -80,38 +82,95 @@ def tp_allreduce_s(chip: ChipSpec, bytes_per_rank, tp):
     return as_result(np.asarray(t) / chip.allreduce_efficiency)
 
 
+#: Published all-to-all kernels (DeepSeek-V3 shape: 7168 hidden, top-8) on each fabric, per phase
+#: (dispatch or combine) of one MoE layer: a floor no message size goes below, a fixed cost α and the
+#: fraction η of the link's per-direction bandwidth the logical bytes (every one of a token's k copies,
+#: the rank's own included, as the kernels' benchmarks count them) move at. Chips may state their own
+#: (``ChipSpec.alltoall_floor_s``, ``alltoall_efficiency``); these are the defaults.
+#:
+#: * scale-up, the default (HGX H100-class NVLink): pplx-kernels README (2025-03-25), NVLink EP 8:
+#:   41.6 µs dispatch / 41.7 µs combine at 1 token per GPU, 83.6 / 102.3 µs at 128 tokens
+#:   (≈ 15 µs + 14.7 MB at 0.48 of 450 GB/s) → floor 40 µs, η 0.45;
+#: * scale-out (RDMA, 400 Gb/s CX7 per GPU): DeepEP low-latency kernels (README, 2025-02-24), H800,
+#:   128 tokens per rank, EP 16–256: 163–194 µs dispatch, 318–369 µs combine, 39–46 GB/s logical of the
+#:   NIC's 50 (η 0.8); pplx-kernels IBGDA at 1 token: 103–126 µs dispatch, 55–63 µs combine → floor 60 µs.
+ALLTOALL_ALPHA_S = 15e-6
+SCALE_UP_ALLTOALL_FLOOR_S = 40e-6
+SCALE_UP_ALLTOALL_EFFICIENCY = 0.45
+SCALE_OUT_ALLTOALL_FLOOR_S = 60e-6
+SCALE_OUT_ALLTOALL_EFFICIENCY = 0.8
+#: Engines combine expert outputs in BF16 whatever the dispatch precision (DeepEP, TRT-LLM, SGLang, vLLM).
+COMBINE_BYTES_PER_VALUE = BYTES_PER_VALUE["bf16"]
+#: Load imbalance left on the hottest expert-parallel rank with expert-parallel load balancing (EPLB):
+#: TensorRT-LLM (blog 4, DeepSeek-R1, EP 32, 1,024 routed tokens per rank) measures (max − mean)/mean =
+#: 0.109–0.115 with EPLB (1.56 without); the sampling noise of m routed tokens over ep ranks,
+#: sqrt(2·ln(ep)/m), is 0.082 of it, the rest (~0.03) a residual skew.
+EPLB_RESIDUAL_IMBALANCE = 0.03
+
+
+def ep_imbalance(tokens, k, ep):
+    """ρ: the hottest expert-parallel rank's routed tokens over the mean, under EPLB-balanced experts.
+
+    ``ρ = 1 + r₀ + sqrt(2·ln(ep) / m)`` with m = tokens·k/ep the mean routed tokens per rank and r₀ =
+    :data:`EPLB_RESIDUAL_IMBALANCE` (1 for ep = 1): the expected maximum of ep near-Gaussian loads.
+
+    Examples
+    --------
+    >>> round(float(ep_imbalance(4096, 8, 32)), 3)   # 1,024 routed tokens a rank: TensorRT-LLM 1.109-1.115
+    1.112
+    >>> float(ep_imbalance(100, 8, 1))
+    1.0
+    """
+    n = np.asarray(ep, dtype=float)
+    m = np.maximum(np.asarray(tokens, dtype=float) * k / n, 1.0)
+    return as_result(np.where(n > 1, 1.0 + EPLB_RESIDUAL_IMBALANCE + np.sqrt(2.0 * np.log(np.maximum(n, 1.0)) / m),
+                              1.0))
+
+
+def alltoall_fabric(chip: ChipSpec, span_chips):
+    """(link bandwidth per direction, η, floor per phase) of an all-to-all over ``span_chips`` chips."""
+    bw, _ = link_for_span(chip, span_chips)
+    inside = np.asarray(span_chips, dtype=float) <= chip.scale_up_domain_chips
+    eta_up = chip.alltoall_efficiency or SCALE_UP_ALLTOALL_EFFICIENCY
+    floor_up = chip.alltoall_floor_s or SCALE_UP_ALLTOALL_FLOOR_S
+    return (bw, np.where(inside, eta_up, SCALE_OUT_ALLTOALL_EFFICIENCY),
+            np.where(inside, floor_up, SCALE_OUT_ALLTOALL_FLOOR_S))
+
+
 def ep_alltoall_s(chip: ChipSpec, tokens, k, d, bytes_per_value, ep, span_chips=None):
-    """Expert-parallel dispatch + combine of ``tokens`` tokens over ``ep`` ranks.
+    """Expert-parallel dispatch + combine of ``tokens`` tokens over ``ep`` ranks, one MoE layer.
 
-    Each token's d-vector goes to its k experts (and comes back). The tokens
-    start spread evenly over the ``span_chips`` chips the ranks occupy (default
-    ``ep``, one chip per rank; under data-parallel attention the dp·tp chips of
-    a stage) and a fraction (ep − 1)/ep of the copies leave their rank. Per chip
-    and direction::
+    The tokens start spread evenly over the ``span_chips`` chips the ranks occupy (default ``ep``; under
+    data-parallel attention the dp·tp chips of a stage). Per phase, the hottest rank moves the logical
+    bytes the published kernels count — every one of its tokens' k copies, its own included — scaled by
+    the imbalance ρ (:func:`ep_imbalance`)::
 
-        bytes = (tokens/span)·k·d·b·(ep − 1)/ep
-        t = 2·(bytes / BW + latency)                            (0 for ep = 1)
+        B_dispatch = ρ·(T/span)·k·d·b_a          B_combine = ρ·(T/span)·k·d·2    (combine in BF16)
+        t_phase ≥ max(floor, α + B/(η·BW))        t = t_dispatch + t_combine      (0 for ep = 1)
 
-    so the group moves DESIGN's B·k·d·b bytes each way (less the local share).
-    BW and latency are the scale-up fabric's when the span fits in one domain,
-    otherwise every copy is priced on the per-chip scale-out NIC with the
-    scale-out latency (:func:`link_for_span`; conservative: the share that
-    stays inside a domain could use the faster fabric).
+    with BW the link per direction (scale-up inside one domain, else the NIC: :func:`link_for_span`) and
+    α, η, floor those of the fabric (:data:`ALLTOALL_ALPHA_S`, :func:`alltoall_fabric`). The floor is
+    what makes many small all-to-alls expensive: at 1–16 tokens a rank, 58 MoE layers pay ≥ 4.6 ms a step
+    on NVLink and ≥ 7 ms over RDMA, where bytes alone would say microseconds.
 
     Examples
     --------
     >>> from costmodels.examples import h100
-    >>> round(ep_alltoall_s(h100(), 256, 8, 7168, 2, 8) * 1e6, 1)
-    17.9
-    >>> round(ep_alltoall_s(h100(), 256, 8, 7168, 2, 16) * 1e6, 1)   # two 8-GPU nodes: over the NICs
-    78.8
+    >>> round(ep_alltoall_s(h100(), 8 * 128, 8, 7168, 2, 8) * 1e6, 1)   # pplx NVLink EP8: 83.6 + 102.3 µs
+    188.6
+    >>> round(ep_alltoall_s(h100(), 16, 8, 7168, 2, 8) * 1e6, 1)        # 2 tokens a rank: the floors
+    80.0
+    >>> round(ep_alltoall_s(h100(), 16 * 128, 8, 7168, 1, 16) * 1e6, 1)  # two nodes, FP8: DeepEP 173 + 329 µs
+    637.5
     """
     n = np.asarray(ep, dtype=float)
     span = n if span_chips is None else np.asarray(span_chips, dtype=float)
-    bw, lat = link_for_span(chip, span)
-    out_bytes = np.asarray(tokens, dtype=float) / span * k * d * bytes_per_value * (n - 1.0) / n
-    t = _ALLTOALL_PHASES * (out_bytes / bw + lat)
-    return as_result(np.where(n > 1, t, 0.0))
+    bw, eta, floor = alltoall_fabric(chip, span)
+    rank_tokens = np.asarray(ep_imbalance(tokens, k, n)) * np.asarray(tokens, dtype=float) / span
+    copies = rank_tokens * k * d
+    dispatch = np.maximum(floor, ALLTOALL_ALPHA_S + copies * bytes_per_value / (eta * bw))
+    combine = np.maximum(floor, ALLTOALL_ALPHA_S + copies * COMBINE_BYTES_PER_VALUE / (eta * bw))
+    return as_result(np.where(n > 1, dispatch + combine, 0.0))
 
 
 def pp_hop_s(chip: ChipSpec, bytes_per_micro_batch, tp, pp):
@@ -245,17 +304,29 @@ def af_transfer_s(model: ModelSpec, tokens, bandwidth_bytes_per_s, latency_s,
     return as_result(af_round_trip_s(tokens, per_token, bandwidth_bytes_per_s, latency_s, model.layers))
 
 
-def af_round_trip_s(tokens, bytes_per_token, bandwidth_bytes_per_s, latency_s, layers: int) -> np.ndarray:
+def af_round_trip_s(tokens, bytes_per_token, bandwidth_bytes_per_s, latency_s, layers: int, *,
+                    floor_s: float = SCALE_OUT_ALLTOALL_FLOOR_S, efficiency: float = SCALE_OUT_ALLTOALL_EFFICIENCY,
+                    alpha_s: float = ALLTOALL_ALPHA_S) -> np.ndarray:
     """:func:`af_transfer_s` from the bytes per token (:func:`af_activation_bytes_per_token`), every
     argument but ``layers`` an array that broadcasts (one replica layout per row).
 
+    Each of the 2·L crossings is a dispatch of the micro-batch's hidden states between the pools over
+    their NICs, priced as the expert all-to-all kernels are (:func:`ep_alltoall_s`)::
+
+        crossing ≥ max(floor, α + latency + (tokens·bytes_per_token / 2L) / (η·BW))
+
     Examples
     --------
-    >>> af_round_trip_s(np.array([1.0, 2.0]), 10.0, np.array([[10.0], [20.0]]), 0.5, layers=2).tolist()
+    >>> af_round_trip_s(np.array([1.0, 2.0]), 10.0, np.array([[10.0], [20.0]]), 0.5, layers=2, floor_s=0.0,
+    ...                 efficiency=1.0, alpha_s=0.0).tolist()
     [[3.0, 4.0], [2.5, 3.0]]
+    >>> round(float(af_round_trip_s(64, 2 * 61 * 7168 * 2, 400e9, 5e-6, layers=61)) * 1e3, 2)  # the floors
+    7.32
     """
-    t = np.asarray(tokens, dtype=float) * bytes_per_token / np.asarray(bandwidth_bytes_per_s, dtype=float)
-    return t + _AF_CROSSINGS_PER_LAYER * layers * np.asarray(latency_s, dtype=float)
+    per_crossing = (np.asarray(tokens, dtype=float) * bytes_per_token / (_AF_CROSSINGS_PER_LAYER * layers)
+                    / (efficiency * np.asarray(bandwidth_bytes_per_s, dtype=float)))
+    crossing = np.maximum(floor_s, alpha_s + np.asarray(latency_s, dtype=float) + per_crossing)
+    return as_result(_AF_CROSSINGS_PER_LAYER * layers * crossing)
 
 
 def af_tpot_s(attn_s, ffn_s, comm_s, micro_batches):

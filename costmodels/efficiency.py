@@ -26,9 +26,16 @@ Compute
 Overhead
     A per-step framework cost (scheduling, sampling, host sync:
     ``chip.step_overhead_s``) separate from a per-layer kernel-launch cost
-    (``chip.layer_overhead_s``, paid once per layer a token passes)::
+    (``chip.layer_overhead_s``, paid once per layer a token passes) and a
+    per-sequence host cost (``chip.sequence_overhead_s``: each sequence's
+    scheduling, sampling and detokenisation, for the whole step's B
+    sequences — TensorRT-LLM's wide-EP notes: host overhead grows with the
+    total batch across attention data-parallel ranks)::
 
-        t_over = τ + L · τ_layer
+        t_over = τ + L · τ_layer + B · h
+
+    ``h`` defaults to :data:`DEFAULT_SEQUENCE_OVERHEAD_S` where a chip has no
+    fitted value.
 
 All functions broadcast over numpy arrays and, with the flat defaults
 (``x_half = t_half = τ_layer = 0``), reproduce the flat roofline bit for bit.
@@ -50,12 +57,20 @@ from costmodels.arithmetic import ArrayLike
 from topology.chips import ChipSpec
 
 __all__ = [
+    "DEFAULT_SEQUENCE_OVERHEAD_S",
     "achieved_compute_flops_per_s",
     "achieved_memory_bandwidth_bytes_per_s",
     "compute_time_s",
     "memory_time_s",
     "overhead_time_s",
+    "sequence_overhead_s",
 ]
+
+#: Per-sequence host cost of a step where a chip has no fitted one [estimate]: vLLM issue #10634
+#: (2024-11-25, Llama-2-7B at batch 256, V0 engine with async output processing) measures 5–6 ms between
+#: two decode steps, ~20 µs a sequence; vLLM RFC #6913 times output processing alone at 3.4 ms for
+#: batch 32 (~0.1 ms a sequence) before it was overlapped. Overlapped engines hide part of it.
+DEFAULT_SEQUENCE_OVERHEAD_S = 20e-6
 
 
 def achieved_memory_bandwidth_bytes_per_s(chip: ChipSpec, bytes_per_chip: ArrayLike) -> np.ndarray:
@@ -137,17 +152,25 @@ def compute_time_s(chip: ChipSpec, precision: str, flops: ArrayLike, busy_chips:
     return t
 
 
-def overhead_time_s(chip: ChipSpec, layers: ArrayLike) -> np.ndarray:
-    """Fixed time of one step that passes ``layers`` layers: ``τ + L · τ_layer``.
+def overhead_time_s(chip: ChipSpec, layers: ArrayLike, sequences: ArrayLike = 0.0) -> np.ndarray:
+    """Fixed time of one step that passes ``layers`` layers with ``sequences`` sequences: ``τ + L·τ_layer + B·h``.
 
     Examples
     --------
     >>> from costmodels.examples import h100
-    >>> chip = h100().model_copy(update={"step_overhead_s": 1e-3, "layer_overhead_s": 10e-6})
+    >>> chip = h100().model_copy(update={"step_overhead_s": 1e-3, "layer_overhead_s": 10e-6,
+    ...                                  "sequence_overhead_s": 0.0})
     >>> round(float(overhead_time_s(chip, 80)) * 1e3, 3)
     1.8
+    >>> round(float(overhead_time_s(chip.model_copy(update={"sequence_overhead_s": 20e-6}), 80, 256)) * 1e3, 2)
+    6.92
     """
     n = np.asarray(layers, dtype=float)
-    if chip.layer_overhead_s:
-        return chip.step_overhead_s + n * chip.layer_overhead_s
-    return np.full(np.shape(n), chip.step_overhead_s)
+    fixed = chip.step_overhead_s + n * chip.layer_overhead_s if chip.layer_overhead_s else np.full(np.shape(n),
+                                                                                                 chip.step_overhead_s)
+    return fixed + np.asarray(sequences, dtype=float) * sequence_overhead_s(chip)
+
+
+def sequence_overhead_s(chip: ChipSpec) -> float:
+    """The chip's per-sequence host cost per step, or the prior :data:`DEFAULT_SEQUENCE_OVERHEAD_S`."""
+    return DEFAULT_SEQUENCE_OVERHEAD_S if chip.sequence_overhead_s is None else chip.sequence_overhead_s

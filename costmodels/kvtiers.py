@@ -9,8 +9,8 @@ arithmetic shown. Sources (the survey of ``kv_tiers.md`` copied here):
   (docs.nvidia.com/dgx-basepod/…/core-components.html;
   docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html) → 250 GB
   per GPU; 8× 3.84 TB U.2 NVMe data cache = 30.72 TB per node [V] → 3.84 TB per GPU.
-* Host↔GPU on HGX: PCIe Gen5 x16, "GPU-PCIe 504 GB/s" per 8-GPU node [V]
-  (MLPerf v4.1 H200-SXM-141GBx8 system JSON) → 63 GB/s per GPU per direction.
+* Host↔GPU on HGX: PCIe Gen5 x16 per GPU [V] (PCI-SIG: 32 GT/s × 16 lanes, 128b/130b
+  → 63 GB/s per direction).
 * GB200: Grace 480 GB LPDDR5X per 2 GPUs [V*] (yobitel.com/knowledge-base/nvidia-gb200)
   → 240 GB per GPU; NVLink-C2C 900 GB/s bidirectional per Grace [V*] → 450 GB/s
   per direction shared by 2 GPUs = 225 GB/s per GPU [EST].

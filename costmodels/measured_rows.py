@@ -93,7 +93,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from costmodels.models import ModelSpec, load_model_catalog
+from costmodels.models import ModelSpec, default_attention_precision, load_model_catalog
 from costmodels.roofline import kv_bytes_per_sequence, kv_duplication, stored_weight_bytes
 from topology.chips import ChipSpec, load_chip_catalog
 
@@ -278,11 +278,11 @@ def _weights_and_kv_fit(chip: ChipSpec, model: ModelSpec, m: MappedRow) -> bool:
     kv_seq = float(kv_bytes_per_sequence(model, m.kv_precision, m.context))
     if m.layout == "tp":
         g = m.tp * m.pp
-        per_chip = (stored_weight_bytes(model, "full", m.precision) / g
+        per_chip = (stored_weight_bytes(model, "full", m.precision, default_attention_precision(model, m.precision)) / g
                     + m.batch * kv_seq * float(kv_duplication(model, m.tp)) / g)
     else:
         seqs_per_group = m.batch / m.attn_dp
-        per_chip = (stored_weight_bytes(model, "attention", m.precision) / m.attn_tp
+        per_chip = (stored_weight_bytes(model, "attention", m.precision, default_attention_precision(model, m.precision)) / m.attn_tp
                     + stored_weight_bytes(model, "ffn", m.precision) / m.tp
                     + seqs_per_group * kv_seq * float(kv_duplication(model, m.attn_tp)) / m.attn_tp)
     return per_chip <= chip.memory_bytes

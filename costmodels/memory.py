@@ -83,6 +83,7 @@ def memory_per_chip_bytes(
     precision: str = "bf16",
     kv_precision: str | None = None,
     workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
+    attention_precision: str | None = None,
 ):
     """Bytes each chip of a ``stage`` replica holds: weights (module notes) + B·kv(c)·dup/g + workspace.
 
@@ -108,7 +109,7 @@ def memory_per_chip_bytes(
     dp_a, tp_a, pp_a = (np.asarray(x, dtype=float) for x in (dp, tp, pp))
     g = dp_a * tp_a * pp_a
     part = stage_part(stage)
-    stored = stored_weight_bytes(model, part, precision)
+    stored = stored_weight_bytes(model, part, precision, attention_precision)
     routed = routed_expert_bytes(model, precision) if part != "attention" else 0.0
     experts = model.moe.experts if model.moe is not None else 1
     ep_a = np.asarray(ep, dtype=float)

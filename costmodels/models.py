@@ -31,6 +31,7 @@ __all__ = [
     "Attention",
     "MoE",
     "ModelSpec",
+    "default_attention_precision",
     "load_model_catalog",
     "read_model_file",
 ]
@@ -89,6 +90,21 @@ class MoE(Record):
         return self
 
 
+def default_attention_precision(model: ModelSpec, weights: str) -> str:
+    """The attention projections' precision of ``model`` served at ``weights``: the same, except FP4 weights of
+    a model whose published FP4 checkpoints keep attention wider (``fp4_attention_precision``).
+
+    Examples
+    --------
+    >>> m = load_model_catalog()["deepseek-v3"]
+    >>> default_attention_precision(m, "fp4"), default_attention_precision(m, "fp8")
+    ('fp8', 'fp8')
+    """
+    if weights == "fp4" and model.fp4_attention_precision is not None:
+        return model.fp4_attention_precision
+    return weights
+
+
 class ModelSpec(Record):
     """A decoder-only transformer.
 
@@ -117,6 +133,9 @@ class ModelSpec(Record):
     dense_layers: int | None = Field(default=None, ge=0)
     moe: MoE | None = None
     published_total_params: float | None = Field(default=None, gt=0)
+    fp4_attention_precision: Literal["fp8", "bf16"] | None = Field(
+        default=None, description="the attention projections' precision in the published FP4 checkpoints (None: "
+                                  "FP4 like the rest); needs a source")
     sources: dict[str, str] = Field(min_length=1)
     estimates: list[str] = Field(default_factory=list)
     hf_ids: list[str] = Field(default_factory=list, description="Hugging Face ids of the checkpoints with this "
@@ -126,6 +145,8 @@ class ModelSpec(Record):
     def _layers_add_up(self) -> ModelSpec:
         if self.hf_ids and "hf_ids" not in self.sources:
             raise ValueError(f"model {self.name!r}: no source given for hf_ids")
+        if self.fp4_attention_precision is not None and "fp4_attention_precision" not in self.sources:
+            raise ValueError(f"model {self.name!r}: no source given for fp4_attention_precision")
         if self.dense_layers is not None and self.dense_layers > self.layers:
             raise ValueError("dense_layers cannot exceed layers")
         if self.moe is None and self.dense_layers not in (None, self.layers):

@@ -103,11 +103,12 @@ from costmodels.arithmetic import (
     matmul_params_per_token,
     prefill_attention_pairs,
     replicated_weight_bytes,
+    routed_active_params,
     stored_weight_bytes,
     weight_bytes_touched,
 )
 from costmodels.arrays import as_result
-from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, step_comm_s
+from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, ep_imbalance, step_comm_s
 from costmodels.efficiency import compute_time_s, memory_time_s, overhead_time_s
 from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
@@ -160,17 +161,22 @@ def stage_part(stage: str) -> Part:
 class StepCost:
     """Cost of one forward step of a replica (arrays broadcast over the inputs).
 
-    ``time_s = max(compute_s, memory_s) + comm_s + overhead_s``; ``floor_s`` is the
+    ``time_s = max(compute_s, memory_s) + comm_s + overhead_s``; ``core_s`` is the attention
+    core's share of ``compute_s`` (Q·Kᵀ and P·V, at the activations' precision); ``floor_s`` is the
     step at the chips' peaks, ``max(flops / (g·F), bytes / (g·BW))`` over the g busy
     chips — no efficiency, no overhead — below which no step can run. ``flops`` and
     ``bytes`` are replica totals for the step (all tokens, all layers; bytes
     include KV duplication across tensor-parallel ranks); ``kv_bytes`` is the KV
     part of ``bytes``. ``intensity_flop_per_byte = flops / bytes`` is what the
-    chip's ridge point is compared with.
+    chip's ridge point is compared with; ``memory_bound`` says which side of it the
+    step lies on at the chips' peaks (the roofline's definition, not the fitted
+    efficiencies': small GEMMs are slow, yet a step that reads more than it
+    computes is memory-bound).
     """
 
     time_s: ArrayLike
     compute_s: ArrayLike
+    core_s: ArrayLike
     memory_s: ArrayLike
     comm_s: ArrayLike
     overhead_s: ArrayLike
@@ -193,6 +199,15 @@ def _check_layout(tp: np.ndarray, ep: np.ndarray, pp: np.ndarray, dp: np.ndarray
         raise ValueError("ep must divide dp·tp (experts distributed over the chips of one pipeline stage)")
 
 
+def _core_precision(chip: ChipSpec, activation_precision: str, precision: str) -> str:
+    """The precision the attention core runs at: the activations', or the weights' on a chip without that rate."""
+    try:
+        chip.flops(activation_precision)
+    except ValueError:
+        return precision
+    return activation_precision
+
+
 def forward_cost(
     chip: ChipSpec,
     model: ModelSpec,
@@ -208,6 +223,7 @@ def forward_cost(
     dp: ArrayLike = 1,
     precision: str = "bf16",
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+    attention_precision: str | None = None,
 ) -> StepCost:
     """Price one replica step from its work; the building block of every stage.
 
@@ -222,22 +238,26 @@ def forward_cost(
         ranks of each attention group is applied here).
     tp, ep, pp, dp
         The layout (module notes): ``g = dp·tp·pp`` chips, ``ep`` dividing ``dp·tp``.
-    precision, activation_precision
-        Weight/matmul precision (sets the bytes per weight and the peak FLOP/s,
-        :meth:`~topology.chips.ChipSpec.flops`) and the precision activations
-        travel in through the collectives (:data:`costmodels.comm.DEFAULT_ACTIVATION_PRECISION`).
-        Every stage function below takes both.
+    precision, activation_precision, attention_precision
+        Weight/matmul precision of the FFN (sets the bytes per weight and the peak FLOP/s,
+        :meth:`~topology.chips.ChipSpec.flops`), the precision activations travel in through the
+        collectives (:data:`costmodels.comm.DEFAULT_ACTIVATION_PRECISION`) and the attention core runs
+        at, and that of the attention projections and LM head (default ``precision``). Every stage
+        function below takes all three.
 
     Notes
     -----
     ``n_mb = min(pp, sequences)`` micro-batches of T = ``tokens / n_mb`` tokens
     (FLOPs, bytes; seconds; F in FLOP/s, BW in bytes/s per chip)::
 
-        flops   = 2·tokens·N_part + attention_flops
+        gemm    = 2·tokens·(N_part + (ρ − 1)·N_routed)     (ρ: the hottest EP rank's load, ep_imbalance)
+        core    = attention_flops
         bytes   = n_mb·(W_touched(T) + (dp − 1)·W_rep) + kv_bytes·dup(tp)
-        compute = flops / (n_mb·dp·tp·F·η_c);  memory = bytes / (n_mb·dp·tp·BW·η_m)
+        compute = (gemm/F_w·(1 + t½/t) + core/F_a) / (n_mb·dp·tp·η_c);  memory = bytes / (n_mb·dp·tp·BW·η_m)
         time    = max(compute, memory) + comm + τ
 
+    F_w is the peak at the weights' precision, F_a at the activations' (the attention core multiplies
+    activations and KV: an FP4 model's attention still runs at the BF16 or FP8 rate).
     ``W_rep`` (:func:`~costmodels.arithmetic.replicated_weight_bytes`) is what
     each further DP rank reads again; the routed experts T tokens touch are read
     once per stage, spread over its dp·tp chips. The attention-core FLOPs and
@@ -251,26 +271,46 @@ def forward_cost(
     n_mb = np.minimum(pp_a, np.maximum(seqs, 1.0))
     tokens_mb = tok / n_mb
 
-    flops = FLOPS_PER_MAC * tok * matmul_params_per_token(model, part)
+    attn_precision = precision if attention_precision is None else attention_precision
+    ffn_part = "ffn" if part != "attention" else None
+    proj = FLOPS_PER_MAC * tok * (matmul_params_per_token(model, part)
+                                  - (matmul_params_per_token(model, "ffn") if ffn_part else 0.0))
+    gemm = FLOPS_PER_MAC * tok * (matmul_params_per_token(model, "ffn") if ffn_part else 0.0)
+    if model.moe is not None and part != "attention":
+        # The hottest expert-parallel rank multiplies ρ times the mean routed tokens (costmodels.comm.ep_imbalance).
+        rho = np.asarray(ep_imbalance(tok, model.moe.active_experts, ep_a))
+        gemm = gemm + FLOPS_PER_MAC * tok * (rho - 1.0) * routed_active_params(model)
+    core = 0.0 * tok
     kv_traffic = 0.0 * tok
     if part != "ffn":
         # The busiest DP group holds ⌈B/dp⌉ of the B sequences; its KV and attention set the pace.
         busiest = np.where(dp_a > 1, np.ceil(seqs / dp_a) * dp_a / np.maximum(seqs, 1.0), 1.0)
-        flops = flops + np.asarray(attention_flops, dtype=float) * busiest
+        core = np.asarray(attention_flops, dtype=float) * busiest
         kv_traffic = np.asarray(kv_bytes, dtype=float) * np.asarray(kv_duplication(model, tp_a)) * busiest
-    weights = n_mb * (np.asarray(weight_bytes_touched(model, part, tokens_mb, precision))
-                      + (dp_a - 1.0) * replicated_weight_bytes(model, part, precision))
+    flops = proj + gemm + core
+    weights = n_mb * (np.asarray(weight_bytes_touched(model, part, tokens_mb, precision, attention_precision))
+                      + (dp_a - 1.0) * replicated_weight_bytes(model, part, precision, attention_precision))
     total_bytes = weights + kv_traffic
 
     busy = n_mb * dp_a * tp_a
-    # Each data-parallel group multiplies its own B/dp tokens: that is the GEMM's M dimension.
-    compute_s = compute_time_s(chip, precision, flops, busy, tokens_mb / dp_a)
+    # Each data-parallel group multiplies its own B/dp tokens: that is the GEMM's M dimension. Weight GEMMs run
+    # at the weights' precision, the attention core (Q·Kᵀ, P·V on activations and KV) at the activations'.
+    # The GEMM efficiency curve (t½) is one of weight GEMMs' rows; the attention core's rows are heads × queries.
+    core_precision = _core_precision(chip, activation_precision, precision)
+    core_s = core / (busy * chip.flops(core_precision) * chip.compute_efficiency)
+    compute_s = (compute_time_s(chip, precision, gemm, busy, tokens_mb / dp_a)
+                 + compute_time_s(chip, attn_precision, proj, busy, tokens_mb / dp_a) + core_s)
     memory_s = memory_time_s(chip, total_bytes, busy)
     comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a,
                                     dp=dp_a, activation_precision=activation_precision))
-    overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers), np.shape(compute_s))
+    # The sequences' host work (scheduling, sampling, detokenising) is the side's that holds them, not the FFN pool's.
+    host_sequences = 0.0 if part == "ffn" else seqs
+    overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers, host_sequences), np.shape(compute_s))
     time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
-    floor_s = np.maximum(flops / (busy * chip.flops(precision)), total_bytes / (busy * chip.memory_bandwidth_bytes_per_s))
+    peak_compute_s = (gemm / chip.flops(precision) + proj / chip.flops(attn_precision)
+                      + core / chip.flops(core_precision)) / busy
+    peak_memory_s = total_bytes / (busy * chip.memory_bandwidth_bytes_per_s)
+    floor_s = np.maximum(peak_compute_s, peak_memory_s)
     shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
 
     def b(x):
@@ -279,6 +319,7 @@ def forward_cost(
     return StepCost(
         time_s=b(time_s),
         compute_s=b(compute_s),
+        core_s=b(core_s),
         memory_s=b(memory_s),
         comm_s=b(comm_s),
         overhead_s=b(overhead_s),
@@ -287,12 +328,12 @@ def forward_cost(
         bytes=b(total_bytes),
         kv_bytes=b(kv_traffic),
         intensity_flop_per_byte=b(flops / total_bytes),
-        memory_bound=b(memory_s > compute_s),
+        memory_bound=b(peak_memory_s > peak_compute_s),
     )
 
 
 def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precision, activation_precision,
-            dp=1) -> StepCost:
+            dp=1, attention_precision=None) -> StepCost:
     kv_prec = precision if kv_precision is None else kv_precision
     bt = np.asarray(batch, dtype=float)
     c = np.asarray(context, dtype=float)
@@ -301,6 +342,7 @@ def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precisi
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)),
         tp=tp, ep=ep, pp=pp, dp=dp, precision=precision, activation_precision=activation_precision,
+        attention_precision=attention_precision,
     )
 
 
@@ -317,6 +359,7 @@ def decode_step(
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+    attention_precision: str | None = None,
 ) -> StepCost:
     """One decode step: ``batch`` sequences each add one token at ``context`` cached tokens.
 
@@ -330,10 +373,10 @@ def decode_step(
     >>> from costmodels.examples import h100, llama_70b
     >>> st = decode_step(h100(), llama_70b(), batch=[1, 64], context=1024, tp=8)
     >>> (st.time_s * 1e3).round(2).tolist()
-    [12.54, 14.17]
+    [12.56, 15.45]
     """
     return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision, activation_precision,
-                   dp)
+                   dp, attention_precision)
 
 
 def decode_attention_step(
@@ -348,6 +391,7 @@ def decode_attention_step(
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+    attention_precision: str | None = None,
 ) -> StepCost:
     """The attention half of a decode step (attention–FFN disaggregation).
 
@@ -363,7 +407,7 @@ def decode_attention_step(
     8.5
     """
     return _decode(chip, model, "attention", batch, context, tp, ep, pp, precision, kv_precision,
-                   activation_precision)
+                   activation_precision, attention_precision=attention_precision)
 
 
 def decode_ffn_step(
@@ -378,6 +422,7 @@ def decode_ffn_step(
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+    attention_precision: str | None = None,
 ) -> StepCost:
     """The FFN half of a decode step: FFN weights (expert touch), no KV, no context term.
 
@@ -393,7 +438,7 @@ def decode_ffn_step(
     64.0
     """
     return _decode(chip, model, "ffn", batch, 0.0 * np.asarray(batch, dtype=float), tp, ep, pp, precision, kv_precision,
-                   activation_precision)
+                   activation_precision, attention_precision=attention_precision)
 
 
 def prefill_step(
@@ -410,6 +455,7 @@ def prefill_step(
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+    attention_precision: str | None = None,
 ) -> StepCost:
     """Prefill ``batch`` sequences of ``prompt`` new tokens after ``cached`` prefix tokens.
 
@@ -434,6 +480,7 @@ def prefill_step(
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=p, context=c0, decode=False)),
         kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c0 + p)),
         tp=tp, ep=ep, pp=pp, dp=dp, precision=precision, activation_precision=activation_precision,
+        attention_precision=attention_precision,
     )
 
 
@@ -453,6 +500,7 @@ def aggregated_step(
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+    attention_precision: str | None = None,
 ) -> StepCost:
     """One chunked-prefill step: B decode tokens plus one prefill chunk (decode first).
 
@@ -477,7 +525,7 @@ def aggregated_step(
     >>> from costmodels.examples import h100, llama_70b
     >>> st = aggregated_step(h100(), llama_70b(), batch=32, context=2048, chunk_tokens=512, tp=8)
     >>> round(st.time_s * 1e3, 1)
-    25.3
+    26.0
     """
     kv_prec = precision if kv_precision is None else kv_precision
     bt = np.asarray(batch, dtype=float)
@@ -496,5 +544,5 @@ def aggregated_step(
     return forward_cost(
         chip, model, part="full", sequences=bt + seqs * (ch > 0), tokens=bt + seqs * per_prompt,
         attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, pp=pp, dp=dp, precision=precision,
-        activation_precision=activation_precision,
+        activation_precision=activation_precision, attention_precision=attention_precision,
     )

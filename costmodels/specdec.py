@@ -115,6 +115,7 @@ def verify_step(
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+    attention_precision: str | None = None,
 ) -> StepCost:
     """The target's verify pass: B sequences each add γ + 1 tokens at ``context``.
 
@@ -140,12 +141,14 @@ def verify_step(
         attention_flops=b * n * per_token_flops,
         kv_bytes=b * np.asarray(kv_bytes_per_sequence(model, kv_prec, c + n)),
         tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
+        attention_precision=attention_precision,
     )
 
 
 def draft_step(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, context, tp=1, ep=1, pp=1,
                precision: str = "bf16", kv_precision: str | None = None,
-               activation_precision: str = DEFAULT_ACTIVATION_PRECISION) -> StepCost:
+               activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
+               attention_precision: str | None = None) -> StepCost:
     """One draft decode step; without the per-step overhead when co-located with the target.
 
     Examples
@@ -154,10 +157,11 @@ def draft_step(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, cont
     >>> remote = draft_step(h100(), llama_8b(), colocated=False, batch=8, context=2048)
     >>> local = draft_step(h100(), llama_8b(), colocated=True, batch=8, context=2048)
     >>> round((remote.time_s - local.time_s) * 1e3, 3), local.overhead_s
-    (2.0, 0.0)
+    (2.16, 0.0)
     """
     st = decode_step(chip, model, batch=batch, context=context, tp=tp, ep=ep, pp=pp, precision=precision,
-                     kv_precision=kv_precision, activation_precision=activation_precision)
+                     kv_precision=kv_precision, activation_precision=activation_precision,
+                     attention_precision=attention_precision)
     if not colocated:
         return st
     return replace(st, time_s=as_result(np.asarray(st.time_s) - np.asarray(st.overhead_s)),
@@ -166,7 +170,8 @@ def draft_step(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, cont
 
 def draft_memory_per_chip_bytes(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, context, tp=1, ep=1,
                                 pp=1, precision: str = "bf16", kv_precision: str | None = None,
-                                workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION):
+                                workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
+                                attention_precision: str | None = None):
     """Draft weights + KV per chip, plus a workspace only when the draft has chips of its own.
 
     Co-located, the draft shares the target's chips, whose
@@ -185,4 +190,5 @@ def draft_memory_per_chip_bytes(chip: ChipSpec, model: ModelSpec, *, colocated: 
     """
     return memory_per_chip_bytes(chip, model, stage="draft", batch=batch, context=context, tp=tp, ep=ep, pp=pp,
                                  precision=precision, kv_precision=kv_precision,
-                                 workspace_fraction=0.0 if colocated else workspace_fraction)
+                                 workspace_fraction=0.0 if colocated else workspace_fraction,
+                                 attention_precision=attention_precision)

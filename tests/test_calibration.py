@@ -14,6 +14,7 @@ import pytest
 
 from costmodels import aggregated_step, prefill_step
 from costmodels.calibration import (
+    KERNEL_REFERENCE,
     PUBLIC_FIT_PLAN,
     FitFactors,
     _build_terms,
@@ -258,7 +259,9 @@ def _synthetic(rows, truth, models) -> list[MappedRow]:
 def test_fit_recovers_known_factors(result, chips, models):
     """Measurements synthesised from a chip with known factors are fitted back."""
     h100 = chips["h100"]
-    synthetic = _synthetic(result.fits["h100_sxm"].rows, chip_with(h100, 0.45, 0.62, 3.1e-3), models)
+    # the factors not fitted here (the per-sequence host cost) are the fit's reference ones
+    truth = chip_with(h100, 0.45, 0.62, 3.1e-3, sequence_overhead_s=KERNEL_REFERENCE.sequence_overhead_s)
+    synthetic = _synthetic(result.fits["h100_sxm"].rows, truth, models)
     fit = fit_chip(h100, synthetic, models, factors=("compute_efficiency", "memory_efficiency", "step_overhead_s"))
     assert fit.fitted.compute_efficiency == pytest.approx(0.45, abs=0.01)
     assert fit.fitted.memory_efficiency == pytest.approx(0.62, abs=0.01)

@@ -84,15 +84,15 @@ def test_leaving_a_campaign_out_is_a_joint_fit_without_it(setup):
     rows = _synthetic(setup)
     kw = _only_tau(chips)
     gone = ("h200", "vllm")  # two groups, the campaign and the rest: the same fit as campaign-out, half the cost
-    held = heldout_joint(rows, chips, models, lambda c, m: (c, framework_of(m)) == gone, kw, rounds=1)
+    held = heldout_joint(rows, chips, models, lambda c, m: (c, framework_of(m)) == gone, kw, rounds=2)
     train = {c: [m for m in rs if (c, framework_of(m)) != gone] for c, rs in rows.items()}
-    fit = fit_joint(train, chips, models, kw, rounds=1)
+    fit = fit_joint(train, chips, models, kw, rounds=2)
     idx = [i for i, m in enumerate(rows["h200"]) if framework_of(m) == "vllm"]
     expected = predict_joint(fit, chips["h200"], [rows["h200"][i] for i in idx], models)
     np.testing.assert_allclose(held["h200"][idx], expected, rtol=1e-12)
     # the vLLM factor came from b200 alone and still predicts h200's vLLM campaign
     assert np.median(np.abs(held["h200"][idx] / (np.array([rows["h200"][i].row.tpot_ms for i in idx]) / 1e3)
-                            - 1.0)) < 0.05  # one round: factors within 3 %
+                            - 1.0)) < 0.05  # two rounds: the alternation has converged to ~2 %
 
 
 def test_waves_take_the_prompts_out_of_the_decode_steps_of_that_campaign_only(setup):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from costmodels.efficiency import sequence_overhead_s
 from costmodels.models import load_model_catalog
 from topology.chips import load_chip_catalog
 
@@ -103,7 +104,9 @@ def test_calibrated_chips_carry_their_fit(chips):
     assert {"h100", "h200", "b200", "wse3", "groq-lpu-v1", "mi300x"} <= set(calibrated)
     for name in sorted(calibrated):
         for field, value in fits[name].items():
-            assert getattr(chips[name], field) == pytest.approx(value, rel=5e-3, abs=1e-12), (name, field)
+            # a factor the chip's data cannot see is left to the code's prior, which the fit then used
+            got = sequence_overhead_s(chips[name]) if field == "sequence_overhead_s" else getattr(chips[name], field)
+            assert got == pytest.approx(value, rel=5e-3, abs=1e-12), (name, field)
         assert "calibration" in chips[name].sources and "step_overhead_s" not in chips[name].estimates
 
 

@@ -66,6 +66,8 @@ def _assert_serves_every_step(inst, plan) -> None:
         rates.setdefault(cp.name, cp.rate_rps)  # an outcome class: its rate is checked by the verifier
         assert abs(sum(cp.modes.values()) - 1.0) < 1e-6, cp
         for mode, share in cp.modes.items():
+            if share * rates[cp.name] < 1e-9:  # a solver residue below the plan's load rounding (1e-9 req/s)
+                continue
             steps = [s for s in loads if StepId.parse(s).traffic_class == cp.name and StepId.parse(s).route.mode == mode]
             assert steps, (cp.name, mode)
             want = share * rates[cp.name]

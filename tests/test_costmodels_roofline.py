@@ -20,6 +20,7 @@ from costmodels import (
     prefill_step,
     weight_bytes_touched,
 )
+from costmodels.efficiency import sequence_overhead_s
 from costmodels.examples import bertha, deepseek_v3, gb200, h100, llama_8b, llama_70b, swa_model
 
 
@@ -76,7 +77,8 @@ def test_bertha_memory_bound_step_is_bytes_over_546_gbs_times_0_9_plus_overhead(
     st = decode_step(chip, m, batch=4, context=2048)
     assert st.memory_bound
     assert st.comm_s == 0.0
-    assert st.time_s == pytest.approx(st.bytes / (546e9 * 0.9) + chip.step_overhead_s, rel=1e-12)
+    assert st.time_s == pytest.approx(st.bytes / (546e9 * 0.9) + chip.step_overhead_s
+                                      + 4 * sequence_overhead_s(chip), rel=1e-12)
 
 
 def test_attention_and_ffn_halves_add_up_to_the_fused_step():

@@ -115,11 +115,11 @@ def negative_load_on_unused_mode(doc):
 
 
 def positive_load_on_unused_mode(doc):
-    """Reasoning uses only pd: loads on its pd-af steps (the prefill column serves both modes)."""
-    p = pool(doc, traffic_class="reasoning", stage="prefill")
-    set_load(p["sites"][0], "reasoning|pd-af|prefill", 5.0)
-    d = next(x for x in doc["pools"] if x["traffic_class"] == "chat" and x["stage"] in ("decode", "aggregated"))
-    set_load(d["sites"][0], "reasoning|pd-af|decode", 5.0)
+    """A class's prefill pool says it carries the prefill of the one of pd and pd-af the class does not use
+    (the prefill column serves both modes' prefill steps)."""
+    cls, mode = next((c["name"], m) for c in doc["classes"] for m in ("pd", "pd-af") if not c["modes"].get(m))
+    p = pool(doc, traffic_class=cls, stage="prefill")
+    set_load(p["sites"][0], f"{cls}|{mode}|prefill", 5.0)
 
 
 def config_chip_not_in_catalogue(doc):
@@ -248,7 +248,7 @@ EXPECTED = {  # a phrase of the message each case must give
     all_rubin_in_rack_0: "domain(s) of 72 chips",
     negative_load_on_unused_mode: "loads must be ≥ 0",
     malformed_step_id: "expected a step id of 3 non-empty fields",
-    kv_feed_moved: "prefill_to_decode: class chat (pd): prefill pool",
+    kv_feed_moved: "prefill_to_decode: class chat (",
     kv_feeds_dropped: "its loads and KV flows give",
     over_the_pool_limit: "stage serve: 2 pools carry load (pool-01, pool-02); max_pools_per_stage is 1",
     unknown_step: "load on 'long-in-long-out|teleport|decode', which is no step",
@@ -287,8 +287,8 @@ def test_a_valid_alternative_domain_listing_is_accepted():
     _, ctx, doc = solved("rubin-lpx-deepseek-af")
     af = pool(doc, stage="decode-attention")
     used = {d for p in doc["pools"] if p["chip"] == "rubin" for s in p["sites"] for d in s["domains"]}
-    free = min(set(range(ctx.sites["vr-nvl72"].group.count)) - used)
-    af["sites"][0]["domains"] = [free]
+    free = sorted(set(range(ctx.sites["vr-nvl72"].group.count)) - used)
+    af["sites"][0]["domains"] = free[:len(af["sites"][0]["domains"])]
     assert verify(ctx, parse_plan(doc)) == []
 
 

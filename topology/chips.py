@@ -27,6 +27,7 @@ __all__ = [
     "ALL_REDUCE_ALGORITHMS",
     "BYTES_PER_VALUE",
     "OPERATING_POINT_FIELDS",
+    "OPTIONAL_SOURCED_FIELDS",
     "PRECISIONS",
     "SOURCED_FIELDS",
     "ChipSpec",
@@ -39,8 +40,11 @@ __all__ = [
 
 Precision = Literal["fp4", "fp8", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
-#: Bytes per stored value for weights / KV at each precision (fp4 packs two per byte).
-BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
+#: Bytes per stored value for weights / KV / activations at each precision, block scales included. FP4 is
+#: NVFP4: two E2M1 values a byte plus one FP8 (E4M3) scale per 16 values, 4.5 bits (TensorRT-LLM tech blog
+#: 18 counts 4,032 B for a 7,168-wide token: 3,584 + 448); MXFP4 (one E8M0 scale per 32, 4.25 bits) is
+#: 6 % smaller. FP8 weights carry one FP32 scale per 128 × 128 block (0.02 %: left out).
+BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5625, "fp8": 1.0, "bf16": 2.0}
 
 #: All-reduce algorithms a chip's fabrics may offer beyond the ring (costmodels.collectives):
 #: ``one-shot``/``two-shot`` need load/store access to every peer of the scale-up domain,
@@ -94,11 +98,16 @@ class ChipSpec(Record):
         Achievable fractions of peak FLOP/s and of working-tier bandwidth.
     step_overhead_s
         Fixed framework time added to every forward step (scheduling, sampling, sync).
+    sequence_overhead_s
+        Host time per sequence per step (:mod:`costmodels.efficiency`); unset: the prior there.
     memory_half_bytes, compute_half_tokens, layer_overhead_s
         Operating-point terms (:mod:`costmodels.efficiency`): bytes per chip per
         step at which achieved bandwidth is half of ``BW·η_m``; GEMM rows
         (tokens per micro-batch) at which compute is half of ``F·η_c``; kernel
         launch time per layer. 0 = the flat model. A non-zero value needs a source.
+    alltoall_floor_s, alltoall_efficiency
+        The expert all-to-all kernels' floor per phase and bandwidth fraction on the scale-up fabric
+        (:func:`costmodels.comm.ep_alltoall_s`); unset: the published HGX-NVLink defaults there.
     allreduce_efficiency
         Achieved fraction of the modelled tensor-parallel all-reduce speed in
         serving (:func:`costmodels.comm.tp_allreduce_s` divides by it); 1 = the
@@ -132,7 +141,13 @@ class ChipSpec(Record):
     memory_half_bytes: float = Field(default=0.0, ge=0, le=1e18)
     compute_half_tokens: float = Field(default=0.0, ge=0, le=1e9)
     layer_overhead_s: float = Field(default=0.0, ge=0, le=1.0)
+    sequence_overhead_s: float | None = Field(default=None, ge=0, le=1e-2, description="host time per sequence per "
+                                              "step (default: costmodels.efficiency.DEFAULT_SEQUENCE_OVERHEAD_S)")
     allreduce_efficiency: float = Field(default=1.0, gt=0, le=1)
+    alltoall_floor_s: float | None = Field(default=None, ge=0, le=1e-2, description="scale-up expert all-to-all "
+                                           "kernel time per phase no message goes below (default: costmodels.comm)")
+    alltoall_efficiency: float | None = Field(default=None, gt=0, le=1, description="fraction of the scale-up "
+                                              "bandwidth an expert all-to-all's logical bytes move at")
     calibration: Literal["calibrated", "uncalibrated"] = "uncalibrated"
     heldout_tpot_error: float | None = Field(default=None, ge=0)
     all_reduce_algorithms: list[AllReduceAlgorithm] = Field(
@@ -148,6 +163,7 @@ class ChipSpec(Record):
         missing += [f for f in OPERATING_POINT_FIELDS if getattr(self, f) and f not in self.sources]
         if self.allreduce_efficiency != 1.0 and "allreduce_efficiency" not in self.sources:
             missing.append("allreduce_efficiency")
+        missing += [f for f in OPTIONAL_SOURCED_FIELDS if getattr(self, f) is not None and f not in self.sources]
         if self.calibration == "calibrated" and "calibration" not in self.sources:
             missing.append("calibration")
         if missing:
@@ -219,6 +235,8 @@ SOURCED_FIELDS = (
 
 #: Operating-point fields (costmodels.efficiency): a non-zero value needs a source.
 OPERATING_POINT_FIELDS = ("memory_half_bytes", "compute_half_tokens", "layer_overhead_s")
+#: Fields that may be unset (the code's prior then) and need a source when set.
+OPTIONAL_SOURCED_FIELDS = ("alltoall_floor_s", "alltoall_efficiency", "sequence_overhead_s")
 
 
 def read_records(path: str | Path, section: str, record_type: type[R]) -> dict[str, R]:

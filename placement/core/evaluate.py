@@ -216,9 +216,10 @@ def layout_args(part: PartLayout) -> dict:
 
 
 def precision_args(ctx: Context) -> dict:
-    """The cost models' precision keywords of the instance."""
+    """The cost models' precision keywords of the instance (the attention projections' resolved for its model)."""
     p = ctx.instance.precision
-    return {"precision": p.weights, "kv_precision": p.kv}
+    return {"precision": p.weights, "kv_precision": p.kv,
+            "attention_precision": p.attention_for(ctx.model)}
 
 
 def step_precision_args(ctx: Context) -> dict:

@@ -29,6 +29,7 @@ import math
 
 from pydantic import Field
 
+from costmodels.arithmetic import stored_weight_bytes
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig, precision_args
@@ -112,16 +113,15 @@ def weight_bytes_of(ctx: Context, config: PoolConfig, part: int) -> float:
     embedding weights, its FFN half the FFN weights; a remote draft holds the
     draft model.
     """
-    precision = precision_args(ctx)["precision"]
-    model = ctx.model
+    prec = precision_args(ctx)
+    weights, attention = prec["precision"], prec["attention_precision"]
     if config.partner is None:
-        return model.weight_bytes(precision)
+        return stored_weight_bytes(ctx.model, "full", weights, attention)
     if config.kind == "decode-af":
-        params = model.ffn_params if part else model.attention_params + model.embedding_params
-        return params * model.weight_bytes(precision) / model.total_params
+        return stored_weight_bytes(ctx.model, "ffn" if part else "attention", weights, attention)
     if part and ctx.draft_model is not None:
-        return ctx.draft_model.weight_bytes(precision)
-    return model.weight_bytes(precision)
+        return stored_weight_bytes(ctx.draft_model, "full", weights, attention)
+    return stored_weight_bytes(ctx.model, "full", weights, attention)
 
 
 def reload_seconds(weight_bytes: float, *, chips: int, uplink_bytes_per_s: float, chips_per_domain: int) -> float:

@@ -47,7 +47,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from costmodels.measured import MeasuredCapacity
-from costmodels.models import ModelSpec
+from costmodels.models import ModelSpec, default_attention_precision
 from placement.core.sessions import KvTierSpec, Sessions
 from placement.core.user_chips import UserChip, user_chip
 from placement.modes import check_option, options
@@ -179,12 +179,27 @@ class Draft(Record):
 
 
 class Precision(Record):
-    """Weights (and matmuls), KV cache, and the activations the collectives and pools exchange."""
+    """Weights (and matmuls), KV cache, and the activations the collectives and pools exchange.
+
+    ``weights`` is the FFN's (dense layers and experts); ``attention`` that of the attention projections,
+    embeddings and LM head — unset, the weights' precision, except FP4 weights of a model whose published
+    FP4 checkpoints keep attention wider (``ModelSpec.fp4_attention_precision``: FP8 for DeepSeek-R1's
+    NVFP4, BF16 for gpt-oss's MXFP4). The attention core (Q·Kᵀ, P·V) runs at ``activations``.
+    """
 
     weights: Literal["fp4", "fp8", "bf16"] = "bf16"
+    attention: Literal["fp4", "fp8", "bf16"] | None = Field(
+        default=None, description="attention projections' precision (unset: the weights', or the model's FP4 "
+                                  "checkpoint attention precision when weights are fp4)")
     kv: Literal["fp4", "fp8", "bf16"] = "bf16"
     activations: Literal["fp8", "bf16"] = Field(
-        default="bf16", description="what engines send between ranks and pools (BF16 even with FP8 weights)")
+        default="bf16", description="what engines send between ranks and pools (BF16 even with FP8 weights); "
+                                    "the attention core's precision")
+
+    def attention_for(self, model: ModelSpec) -> str:
+        """The attention projections' precision for ``model``: as set, else
+        :func:`costmodels.models.default_attention_precision`."""
+        return self.attention or default_attention_precision(model, self.weights)
 
 
 #: Most domains one group may have (and so the largest domain index a ``--fail`` range may name, plus one).

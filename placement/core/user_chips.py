@@ -29,7 +29,13 @@ from typing import Any
 
 from pydantic import Field, create_model
 
-from topology.chips import OPERATING_POINT_FIELDS, SOURCED_FIELDS, ChipSpec, load_chip_catalog
+from topology.chips import (
+    OPERATING_POINT_FIELDS,
+    OPTIONAL_SOURCED_FIELDS,
+    SOURCED_FIELDS,
+    ChipSpec,
+    load_chip_catalog,
+)
 
 __all__ = ["UserChip", "user_chip"]
 
@@ -37,7 +43,7 @@ __all__ = ["UserChip", "user_chip"]
 PERFORMANCE_FIELDS = frozenset({
     "flops_per_s", "memory", "sram_only", "scale_up_bandwidth_bytes_per_s", "scale_up_latency_s",
     "scale_out_bandwidth_bytes_per_s", "compute_efficiency", "memory_efficiency", "step_overhead_s",
-    "allreduce_efficiency", *OPERATING_POINT_FIELDS})
+    "allreduce_efficiency", *OPERATING_POINT_FIELDS, *OPTIONAL_SOURCED_FIELDS})
 _NO_SOURCE = "user-supplied (no source)"
 
 
@@ -90,6 +96,7 @@ def user_chip(value: Any) -> Any:
             needed.add("all_reduce_algorithms")
         if entry.get("allreduce_efficiency", 1.0) != 1.0:
             needed.add("allreduce_efficiency")
+        needed |= {f for f in OPTIONAL_SOURCED_FIELDS if entry.get(f) is not None}
         _fill_sources(entry, _NO_SOURCE, needed)
         entry["calibration"] = "uncalibrated"
         entry.pop("heldout_tpot_error", None)

@@ -1,0 +1,189 @@
+"""Measured serving rows priced on a chip, split so that a fit can re-apply its factors cheaply.
+
+:mod:`costmodels.calibration` fits the chip factors; this module prices every mapped row
+(:mod:`costmodels.measured_rows`) once on a chip and keeps the parts a factor scales — the weight GEMMs
+(the t½ curve), the attention core, the memory, the collectives, the fixed and per-sequence costs — apart.
+
+Examples
+--------
+>>> from topology.chips import load_chip_catalog
+>>> h100 = chip_with(load_chip_catalog()["h100"], 0.70, 0.86, 2.0e-3)
+>>> h100.memory_efficiency, h100.step_overhead_s
+(0.86, 0.002)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from costmodels.comm import ACTIVATION_BYTES_PER_VALUE, ep_alltoall_s
+from costmodels.efficiency import sequence_overhead_s
+from costmodels.measured_rows import MappedRow
+from costmodels.models import ModelSpec, default_attention_precision
+from costmodels.roofline import (
+    aggregated_step,
+    attention_core_flops,
+    forward_cost,
+    kv_bytes_per_sequence,
+    prefill_step,
+)
+from topology.chips import ChipSpec
+
+__all__ = ["RowCosts", "abs_pct_error", "chip_with", "request_overhead_s", "row_costs"]
+
+#: Share of the aggregated step in flight a new prompt waits for on average (it arrives at a random time).
+IN_FLIGHT = 0.5
+
+
+def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float,
+              memory_half_bytes: float = 0.0, compute_half_tokens: float = 0.0,
+              layer_overhead_s: float = 0.0, request_overhead_s: float = 0.0,
+              allreduce_efficiency: float = 1.0, sequence_overhead_s: float = 0.0) -> ChipSpec:
+    """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced.
+
+    ``request_overhead_s`` is no catalogue field: it rides on the copy for the closed-loop TTFT model.
+    """
+    return chip.model_copy(update={"compute_efficiency": float(compute_efficiency),
+                                   "memory_efficiency": float(memory_efficiency),
+                                   "step_overhead_s": float(step_overhead_s),
+                                   "memory_half_bytes": float(memory_half_bytes),
+                                   "compute_half_tokens": float(compute_half_tokens),
+                                   "layer_overhead_s": float(layer_overhead_s),
+                                   "request_overhead_s": float(request_overhead_s),
+                                   "allreduce_efficiency": float(allreduce_efficiency),
+                                   "sequence_overhead_s": float(sequence_overhead_s)})
+
+
+def request_overhead_s(chip: ChipSpec) -> float:
+    """The closed-loop TTFT model's per-request latency: set by :func:`chip_with` only (plans do not price it)."""
+    return float(getattr(chip, "request_overhead_s", 0.0))
+
+
+def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
+    """Row indices grouped by what must be scalar in a roofline call."""
+    groups: dict[tuple, list[int]] = {}
+    for i, m in enumerate(rows):
+        groups.setdefault((m.model, m.precision, m.kv_precision, m.layout), []).append(i)
+    return {k: np.asarray(v) for k, v in groups.items()}
+
+
+@dataclass
+class RowCosts:
+    """Per-row step costs on one chip, split so that the factors can be re-applied.
+
+    TPOT = Σ_k max(compute[k], memory[k]) + comm + overhead (k = 0: the whole
+    aggregated step, or the attention step of a DP-attention row; k = 1: its
+    FFN step; ``parts[k]`` marks which exist). ``tokens[k]`` is the GEMM row
+    count (tokens per micro-batch) the compute efficiency depends on, ``layers``
+    the layer passes paid a launch cost. TTFT (``ttft_model``) = ttft_scale ·
+    (one prefill step) + ttft_in_flight · (the aggregated step) + the request
+    overhead, ``nan`` on rows that are not TTFT-eligible.
+    """
+
+    tpot_compute: np.ndarray  # (2, N) s, the weight GEMMs (scaled by the t½ curve)
+    tpot_core: np.ndarray  # (2, N) s, the attention core (not)
+    tpot_memory: np.ndarray  # (2, N) s
+    tpot_tokens: np.ndarray  # (2, N)
+    tpot_parts: np.ndarray  # (2, N) 1.0 where the step exists
+    tpot_comm: np.ndarray  # (N,) s
+    tpot_layers: np.ndarray  # (N,)
+    tpot_sequences: np.ndarray  # (N,) sequences in the step (the per-sequence host cost's count)
+    tpot_s: np.ndarray  # (N,) s, as the roofline returns it on this chip
+    ttft_compute: np.ndarray  # (N,) s
+    ttft_core: np.ndarray  # (N,) s
+    ttft_memory: np.ndarray  # (N,) s
+    ttft_tokens: np.ndarray  # (N,)
+    ttft_comm: np.ndarray  # (N,) s
+    ttft_layers: np.ndarray  # (N,)
+    ttft_scale: np.ndarray  # (N,) prefills a TTFT waits for: (b + 1)/2 (wave) or 1; nan if not eligible
+    ttft_s: np.ndarray  # (N,) s
+    ttft_in_flight: np.ndarray  # (N,) share of the aggregated step a new prompt waits for
+
+
+def _chunked_part(chip: ChipSpec, model: ModelSpec, part: str, batch, context, chunk, chunk_ctx, tp, ep, precision,
+                  kv_precision, attention_precision=None):
+    """One aggregated step of ``part`` (attention or FFN): ``batch`` decode tokens + a ``chunk`` of prompt."""
+    attn = batch * np.asarray(attention_core_flops(model, new_tokens=1, context=context, decode=True)) + np.asarray(
+        attention_core_flops(model, new_tokens=chunk, context=chunk_ctx, decode=False))
+    kv = batch * np.asarray(kv_bytes_per_sequence(model, kv_precision, context)) + np.where(
+        chunk > 0, np.asarray(kv_bytes_per_sequence(model, kv_precision, chunk_ctx + chunk)), 0.0)
+    return forward_cost(chip, model, part=part, sequences=batch + (chunk > 0), tokens=batch + chunk,
+                        attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, precision=precision,
+                        attention_precision=attention_precision)
+
+
+def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow], ttft_model: str = "wave"
+              ) -> RowCosts:
+    """Price every row on ``chip`` (vectorised: one roofline call per group); ``ttft_model`` as
+    :data:`costmodels.calibration.TTFT_MODEL`."""
+    n = len(rows)
+    c, core, mem, tok, parts = np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n)), np.ones((2, n)), np.zeros((2, n))
+    comm, layers, tpot, seqs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    pc, pcore, pm, ptok, pcomm, player, pscale, ttft, wait = (np.full(n, np.nan) for _ in range(9))
+    for (model_name, precision, kv_prec, layout), idx in _group_indices(rows).items():
+        model = models[model_name]
+        attn_prec = default_attention_precision(model, precision)
+        rs = [rows[i] for i in idx]
+
+        def col(attr, rs=rs):
+            return np.array([getattr(m, attr) for m in rs], dtype=float)
+
+        batch, context, tp, pp, ep = col("batch"), col("context"), col("tp"), col("pp"), col("ep")
+        chunk = col("prefill_tokens_per_step")
+        isl = np.array([m.row.isl for m in rs], dtype=float)
+        if layout == "tp":
+            st = aggregated_step(chip, model, batch=batch, context=context, chunk_tokens=chunk,
+                                 chunk_context=np.maximum(isl - chunk, 0.0) / 2.0, tp=tp, pp=pp, ep=ep,
+                                 precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
+            c[0, idx], core[0, idx] = np.asarray(st.compute_s) - st.core_s, st.core_s
+            mem[0, idx], comm[idx] = st.memory_s, st.comm_s
+            n_mb = np.minimum(pp, np.maximum(batch + (chunk > 0), 1.0))
+            tok[0, idx], parts[0, idx], layers[idx] = (batch + chunk) / n_mb, 1.0, model.layers
+            seqs[idx] = batch + (chunk > 0)
+            tpot[idx] = st.time_s
+        else:
+            dp = col("attn_dp")
+            att = _chunked_part(chip, model, "attention", batch / dp, context, chunk / dp,
+                                np.maximum(isl - chunk / dp, 0.0) / 2.0, col("attn_tp"), 1, precision, kv_prec,
+                                attn_prec)
+            ffn = forward_cost(chip, model, part="ffn", sequences=batch + (chunk > 0), tokens=batch + chunk,
+                               attention_flops=0.0, kv_bytes=0.0, tp=tp, ep=ep, precision=precision)
+            a2a = np.zeros(len(idx))
+            if model.moe is not None:
+                a2a = model.n_moe_layers * np.asarray(ep_alltoall_s(
+                    chip, batch + chunk, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE,
+                    ep))
+            c[0, idx], core[0, idx] = np.asarray(att.compute_s) - att.core_s, att.core_s
+            mem[0, idx], tok[0, idx] = att.memory_s, (batch + chunk) / dp
+            c[1, idx], mem[1, idx], tok[1, idx] = ffn.compute_s, ffn.memory_s, batch + chunk
+            parts[:, idx], layers[idx], seqs[idx] = 1.0, 2 * model.layers, batch + (chunk > 0)
+            comm[idx] = np.asarray(att.comm_s) + np.asarray(ffn.comm_s) + a2a
+            # attention and FFN run back to back on the same chips: one framework overhead, each part's layer
+            # launches, and the host work of all the step's sequences (the attention part priced a DP group's)
+            h = sequence_overhead_s(chip)
+            host = chip.step_overhead_s + h * (batch / dp + (chunk > 0)) - h * seqs[idx]
+            tpot[idx] = np.asarray(att.time_s) + np.asarray(ffn.time_s) - host + a2a
+        elig = np.array([m.ttft_eligible for m in rs])
+        if elig.any():
+            e = idx[elig]
+            pf = prefill_step(chip, model, prompt=isl[elig], batch=1, tp=tp[elig], pp=pp[elig], ep=ep[elig],
+                              precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
+            pc[e], pcore[e] = np.asarray(pf.compute_s) - pf.core_s, pf.core_s
+            pm[e], pcomm[e] = pf.memory_s, pf.comm_s
+            ptok[e], player[e] = isl[elig], model.layers
+            if ttft_model == "wave":
+                pscale[e], wait[e] = (batch[elig] + 1.0) / 2.0, 0.0
+                ttft[e] = pscale[e] * np.asarray(pf.time_s)
+            else:  # closed loop: a prompt arrives alone, while the others' step runs (none when b = 1)
+                pscale[e], wait[e] = 1.0, np.where(batch[elig] > 1, IN_FLIGHT, 0.0)
+                ttft[e] = np.asarray(pf.time_s) + wait[e] * tpot[e] + request_overhead_s(chip)
+    return RowCosts(c, core, mem, tok, parts, comm, layers, seqs, tpot, pc, pcore, pm, ptok, pcomm, player, pscale,
+                     ttft, wait)
+
+
+def abs_pct_error(pred, meas) -> np.ndarray:
+    """|pred − meas| / meas · 100."""
+    p, y = np.asarray(pred, dtype=float), np.asarray(meas, dtype=float)
+    return np.abs(p - y) / y * 100.0
