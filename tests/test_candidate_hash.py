@@ -128,18 +128,38 @@ def test_disk_cache_is_read_by_a_later_process(tmp_path, monkeypatch):
     candidate_cache.clear()
     ctx = _context("melange-toy")
     first = candidate_cache.cached_generate(ctx)
-    assert [p.name for p in tmp_path.iterdir()] == [f"{candidate_cache.disk_key(ctx)}.pickle"]
+    entry = f"{candidate_cache.disk_key(ctx)}.json.gz"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [entry, "hmac.key"]
     candidate_cache.clear()  # what a new process starts with
     again = candidate_cache.cached_generate(ctx)
     assert candidate_cache.cache_info() == {"hits": 0, "misses": 0, "disk_hits": 1, "kept": 1}
     assert again.columns == first.columns and again.configs == first.configs
-    (tmp_path / f"{candidate_cache.disk_key(ctx)}.pickle").write_bytes(b"half a file")
+    (tmp_path / entry).write_bytes(b"half a file")
     candidate_cache.clear()
-    assert candidate_cache.cached_generate(ctx).columns == first.columns  # unreadable: generated again
+    with pytest.warns(candidate_cache.CacheWarning, match="is not used"):
+        assert candidate_cache.cached_generate(ctx).columns == first.columns  # unreadable: generated again
     assert candidate_cache.cache_info()["misses"] == 1
     candidate_cache.clear()
 
 
+def test_the_disk_key_holds_the_code_it_was_generated_by(tmp_path, monkeypatch):
+    """A source tree keeps its version across edits: the fingerprint of the code and catalogues that
+    generation reads tells two commits apart, and only those files count."""
+    ctx = _context("melange-toy")
+    key = candidate_cache.disk_key(ctx)
+    monkeypatch.setattr(candidate_cache, "code_fingerprint", lambda: "edited")
+    assert candidate_cache.disk_key(ctx) != key
+    files = ["placement/__init__.py", "placement/core/candidates.py", "placement/modes/pd.py",
+             "costmodels/catalog/models.yaml", "solvers/dominance.py", "topology/catalog/chips.yaml",
+             "placement/cli/app.py", "placement/core/__pycache__/candidates.cpython-311.pyc"]
+    for f in files:
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text(f)
+    seen = {candidate_cache.tree_fingerprint(tmp_path)}
+    for f in files:
+        (tmp_path / f).write_text(f + " edited")
+        seen.add(candidate_cache.tree_fingerprint(tmp_path))
+    assert len(seen) == 1 + 6  # every edit but the command line's and the compiled file's
 def test_pairings_evaluated_together_equal_one_at_a_time():
     """Attention–FFN configurations evaluated as one array (generation) give what each gives alone."""
     from placement.core.evaluate import evaluate

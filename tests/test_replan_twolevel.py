@@ -88,7 +88,7 @@ def test_cli_replan_reads_the_solves_candidate_cache(tmp_path, monkeypatch):
     candidate_cache.clear()  # a generation kept in this process would not be written (a new process has none)
     assert runner.invoke(app, ["solve", toy, "--solver", BACKEND, "--json", str(p0), "-q",
                                "--cache-dir", str(cache)]).exit_code == 0
-    assert len(list(cache.glob("*.pickle"))) == 1
+    assert len(list(cache.glob("*.json.gz"))) == 1
     monkeypatch.setenv(candidate_cache.CACHE_DIR_ENV, "")
     candidate_cache.clear()  # the solve's generation is on disk only
     r = runner.invoke(app, ["replan", toy, str(p0), "--solver", BACKEND, "--fail", "a10g-pool:0", "-q",

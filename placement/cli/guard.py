@@ -1,6 +1,9 @@
 """The one error wrapper of the command line: every failure becomes a message on stderr and an
 exit code (those of :mod:`placement.core.errors`), never a traceback.
 
+Warnings the core gives as :class:`~placement.core.cache_store.CacheWarning` (a cache folder or
+entry not used) are printed as the other warnings of the command line are: ``warning: …`` on stderr.
+
 Messages are printed verbatim — no rich markup, no emoji codes — because they quote the user's
 input, and a sweep spec such as ``5:100:20`` must not turn into a picture — except for URL
 credentials (``ray://user:token@host``), which are replaced by ``***``.
@@ -17,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -77,6 +81,28 @@ def _silence_stdout() -> None:
         pass
 
 
+@contextmanager
+def _cache_warnings_on_stderr() -> Iterator[None]:
+    """Within the block, a :class:`CacheWarning` is a ``warning:`` line on stderr; any other warning as before."""
+    from placement.core.cache_store import CacheWarning
+
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, CacheWarning):
+            from placement.cli.consoles import warn
+
+            warn(redact(str(message)))
+        else:
+            previous(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a command: :class:`PlacementError` → its message and exit code; anything else → exit 1.
 
@@ -95,7 +121,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            with _signals_unwind():
+            with _signals_unwind(), _cache_warnings_on_stderr():
                 return fn(*args, **kwargs)
         except typer.Exit:
             raise
