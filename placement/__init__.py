@@ -11,7 +11,7 @@ The library API (each function's docstring has a runnable example):
 ``solve(instance, ...) -> Plan``                the cheapest verified plan (``plan.status`` says what happened)
 ``replan(instance, plan, events, ...) -> Plan`` the cheapest plan from a running one, counting migration;
                                                 ``Events``: failed domains, $ per move, amortisation hours
-``check(instance, plan) -> CheckResult``        re-verify a plan (``ok``, ``violations``)
+``check(instance, plan) -> CheckResult``        re-verify a plan (``ok``, ``violations``, ``warnings``)
 ``schedule(instance, periods, ...) -> Schedule`` one plan per period (``read_profile(csv)``) with reserved
                                                 capacity and reconfiguration $, beside its references
 ==============================================  ===========================================================

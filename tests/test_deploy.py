@@ -160,7 +160,7 @@ def test_bench_script_drives_each_class_at_its_rate():
     script = build(plan, fmt="k8s", engine="vllm", instance=inst)["bench.sh"]
     assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
     for c in inst.workload.classes:
-        line = next(ln for ln in script.splitlines() if ln.startswith("aiperf") and f"/{c.name}\"" in ln)
+        line = next(ln for ln in script.splitlines() if ln.startswith("aiperf") and ln.endswith(f'"$OUT"/{c.name}'))
         assert f"--request-rate {c.rate_rps:g} " in line
         assert f"--output-tokens-mean {c.output_tokens} " in line
     assert script.count("\ncheck ") == len(inst.workload.classes)

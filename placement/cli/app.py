@@ -203,24 +203,20 @@ def solve(
 @app.command()
 @guarded
 def check(instance: InstanceArg, plan_path: PlanArg) -> None:
-    """Verify a plan against an instance with the cost models (not the MILP)."""
+    """Verify a plan against an instance with the cost models (not the MILP), and its provenance."""
     from rich.markup import escape
 
     from placement.cli.consoles import err, out
-    from placement.core.context import Context
+    from placement.core.api import check as run
     from placement.core.plan import read_plan
-    from placement.core.verify import verify
 
     inst = _load(instance)
     plan = read_plan(plan_path)
-    if plan.instance != inst.name:
-        raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
-                         field="instance")
-    if plan.status not in ("optimal", "feasible", "time_limit"):
-        raise InputError(f"plan has status {plan.status!r}; nothing to check", file=str(plan_path), field="status")
-    violations = verify(Context.of(inst, str(instance)), plan)
-    if violations:
-        for v in violations:
+    result = run(inst, plan, source=str(instance), plan_source=str(plan_path))
+    for w in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+    if not result.ok:
+        for v in result.violations:
             err.print(f"[red]violation:[/red] {escape(v)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_VERIFY)
     out.print(f"[green]ok[/green] {plan_path}: {len(plan.pools)} pools, every constraint holds")

@@ -2,7 +2,7 @@
 
 The page is :func:`placement.report.render_html`'s. With ``--instance`` the fleet is drawn from the
 instance's graph (every domain group and switch, with its chips) and the plan must be for that
-instance; without, from the plan's links and pools. ``--sweep`` takes the JSON of ``pareto --json``
+instance (its name and, when the plan records it, its SHA-256); without, from the plan's links and pools. ``--sweep`` takes the JSON of ``pareto --json``
 or ``sweep --json``.
 """
 
@@ -41,7 +41,7 @@ def report_command(
     graph = None
     if instance is not None:
         from placement.core.context import Context
-        from placement.core.plan import read_plan_instance
+        from placement.core.provenance import read_plan_instance
 
         graph = Context.of(read_plan_instance(plan, plan_path, instance), str(instance)).graph
     study = None

@@ -6,11 +6,14 @@ Examples
 >>> inst = placement.load_instance("instances/melange-toy.yaml")
 >>> plan = placement.solve(inst, backend="highs")
 >>> placement.check(inst, plan)
-CheckResult(ok=True, violations=[])
+CheckResult(ok=True, violations=[], warnings=[])
 >>> plan.pools[0].replicas += 1
 >>> result = placement.check(inst, plan)
 >>> result.ok, result.violations[0].split(":")[0]
 (False, 'pool pool-01')
+>>> plan.provenance.model = "llama-3.1-8b"
+>>> placement.check(inst, plan).violations[0]
+"provenance.model: the plan says 'llama-3.1-8b', the instance 'llama-2-7b'"
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.plan import Plan
+from placement.core.provenance import compare_provenance
 from placement.core.schema import Instance
 from placement.core.verify import CHECKED_STATUSES, verify
 
@@ -28,25 +32,36 @@ __all__ = ["CheckResult", "check"]
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The verifier's verdict: ``ok`` when ``violations`` (sentences naming the pool or field) is empty."""
+    """The verifier's verdict: ``ok`` when ``violations`` (sentences naming the pool or field) is empty.
+
+    ``warnings`` say what differs without making the plan wrong (the tool version that wrote it,
+    :func:`placement.core.provenance.compare_provenance`).
+    """
 
     ok: bool
     violations: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
-def check(instance: Instance, plan: Plan, *, source: str = "<instance>") -> CheckResult:
+def check(instance: Instance, plan: Plan, *, source: str = "<instance>", plan_source: str | None = None,
+          ) -> CheckResult:
     """Re-verify ``plan`` against ``instance`` with the cost models (what ``placement check`` does).
 
-    A plan that records failed domains (a re-plan) is checked against the fleet without them.
+    A plan that records failed domains (a re-plan) is checked against the fleet without them. Its
+    provenance (model, draft, precision, framework) must be the instance's.
 
     Raises
     ------
     InputError
-        The plan is for another instance, or has no placement (status infeasible or error).
+        The plan is for another instance, names a model nobody knows, or has no placement (status
+        infeasible or error); ``plan_source`` (the plan's file) is named.
     """
     if plan.instance != instance.name:
-        raise InputError(f"plan is for instance {plan.instance!r}, not {instance.name!r}", field="instance")
+        raise InputError(f"plan is for instance {plan.instance!r}, not {instance.name!r}", file=plan_source,
+                         field="instance")
     if plan.status not in CHECKED_STATUSES:
-        raise InputError(f"plan has status {plan.status!r}; nothing to check", field="status")
-    violations = verify(Context.of(instance, source), plan)
-    return CheckResult(ok=not violations, violations=violations)
+        raise InputError(f"plan has status {plan.status!r}; nothing to check", file=plan_source, field="status")
+    ctx = Context.of(instance, source)
+    mismatches, warnings = compare_provenance(ctx, plan, plan_source or "<plan>")
+    violations = mismatches + verify(ctx, plan)
+    return CheckResult(ok=not violations, violations=violations, warnings=warnings)

@@ -34,8 +34,8 @@ from placement.core.errors import InputError
 from placement.core.schema import Instance
 from topology.chips import ChipSpec, load_chip_catalog
 
-__all__ = ["chips_of", "draft_model_of", "load_instance", "model_aliases", "model_of", "parse_instance", "read_bounded",
-           "read_document"]
+__all__ = ["chips_of", "describe_error", "draft_model_of", "load_instance", "model_aliases", "model_of",
+           "parse_instance", "read_bounded", "read_document"]
 
 #: Instance files larger than this are refused before parsing (absurd sizes).
 MAX_FILE_BYTES = 20_000_000
@@ -292,7 +292,7 @@ _FRIENDLY = {
 }
 
 
-def _describe(err: dict, errors: list[dict]) -> str:
+def describe_error(err: dict, errors: list[dict]) -> str:
     """One pydantic error as a sentence: what is wrong and what was given."""
     msg = _FRIENDLY.get(err["type"])
     if err["type"] == "extra_forbidden":
@@ -328,7 +328,7 @@ def _input_error(e: ValidationError, source: str) -> InputError:
             first = err
             break
     field = _field_path(tuple(first["loc"]))
-    msg = _describe(first, errors)
+    msg = describe_error(first, errors)
     seen = {field}
     explained = {tuple(err["loc"][:-1]) for err in errors if err["type"] == "extra_forbidden"}
     for err in errors:
@@ -338,7 +338,7 @@ def _input_error(e: ValidationError, source: str) -> InputError:
         if err["type"] == "missing" and tuple(err["loc"][:-1]) in explained:
             continue  # the misspelt key's missing twin
         seen.add(where)
-        msg += f"\n  and {where or '(top level)'}: {_describe(err, errors)}"
+        msg += f"\n  and {where or '(top level)'}: {describe_error(err, errors)}"
     return InputError(msg, file=source, field=field or None)
 
 

@@ -18,14 +18,16 @@ Examples
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from placement.core.errors import InputError
 
-__all__ = ["STDOUT", "check_writable", "refuse_inputs", "write_atomic", "write_bytes_atomic"]
+__all__ = ["STDOUT", "check_writable", "refuse_inputs", "write_atomic", "write_bytes_atomic", "write_folder_atomic"]
 
 #: The output path that means standard output.
 STDOUT = "-"
@@ -37,8 +39,11 @@ def _read_umask() -> int:
     return mask
 
 
+_UMASK = _read_umask()
 #: mkstemp creates 0600 files; a plan should get the mode any other new file would (or keep the old one's).
-_NEW_FILE_MODE = 0o666 & ~_read_umask()
+_NEW_FILE_MODE = 0o666 & ~_UMASK
+#: Mode of a new folder or executable file (mkdtemp creates 0700 folders).
+_NEW_EXEC_MODE = 0o777 & ~_UMASK
 
 
 def check_writable(path: str | Path) -> None:
@@ -165,3 +170,92 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
 
 def write_atomic(path: str | Path, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _cannot(p: Path, e: OSError, field: str | None) -> InputError:
+    return InputError(f"cannot write here: {e.strerror or e}", file=str(p), field=field)
+
+
+def _refuse_foreign(p: Path, owned: Callable[[str], bool], field: str | None) -> None:
+    """Refuse to replace ``p`` unless every entry in it is a regular file or folder ``owned`` accepts."""
+    for root, dirs, names in os.walk(p):
+        for name in dirs + names:
+            full = Path(root) / name
+            rel = full.relative_to(p).as_posix()
+            ok = owned(rel + "/") if full.is_dir() else full.is_file() and owned(rel)
+            if full.is_symlink() or not ok:
+                raise InputError(f"holds {rel!r}, which is not a file written here; refusing to replace the folder "
+                                 "(give a new or empty folder, or move it away)", file=str(p), field=field)
+
+
+def _fill(folder: Path, files: Mapping[str, str], executable: Iterable[str]) -> None:
+    """Write every file, each flushed to disk before the folder is renamed into place."""
+    run = set(executable)
+    for rel, text in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as f:
+            os.fchmod(f.fileno(), _NEW_EXEC_MODE if rel in run else _NEW_FILE_MODE)
+            f.write(text.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def write_folder_atomic(path: str | Path, files: Mapping[str, str], *, owned: Callable[[str], bool],
+                        executable: Iterable[str] = (), field: str | None = None) -> None:
+    """Write ``files`` (relative path -> text) as the folder ``path``, all at once.
+
+    The files are written into a new folder beside ``path`` (the same file system), each flushed
+    to disk, then that folder is renamed to ``path``: no reader sees a half-written folder, and a
+    failure (a full disk) leaves nothing behind but the error. An existing ``path`` is replaced
+    only when everything in it is a file or folder ``owned`` accepts (given its relative path, a
+    folder's ending in ``/``: one this command writes): the old
+    folder is renamed aside once the new one is complete, the new one renamed into place, then the
+    old one removed — no stale file of an earlier run survives, and should the process die between
+    the two renames the old folder is kept beside, as ``.NAME.old-…``. Errors name ``field``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "deploy"
+    >>> ours = {"a.yaml", "sub/", "sub/b.yaml"}.__contains__
+    >>> write_folder_atomic(out, {"a.yaml": "a", "sub/b.yaml": "b"}, owned=ours)
+    >>> write_folder_atomic(out, {"a.yaml": "new"}, owned=ours)
+    >>> sorted(p.name for p in out.rglob("*")), (out / "a.yaml").read_text()
+    (['a.yaml'], 'new')
+    """
+    p = Path(path)
+    if p.is_symlink():
+        raise InputError("is a symbolic link; expected the folder itself", file=str(p), field=field)
+    if p.exists():
+        if not p.is_dir():
+            raise InputError("exists and is not a folder; expected a folder path", file=str(p), field=field)
+        _refuse_foreign(p, owned, field)
+    parent = p.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=f".{p.name}.new-", dir=parent))
+    except OSError as e:
+        raise _cannot(p, e, field) from None
+    held: Path | None = None
+    try:
+        os.chmod(fresh, _NEW_EXEC_MODE)
+        _fill(fresh, files, executable)
+        if p.exists():
+            held = Path(tempfile.mkdtemp(prefix=f".{p.name}.old-", dir=parent))
+            os.replace(p, held)  # onto the empty folder just made: POSIX rename replaces an empty folder
+        try:
+            os.replace(fresh, p)
+        except OSError:
+            if held is not None:
+                os.replace(held, p)
+                held = None
+            raise
+    except OSError as e:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise _cannot(p, e, field) from None
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    if held is not None:
+        shutil.rmtree(held, ignore_errors=True)

@@ -29,8 +29,16 @@ from pydantic import (
 from placement.core.confidence import PoolBands
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
-from placement.core.loading import read_document
+from placement.core.loading import describe_error, read_document
 from placement.core.migration import Migration
+from placement.core.schema import (
+    NAME_RULE,
+    ActivationPrecision,
+    DerivedName,
+    Framework,
+    Name,
+    StoragePrecision,
+)
 from placement.modes import STAGE_OF_KIND, StepId, check_stage
 from topology.records import MutableRecord
 
@@ -56,7 +64,6 @@ __all__ = [
     "class_latencies_ms",
     "parse_plan",
     "read_plan",
-    "read_plan_instance",
     "step_records",
 ]
 
@@ -71,10 +78,17 @@ TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
 #: ``{class, mode, stage, rate_rps}`` records, no longer objects keyed by ``"class|mode|stage"``;
 #: ``prefill_to_decode`` and ``max_pools_per_stage`` added.
 PLAN_SCHEMA_VERSION = "2"
+#: A release version as PEP 440 writes it (``0.1.0``, ``1.2rc1``, ``0.3.dev4+g1a2b3c``), or ``unknown`` (a tree
+#: that was never installed, :func:`placement.core.provenance.tool_version`).
+VERSION_PATTERN = (r"^(unknown|[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?"
+                   r"(\+[a-z0-9]+(\.[a-z0-9]+)*)?)$")
 
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
 #: A stage a part of a replica runs (:func:`placement.modes.stages`; STAGE_OF_KIND maps pool kinds to them).
 Stage = Annotated[str, AfterValidator(check_stage)]
+
+#: A pool's class: a class name, or ``*`` (a measured pool serves every class measured on it).
+PoolClass = Annotated[str, Field(pattern=rf"^(\*|{NAME_RULE})$", max_length=128)]
 
 #: Keys of one per-step rate record in a plan's JSON.
 STEP_RECORD_KEYS = ("class", "mode", "stage", "rate_rps")
@@ -159,7 +173,7 @@ StepRates = Annotated[
 class PoolSite(MutableRecord):
     """Replicas of a pool in one domain group, with the load they carry."""
 
-    site: str
+    site: Name
     replicas: int
     domains: list[int] = Field(default_factory=list, description="indices of the domains used in the group")
     load_rps: StepRates = Field(default_factory=dict, description="requests/s of each step of a route the "
@@ -179,11 +193,11 @@ class PoolSite(MutableRecord):
 class Pool(MutableRecord):
     """Identical replicas running one stage (one part of a column)."""
 
-    id: str
+    id: DerivedName
     column: str
     stage: Stage
-    traffic_class: str
-    chip: str
+    traffic_class: PoolClass
+    chip: Name
     replicas: int
     chips: int = Field(description="chips in the pool (replicas × chips per replica)")
     chips_per_replica: int
@@ -193,7 +207,7 @@ class Pool(MutableRecord):
     batch: int
     chunk_tokens: int | None = None
     micro_batches: int = 1
-    paired_with: str | None = None
+    paired_with: DerivedName | None = None
     capacity_rps_per_replica: StepRates = Field(default_factory=dict, description="requests/s one replica "
                                                 "serves of each step it can run (alone)")
     utilisation: float = 0.0
@@ -204,7 +218,7 @@ class Pool(MutableRecord):
                                    "time rests on; None: the roofline")
     usd_per_hour: float
     power_w: float
-    domains: list[str] = Field(description="domain groups hosting the pool (the sites' names)")
+    domains: list[Name] = Field(description="domain groups hosting the pool (the sites' names)")
     sites: list[PoolSite]
     config: PoolConfig
     part: int = 0
@@ -249,7 +263,7 @@ def _drop_unset(out: Any, keys: tuple[str, ...]) -> Any:
 
 
 class ClassPlan(MutableRecord):
-    name: str
+    name: DerivedName
     rate_rps: float
     modes: dict[str, float] = Field(description="mode -> share of the class's requests")
     ttft_ms: float | None
@@ -348,21 +362,25 @@ class Comparison(MutableRecord):
 class Provenance(MutableRecord):
     """What a plan answers: the layout version, the tool, the instance (by hash), the model and precision."""
 
-    schema_version: str = Field(default=PLAN_SCHEMA_VERSION, description="version of the plan JSON layout")
-    tool_version: str = Field(description="placement version that wrote the plan")
+    schema_version: Literal["1", "2"] = Field(default=PLAN_SCHEMA_VERSION, description="version of the plan "
+                                              "JSON layout")
+    tool_version: str = Field(pattern=VERSION_PATTERN, max_length=64, description="placement version that wrote "
+                              "the plan")
     instance_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the instance's canonical "
                                  "JSON (placement.core.provenance.instance_sha256)")
-    model: str = Field(description="the served model's catalogue name")
-    draft_model: str | None = None
-    precision_weights: str
-    precision_kv: str
-    precision_activations: str
+    model: Name = Field(description="the served model's catalogue name")
+    draft_model: Name | None = None
+    precision_weights: StoragePrecision
+    precision_kv: StoragePrecision
+    precision_activations: ActivationPrecision
+    framework: Framework | None = Field(default=None, description="the serving framework the TTFTs assume "
+                                        "(serving.framework; None: a plan written before it was recorded)")
 
 
 class Plan(MutableRecord):
     """A placement, its predicted performance and cost, and how it was found."""
 
-    instance: str
+    instance: Name
     status: PlanStatus
     objective: Literal["cost", "power", "chips"]
     cost_usd_per_hour: float | None = None
@@ -397,7 +415,7 @@ class Plan(MutableRecord):
                                      "on the fleet's links (in the links' loads)")
     kv_usd_per_hour: float | None = Field(default=None, description="holding cost of the KV tiers (in "
                                           "cost_usd_per_hour)")
-    failed_domains: dict[str, list[int]] = Field(default_factory=dict, description="domain group -> indices of "
+    failed_domains: dict[Name, list[int]] = Field(default_factory=dict, description="domain group -> indices of "
                                                  "failed domains the plan was made without (re-plans)")
     migration: Migration | None = Field(default=None, description="the moves from the plan it replaces")
     survive: str | None = Field(default=None, description="a failure the plan is built to survive: 'domain:1' "
@@ -405,7 +423,7 @@ class Plan(MutableRecord):
                                 "switch lost, with every domain group behind it)")
     survive_slo_factor: float | None = Field(default=None, description="with survive: every class's TTFT and "
                                              "TPOT SLO is multiplied by this in the failure scenarios")
-    survive_batches: dict[str, int] = Field(default_factory=dict, description="with survive: pool id -> the batch "
+    survive_batches: dict[DerivedName, int] = Field(default_factory=dict, description="with survive: pool id -> the batch "
                                             "its replicas run at in the failure scenarios (absent: its own)")
     confidence: float | None = Field(default=None, description="the error-band quantile step times were priced "
                                      "at (solve --confidence); None: nominal predictions")
@@ -506,19 +524,9 @@ def parse_plan(doc: Any, source: str = "<plan>") -> Plan:
     try:
         return Plan.model_validate(doc)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        raise InputError(first["msg"].lower(), file=source, field=".".join(str(x) for x in first["loc"])) from None
-
-
-def read_plan_instance(plan: Plan, plan_path: str | Path, instance_path: str | Path):
-    """The instance at ``instance_path``, refused (naming the plan file) when ``plan`` was made for another one."""
-    from placement.core.loading import load_instance  # loading imports this module
-
-    inst = load_instance(instance_path)
-    if plan.instance != inst.name:
-        raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
-                         field="instance")
-    return inst
+        errors = e.errors(include_url=False)
+        raise InputError(describe_error(errors[0], errors), file=source,
+                         field=".".join(str(x) for x in errors[0]["loc"])) from None
 
 
 def read_plan(path: str | Path) -> Plan:

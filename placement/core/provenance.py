@@ -4,7 +4,16 @@ The instance hash is the SHA-256 of the validated instance's canonical JSON
 (pydantic's dump with sorted keys, no spaces), not of the file's bytes: the
 same instance written as YAML or JSON, with other comments or key order, has
 the same hash, and ``placement deploy PLAN --instance F`` can check that a plan
-answers ``F``.
+answers ``F`` (:func:`read_plan_instance`).
+
+``placement check`` compares a plan's provenance with the one re-derived from
+the instance (:func:`compare_provenance`): a different model, draft, precision
+or framework is a violation — the plan answers another question than the
+instance asks, whatever its figures say. A different tool version, plan layout
+or instance hash is a warning only: the verifier re-derives every figure from
+the instance with this version's cost models, so a plan from another version
+(or solved before the instance was edited) that re-verifies is one this version
+stands behind.
 
 Examples
 --------
@@ -22,15 +31,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement.core.plan import Provenance
+from placement.core.errors import InputError
+from placement.core.plan import Plan, Provenance
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import Instance
 
-__all__ = ["instance_sha256", "provenance", "tool_version"]
+__all__ = ["compare_provenance", "instance_sha256", "provenance", "read_plan_instance", "require_known_models",
+           "tool_version"]
+
+#: Provenance fields a plan must share with its instance (``framework`` only when the plan records it).
+MATCHED_FIELDS = ("model", "draft_model", "precision_weights", "precision_kv", "precision_activations", "framework")
+#: Provenance fields that may differ in a plan that re-verifies, and what a difference means.
+_NOTED_FIELDS = {"tool_version": "written by another placement version",
+                 "schema_version": "written in another plan layout",
+                 "instance_sha256": "solved for another version of the instance (it is checked against this one)"}
 
 
 def tool_version() -> str:
@@ -55,4 +74,60 @@ def provenance(ctx: Context) -> Provenance:
     p = ctx.instance.precision
     return Provenance(tool_version=tool_version(), instance_sha256=instance_sha256(ctx.instance),
                       model=ctx.model.name, draft_model=None if ctx.draft_model is None else ctx.draft_model.name,
-                      precision_weights=p.weights, precision_kv=p.kv, precision_activations=p.activations)
+                      precision_weights=p.weights, precision_kv=p.kv, precision_activations=p.activations,
+                      framework=ctx.instance.serving.framework)
+
+
+def compare_provenance(ctx: Context, plan: Plan, source: str = "<plan>") -> tuple[list[str], list[str]]:
+    """(violations, warnings): the plan's provenance against the one re-derived from ``ctx`` (module docstring).
+
+    Each sentence starts with the field (``provenance.model: …``).
+
+    Raises
+    ------
+    InputError
+        The plan names a model or draft that is neither a catalogue model nor the instance's.
+    """
+    says = plan.provenance
+    if says is None:
+        return [], ["provenance: none recorded (a plan written before it was): model and precision not compared"]
+    wants = provenance(ctx)
+    require_known_models(says, {wants.model, wants.draft_model}, "neither a catalogue model nor the instance's",
+                         source)
+    violations = [f"provenance.{name}: the plan says {getattr(says, name)!r}, the instance {getattr(wants, name)!r}"
+                  for name in MATCHED_FIELDS
+                  if getattr(says, name) != getattr(wants, name) and not (name == "framework" and says.framework is None)]
+    warnings = [f"provenance.{name}: {why} ({getattr(says, name)!r}, this one {getattr(wants, name)!r})"
+                for name, why in _NOTED_FIELDS.items() if getattr(says, name) != getattr(wants, name)]
+    return violations, warnings
+
+
+def require_known_models(prov: Provenance, also: set[str | None], why: str, source: str | None = None) -> None:
+    """Refuse a model or draft in ``prov`` that is neither a catalogue model nor in ``also`` (``why`` says so)."""
+    from costmodels.models import load_model_catalog
+
+    catalogue = load_model_catalog()
+    for name in ("model", "draft_model"):
+        model = getattr(prov, name)
+        if model is not None and model not in catalogue and model not in also:
+            raise InputError(f"unknown model {model!r}: {why}", file=source, field=f"provenance.{name}")
+
+
+def read_plan_instance(plan: Plan, plan_path: str | Path, instance_path: str | Path) -> Instance:
+    """The instance at ``instance_path``, refused (naming the plan file) when ``plan`` answers another one.
+
+    Another one: another name, or — when the plan records its provenance — another SHA-256 (the
+    instance was edited since the plan was solved).
+    """
+    from placement.core.loading import load_instance
+
+    inst = load_instance(instance_path)
+    if plan.instance != inst.name:
+        raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
+                         field="instance")
+    digest = instance_sha256(inst)
+    if plan.provenance is not None and plan.provenance.instance_sha256 != digest:
+        raise InputError(f"plan was solved for another version of {inst.name!r} (instance SHA-256 "
+                         f"{plan.provenance.instance_sha256[:12]}…, this file {digest[:12]}…); re-solve or give the "
+                         "matching instance", file=str(plan_path), field="provenance.instance_sha256")
+    return inst

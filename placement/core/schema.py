@@ -57,16 +57,23 @@ from topology.records import Record
 __all__ = [
     "MAX_DOMAINS_PER_GROUP",
     "MODES",
+    "NAME_PATTERN",
+    "NAME_RULE",
+    "ActivationPrecision",
+    "DerivedName",
     "DomainGroup",
     "Draft",
+    "Framework",
     "Hardware",
     "Instance",
     "Limits",
     "Link",
     "MeasuredCapacity",
     "MeasuredStepTime",
+    "Name",
     "Precision",
     "Serving",
+    "StoragePrecision",
     "TrafficClass",
     "Workload",
 ]
@@ -75,7 +82,30 @@ __all__ = [
 MODES = options()
 #: An entry of ``modes``: the option of a registered serving mode.
 Mode = Annotated[str, AfterValidator(check_option)]
-Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=64)]
+#: The rule every name follows (classes, domain groups, switches, the instance; a plan's names too): it may
+#: become a file name, a Kubernetes name or label, a YAML scalar or a word of a shell line.
+NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
+NAME_PATTERN = f"^{NAME_RULE}$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+#: A name built from names by the tool (a session class's outcome ``chat.kv-host``): the same rule, longer.
+DerivedName = Annotated[str, Field(pattern=NAME_PATTERN, max_length=128)]
+#: Precisions of weights and KV cache, and of the activations exchanged between ranks and pools.
+StoragePrecision = Literal["fp4", "fp8", "bf16"]
+ActivationPrecision = Literal["fp8", "bf16"]
+
+
+def _known_framework(name: str) -> str:
+    from costmodels.frameworks import framework_entry
+
+    try:
+        framework_entry(name)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    return name
+
+
+#: An entry of ``costmodels/catalog/frameworks.yaml`` (:mod:`costmodels.frameworks`).
+Framework = Annotated[str, AfterValidator(_known_framework)]
 
 
 def _not_a_bool(value: Any) -> Any:
@@ -187,12 +217,12 @@ class Precision(Record):
     NVFP4, BF16 for gpt-oss's MXFP4). The attention core (Q·Kᵀ, P·V) runs at ``activations``.
     """
 
-    weights: Literal["fp4", "fp8", "bf16"] = "bf16"
-    attention: Literal["fp4", "fp8", "bf16"] | None = Field(
+    weights: StoragePrecision = "bf16"
+    attention: StoragePrecision | None = Field(
         default=None, description="attention projections' precision (unset: the weights', or the model's FP4 "
                                   "checkpoint attention precision when weights are fp4)")
-    kv: Literal["fp4", "fp8", "bf16"] = "bf16"
-    activations: Literal["fp8", "bf16"] = Field(
+    kv: StoragePrecision = "bf16"
+    activations: ActivationPrecision = Field(
         default="bf16", description="what engines send between ranks and pools (BF16 even with FP8 weights); "
                                     "the attention core's precision")
 
@@ -342,19 +372,8 @@ class Serving(Record):
     ``pooled`` (the default) adds nothing and takes the widest TTFT band.
     """
 
-    framework: str = Field(default="pooled", description="a costmodels/catalog/frameworks.yaml entry: vllm, "
-                           "trtllm, sglang or pooled (unknown framework)")
-
-    @field_validator("framework")
-    @classmethod
-    def _known_framework(cls, v: str) -> str:
-        from costmodels.frameworks import framework_entry
-
-        try:
-            framework_entry(v)
-        except KeyError as e:
-            raise ValueError(e.args[0]) from None
-        return v
+    framework: Framework = Field(default="pooled", description="a costmodels/catalog/frameworks.yaml entry: "
+                                 "vllm, trtllm, sglang or pooled (unknown framework)")
 
 
 class Instance(Record):

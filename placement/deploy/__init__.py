@@ -18,25 +18,43 @@ See ``docs/deploy.md``.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import yaml
 
 from placement.core.errors import InputError
 from placement.core.plan import Plan
+from placement.core.provenance import require_known_models
 from placement.deploy.bench import bench_script
 from placement.deploy.engines import ENGINES, engine_args, trtllm_options
 from placement.deploy.formats import dynamo_graphs, llmd_values, neutral_pool, trtllm_dynamo_options
 from placement.deploy.k8s import unit_objects
+from placement.deploy.names import dns_name
 from placement.deploy.units import Unit, units_of
 
 if TYPE_CHECKING:
     from placement.core.schema import Instance
 
-__all__ = ["FORMATS", "build", "hf_id"]
+__all__ = ["FORMATS", "build", "hf_id", "written_here"]
 
 FORMATS = ("k8s", "dynamo", "llm-d")
+#: The files :func:`build` may write (besides ``llm-d/<unit>.yaml``).
+_FILES = frozenset({"k8s.yaml", "dynamo.yaml", "vendor-neutral.yaml", "bench.sh", "README.md"})
 _OPTIONS_PATH = "/etc/placement/engine.yaml"
+
+
+def written_here(rel: str) -> bool:
+    """Whether ``rel`` (a path relative to the folder; a folder's ends in ``/``) is one :func:`build` may write.
+
+    Examples
+    --------
+    >>> written_here("k8s.yaml"), written_here("llm-d/"), written_here("llm-d/fleet-pool-01-h100.yaml")
+    (True, True, True)
+    >>> written_here("notes.txt"), written_here("secrets/"), written_here("llm-d/x/y.yaml")
+    (False, False, False)
+    """
+    return rel in _FILES or rel == "llm-d/" or re.fullmatch(r"llm-d/[^/]+\.yaml", rel) is not None
 
 
 def hf_id(model: str) -> str:
@@ -59,7 +77,7 @@ def _dump(docs: list[dict]) -> str:
 
 
 def _config_map(unit: Unit, data: dict) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": unit.name[:56].rstrip("-") + "-engine"},
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": dns_name(unit.name, "engine")},
             "data": {"engine.yaml": yaml.safe_dump(data, sort_keys=False)}}
 
 
@@ -146,6 +164,8 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
         draft_name = None if draft is None else draft.name
     else:
         assert prov is not None
+        require_known_models(prov, set(), "not a catalogue model; give --instance (the instance that defines "
+                             "it, against which the plan is verified)")
         model_name, kv, draft_name = prov.model, prov.precision_kv, prov.draft_model
     model = hf_id(model_name)
     units = units_of(plan, engine, kv=kv, draft_model=None if draft_name is None else hf_id(draft_name),

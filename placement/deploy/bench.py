@@ -15,9 +15,8 @@ documented in ai-dynamo/aiperf ``docs/cli_options.md`` (``-m``, ``--url``,
 
 from __future__ import annotations
 
-import shlex
-
 from placement.core.plan import Plan
+from placement.deploy.names import ShellWord, shell_comment, shell_line
 
 __all__ = ["bench_script"]
 
@@ -50,7 +49,8 @@ def _fmt(ms: float | None) -> str:
 def bench_script(plan: Plan, model: str, tokens: dict[str, tuple[int, int]], slo_stat: dict[str, str]) -> str:
     """The script: ``tokens`` maps class -> (prompt tokens, output tokens); ``slo_stat`` class -> percentile."""
     lines = ["#!/usr/bin/env bash",
-             f"# Benchmark of the deployment of plan {plan.instance!r}: one aiperf run per traffic class at its",
+             shell_comment(f"Benchmark of the deployment of plan {plan.instance!r}: one aiperf run per traffic class "
+                           "at its"),
              "# planned rate, then TTFT / TPOT against the plan's prediction and the SLO.",
              "# ENDPOINT: the OpenAI-compatible address of the deployment (frontend or gateway).",
              "set -euo pipefail",
@@ -61,20 +61,20 @@ def bench_script(plan: Plan, model: str, tokens: dict[str, tuple[int, int]], slo
     for c in plan.classes:
         prompt, output = tokens.get(c.name, (None, None))
         if prompt is None:
-            lines.append(f"# {c.name}: prompt and output lengths unknown (give deploy --instance); skipped")
+            lines.append(shell_comment(f"{c.name}: prompt and output lengths unknown (give deploy --instance); "
+                                       "skipped"))
             continue
         count = max(MIN_REQUESTS, round(c.rate_rps * 60))
-        art = f'"$OUT/{c.name}"'
-        cmd = ["aiperf", "profile", "-m", model, "--url", '"$ENDPOINT"', "--endpoint-type", "chat", "--streaming",
-               "--synthetic-input-tokens-mean", str(prompt), "--synthetic-input-tokens-stddev", "0",
+        art = ShellWord('"$OUT"/' + shell_line([c.name]))
+        cmd = ["aiperf", "profile", "-m", model, "--url", ShellWord('"$ENDPOINT"'), "--endpoint-type", "chat",
+               "--streaming", "--synthetic-input-tokens-mean", str(prompt), "--synthetic-input-tokens-stddev", "0",
                "--output-tokens-mean", str(output), "--output-tokens-stddev", "0",
                "--request-rate", f"{c.rate_rps:g}", "--request-count", str(count), "--random-seed", "0",
                "--artifact-dir", art]
-        shown = " ".join(a if a.startswith('"') else shlex.quote(a) for a in cmd)
         stat = _STAT[slo_stat.get(c.name, "mean")]
-        lines += [f"# class {c.name}: {c.rate_rps:g} req/s, {prompt} prompt + {output} output tokens",
-                  shown,
-                  (f"check {shlex.quote(c.name)} {art} {stat} {_fmt(c.ttft_ms)} {c.ttft_slo_ms:g} "
-                  f"{_fmt(c.tpot_ms)} {c.tpot_slo_ms:g} || status=1")]
+        check = ["check", c.name, art, stat, _fmt(c.ttft_ms), f"{c.ttft_slo_ms:g}", _fmt(c.tpot_ms),
+                 f"{c.tpot_slo_ms:g}", ShellWord("|| status=1")]
+        lines += [shell_comment(f"class {c.name}: {c.rate_rps:g} req/s, {prompt} prompt + {output} output tokens"),
+                  shell_line(cmd), shell_line(check)]
     lines.append('exit "$status"')
     return "\n".join(lines) + "\n"

@@ -24,7 +24,8 @@ from __future__ import annotations
 from placement.core.plan import step_records
 from placement.deploy.engines import EngineLayout, trtllm_options, vllm_args
 from placement.deploy.k8s import node_affinity, pod_labels
-from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, LABEL_GROUP, Unit, dns_name
+from placement.deploy.names import dns_name, label_value, require_unique
+from placement.deploy.units import LABEL_DOMAIN, Unit
 
 __all__ = ["DYNAMO_IMAGE", "MAX_DYNAMO_SERVICES", "dynamo_graphs", "dynamo_worker_command", "llmd_values",
            "neutral_pool"]
@@ -99,12 +100,13 @@ def dynamo_graphs(units: list[Unit], plan_name: str, engine: str, model: str, im
                                        "extraPodSpec": {"mainContainer": {
                                            "image": image or DYNAMO_IMAGE[engine],
                                            "command": ["python3"], "args": ["-m", "dynamo.frontend"]}}}}
+        require_unique(((_service_name(u), f"pool {u.pool.id} ({u.role}) in {u.site}") for u in part),
+                       "Dynamo service name", "pools")
         for u in part:
             services[_service_name(u)] = _dynamo_service(u, plan_name, engine, model, image, options_path)
-        suffix = f"-{start // per_graph}" if len(units) > per_graph else ""
+        name = dns_name(plan_name, str(start // per_graph)) if len(units) > per_graph else dns_name(plan_name)
         graphs.append({"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
-                       "metadata": {"name": dns_name(plan_name)[:55] + suffix, "labels": {"placement.io/plan":
-                                                                                          plan_name[:63]}},
+                       "metadata": {"name": name, "labels": {"placement.io/plan": label_value(plan_name)}},
                        "spec": {"backendFramework": engine, "services": services}})
     return graphs
 
@@ -121,7 +123,6 @@ def llmd_values(unit: Unit, model: str, image: str | None) -> dict:
     other = "decode" if role == "prefill" else "prefill"
     args = _drop_values(_engine_flags(a, model), ("--tensor-parallel-size", "--data-parallel-size"))
     resource = {"NVIDIA": "nvidia.com/gpu", "AMD": "amd.com/gpu"}.get(unit.vendor, "nvidia.com/gpu")
-    node_selector = {LABEL_CHIP: unit.pool.chip, LABEL_GROUP: unit.site}
     return {
         "modelArtifacts": {"name": model, "uri": f"hf://{model}",
                            "labels": {"llm-d.ai/inferenceServing": "true",
@@ -129,7 +130,7 @@ def llmd_values(unit: Unit, model: str, image: str | None) -> dict:
         "multinode": unit.nodes > 1,
         "accelerator": {"type": _ACCELERATOR_TYPE.get(unit.vendor, "nvidia")},
         "routing": {"servicePort": 8000, "proxy": {"enabled": unit.role != "aggregated", "connector": "nixlv2"}},
-        role: {"create": True, "replicas": unit.replicas, "nodeSelector": node_selector,
+        role: {"create": True, "replicas": unit.replicas, "nodeSelector": unit.node_selector,
                "parallelism": {"tensor": a.tp, "data": a.dp, "dataLocal": max(1, a.dp // unit.nodes),
                                "workers": unit.nodes},
                "acceleratorTypes": {"labelKey": LABEL_DOMAIN, "labelValues": unit.domain_values},
@@ -169,4 +170,4 @@ def neutral_pool(unit: Unit, plan_name: str) -> dict:
                      "domains": unit.domain_values,
                      "predicted": {"ttftMs": p.ttft_ms, "tpotMs": p.tpot_ms,
                                    "capacityRpsPerReplica": step_records(p.capacity_rps_per_replica)},
-                     "nodeSelector": {LABEL_CHIP: p.chip, LABEL_GROUP: unit.site}}}
+                     "nodeSelector": unit.node_selector}}

@@ -13,7 +13,8 @@ asks for exclusive placement per domain (annotation
 from __future__ import annotations
 
 from placement.deploy.engines import ACCELERATOR_RESOURCE
-from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, LABEL_GROUP, Unit
+from placement.deploy.names import ShellWord, label_value, shell_line
+from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, Unit
 
 __all__ = ["ENGINE_IMAGE", "PORT", "deployment", "leader_worker_set", "node_affinity", "pod_labels", "pod_spec",
            "unit_objects"]
@@ -29,15 +30,14 @@ _EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 def pod_labels(unit: Unit, plan_name: str) -> dict[str, str]:
     """Labels of a unit's pods (and the Deployment selector)."""
     return {"app.kubernetes.io/name": "placement", "app.kubernetes.io/instance": unit.name,
-            "placement.io/plan": plan_name[:63], "placement.io/pool": unit.pool.id,
-            "placement.io/class": unit.pool.traffic_class[:63], "placement.io/role": unit.role,
-            LABEL_CHIP: unit.pool.chip}
+            "placement.io/plan": label_value(plan_name), "placement.io/pool": label_value(unit.pool.id),
+            "placement.io/class": label_value(unit.pool.traffic_class), "placement.io/role": unit.role,
+            LABEL_CHIP: unit.node_selector[LABEL_CHIP]}
 
 
 def node_affinity(unit: Unit) -> dict:
     """Required node affinity: the unit's chip, domain group and the domains the plan chose."""
-    terms = [{"key": LABEL_CHIP, "operator": "In", "values": [unit.pool.chip]},
-             {"key": LABEL_GROUP, "operator": "In", "values": [unit.site]}]
+    terms = [{"key": key, "operator": "In", "values": [value]} for key, value in unit.node_selector.items()]
     if unit.domains:
         terms.append({"key": LABEL_DOMAIN, "operator": "In", "values": unit.domain_values})
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -90,15 +90,11 @@ def leader_worker_set(unit: Unit, plan_name: str, leader: dict, worker: dict) ->
 def _multinode(engine: str, command: list[str]) -> tuple[list[str], list[str]]:
     """(leader, worker) commands of a replica spanning several nodes."""
     if engine == "vllm":  # a Ray cluster per replica: the leader heads it and serves
-        head = "ray start --head --port=6379 && " + " ".join(_quote(a) for a in command)
+        head = shell_line([ShellWord("ray start --head --port=6379 &&"), *command])
         return ["sh", "-c", head], ["sh", "-c", "ray start --address=$(LWS_LEADER_ADDRESS):6379 --block"]
     if engine == "trtllm":  # MPI ranks launched by trtllm-llmapi-launch on every pod
         return ["trtllm-llmapi-launch", *command], ["trtllm-llmapi-launch", *command]
     return command, command  # SGLang: every node runs the server with its rank (LWS_WORKER_INDEX)
-
-
-def _quote(arg: str) -> str:
-    return arg if all(c.isalnum() or c in "-_./:=$()" for c in arg) else "'" + arg.replace("'", "'\\''") + "'"
 
 
 def unit_objects(unit: Unit, plan_name: str, engine: str, command: list[str], image: str | None,

@@ -16,35 +16,29 @@ label                           value
 ``placement.io/domain``         group and index of one scale-up domain
                                 (``h100-pod-3``)
 ==============================  ===========================================
+
+A value that is not a valid label value (longer than 63 characters, or ending
+in ``-``, ``_`` or ``.``) is shortened with a hash suffix
+(:func:`placement.deploy.names.label_value`); the folder's README lists the
+domains' values.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from placement.core.errors import InputError
 from placement.core.plan import Plan, Pool
 from placement.deploy.engines import CHIPS_PER_NODE, EngineLayout, target_engines
+from placement.deploy.names import dns_name, label_value, require_unique
 
-__all__ = ["LABEL_CHIP", "LABEL_DOMAIN", "LABEL_GROUP", "Unit", "dns_name", "units_of"]
+__all__ = ["LABEL_CHIP", "LABEL_DOMAIN", "LABEL_GROUP", "Unit", "units_of"]
 
 LABEL_CHIP = "placement.io/chip"
 LABEL_GROUP = "placement.io/domain-group"
 LABEL_DOMAIN = "placement.io/domain"
 #: Accelerators per node for a chip missing from :data:`CHIPS_PER_NODE` (an 8-GPU board).
 DEFAULT_CHIPS_PER_NODE = 8
-
-
-def dns_name(*parts: str) -> str:
-    """A Kubernetes object name (RFC 1123 label: lower-case alphanumerics and '-', at most 63 characters).
-
-    Examples
-    --------
-    >>> dns_name("Rubin-LPX", "decode|pd", "rubin_nvl72")
-    'rubin-lpx-decode-pd-rubin-nvl72'
-    """
-    text = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
-    return text[:63].rstrip("-") or "x"
 
 
 @dataclass
@@ -70,7 +64,12 @@ class Unit:
     @property
     def domain_values(self) -> list[str]:
         """Values of :data:`LABEL_DOMAIN` for the domains the plan chose."""
-        return [f"{self.site}-{i}" for i in self.domains]
+        return [label_value(f"{self.site}-{i}") for i in self.domains]
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        """The labels every node of the unit carries: its chip and domain group."""
+        return {LABEL_CHIP: label_value(self.pool.chip), LABEL_GROUP: label_value(self.site)}
 
 
 _ROLE_OF_STAGE = {"aggregated": "aggregated", "prefill": "prefill", "decode": "decode"}
@@ -113,6 +112,10 @@ def units_of(plan: Plan, engine: str, *, kv: str, draft_model: str | None = None
         engines = target_engines(pool.chip, vendor)
         reason = _neutral_reason(pool, engines, engine)
         node = per_node.get(pool.chip, DEFAULT_CHIPS_PER_NODE)
+        if reason is None and pool.chips_per_replica > node and pool.chips_per_replica % node:
+            raise InputError(f"{pool.chip}: {node} chips per node do not divide a replica of pool {pool.id} "
+                             f"({pool.chips_per_replica} chips); expected a divisor of {pool.chips_per_replica} "
+                             f"or at least {pool.chips_per_replica}", field="--chips-per-node")
         nodes = max(1, -(-pool.chips_per_replica // node))
         pod_chips = min(pool.chips_per_replica, node)
         notes = []
@@ -139,4 +142,5 @@ def units_of(plan: Plan, engine: str, *, kv: str, draft_model: str | None = None
                 chips_per_node=node, nodes=nodes, pod_chips=pod_chips, domain_chips=_domain_chips(pool),
                 vendor=vendor, engines=engines,
                 layout=layout, neutral_reason=reason, notes=list(notes)))
+    require_unique(((u.name, f"pool {u.pool.id} in {u.site}") for u in units), "object name", "pools")
     return units
