@@ -48,7 +48,8 @@ INVALID = [("model", "$(touch x)", "should match pattern"),
            ("tool_version", "0.1.0; rm -rf ~", "should match pattern"), ("tool_version", "", "should match pattern"),
            ("framework", "tgi", "unknown serving framework 'tgi'")]
 MISMATCHED = [("model", "llama-3.1-8b"), ("draft_model", "llama-3.2-1b"), ("precision_weights", "bf16"),
-              ("precision_kv", "bf16"), ("precision_activations", "fp8"), ("framework", "vllm")]
+              ("precision_attention", "fp4"), ("precision_kv", "bf16"), ("precision_activations", "fp8"),
+              ("framework", "vllm")]
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), INVALID, ids=[f"{f}={v}" for f, v, _ in INVALID])

@@ -371,6 +371,9 @@ class Provenance(MutableRecord):
     model: Name = Field(description="the served model's catalogue name")
     draft_model: Name | None = None
     precision_weights: StoragePrecision
+    precision_attention: StoragePrecision | None = Field(default=None, description="the attention projections' "
+                                                         "resolved precision (None: a plan written before it was "
+                                                         "recorded)")
     precision_kv: StoragePrecision
     precision_activations: ActivationPrecision
     framework: Framework | None = Field(default=None, description="the serving framework the TTFTs assume "

@@ -45,7 +45,10 @@ __all__ = ["compare_provenance", "instance_sha256", "provenance", "read_plan_ins
            "tool_version"]
 
 #: Provenance fields a plan must share with its instance (``framework`` only when the plan records it).
-MATCHED_FIELDS = ("model", "draft_model", "precision_weights", "precision_kv", "precision_activations", "framework")
+MATCHED_FIELDS = ("model", "draft_model", "precision_weights", "precision_attention", "precision_kv",
+                  "precision_activations", "framework")
+#: Matched fields older plans may lack (None: not compared).
+_OPTIONAL_FIELDS = ("precision_attention", "framework")
 #: Provenance fields that may differ in a plan that re-verifies, and what a difference means.
 _NOTED_FIELDS = {"tool_version": "written by another placement version",
                  "schema_version": "written in another plan layout",
@@ -74,7 +77,8 @@ def provenance(ctx: Context) -> Provenance:
     p = ctx.instance.precision
     return Provenance(tool_version=tool_version(), instance_sha256=instance_sha256(ctx.instance),
                       model=ctx.model.name, draft_model=None if ctx.draft_model is None else ctx.draft_model.name,
-                      precision_weights=p.weights, precision_kv=p.kv, precision_activations=p.activations,
+                      precision_weights=p.weights, precision_attention=p.attention_for(ctx.model),
+                      precision_kv=p.kv, precision_activations=p.activations,
                       framework=ctx.instance.serving.framework)
 
 
@@ -96,7 +100,8 @@ def compare_provenance(ctx: Context, plan: Plan, source: str = "<plan>") -> tupl
                          source)
     violations = [f"provenance.{name}: the plan says {getattr(says, name)!r}, the instance {getattr(wants, name)!r}"
                   for name in MATCHED_FIELDS
-                  if getattr(says, name) != getattr(wants, name) and not (name == "framework" and says.framework is None)]
+                  if getattr(says, name) != getattr(wants, name)
+                  and not (name in _OPTIONAL_FIELDS and getattr(says, name) is None)]
     warnings = [f"provenance.{name}: {why} ({getattr(says, name)!r}, this one {getattr(wants, name)!r})"
                 for name, why in _NOTED_FIELDS.items() if getattr(says, name) != getattr(wants, name)]
     return violations, warnings
