@@ -53,6 +53,13 @@ class FrameworkLatency(Record):
     ttft_request_latency_s: float = Field(ge=0.0, le=10.0)
     ttft_request_latency_fit: dict[str, object] = Field(default_factory=dict)
     source: str
+    max_sequences_per_rank: int = Field(ge=1, le=1_000_000, description="the engine's default ceiling on the "
+                                        "sequences one (data-parallel) rank runs at once")
+    max_sequences_source: str
+    workspace_fraction: float = Field(ge=0.0, lt=1.0, description="memory the engine keeps from weights and KV")
+    workspace_of_free: bool = Field(description="the fraction is of the memory the weights leave free (else of "
+                                    "the whole working tier)")
+    workspace_source: str
 
 
 @lru_cache(maxsize=2)

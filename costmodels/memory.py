@@ -84,8 +84,13 @@ def memory_per_chip_bytes(
     kv_precision: str | None = None,
     workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
     attention_precision: str | None = None,
+    workspace_of_free: bool = False,
 ):
     """Bytes each chip of a ``stage`` replica holds: weights (module notes) + B·kv(c)·dup/g + workspace.
+
+    The workspace is ``workspace_fraction`` of the chip's working tier (vLLM's gpu_memory_utilization
+    counts weights in), or with ``workspace_of_free`` of what the weights leave free (TensorRT-LLM's
+    free_gpu_memory_fraction).
 
     Examples
     --------
@@ -117,7 +122,8 @@ def memory_per_chip_bytes(
     # stored/g, plus the (dp − 1) further copies of the replicated weights and the fullest rank's spare slots.
     weights = (stored + (dp_a - 1.0) * (stored - routed) + routed * (slot_share - 1.0)) / g
     kv = np.asarray(batch, dtype=float) * _kv_per_chip_per_sequence(model, stage, context, tp, pp, kv_prec, dp)
-    return as_result(weights + kv + workspace_fraction * chip.memory_bytes)
+    base = chip.memory_bytes - weights if workspace_of_free else chip.memory_bytes
+    return as_result(weights + kv + workspace_fraction * base)
 
 
 def fits(chip: ChipSpec, memory_or_model, **stage_kwargs):

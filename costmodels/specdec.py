@@ -171,7 +171,7 @@ def draft_step(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, cont
 def draft_memory_per_chip_bytes(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, context, tp=1, ep=1,
                                 pp=1, precision: str = "bf16", kv_precision: str | None = None,
                                 workspace_fraction: float = DEFAULT_WORKSPACE_FRACTION,
-                                attention_precision: str | None = None):
+                                attention_precision: str | None = None, workspace_of_free: bool = False):
     """Draft weights + KV per chip, plus a workspace only when the draft has chips of its own.
 
     Co-located, the draft shares the target's chips, whose
@@ -191,4 +191,4 @@ def draft_memory_per_chip_bytes(chip: ChipSpec, model: ModelSpec, *, colocated: 
     return memory_per_chip_bytes(chip, model, stage="draft", batch=batch, context=context, tp=tp, ep=ep, pp=pp,
                                  precision=precision, kv_precision=kv_precision,
                                  workspace_fraction=0.0 if colocated else workspace_fraction,
-                                 attention_precision=attention_precision)
+                                 attention_precision=attention_precision, workspace_of_free=workspace_of_free)

@@ -70,11 +70,14 @@ __all__ = [
     "broadcast_perf",
     "class_table",
     "decode_context_tokens",
+    "engine_admits",
     "evaluate",
     "evaluate_many",
     "framework_latency_s",
     "layout_args",
     "max_context_tokens",
+    "max_sequences_per_rank",
+    "memory_args",
     "on_grid",
     "precision_args",
     "prefill_queue",
@@ -222,6 +225,16 @@ def precision_args(ctx: Context) -> dict:
             "attention_precision": p.attention_for(ctx.model)}
 
 
+def memory_args(ctx: Context) -> dict:
+    """The memory model's keywords: the precisions and the serving engine's workspace
+    (``costmodels/catalog/frameworks.yaml``)."""
+    from costmodels.frameworks import framework_entry
+
+    engine = framework_entry(ctx.instance.serving.framework)
+    return {**precision_args(ctx), "workspace_fraction": engine.workspace_fraction,
+            "workspace_of_free": engine.workspace_of_free}
+
+
 def step_precision_args(ctx: Context) -> dict:
     """The step models' precision keywords: also the precision activations travel in."""
     return {**precision_args(ctx), "activation_precision": ctx.instance.precision.activations}
@@ -268,6 +281,28 @@ def decode_context_tokens(cls: TrafficClass) -> float:
 def max_context_tokens(cls: TrafficClass) -> float:
     """Context at the last output token (what the KV cache must hold)."""
     return float(cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens)
+
+
+def max_sequences_per_rank(ctx: Context) -> int:
+    """The serving engine's ceiling on the sequences one (data-parallel) rank runs at once: its default
+    ``max_num_seqs`` / ``max_batch_size`` / ``max_running_requests`` (``costmodels/catalog/frameworks.yaml``,
+    with sources; ``pooled``: vLLM's)."""
+    from costmodels.frameworks import framework_entry
+
+    return framework_entry(ctx.instance.serving.framework).max_sequences_per_rank
+
+
+def engine_admits(ctx: Context, sequences_per_rank) -> np.ndarray:
+    """Whether each batch of ``sequences_per_rank`` sequences on one rank is within the engine's ceiling.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> ctx = NS(instance=NS(serving=NS(framework="vllm")))
+    >>> engine_admits(ctx, np.array([512.0, 1024.0, 1025.0])).tolist()
+    [True, True, False]
+    """
+    return np.asarray(sequences_per_rank, dtype=float) <= max_sequences_per_rank(ctx)
 
 
 def framework_latency_s(ctx: Context) -> float:

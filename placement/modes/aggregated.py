@@ -42,10 +42,11 @@ from placement.core.evaluate import (
     broadcast_perf,
     class_table,
     decode_context_tokens,
+    engine_admits,
     framework_latency_s,
     max_context_tokens,
+    memory_args,
     on_grid,
-    precision_args,
     prefill_queue,
     prefix_reload_s,
     slot_admission,
@@ -105,8 +106,9 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     cap = np.minimum(prefill_cap, decode_cap)
     ttft = prefill_ttft + slot_wait
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + lay.dp, context=max_context_tokens(cls),
-                                **lay.args(), dp=lay.dp, **precision_args(ctx))
-    return Perf(cap, ttft, t, np.asarray(fits(chip, mem)), np.zeros(b.shape), np.asarray(mem))
+                                **lay.args(), dp=lay.dp, **memory_args(ctx))
+    ok = np.asarray(fits(chip, mem)) & engine_admits(ctx, b / lay.dp)
+    return Perf(cap, ttft, t, ok, np.zeros(b.shape), np.asarray(mem))
 
 
 def _aggregated_many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list[np.ndarray]) -> list[Perf]:

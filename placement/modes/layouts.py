@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from costmodels.arithmetic import stored_weight_bytes
 from placement.core.evaluate import PartLayout
 from topology.routing import PS_PER_S, UNREACHABLE_PS
 
@@ -46,12 +47,12 @@ class Weights:
 
 
 def weights(ctx: Context) -> Weights:
-    """The model's weight bytes, split as the attention–FFN halves hold them."""
-    m = ctx.model
-    w_all = m.weight_bytes(ctx.instance.precision.weights)
-    per_param = w_all / m.total_params
-    return Weights(all_bytes=w_all, attention_bytes=m.attention_params * per_param + m.embedding_params * per_param,
-                   ffn_bytes=m.ffn_params * per_param)
+    """The model's weight bytes, split as the attention–FFN halves hold them (each at its precision)."""
+    p = ctx.instance.precision
+    w, a = p.weights, p.attention_for(ctx.model)
+    return Weights(all_bytes=stored_weight_bytes(ctx.model, "full", w, a),
+                   attention_bytes=stored_weight_bytes(ctx.model, "attention", w, a),
+                   ffn_bytes=stored_weight_bytes(ctx.model, "ffn", w, a))
 
 
 def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:

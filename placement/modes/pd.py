@@ -46,10 +46,11 @@ from placement.core.evaluate import (
     broadcast_perf,
     class_table,
     decode_context_tokens,
+    engine_admits,
     framework_latency_s,
     max_context_tokens,
+    memory_args,
     on_grid,
-    precision_args,
     prefill_queue,
     prefix_reload_s,
     slot_admission,
@@ -118,7 +119,7 @@ def _prefill_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layout
                + framework_latency_s(ctx))
     cap, ttft = prefill_queue(t * n_mb / pp, latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
-                                **lay.args(), dp=lay.dp, **precision_args(ctx))
+                                **lay.args(), dp=lay.dp, **memory_args(ctx))
     return Perf(cap, ttft, np.zeros(b.shape), np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape),
                 np.asarray(mem))
 
@@ -139,8 +140,9 @@ def _decode_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layouts
         tpot, covered = measured
     cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
-                                **lay.args(), dp=lay.dp, **precision_args(ctx))
-    return Perf(cap, wait, tpot, np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape), np.asarray(mem))
+                                **lay.args(), dp=lay.dp, **memory_args(ctx))
+    ok = np.asarray(fits(chip, mem)) & covered & engine_admits(ctx, b / lay.dp)
+    return Perf(cap, wait, tpot, ok, np.zeros(b.shape), np.asarray(mem))
 
 
 #: The rule of each kind, as :func:`_prefill_perf` takes its arguments.

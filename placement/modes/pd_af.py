@@ -43,9 +43,10 @@ from placement.core.evaluate import (
     PoolConfig,
     banded_step_s,
     decode_context_tokens,
+    engine_admits,
     layout_args,
     max_context_tokens,
-    precision_args,
+    memory_args,
     slot_admission,
     step_precision_args,
 )
@@ -138,7 +139,8 @@ def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cf
                               micro_batches=lay.micro_batches, streams=lay.streams, layers=ctx.model.layers,
                               pp=lay.pp)
     tpot = np.minimum.reduceat(at_s, lay.first_row, axis=0)
-    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem))
+    # Each attention DP group is an engine rank running its B sequences.
+    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem)) & engine_admits(ctx, b)
     pair = lay.dp_b[:, None, :] * lay.bytes_per_token / tpot
     # One slot admission for every entry (it is elementwise): dp·B slots, each held output_tokens·TPOT.
     caps, waits = slot_admission(np.broadcast_to(lay.dp_b[:, None, :], tpot.shape).ravel(),
@@ -292,7 +294,7 @@ def _half_memory(ctx: Context, memo: dict, half: str, part: PartLayout, memory_b
         stage = "decode-attention" if half == "attention" else "decode-ffn"
         memo[key] = np.asarray(memory_per_chip_bytes(ctx.chips[part.chip], ctx.model, stage=stage,
                                                      batch=memory_batch, context=max_context_tokens(cls),
-                                                     **layout_args(part), **precision_args(ctx)), dtype=float)
+                                                     **layout_args(part), **memory_args(ctx)), dtype=float)
     return memo[key]
 
 

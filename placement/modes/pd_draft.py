@@ -36,9 +36,10 @@ from placement.core.evaluate import (
     PoolConfig,
     banded_step_s,
     decode_context_tokens,
+    engine_admits,
     layout_args,
     max_context_tokens,
-    precision_args,
+    memory_args,
     slot_admission,
     step_precision_args,
 )
@@ -61,7 +62,7 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
     if draft is None or ctx.draft_model is None:
         raise ValueError("decode-spec pool in an instance without a draft model")
     chip, m, dm = ctx.chips[cfg.main.chip], ctx.model, ctx.draft_model
-    prec = precision_args(ctx)
+    prec = memory_args(ctx)
     gamma = cfg.draft_tokens or draft.gamma
     if gamma > draft.gamma:
         raise ValueError(f"draft length {gamma} exceeds the {draft.gamma} acceptance rates given")
@@ -88,6 +89,7 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
         mem = mem + dmem
     else:
         ok = np.asarray(fits(chip, mem)) & np.asarray(fits(dchip, dmem))
+    ok = ok & engine_admits(ctx, b / cfg.main.dp)
     pair = b * (gamma + 1) * _TOKEN_BYTES / np.maximum(tpot * e, 1e-12)
     return Perf(cap, wait, tpot, ok, pair, mem)
 

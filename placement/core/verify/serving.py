@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
+from costmodels.frameworks import framework_entry
 from placement.core.context import Context
 from placement.core.plan import Plan, class_latencies_ms
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
@@ -122,14 +123,21 @@ def check_capacity(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
 
 
 def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
-    """Each configuration fits its chips' memory and meets its class's TTFT and TPOT; each route's TTFT (its
+    """Each configuration fits its chips' memory and its engine's sequences per rank and meets its class's TTFT and
+    TPOT; each route's TTFT (its
     steps' parts added, :func:`placement.core.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
+    engine_cap = framework_entry(ctx.instance.serving.framework).max_sequences_per_rank
     for f in facts:
         if not f.main or f.pool.config.kind == "measured":
             continue
         cfg, cls = f.pool.config, ctx.classes[f.pool.config.traffic_class]
-        if not f.fits:
+        # An attention–FFN replica's attention groups each run its batch; other kinds share it over dp ranks.
+        per_rank = cfg.batch if cfg.kind == "decode-af" else cfg.batch / cfg.main.dp
+        if per_rank > engine_cap:
+            v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank exceed the {ctx.instance.serving.framework} "
+                     f"engine's {engine_cap} (costmodels/catalog/frameworks.yaml)")
+        elif not f.fits:
             parts = f"{cfg.main.chip} x{cfg.main.chips}" + (f" + {cfg.partner.chip} x{cfg.partner.chips}"
                                                             if cfg.partner else "")
             v.append(f"pool {f.pool.id}: {parts} does not fit in memory")
