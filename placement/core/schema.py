@@ -134,8 +134,12 @@ class TrafficClass(Record):
     ttft_ms: PositiveFinite = Field(ge=0.01, le=1e8, description="time to first token, milliseconds")
     tpot_ms: PositiveFinite = Field(ge=0.01, le=1e6, description="time per output token, milliseconds")
     slo_percentile: Literal["mean", "p50", "p90", "p99"] = Field(
-        default="mean", description="what ttft_ms bounds: the mean TTFT or a percentile (waits included); "
-        "TPOT is a step time, unaffected by queueing"
+        default="mean", description="what ttft_ms bounds: the mean TTFT or a percentile (waits included)"
+    )
+    tpot_percentile: Literal["mean", "p50", "p90", "p99"] = Field(
+        default="mean", description="what tpot_ms bounds: the mean TPOT, or a percentile over requests of each "
+        "request's TPOT ((end-to-end − TTFT) / (output tokens − 1), as vLLM's and SGLang's benchmark clients "
+        "report it): in aggregated serving the share of a request's steps that carry a prompt chunk varies"
     )
     prefix_cached_on_decode: bool = Field(
         default=False, description="the decode side already holds the cached prefix (PD ships only new KV)"

@@ -17,7 +17,8 @@ per o steps), of time t. Two queues, the TTFT budget shared as in
 p·t_C/C per prompt and latency ⌈p/C⌉·t_C (M/D/1,
 :func:`placement.core.evaluate.prefill_queue`); the B slots are each held
 o·t (:func:`placement.core.evaluate.slot_admission`); TPOT is t, the mean over
-a request's steps. Capacity = the lower
+a request's steps; a percentile TPOT (``tpot_percentile``) counts the steps that carry a
+full chunk among a request's o, binomially (:func:`tpot_percentile_s`). Capacity = the lower
 of the two; TTFT = the channel's wait + ⌈p/C⌉·t_C + the wait for a slot, each
 wait at the rate its own limit allows (at least the wait at the capacity).
 Under data-parallel attention each of the dp groups runs its own chunk: dp such
@@ -95,7 +96,10 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     # each of a group's b/dp − 1 other slots is refilled once per o steps, (b/dp − 1)·p/o tokens per step,
     # at most C — what the mean TPOT and the slots' holding time see.
     t_chunk = step_s(chunk)
-    t = step_s(np.minimum(chunk, np.maximum(b / lay.dp - 1.0, 0.0) * p / o))
+    carried = np.minimum(chunk, np.maximum(b / lay.dp - 1.0, 0.0) * p / o)
+    t = step_s(carried)
+    tpot = t if cls.tpot_percentile == "mean" else tpot_percentile_s(cls, t, step_s(0.0 * carried), t_chunk,
+                                                                       carried / chunk)
     steps_per_prompt = np.ceil(p / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, lay.chips)
@@ -108,7 +112,32 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + lay.dp, context=max_context_tokens(cls),
                                 **lay.args(), dp=lay.dp, **memory_args(ctx))
     ok = np.asarray(fits(chip, mem)) & engine_admits(ctx, b / lay.dp)
-    return Perf(cap, ttft, t, ok, np.zeros(b.shape), np.asarray(mem))
+    return Perf(cap, ttft, tpot, ok, np.zeros(b.shape), np.asarray(mem))
+
+
+#: Standard normal quantiles of the TPOT percentiles a class may bound.
+_Z = {"p50": 0.0, "p90": 1.2815515655446004, "p99": 2.3263478740408408}
+
+
+def tpot_percentile_s(cls: TrafficClass, t_mean, t_plain, t_chunk, share):
+    """A percentile over requests of each request's TPOT when a ``share`` of all steps carry a full chunk.
+
+    A request's o decode steps each carry a chunk with probability q = ``share`` (the mean prompt tokens
+    per step over the chunk size): K ~ Bin(o, q) of them do, and each costs ``t_chunk − t_plain`` more
+    than a step without one. Around the mean TPOT ``t_mean`` the request's TPOT moves by that much per
+    step above the mean count, ``K/o − q``, whose percentile by the normal approximation is
+    ``min(1 − q, z·sqrt(q(1 − q)/o))``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> cls = NS(output_tokens=100, tpot_percentile="p99")
+    >>> round(float(tpot_percentile_s(cls, 0.012, 0.010, 0.030, 0.1)), 5)   # + 2.326 · 0.03 of 20 ms
+    0.0134
+    """
+    q = np.clip(np.asarray(share, dtype=float), 0.0, 1.0)
+    above = np.minimum(1.0 - q, _Z[cls.tpot_percentile] * np.sqrt(q * (1.0 - q) / cls.output_tokens))
+    return t_mean + (t_chunk - t_plain) * above
 
 
 def _aggregated_many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list[np.ndarray]) -> list[Perf]:
