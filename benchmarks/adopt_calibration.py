@@ -108,7 +108,8 @@ def adopt(text: str, results: dict) -> str:
 
 
 def adopt_frameworks(text: str, results: dict) -> str:
-    """``frameworks.yaml`` with each fitted framework's TTFT request latency (to the millisecond) and row count."""
+    """``frameworks.yaml`` with each fitted framework's TTFT request latency (to the millisecond), row count
+    and per-chip median of measured − prefill TTFT (ms)."""
     for name, fit in results["ttft_frameworks"].items():
         start = text.index(f"\n  {name}:\n") + 1
         nxt = re.search(r"^  [a-z]+:\n", text[start + 1:], re.MULTILINE)
@@ -116,6 +117,10 @@ def adopt_frameworks(text: str, results: dict) -> str:
         block = re.sub(r"^    ttft_request_latency_s: .*$", f"    ttft_request_latency_s: {fit['ttft_request_latency_s']:.3f}",
                        text[start:end], count=1, flags=re.MULTILINE)
         block = re.sub(r"\{rows: \d+,", f"{{rows: {fit['rows']},", block, count=1)
+        medians = ", ".join(f"{chip}: {1e3 * v:.0f}"
+                            for chip, v in sorted(fit["measured_minus_prefill_s_median_per_chip"].items()))
+        block = re.sub(r"measured_minus_prefill_ms_median_per_chip: \{[^}]*\}",
+                       f"measured_minus_prefill_ms_median_per_chip: {{{medians}}}", block, count=1)
         text = text[:start] + block + text[end:]
     return text
 

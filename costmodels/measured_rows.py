@@ -50,11 +50,18 @@ TPOT
     sequences' prompts (chunked prefill). A closed loop re-prefills each of
     the replica's ``b`` sequences once per ``osl`` steps, so one request's
     decode steps carry ``r = (b − 1)·isl/osl`` prompt tokens each on average
-    (:attr:`MappedRow.prefill_tokens_per_step`)::
+    (:attr:`MappedRow.prefill_tokens_per_step`). The schedulers do not spread
+    them: a waiting prompt fills the step's token budget (vLLM
+    ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``, TensorRT-LLM
+    ``max_num_tokens``; :data:`ENGINE_CHUNK_TOKENS` = 8,192, their default on
+    80 GB+ GPUs), so a share ``q = r/s`` of the steps carry
+    ``s = max(min(8192, isl), r)`` prompt tokens and the rest none
+    (:attr:`MappedRow.carrying_tokens`, :attr:`MappedRow.carrying_share`)::
 
-        TPOT = aggregated_step(chip, model, batch=b, context=isl + osl/2,
-                               chunk_tokens=r, chunk_context=max(isl − r, 0)/2,
-                               tp, pp, ep, precision, kv_precision).time_s
+        step(c) = aggregated_step(chip, model, batch=b, context=isl + osl/2,
+                                  chunk_tokens=c, chunk_context=max(isl − c, 0)/2,
+                                  tp, pp, ep, precision, kv_precision).time_s
+        TPOT = (1 − q)·step(0) + q·step(s)
 
     (``r = 0`` at ``b = 1``: a pure decode step at the mean context).
 TTFT
@@ -99,6 +106,7 @@ from topology.chips import ChipSpec, load_chip_catalog
 
 __all__ = [
     "DEFAULT_DATA_PATH",
+    "ENGINE_CHUNK_TOKENS",
     "MAX_ATTENTION_TP",
     "MODEL_ALIASES",
     "PRECISIONS",
@@ -150,6 +158,10 @@ PRECISIONS: dict[str, str | None] = {"": "bf16", "bf16": "bf16", "fp8": "fp8", "
 SATURATED_TTFT_MS = 10_000.0
 #: TTFT is compared only at light load: at most this many sequences per replica.
 TTFT_MAX_SEQUENCES = 8.0
+#: Prompt tokens one step may carry in the measured engines (estimate: vLLM ``max_num_batched_tokens`` 8192
+#: for the OpenAI server, SGLang ``chunked_prefill_size`` 8192 on 80-160 GB GPUs, TensorRT-LLM
+#: ``max_num_tokens`` 8192 — each engine's default; a campaign may have set another).
+ENGINE_CHUNK_TOKENS = 8192.0
 #: Recorded MoE ``tp`` above this is the world size of a DP-attention deployment.
 MAX_ATTENTION_TP = 8
 
@@ -267,6 +279,21 @@ class MappedRow:
         if self.prefill_regime == "waves":
             return 0.0
         return max(self.batch - 1.0, 0.0) * self.row.isl / max(self.row.osl, 1)
+
+    @property
+    def carrying_tokens(self) -> float:
+        """Prompt tokens a step that carries any carries in each attention group: a whole prompt up to the
+        engine's budget, or the group's mean if that is more (then every step carries). The DP groups'
+        carrying steps are taken to coincide (each group refills its own slots at the same rate)."""
+        r = self.prefill_tokens_per_step / self.attn_dp
+        return max(min(ENGINE_CHUNK_TOKENS, float(self.row.isl)), r) if r > 0 else 0.0
+
+    @property
+    def carrying_share(self) -> float:
+        """Share of a request's decode steps that carry prompt tokens: a group's mean tokens per step ÷ a
+        carrying step's."""
+        s = self.carrying_tokens
+        return self.prefill_tokens_per_step / self.attn_dp / s if s > 0 else 0.0
 
 
 def with_prefill_regime(rows: list[MappedRow], waves: frozenset[str] | set[str]) -> list[MappedRow]:

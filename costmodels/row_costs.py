@@ -73,23 +73,25 @@ def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
 class RowCosts:
     """Per-row step costs on one chip, split so that the factors can be re-applied.
 
-    TPOT = Σ_k max(compute[k], memory[k]) + comm + overhead (k = 0: the whole
-    aggregated step, or the attention step of a DP-attention row; k = 1: its
-    FFN step; ``parts[k]`` marks which exist). ``tokens[k]`` is the GEMM row
-    count (tokens per micro-batch) the compute efficiency depends on, ``layers``
-    the layer passes paid a launch cost. TTFT (``ttft_model``) = ttft_scale ·
-    (one prefill step) + ttft_in_flight · (the aggregated step) + the request
-    overhead, ``nan`` on rows that are not TTFT-eligible.
+    TPOT = Σ_k w_k·max(compute[k], memory[k]) + comm + overhead, over K = 4 parts: k = 0, 1 the step
+    without prompt tokens, k = 2, 3 the step that carries them (:attr:`MappedRow.carrying_tokens`); in each
+    pair the first is the whole aggregated step, or the attention step of a DP-attention row, the second
+    its FFN step. ``parts[k]`` is the weight w_k: the step's share of a request's decode steps
+    (:attr:`MappedRow.carrying_share` q for the carrying pair, 1 − q for the other) where the part exists,
+    else 0; ``comm`` and the sequence count are the same mixture. ``tokens[k]`` is the GEMM row count
+    (tokens per micro-batch) the compute efficiency depends on, ``layers`` the layer passes paid a launch
+    cost. TTFT (``ttft_model``) = ttft_scale · (one prefill step) + ttft_in_flight · (the aggregated step)
+    + the request overhead, ``nan`` on rows that are not TTFT-eligible.
     """
 
-    tpot_compute: np.ndarray  # (2, N) s, the weight GEMMs (scaled by the t½ curve)
-    tpot_core: np.ndarray  # (2, N) s, the attention core (not)
-    tpot_memory: np.ndarray  # (2, N) s
-    tpot_tokens: np.ndarray  # (2, N)
-    tpot_parts: np.ndarray  # (2, N) 1.0 where the step exists
+    tpot_compute: np.ndarray  # (4, N) s, the weight GEMMs (scaled by the t½ curve)
+    tpot_core: np.ndarray  # (4, N) s, the attention core (not)
+    tpot_memory: np.ndarray  # (4, N) s
+    tpot_tokens: np.ndarray  # (4, N)
+    tpot_parts: np.ndarray  # (4, N) the part's weight in the mean step, 0 where it does not exist
     tpot_comm: np.ndarray  # (N,) s
     tpot_layers: np.ndarray  # (N,)
-    tpot_sequences: np.ndarray  # (N,) sequences in the step (the per-sequence host cost's count)
+    tpot_sequences: np.ndarray  # (N,) sequences in the mean step (the per-sequence host cost's count)
     tpot_s: np.ndarray  # (N,) s, as the roofline returns it on this chip
     ttft_compute: np.ndarray  # (N,) s
     ttft_core: np.ndarray  # (N,) s
@@ -100,6 +102,20 @@ class RowCosts:
     ttft_scale: np.ndarray  # (N,) prefills a TTFT waits for: (b + 1)/2 (wave) or 1; nan if not eligible
     ttft_s: np.ndarray  # (N,) s
     ttft_in_flight: np.ndarray  # (N,) share of the aggregated step a new prompt waits for
+
+
+@dataclass
+class _Step:
+    """One aggregated step of a group of rows, its two parts (whole or attention; FFN) apart."""
+
+    compute: np.ndarray  # (2, n) s
+    core: np.ndarray  # (2, n) s
+    memory: np.ndarray  # (2, n) s
+    tokens: np.ndarray  # (2, n)
+    exists: np.ndarray  # (2, n) 1 where the part exists
+    comm: np.ndarray  # (n,) s
+    sequences: np.ndarray  # (n,)
+    time_s: np.ndarray  # (n,) s
 
 
 def _chunked_part(chip: ChipSpec, model: ModelSpec, part: str, batch, context, chunk, chunk_ctx, tp, ep, precision,
@@ -114,61 +130,81 @@ def _chunked_part(chip: ChipSpec, model: ModelSpec, part: str, batch, context, c
                         attention_precision=attention_precision)
 
 
+def _step(chip: ChipSpec, model: ModelSpec, layout: str, rs: list[MappedRow], chunk: np.ndarray, precision: str,
+          kv_prec: str, attn_prec: str) -> _Step:
+    """The aggregated step of the rows ``rs`` (one layout) carrying ``chunk`` prompt tokens."""
+
+    def col(attr):
+        return np.array([getattr(m, attr) for m in rs], dtype=float)
+
+    batch, context, tp, pp, ep = col("batch"), col("context"), col("tp"), col("pp"), col("ep")
+    isl = np.array([m.row.isl for m in rs], dtype=float)
+    n = len(rs)
+    c, core, mem, tok, exists = np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n)), np.ones((2, n)), np.zeros((2, n))
+    if layout == "tp":
+        prompts = np.maximum(chunk / isl, 1.0)  # a budget above the prompt holds several
+        seqs = batch + prompts * (chunk > 0)
+        st = aggregated_step(chip, model, batch=batch, context=context, chunk_tokens=chunk,
+                             chunk_context=np.maximum(isl - chunk, 0.0) / 2.0, chunk_prompts=prompts, tp=tp, pp=pp,
+                             ep=ep,
+                             precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
+        c[0], core[0], mem[0] = np.asarray(st.compute_s) - st.core_s, st.core_s, st.memory_s
+        n_mb = np.minimum(pp, np.maximum(seqs, 1.0))
+        tok[0], exists[0] = (batch + chunk) / n_mb, 1.0
+        return _Step(c, core, mem, tok, exists, np.asarray(st.comm_s) + 0.0 * batch, seqs,
+                     np.asarray(st.time_s) + 0.0 * batch)
+    # ``chunk`` is one attention group's; the experts see every group's
+    dp = col("attn_dp")
+    seqs = batch + dp * (chunk > 0)
+    att = _chunked_part(chip, model, "attention", batch / dp, context, chunk, np.maximum(isl - chunk, 0.0) / 2.0,
+                        col("attn_tp"), 1, precision, kv_prec, attn_prec)
+    ffn = forward_cost(chip, model, part="ffn", sequences=seqs, tokens=batch + dp * chunk, attention_flops=0.0,
+                       kv_bytes=0.0, tp=tp, ep=ep, precision=precision)
+    a2a = np.zeros(n)
+    if model.moe is not None:
+        a2a = model.n_moe_layers * np.asarray(ep_alltoall_s(
+            chip, batch + dp * chunk, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE, ep))
+    c[0], core[0], mem[0], tok[0] = np.asarray(att.compute_s) - att.core_s, att.core_s, att.memory_s, batch / dp + chunk
+    c[1], mem[1], tok[1] = ffn.compute_s, ffn.memory_s, batch + dp * chunk
+    exists[:] = 1.0
+    comm = np.asarray(att.comm_s) + np.asarray(ffn.comm_s) + a2a
+    # attention and FFN run back to back on the same chips: one framework overhead, each part's layer
+    # launches, and the host work of all the step's sequences (the attention part priced a DP group's)
+    h = sequence_overhead_s(chip)
+    host = chip.step_overhead_s + h * (batch / dp + (chunk > 0)) - h * seqs
+    return _Step(c, core, mem, tok, exists, comm, seqs, np.asarray(att.time_s) + np.asarray(ffn.time_s) - host + a2a)
+
+
 def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow], ttft_model: str = "wave"
               ) -> RowCosts:
-    """Price every row on ``chip`` (vectorised: one roofline call per group); ``ttft_model`` as
+    """Price every row on ``chip`` (vectorised: one roofline call per group and step kind); ``ttft_model`` as
     :data:`costmodels.calibration.TTFT_MODEL`."""
     n = len(rows)
-    c, core, mem, tok, parts = np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n)), np.ones((2, n)), np.zeros((2, n))
+    c, core, mem, tok, parts = np.zeros((4, n)), np.zeros((4, n)), np.zeros((4, n)), np.ones((4, n)), np.zeros((4, n))
     comm, layers, tpot, seqs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     pc, pcore, pm, ptok, pcomm, player, pscale, ttft, wait = (np.full(n, np.nan) for _ in range(9))
     for (model_name, precision, kv_prec, layout), idx in _group_indices(rows).items():
         model = models[model_name]
         attn_prec = default_attention_precision(model, precision)
         rs = [rows[i] for i in idx]
-
-        def col(attr, rs=rs):
-            return np.array([getattr(m, attr) for m in rs], dtype=float)
-
-        batch, context, tp, pp, ep = col("batch"), col("context"), col("tp"), col("pp"), col("ep")
-        chunk = col("prefill_tokens_per_step")
+        q = np.array([m.carrying_share for m in rs])
+        plain = _step(chip, model, layout, rs, np.zeros(len(rs)), precision, kv_prec, attn_prec)
+        carry = _step(chip, model, layout, rs, np.array([m.carrying_tokens for m in rs]), precision, kv_prec,
+                      attn_prec)
+        for k0, st, w in ((0, plain, 1.0 - q), (2, carry, q)):
+            c[k0:k0 + 2, idx], core[k0:k0 + 2, idx], mem[k0:k0 + 2, idx] = st.compute, st.core, st.memory
+            tok[k0:k0 + 2, idx], parts[k0:k0 + 2, idx] = st.tokens, st.exists * w
+            comm[idx] += w * st.comm
+            seqs[idx] += w * st.sequences
+            tpot[idx] += w * st.time_s
+        layers[idx] = model.layers if layout == "tp" else 2 * model.layers
         isl = np.array([m.row.isl for m in rs], dtype=float)
-        if layout == "tp":
-            st = aggregated_step(chip, model, batch=batch, context=context, chunk_tokens=chunk,
-                                 chunk_context=np.maximum(isl - chunk, 0.0) / 2.0, tp=tp, pp=pp, ep=ep,
-                                 precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
-            c[0, idx], core[0, idx] = np.asarray(st.compute_s) - st.core_s, st.core_s
-            mem[0, idx], comm[idx] = st.memory_s, st.comm_s
-            n_mb = np.minimum(pp, np.maximum(batch + (chunk > 0), 1.0))
-            tok[0, idx], parts[0, idx], layers[idx] = (batch + chunk) / n_mb, 1.0, model.layers
-            seqs[idx] = batch + (chunk > 0)
-            tpot[idx] = st.time_s
-        else:
-            dp = col("attn_dp")
-            att = _chunked_part(chip, model, "attention", batch / dp, context, chunk / dp,
-                                np.maximum(isl - chunk / dp, 0.0) / 2.0, col("attn_tp"), 1, precision, kv_prec,
-                                attn_prec)
-            ffn = forward_cost(chip, model, part="ffn", sequences=batch + (chunk > 0), tokens=batch + chunk,
-                               attention_flops=0.0, kv_bytes=0.0, tp=tp, ep=ep, precision=precision)
-            a2a = np.zeros(len(idx))
-            if model.moe is not None:
-                a2a = model.n_moe_layers * np.asarray(ep_alltoall_s(
-                    chip, batch + chunk, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE,
-                    ep))
-            c[0, idx], core[0, idx] = np.asarray(att.compute_s) - att.core_s, att.core_s
-            mem[0, idx], tok[0, idx] = att.memory_s, (batch + chunk) / dp
-            c[1, idx], mem[1, idx], tok[1, idx] = ffn.compute_s, ffn.memory_s, batch + chunk
-            parts[:, idx], layers[idx], seqs[idx] = 1.0, 2 * model.layers, batch + (chunk > 0)
-            comm[idx] = np.asarray(att.comm_s) + np.asarray(ffn.comm_s) + a2a
-            # attention and FFN run back to back on the same chips: one framework overhead, each part's layer
-            # launches, and the host work of all the step's sequences (the attention part priced a DP group's)
-            h = sequence_overhead_s(chip)
-            host = chip.step_overhead_s + h * (batch / dp + (chunk > 0)) - h * seqs[idx]
-            tpot[idx] = np.asarray(att.time_s) + np.asarray(ffn.time_s) - host + a2a
+        batch = np.array([m.batch for m in rs], dtype=float)
         elig = np.array([m.ttft_eligible for m in rs])
         if elig.any():
             e = idx[elig]
-            pf = prefill_step(chip, model, prompt=isl[elig], batch=1, tp=tp[elig], pp=pp[elig], ep=ep[elig],
+            tp, pp, ep = (np.array([getattr(m, a) for m in rs], dtype=float)[elig] for a in ("tp", "pp", "ep"))
+            pf = prefill_step(chip, model, prompt=isl[elig], batch=1, tp=tp, pp=pp, ep=ep,
                               precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
             pc[e], pcore[e] = np.asarray(pf.compute_s) - pf.core_s, pf.core_s
             pm[e], pcomm[e] = pf.memory_s, pf.comm_s

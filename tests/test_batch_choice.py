@@ -62,11 +62,11 @@ def _brute_force(ctx: Context) -> tuple[dict[int, float], dict[int, float]]:
     return {k: v for k, v in fine.items() if v > 0}, {k: v for k, v in pow2.items() if v > 0}
 
 
-@pytest.mark.parametrize("tok_per_s_per_user", [100, 80])
+@pytest.mark.parametrize("tok_per_s_per_user", [108, 90])
 def test_b200_decode_takes_the_largest_batch_meeting_the_tpot(tok_per_s_per_user):
-    """At 100 and 80 tokens/s per user the best integer batch sits far above the power of two below it
-    (1,376 vs 839 and 2,163 vs 1,423 tokens/s per GPU); at 76 (:func:`test_b200_numbers`) it sits just above
-    one (142 vs 128 sequences), so that speed cannot show the gap."""
+    """At 108 and 90 tokens/s per user the best integer batch sits far above the power of two below it
+    (1,435 vs 875 and 2,189 vs 1,526 tokens/s per GPU: TP 8 at b = 118 against b = 64 at 108); at 76
+    (:func:`test_b200_numbers`) the gap is smaller."""
     ctx = _b200(tok_per_s_per_user)
     kept = _decode_tokens_per_s_per_chip(ctx, generate(ctx))
     fine, pow2 = _brute_force(ctx)
@@ -80,27 +80,28 @@ def test_b200_decode_takes_the_largest_batch_meeting_the_tpot(tok_per_s_per_user
 def test_b200_numbers():
     """Calibrated B200, Llama-3.1-70B FP8, 1,150-token mean decode context: tokens/s per GPU, powers of two → fine.
 
-    By hand at 108 tokens/s per user (TPOT ≤ 9.259 ms), TP 8, b = 92 sequences, per GPU:
+    By hand at 108 tokens/s per user (TPOT ≤ 9.259 ms), TP 8, b = 118 sequences, per GPU:
 
     - weights 69.5e9 B (FP8; the embedding table is looked up, not streamed) / 8 = 8.69 GB; KV 1,150 tokens ×
-      163,840 B (80 layers × 2 × 8 KV heads × 128, FP8) / 8 ranks = 23.6 MB per sequence, × 92 = 2.17 GB;
-      memory 10.86 GB / (8 TB/s × η_m 0.854) = 1.59 ms;
-    - weight GEMMs 2 × 69.5e9 × 92 / 8 = 1.60 TFLOP at 4.5 PFLOP/s × η_c 1.0 × 92/(92 + t½ 483) = 2.22 ms, the
-      attention core 4 × 80 × 8,192 × 1,150 × 92 / 8 = 35 GFLOP at the BF16 2.25 PFLOP/s = 0.015 ms: 2.24 ms
-      (the small-GEMM curve, not the bytes, sets the pace: still memory-bound at the chip's peaks);
-    - 160 all-reduces (2 per layer) of 92 × 8,192 × 2 B = 1.51 MB at microbenchmark speed / η_ar 0.213: 4.19 ms;
-    - τ 1.46 ms + 80 × τ_layer 11.7 µs + 92 sequences × 4.65 µs of host work = 2.82 ms.
+      163,840 B (80 layers × 2 × 8 KV heads × 128, FP8) / 8 ranks = 23.6 MB per sequence, × 118 = 2.78 GB;
+      memory 11.47 GB / (8 TB/s × η_m 0.715) = 2.005 ms;
+    - weight GEMMs 2 × 69.5e9 × 118 / 8 = 2.05 TFLOP at 4.5 PFLOP/s × η_c 0.864 × 118/(118 + t½ 247.8) = 1.635 ms,
+      the attention core 4 × 80 × 8,192 × 1,150 × 118 / 8 = 44 GFLOP at the BF16 2.25 PFLOP/s × η_c = 0.023 ms:
+      1.658 ms, below the memory time (memory-bound);
+    - 160 all-reduces (2 per layer) of 118 × 8,192 × 2 B = 1.93 MB at microbenchmark speed / η_ar 0.222: 4.408 ms;
+    - τ 1.18 ms + 80 × τ_layer 20.7 µs = 2.836 ms (no per-sequence host cost in this fit).
 
-    Step 2.24 + 4.19 + 2.82 = 9.255 ms ≤ 9.259 ms (b = 93 misses it): 92 / 9.255 ms / 8 = 1,243 tokens/s per
-    GPU, × the 0.9 slot-utilisation cap = 1,118; at b = 64 the step is 8.58 ms: 932 × 0.9 = 839.
-    At 76 tokens/s per user (13.16 ms) TP 8 reaches b = 254 (2,414 × 0.9 = 2,172) but 4-chip replicas
-    are better, TP 8 paying 6.7 ms of all-reduces: TP 4 at b = 142 gives 2,432, at b = 128 (power of two) 2,264.
+    Step 2.005 + 4.408 + 2.836 = 9.249 ms ≤ 9.259 ms (b = 119 misses it): 118 / 9.249 ms / 8 = 1,595 tokens/s per
+    GPU, × the 0.9 slot-utilisation cap = 1,435; at b = 64 (power of two) 972 × 0.9 = 875.
+    At 76 tokens/s per user (13.16 ms) TP 8 reaches b = 325 (3,088 × 0.9 = 2,779), paying 7.5 ms of
+    all-reduces; TP 4 reaches b = 187 (3,556) and TP 2 b = 98 (3,728 × 0.9 = 3,355, the best); the best power of
+    two is TP 4 at b = 128 (2,737 × 0.9 = 2,463).
     """
     got = {}
     for u in (108, 76):
         fine, pow2 = _brute_force(_b200(u))
         got[u] = (round(max(pow2.values())), round(max(fine.values())))
-    assert got == {108: (839, 1118), 76: (2264, 2432)}  # the roofline's below × the 0.9 slot utilisation cap
+    assert got == {108: (875, 1435), 76: (2463, 3355)}  # the roofline's below × the 0.9 slot utilisation cap
 
 
 def _check_grids(ctx: Context) -> int:
@@ -190,10 +191,10 @@ def test_skipping_searches_by_their_bound_keeps_the_same_columns(name, monkeypat
 
 
 @pytest.mark.parametrize(("tok_per_s_per_user", "batch", "per_chip", "pow2", "pow2_per_chip"),
-                         [(108, 92, 1243, 64, 932), (76, 254, 2414, 128, 1581)])
+                         [(108, 118, 1595, 64, 972), (76, 325, 3088, 256, 2699)])
 def test_roofline_reports_the_largest_batch_at_a_tpot(tok_per_s_per_user, batch, per_chip, pow2, pow2_per_chip):
     """``placement roofline --tpot-ms``: the B200 TP8 step of the candidates above, from the CLI (calibrated
-    B200; the candidates' tokens/s are these × the 0.9 cap on decode-slot utilisation: 1,243 × 0.9 = 1,118; the
+    B200; the candidates' tokens/s are these × the 0.9 cap on decode-slot utilisation: 1,595 × 0.9 = 1,435; the
     step at 108 tokens/s per user is worked out by hand in :func:`test_b200_numbers`)."""
     import json
 

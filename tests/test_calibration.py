@@ -165,11 +165,18 @@ def test_predictions_are_the_documented_roofline_calls(chips, models):
         m = map_row(_row(conc=conc), chips, models)
         tpot, ttft = predict(h100, llama, m)
         chunk = (conc - 1) * 1024 / 1024  # the other sequences' prompts per decode step, (b - 1)·ISL/OSL
-        agg = aggregated_step(h100, llama, batch=conc, context=1536, chunk_tokens=chunk,
-                              chunk_context=max(1024 - chunk, 0) / 2, tp=8, precision="fp8", kv_precision="fp8")
+
+        def agg(c, conc=conc):
+            return aggregated_step(h100, llama, batch=conc, context=1536, chunk_tokens=c,
+                                   chunk_context=max(1024 - c, 0) / 2, tp=8, precision="fp8",
+                                   kv_precision="fp8").time_s
+
         pf = prefill_step(h100, llama, prompt=1024, batch=1, tp=8, precision="fp8", kv_precision="fp8")
         assert m.prefill_tokens_per_step == chunk
-        assert tpot == pytest.approx(agg.time_s)
+        # a share chunk/1024 of the steps carry a whole 1,024-token prompt, the rest none
+        q = chunk / 1024
+        assert (m.carrying_tokens, m.carrying_share) == ((1024.0, q) if conc > 1 else (0.0, 0.0))
+        assert tpot == pytest.approx((1 - q) * agg(0) + q * agg(1024))
         assert ttft == pytest.approx((conc + 1) / 2 * pf.time_s)  # FIFO wave: 1× at b = 1, 4.5× at b = 8
 
 

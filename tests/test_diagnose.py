@@ -61,8 +61,9 @@ def test_tpot_below_the_floor_names_the_best_chip_and_the_floor_is_tight():
     floor = num(m.group(1))
     assert floor > 0.5
     assert len(plan.diagnosis) == 1, plan.diagnosis  # the floor explains it all: no elastic noise
-    # Just above the floor the class is servable; just below it is not.
-    above = run(doc(workload__classes__0__tpot_ms=round(floor * 1.01, 3)))
+    # Just above the floor the class is servable (at a rate the batch-1 replicas there can carry on the
+    # fleet's 16 chips); just below it is not.
+    above = run(doc(workload__classes__0__tpot_ms=round(floor * 1.01, 3), workload__classes__0__rate_rps=0.5))
     assert above.status == "optimal" and above.verified, (above.status, above.diagnosis)
     below = run(doc(workload__classes__0__tpot_ms=round(floor * 0.98, 3)))
     assert below.status == "infeasible"

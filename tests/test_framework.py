@@ -78,8 +78,8 @@ def test_framework_latency_over_the_slo_is_infeasible_and_diagnosed(tmp_path):
     inst = _toy(tmp_path, "sglang", ttft_ms=250.0)
     plan = placement.solve(inst)
     assert plan.status == "infeasible"
-    assert any("sglang framework request latency alone is 288 ms, over the SLO" in s for s in plan.diagnosis)
-    assert plan.notes[0].startswith("serving framework sglang: every pool's TTFT includes its request latency of 288")
+    assert any("sglang framework request latency alone is 326 ms, over the SLO" in s for s in plan.diagnosis)
+    assert plan.notes[0].startswith("serving framework sglang: every pool's TTFT includes its request latency of 326")
 
 
 def test_verifier_rederives_the_framework_latency(tmp_path):

@@ -100,8 +100,10 @@ def test_workspace_of_what_the_weights_leave_lets_deepseek_fp8_fit_four_b200():
 
 
 def test_a_p99_tpot_is_above_the_mean_where_chunks_share_the_steps():
-    """128-token requests at batch 64: q = 63·128/128/2048 = 3.1 % of steps carry a full 2,048-token chunk;
-    the p99 request has 2.326·sqrt(q(1 − q)/128) = 3.6 % more of them, each a chunk's prefill dearer."""
+    """128-token requests at batch 64: the other 63 slots bring 63·128/128 = 63 prompt tokens a step on
+    average, but a waiting prompt fills its step: q = 63/128 of the steps carry one whole 128-token prompt,
+    the rest none. The mean TPOT is that mixture; the p99 request has 2.326·sqrt(q(1 − q)/128) more of
+    the carrying steps, each a prompt's prefill dearer."""
     ctx = Context.of(parse_instance(_doc(percentile="p99", tokens=128)))
     mean_ctx = Context.of(parse_instance(_doc(tokens=128)))
     part = PartLayout(chip="b200", site_resource="b200@8", chips=8, tp=8, ep=8, pp=1, dp=1)
@@ -110,13 +112,14 @@ def test_a_p99_tpot_is_above_the_mean_where_chunks_share_the_steps():
     p99 = evaluate(ctx, cfg, ctx.instance.workload.classes[0], batch=b).tpot_s
     mean = evaluate(mean_ctx, cfg, mean_ctx.instance.workload.classes[0], batch=b).tpot_s
     assert p99[0] == pytest.approx(mean[0])  # one sequence: no other prompt shares its steps
-    q = 63 / 2048
+    q = 63 / 128
     kw = {"batch": 64, "context": 128 + 64, "tp": 8, "ep": 8, "precision": "fp8", "kv_precision": "fp8",
           "attention_precision": "fp8"}
-    t_chunk = aggregated_step(CHIPS["b200"], MODELS["deepseek-v3"], chunk_tokens=2048, chunk_context=0,
-                              chunk_prompts=16, **kw).time_s
+    t_carry = aggregated_step(CHIPS["b200"], MODELS["deepseek-v3"], chunk_tokens=128, chunk_context=0,
+                              chunk_prompts=1, **kw).time_s
     t_plain = aggregated_step(CHIPS["b200"], MODELS["deepseek-v3"], chunk_tokens=0, chunk_context=64, **kw).time_s
-    want = 2.3263478740408408 * np.sqrt(q * (1 - q) / 128) * (t_chunk - t_plain)
+    assert mean[1] == pytest.approx((1 - q) * t_plain + q * t_carry, rel=1e-9)
+    want = 2.3263478740408408 * np.sqrt(q * (1 - q) / 128) * (t_carry - t_plain)
     assert p99[1] - mean[1] == pytest.approx(want, rel=1e-9) and want > 1e-3 * mean[1]
 
 

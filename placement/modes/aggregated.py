@@ -12,13 +12,15 @@ prompt tokens, decode first, at most C of them (the chunk budget). A prompt's
 own steps carry a full chunk, of time t_C; a request's decode steps carry on
 average the prompts of the sequences that replace finishing ones,
 c̄ = min(C, (B − 1)·p/o) tokens (each of the other B − 1 slots is refilled once
-per o steps), of time t. Two queues, the TTFT budget shared as in
+per o steps): a share q = c̄/s of them carry s = max(min(C, p), c̄) prompt tokens
+(a waiting prompt fills the budget) and the rest none, so the mean step is
+t = (1 − q)·t_0 + q·t_s. Two queues, the TTFT budget shared as in
 :mod:`placement.core.evaluate`: the chunk channel is one server of service
 p·t_C/C per prompt and latency ⌈p/C⌉·t_C (M/D/1,
 :func:`placement.core.evaluate.prefill_queue`); the B slots are each held
 o·t (:func:`placement.core.evaluate.slot_admission`); TPOT is t, the mean over
-a request's steps; a percentile TPOT (``tpot_percentile``) counts the steps that carry a
-full chunk among a request's o, binomially (:func:`tpot_percentile_s`). Capacity = the lower
+a request's steps; a percentile TPOT (``tpot_percentile``) counts the steps that carry
+prompt tokens among a request's o, binomially (:func:`tpot_percentile_s`). Capacity = the lower
 of the two; TTFT = the channel's wait + ⌈p/C⌉·t_C + the wait for a slot, each
 wait at the rate its own limit allows (at least the wait at the capacity).
 Under data-parallel attention each of the dp groups runs its own chunk: dp such
@@ -93,13 +95,18 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
 
     # A prompt's own steps carry a full chunk C (its prefill latency, the channel's service time). A
     # request's decode steps carry, on average, the prompts of the sequences that join as others finish:
-    # each of a group's b/dp − 1 other slots is refilled once per o steps, (b/dp − 1)·p/o tokens per step,
-    # at most C — what the mean TPOT and the slots' holding time see.
+    # each of a group's b/dp − 1 other slots is refilled once per o steps, c̄ = (b/dp − 1)·p/o tokens per
+    # step, at most C. The scheduler does not spread them: a waiting prompt fills the step's budget, so a
+    # share q = c̄/s of the steps carry s = max(min(C, p), c̄) prompt tokens and the rest none. The mean step
+    # (what the mean TPOT and the slots' holding time see) is the mixture — not one step of c̄ tokens, which
+    # would touch more experts per prompt token than a full step does and hide the chunk steps' compute.
     t_chunk = step_s(chunk)
     carried = np.minimum(chunk, np.maximum(b / lay.dp - 1.0, 0.0) * p / o)
-    t = step_s(carried)
-    tpot = t if cls.tpot_percentile == "mean" else tpot_percentile_s(cls, t, step_s(0.0 * carried), t_chunk,
-                                                                       carried / chunk)
+    s = np.maximum(np.minimum(chunk, p), carried)
+    q = carried / s
+    t_plain, t_carry = step_s(0.0 * carried), step_s(s)
+    t = (1.0 - q) * t_plain + q * t_carry
+    tpot = t if cls.tpot_percentile == "mean" else tpot_percentile_s(cls, t, t_plain, t_carry, q)
     steps_per_prompt = np.ceil(p / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, lay.chips)
@@ -120,10 +127,10 @@ _Z = {"p50": 0.0, "p90": 1.2815515655446004, "p99": 2.3263478740408408}
 
 
 def tpot_percentile_s(cls: TrafficClass, t_mean, t_plain, t_chunk, share):
-    """A percentile over requests of each request's TPOT when a ``share`` of all steps carry a full chunk.
+    """A percentile over requests of each request's TPOT when a ``share`` of all steps carry prompt tokens.
 
-    A request's o decode steps each carry a chunk with probability q = ``share`` (the mean prompt tokens
-    per step over the chunk size): K ~ Bin(o, q) of them do, and each costs ``t_chunk − t_plain`` more
+    A request's o decode steps each carry prompt tokens with probability q = ``share`` (the mean prompt
+    tokens per step over a carrying step's): K ~ Bin(o, q) of them do, and each costs ``t_chunk − t_plain`` more
     than a step without one. Around the mean TPOT ``t_mean`` the request's TPOT moves by that much per
     step above the mean count, ``K/o − q``, whose percentile by the normal approximation is
     ``min(1 − q, z·sqrt(q(1 − q)/o))``.
