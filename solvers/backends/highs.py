@@ -122,19 +122,16 @@ class _BatchHiGHS(pulp.HiGHS):
         quiet_highs_banner()
         variables = lp.variables()
         self._run(lp, variables, highspy, self.start)
-        if lp.abandoned:  # HiGHS is still running in its thread: nothing of it may be read
-            lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
-            return lp.status
-        if self.start and not _consistent(lp.solverModel):
+        if not lp.abandoned and self.start and not _consistent(lp.solverModel):
             # HiGHS 1.16 can map a start into its presolved space without the objective offset and
             # then call the start optimal (a 4x too expensive plan of spec-decode-draft's collapsed
             # fleet, reported with gap 0); its answer is then not trusted and the model solved again.
             log.warning("HiGHS mis-read the start (objective %s vs %s of its own solution); solving without it",
                         lp.solverModel.getInfo().objective_function_value, _solution_objective(lp.solverModel))
             self._run(lp, variables, highspy, None)
-            if lp.abandoned:
-                lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
-                return lp.status
+        if lp.abandoned:  # HiGHS is still running in its thread: nothing of it may be read
+            lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
+            return lp.status
         h = lp.solverModel
         status = h.getModelStatus()
         ms = highspy.HighsModelStatus
