@@ -40,6 +40,7 @@ import itertools
 import math
 import os
 import re
+import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -236,8 +237,11 @@ def check_model_fits(variables: int, nonzeros: int, backend: str) -> None:
 
 
 def child_address_space() -> int:
-    """``RLIMIT_AS`` for a solver child: the ceiling less what this process holds, at least :data:`MIN_CHILD_BYTES`."""
-    return max(memory_limit_bytes() - resident_bytes(), MIN_CHILD_BYTES)
+    """``RLIMIT_AS`` for a solver child: the ceiling less what this process holds, at least :data:`MIN_CHILD_BYTES`,
+    and never above this process's own hard limit (which an unprivileged child cannot raise)."""
+    space = max(memory_limit_bytes() - resident_bytes(), MIN_CHILD_BYTES)
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    return space if hard == resource.RLIM_INFINITY else min(space, hard)
 
 
 def over_memory() -> int | None:
