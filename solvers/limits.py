@@ -6,7 +6,8 @@ variables, which :func:`solvers.backends.threads.threaded_map` hands to its work
 * every solve's time limit is clipped to the time left (:func:`clip_time`), and a solve with no time
   left does not start; a model build checks the clock every few thousand variables and rows
   (:func:`tick`) and stops with :class:`OutOfTime`;
-* a model whose estimated size (:func:`model_bytes`) does not fit in the ceiling beside what the
+* a build that takes the process past the ceiling stops (:class:`OverMemory`, looked at with the clock);
+  a model whose estimated size (:func:`model_bytes`) does not fit in the ceiling beside what the
   process already holds is not built (:func:`check_model_fits`, :class:`OverMemory`); a CBC child
   runs under ``RLIMIT_AS`` (:func:`child_address_space`), an in-process HiGHS solve is cancelled when
   the process's resident memory passes the ceiling (:func:`over_memory`).
@@ -151,9 +152,15 @@ def check_time(what: str) -> None:
 
 
 def tick() -> None:
-    """Called once per variable or row built: looks at the clock every :data:`_TICK` calls."""
-    if next(_ticks) % _TICK == 0:
-        check_time("while building the model")
+    """Called once per key, variable or row built: every :data:`_TICK` calls, looks at the clock and at this
+    process's resident memory (:class:`OutOfTime`, :class:`OverMemory` when past either)."""
+    if next(_ticks) % _TICK:
+        return
+    check_time("while building the model")
+    ceiling = over_memory()
+    if ceiling is not None:
+        raise OverMemory(f"building the model took this process past the memory limit of {_gb(ceiling)} "
+                         "(--memory-limit); give a larger --memory-limit")
 
 
 def parse_size(text: str) -> int:

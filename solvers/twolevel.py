@@ -71,7 +71,7 @@ from solvers.cost_floors import Floor, add_floors, floors
 from solvers.extract import empty_solution
 from solvers.index import PairSplit
 from solvers.lagrange import solve_by_parts
-from solvers.limits import OutOfTime
+from solvers.limits import LimitExceeded
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
@@ -299,7 +299,7 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     try:
         by_parts = solve_by_parts(problem, time_limit_s=time_limit_s,
                                   near=lambda used: restricted(problem, _near(problem, used)), **options)
-    except OutOfTime:  # a part's model stopped building at the deadline: what follows stops at once too
+    except LimitExceeded:  # a part's model stopped building at a limit: what follows stops at once too
         by_parts = None
     if by_parts is not None:
         return by_parts

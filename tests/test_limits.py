@@ -92,8 +92,10 @@ def test_a_cbc_child_out_of_its_address_space_fails_cleanly(spec_problem):
 
 
 def test_a_cbc_child_killed_by_its_memory_limit_is_exit_4_from_the_cli():
-    # The pre-build check would refuse first; switched off in this process, the child meets its RLIMIT_AS.
+    # The pre-build check and the build's look at memory would refuse first; switched off in this process,
+    # the child meets its RLIMIT_AS.
     code = ("import sys; import solvers.limits as L; import solvers.milp as M; M.check_model_fits = lambda *a: None; "
+            "L.over_memory = lambda: None; "
             "from placement.cli.app import main; sys.argv = ['placement'] + sys.argv[1:]; main()")
     done = subprocess.run([sys.executable, "-c", code, "solve", SPEC, "-q", "--solver", "cbc", "--memory-limit", "1M"],
                           capture_output=True, text=True, timeout=300, check=False,
@@ -111,7 +113,22 @@ def test_highs_is_cancelled_when_the_process_is_over_the_ceiling():
 
 def test_a_passed_deadline_stops_the_model_build(spec_problem):
     with limits.bounded(deadline=time.monotonic() - 1), pytest.raises(limits.OutOfTime, match="building the model"):
-        build_model(spec_problem)  # 4,328 variables and rows: at least one look at the clock
+        build_model(spec_problem)
+
+
+def test_the_deadline_is_looked_at_while_a_build_runs(spec_problem, monkeypatch):
+    checks = []
+    monkeypatch.setattr(limits, "check_time", lambda what: checks.append(what))
+    build_model(spec_problem)  # 4,328 variables and rows and 620 columns' keys: looked at every 4,096
+    assert "while building the model" in checks
+
+
+def test_a_build_past_the_memory_ceiling_stops(spec_problem, monkeypatch):
+    import solvers.milp
+
+    monkeypatch.setattr(solvers.milp, "check_model_fits", lambda *a: None)  # the estimate alone would refuse it
+    with limits.bounded(memory_bytes=1), pytest.raises(limits.OverMemory, match="past the memory limit"):
+        build_model(spec_problem, backend="highs")
 
 
 def test_a_passed_deadline_makes_a_solve_a_time_limit_without_running_the_solver(spec_problem):
