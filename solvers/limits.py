@@ -75,13 +75,15 @@ DEFAULT_MEMORY_SHARE = 0.8
 #: The ceiling where the machine's memory cannot be read (8 GiB).
 FALLBACK_MEMORY_BYTES = 8 * 2**30
 
-#: Peak bytes per constraint-matrix nonzero of a model built in PuLP and solved, by backend: the PuLP
-#: objects (a variable, its name and label, a dict entry per coefficient) plus the solver's copy (CBC: the
-#: MPS file it reads, its own matrix and presolved copies, in its child; HiGHS: its matrix and presolve in
-#: this process). Measured on the models of benchmarks/BACKENDS.md ("Memory"): the largest ratio seen,
-#: rounded up.
-BYTES_PER_NONZERO = {"cbc": 1_400, "highs": 1_100}
-_BYTES_PER_NONZERO_OTHER = 1_400
+#: Peak bytes per estimated constraint-matrix nonzero (:func:`solvers.variables.estimated_size`) of a model
+#: built in PuLP and solved, by backend: the PuLP objects (a variable, its name and label, a dict entry per
+#: coefficient) plus the solver's copies (CBC: the MPS file PuLP writes and CBC's own matrices, in its child;
+#: HiGHS: its matrix and presolve, in this process). Measured on the models of 10^4 to 6·10^6 nonzeros of
+#: benchmarks/BACKENDS.md ("Memory"): the largest ratio seen, rounded up (CBC 2,214, HiGHS 1,395 on the
+#: mixed 100-domain fleet). A small model's branch-and-bound tree can outgrow it; the ceiling's watch on
+#: the running solvers (RLIMIT_AS, the HiGHS wait) covers that.
+BYTES_PER_NONZERO = {"cbc": 2_300, "highs": 1_400}
+_BYTES_PER_NONZERO_OTHER = 2_300  # another command-line solver: as CBC
 
 #: The address space a CBC child is given at least: its binary and libraries map ~10 MB (under 8 MiB it
 #: cannot start; at 16 MiB it solves the Mélange toy and runs out on spec-decode-draft's model).
@@ -233,7 +235,7 @@ def check_model_fits(variables: int, nonzeros: int, backend: str) -> None:
     ...     check_model_fits(10**6, 10**7, "cbc")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    solvers.limits.OverMemory: the model (1,000,000 variables, ~10,000,000 nonzeros) would need an estimated 13.04 GiB...
+    solvers.limits.OverMemory: the model (1,000,000 variables, ~10,000,000 nonzeros) would need an estimated 21.42 GiB...
     """
     need, held, limit = model_bytes(nonzeros, backend), resident_bytes(), memory_limit_bytes()
     if held + need > limit:
