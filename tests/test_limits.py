@@ -52,7 +52,7 @@ def spec_problem():
     return _problem(SPEC)
 
 
-@pytest.mark.parametrize("size", ["8G", "512M", "1073741824"])
+@pytest.mark.parametrize("size", ["8G", "16384M", "17179869184"])  # above what a test process holds
 def test_a_memory_limit_parses(size):
     r = CliRunner().invoke(COMMAND, ["solve", TOY, "-q", "--memory-limit", size])
     assert r.exit_code == EXIT_OK, r.output
