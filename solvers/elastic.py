@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from solvers.backends import SolveOptions, run
+from solvers.backends import DEFAULT_BACKEND, SolveOptions, run
 from solvers.extract import model_stats, to_solution
 from solvers.milp import Variables, build_model
 from solvers.problem import Problem
@@ -189,7 +189,7 @@ def _value(var: pulp.LpVariable | None) -> float:
 
 def elastic_shortfall(
     problem: Problem,
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
     gap: float | None = DEFAULT_GAP,
 ) -> Shortfalls:

@@ -52,6 +52,7 @@ from typing import Literal
 
 import networkx as nx
 
+from solvers.limits import tick
 from solvers.problem import Column, Problem, Route, Site, Transfer
 from topology.routing import NodePath, Routing, latency_ps
 
@@ -472,6 +473,7 @@ def _place_columns(
     pairing = _Pairing(network, trips, pair_split)
     out = _Placements()
     for c in sorted(problem.columns, key=lambda c: c.name):
+        tick()  # a full 10,000-domain fleet's keys take minutes and gigabytes: the limits are looked at
         steps = sorted(q for q in c.capacity if q in demands.active_steps)
         hosts = [
             [s for s in sites_of[part.resource] if s.units_per_domain * s.domains >= part.units]
@@ -508,6 +510,7 @@ def _allowed_pairs(
     pairs = []
     for s0 in hosts[0]:
         for s1 in hosts[1]:
+            tick()
             trip = trips(s0.node, s1.node)
             if trip is None or trip[0] > limit_ps:
                 continue

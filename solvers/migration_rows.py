@@ -60,6 +60,7 @@ from collections.abc import Mapping
 import pulp
 
 from solvers import twolevel
+from solvers.backends import DEFAULT_BACKEND
 from solvers.milp import Start, solve_model
 from solvers.problem import Problem
 from solvers.solution import Solution
@@ -67,6 +68,9 @@ from solvers.tolerances import REL_GAP_MARGIN
 from solvers.variables import Variables, add_row, add_var
 
 __all__ = ["Key", "add_migration", "migration_usd", "solve_with_migration"]
+
+#: Share of the time limit each small solve of a re-plan's two levels gets (collapsed; restricted, up to twice).
+SHARE = 0.2
 
 Key = tuple[str, int, str]
 
@@ -132,7 +136,7 @@ def migration_usd(replicas: Mapping[Key, int], current: Mapping[Key, int],
 
 
 def solve_with_migration(problem: Problem, current: Mapping[Key, int], usd_per_change: Mapping[Key, float],
-                         amortise_h: float, backend: str = "cbc", time_limit_s: float | None = None,
+                         amortise_h: float, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
                          gap: float | None = None, min_size: int | None = None) -> Solution:
     """Solve ``problem`` with the migration terms of :func:`add_migration`, in two levels when it is large.
 
@@ -167,7 +171,7 @@ def solve_with_migration(problem: Problem, current: Mapping[Key, int], usd_per_c
     if twolevel._size(problem) < (twolevel.MIN_SIZE if min_size is None else min_size) or problem.policies:
         return solve_model(problem, time_limit_s=time_limit_s, prepare=rows(), **options)[0]
     began = time.perf_counter()
-    share = None if time_limit_s is None else time_limit_s * twolevel.SHARE
+    share = None if time_limit_s is None else time_limit_s * SHARE
     lower = twolevel.solve_from_lp_support(twolevel.collapsed(problem), time_limit_s=share, **options)
     bound = lower.best_bound
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import pulp
 
-from solvers.backends import SolveOptions, available_solvers, run
+from solvers.backends import DEFAULT_BACKEND, Outcome, SolveOptions, available_solvers, run
 from solvers.constraints import (
     CHOICE_SLACK,
     add_budget,
@@ -69,6 +69,7 @@ from solvers.export import export_model
 from solvers.extract import empty_solution, model_stats, to_solution
 from solvers.index import Index, PairSplit
 from solvers.kv_rows import add_policy_objective, add_policy_rows, add_policy_variables
+from solvers.limits import LimitExceeded, OutOfTime, check_model_fits, check_time, clip_time
 from solvers.network_rows import (
     NEGLIGIBLE,
     add_edge_capacity,
@@ -81,7 +82,7 @@ from solvers.pool_limit import add_pool_limit
 from solvers.problem import Problem
 from solvers.solution import Solution
 from solvers.tolerances import REL_OBJECTIVE
-from solvers.variables import Variables, define_variables, gc_paused
+from solvers.variables import Variables, define_variables, estimated_size, gc_paused
 
 __all__ = [
     "CHOICE_SLACK",
@@ -114,11 +115,15 @@ __all__ = [
     "solve_model",
 ]
 
+#: The model statistics of a solution (all 0 when no model was built).
+_STATS = ("variables", "integer_variables", "constraints", "nonzeros")
+
 #: Relative MIP gap used when ``gap=None``: prove optimality (HiGHS' own default is 1e-4).
 DEFAULT_GAP = 1e-9
 
 
-def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.LpProblem, Variables]:
+def build_model(problem: Problem, pair_split: PairSplit = "auto",
+                backend: str | None = None) -> tuple[pulp.LpProblem, Variables]:
     """Build the placement MILP of ``problem``.
 
     Parameters
@@ -128,6 +133,9 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.
     pair_split : {"auto", "hubs", "pairs"}
         How pairs of two-part columns are modelled on tree fleets (see
         :mod:`solvers.index`); the optimum is the same.
+    backend : str, optional
+        The backend that will solve it: the model is then built only if its estimated memory
+        (:func:`solvers.limits.check_model_fits`) fits in the memory limit in force.
 
     Returns
     -------
@@ -138,6 +146,10 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.
     ------
     ValueError
         If part sizes are not packable (:func:`check_packable`) or names dangle.
+    solvers.limits.OverMemory
+        With ``backend``, if the model would not fit in the memory limit (nothing built).
+    solvers.limits.OutOfTime
+        If the deadline in force (:func:`solvers.limits.bounded`) passes while building.
 
     Examples
     --------
@@ -152,9 +164,12 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto") -> tuple[pulp.
     >>> sorted(c.name for c in m.constraints())
     ['replica_capacity__c__s', 'route_split__d', 'site_units__s', 'step_coverage__q']
     """
+    check_time("before building the model")
     check_packable(problem)
     with gc_paused():
         ix = Index.from_problem(problem, pair_split)
+        if backend is not None:
+            check_model_fits(*estimated_size(ix), backend)
         m = pulp.LpProblem(name="placement", sense=pulp.LpMinimize)
         v = define_variables(m, ix)
         add_policy_variables(m, v)
@@ -204,7 +219,12 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
            pair_split: PairSplit = "auto", feasibility: float | None = None) -> tuple[Solution, Variables]:
     with gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
         start = time.perf_counter()
-        m, v = build_model(problem, pair_split)
+        try:
+            m, v = build_model(problem, pair_split, backend)
+        except LimitExceeded as exc:  # not built, or stopped building: no model to solve
+            status = "time_limit" if isinstance(exc, OutOfTime) else "error"
+            return empty_solution(status, str(exc), backend=backend, build_seconds=time.perf_counter() - start,
+                                  solve_seconds=0.0, stats=dict.fromkeys(_STATS, 0)), None
         build_seconds = time.perf_counter() - start
         stats = model_stats(m, v)
         if not mip:
@@ -227,9 +247,10 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
         known = prepare(m, v) if prepare is not None else Start()
         for var, value in (known.fixed or {}).items():
             var.lowBound = var.upBound = value
+        limit_s = clip_time(None if time_limit_s is None else time_left(time_limit_s, known.seconds))
         options = SolveOptions(
             mip=mip,
-            time_limit_s=None if time_limit_s is None else time_left(time_limit_s, known.seconds),
+            time_limit_s=limit_s,
             gap=DEFAULT_GAP if gap is None else gap,
             threads=threads,
             msg=msg,
@@ -237,7 +258,11 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
             target=None if known.target is None else known.target / v.objective_scale,
             feasibility=feasibility,
         )
-        outcome = run(m, backend, options)
+        if limit_s is not None and limit_s <= 0:  # nothing left for the solver: the start, if any, stands
+            outcome = Outcome("time_limit", f"{backend}: the time limit ran out before the solver started", False,
+                              None, 0.0, backend)
+        else:
+            outcome = run(m, backend, options)
         status, message = outcome.status, outcome.message + known.note
         solver_bound = None if outcome.bound is None else outcome.bound * v.objective_scale
         bounds = [b for b in (solver_bound, known.lower_bound) if b is not None]
@@ -262,8 +287,8 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
 
 
 def time_left(limit_s: float, spent_s: float) -> float:
-    """What is left of a time limit, but never less than a tenth of it (the solver needs some)."""
-    return max(limit_s - spent_s, 0.1 * limit_s)
+    """What is left of a time limit after ``spent_s`` (never below 0: a solve with none left does not start)."""
+    return max(limit_s - spent_s, 0.0)
 
 
 def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome,
@@ -283,7 +308,7 @@ def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome
 
 def solve(
     problem: Problem,
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = None,
     gap: float | None = None,
     threads: int | None = None,
@@ -338,7 +363,7 @@ def solve(
 
 def solve_model(
     problem: Problem,
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = None,
     gap: float | None = None,
     threads: int | None = None,

@@ -28,7 +28,9 @@ model is built and solved starting from the restricted plan (HiGHS
 start is returned if the solver finds nothing better in the time left. If the
 restricted problems have no plan, the problem without two-part columns (no
 attention–FFN or remote-draft pairs, what makes the full model large) gives
-the start instead. Each small solve gets :data:`SHARE` of the time limit.
+the start instead. The collapsed level gets :data:`COLLAPSED_SHARE` of the time limit, each
+restricted problem :data:`SHARE` of what is then left, the full model the rest; every solve and model
+build also ends by the deadline in force (:mod:`solvers.limits`).
 
 The problem may come with its two-part columns pruned network-free (K0,
 :mod:`placement.core.candidates`: pair traffic and latency limits left out of
@@ -64,17 +66,19 @@ from collections.abc import Callable, Iterator
 import pulp
 
 from solvers import dominance
+from solvers.backends import DEFAULT_BACKEND
 from solvers.cost_floors import Floor, add_floors, floors
 from solvers.extract import empty_solution
 from solvers.index import PairSplit
 from solvers.lagrange import solve_by_parts
+from solvers.limits import LimitExceeded
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
 from solvers.tolerances import INTEGRALITY, REL_GAP_MARGIN, ROW_FEASIBILITY, ZERO
 
-__all__ = ["MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "spread", "start_values", "undominated",
-           "violated_rows"]
+__all__ = ["COLLAPSED_SHARE", "MERGED_MIN_SIZE", "MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "spread",
+           "start_values", "two_levels", "undominated", "violated_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +86,21 @@ log = logging.getLogger(__name__)
 #: two levels; smaller ones go straight to the full model, which solves in seconds.
 MIN_SIZE = 5_000
 
-#: Share of the time limit given to each of the small solves (collapsed; restricted, up to twice).
-SHARE = 0.2
+#: ... and so are problems of at least this size whose collapse merges sites (two domain groups of one chip
+#: type and domain size): their collapsed level has fewer sites and no network, and the one-level model of
+#: the 9-group, 320-column all-modes bench fleet (size 2,880) is the slow one (benchmarks/BACKENDS.md).
+#: The shipped instances have one group per chip type and stay in one level.
+MERGED_MIN_SIZE = 1_000
+
+#: Share of the time left given to the collapsed level: it gives the bound and the columns, without which
+#: the restricted levels have nothing to try (benchmarks/BACKENDS.md: its share of a two-level solve).
+COLLAPSED_SHARE = 0.7
+
+#: Share of the time left given to each restricted problem (up to three) and to the start of the full model.
+SHARE = 0.5
+
+#: Share of the time left that the cost floors of a support get (solve_from_lp_support).
+FLOOR_SHARE = 0.2
 
 #: The second restricted problem is tried only if it is at most this share of the full one.
 NEAR_SHARE = 0.1
@@ -94,7 +111,7 @@ FLEET_NODE = "fleet"
 
 def solve(
     problem: Problem,
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = None,
     gap: float | None = None,
     threads: int | None = None,
@@ -127,22 +144,23 @@ def solve(
     ('optimal', 3.0)
     """
     options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split}
-    if _size(problem) < MIN_SIZE or problem.policies:  # policies: always the full model (solvers.kv_rows)
+    if not two_levels(problem):
         if full is not None:
             whole = full()
-            return _out_of_time(None, None, 0.0, backend) if whole is None else solve(
+            return _unproven(None, None, 0.0, backend) if whole is None else solve(
                 whole, time_limit_s=time_limit_s, **options)
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
     full = None if full is None else functools.cache(full)
     began = time.perf_counter()
-    share = None if time_limit_s is None else time_limit_s * SHARE
-    lower = solve_from_lp_support(collapsed(problem), time_limit_s=share, **options)
+    lower = solve_from_lp_support(collapsed(problem), time_limit_s=_share(time_limit_s, began, COLLAPSED_SHARE),
+                                  **options)
     log.info("collapsed fleet: %s, bound %s, %d variables, %.3g s", lower.status, lower.best_bound,
              lower.variables, time.perf_counter() - began)
     plan = part = None
     for what, where, columns, start in _attempts(problem, lower, gap, full):
         problem = where
-        found, found_vars = solve_model(restricted(problem, columns), time_limit_s=share, prepare=start, **options)
+        found, found_vars = solve_model(restricted(problem, columns), prepare=start, **options,
+                                        time_limit_s=_share(time_limit_s, began, SHARE))
         log.info("%s (%d columns): %s, objective %s, %d variables, %.3g s", what, len(columns), found.status,
                  found.objective, found.variables, time.perf_counter() - began)
         if found.replicas and (plan is None or found.objective < plan.objective):
@@ -152,7 +170,7 @@ def solve(
     if full is not None:
         whole = full()  # no attempt proven (or none made): the full model needs every column
         if whole is None:
-            return _out_of_time(plan, lower, time.perf_counter() - began, backend)
+            return _unproven(plan, lower, time.perf_counter() - began, backend)
         problem = whole
     note = _note(lower, plan)
 
@@ -160,12 +178,45 @@ def solve(
         """Start values for the full model: the restricted plan, else the plan without two-part columns."""
         source, singles = part, restricted(problem)
         if source is None and singles is not None:
-            first, first_vars = solve_model(singles, time_limit_s=share, **options)
+            first, first_vars = solve_model(singles, time_limit_s=_share(time_limit_s, began, SHARE), **options)
             source = first_vars if first.replicas else None
         values = start_values(m, v, source) if source is not None else None
         return Start(values=values, lower_bound=lower.best_bound, seconds=time.perf_counter() - began, note=note)
 
-    return solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
+    whole = solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
+    if whole.replicas or plan is None:
+        return whole
+    # The full model was not built (over the memory limit) or stopped with nothing: the restricted plan stands.
+    return _unproven(plan, lower, time.perf_counter() - began, backend,
+                     f"two levels: the full model gave no plan ({whole.message})",
+                     "time_limit" if whole.status == "time_limit" else "feasible")
+
+
+def two_levels(problem: Problem) -> bool:
+    """Whether :func:`solve` takes ``problem`` in two levels (see :data:`MIN_SIZE`, :data:`MERGED_MIN_SIZE`).
+
+    Examples
+    --------
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> def fleet(groups, columns):
+    ...     return Problem(demands=[Demand(name="d", rate=1.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+    ...                    columns=[Column(name=f"c{i}", parts=[Part(resource="gpu", units=1)], capacity={"q": 1.0})
+    ...                             for i in range(columns)],
+    ...                    sites=[Site(name=f"s{i}", node=f"v{i}", resource="gpu", units_per_domain=1, domains=1,
+    ...                                usd_per_hour_per_unit=1.0, power_w_per_unit=1.0) for i in range(groups)])
+    >>> two_levels(fleet(2, 100)), two_levels(fleet(9, 320)), two_levels(fleet(2, 3000))
+    (False, True, True)
+    """
+    if problem.policies:  # always the full model (solvers.kv_rows)
+        return False
+    size = _size(problem)
+    merged = len({(s.resource, s.units_per_domain) for s in problem.sites}) < len(problem.sites)
+    return size >= MIN_SIZE or (merged and size >= MERGED_MIN_SIZE)
+
+
+def _share(limit_s: float | None, began: float, share: float) -> float | None:
+    """``share`` of what is left of ``limit_s`` (counted from ``began``, ``time.perf_counter()``)."""
+    return None if limit_s is None else share * time_left(limit_s, time.perf_counter() - began)
 
 
 def spread(v: Variables, lower: Solution) -> dict[pulp.LpVariable, float]:
@@ -245,8 +296,11 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     heuristics before it has an incumbent.
     """
     began = time.perf_counter()
-    by_parts = solve_by_parts(problem, time_limit_s=time_limit_s,
-                              near=lambda used: restricted(problem, _near(problem, used)), **options)
+    try:
+        by_parts = solve_by_parts(problem, time_limit_s=time_limit_s,
+                                  near=lambda used: restricted(problem, _near(problem, used)), **options)
+    except LimitExceeded:  # a part's model stopped building at a limit: what follows stops at once too
+        by_parts = None
     if by_parts is not None:
         return by_parts
     left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
@@ -256,7 +310,7 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     found = None
     if support is not None:
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
-        rows = floors(support, time_limit_s=None if left is None else left * SHARE, **options)
+        rows = floors(support, time_limit_s=None if left is None else left * FLOOR_SHARE, **options)
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
         sub, sub_vars = solve_model(support, time_limit_s=left, prepare=_floored(rows), **options)
         found = sub_vars if sub.replicas else None
@@ -312,10 +366,11 @@ def _proven(plan: Solution, lower: Solution, seconds: float, message: str | None
     })
 
 
-def _out_of_time(plan: Solution | None, lower: Solution | None, seconds: float, backend: str) -> Solution:
-    """Status ``time_limit`` when ``full()`` gave nothing (the time ran out generating every column): the best
-    restricted plan, unproven, with the collapsed bound ``lower`` if there is one; without a plan, no placement."""
-    message = "two levels: the time limit ran out before the full set of pair columns was generated"
+def _unproven(plan: Solution | None, lower: Solution | None, seconds: float, backend: str,
+              message: str = "two levels: the time limit ran out before the full set of pair columns was generated",
+              status: str = "time_limit") -> Solution:
+    """The best restricted plan, unproven (``status``, ``message`` saying why), with the collapsed bound
+    ``lower`` if there is one; without a plan, no placement (status ``time_limit``)."""
     bound = None if lower is None or lower.best_bound is None else clean(lower.best_bound)
     if lower is not None:
         message += _note(lower, plan)
@@ -324,7 +379,7 @@ def _out_of_time(plan: Solution | None, lower: Solution | None, seconds: float, 
                               stats=dict.fromkeys(("variables", "integer_variables", "constraints", "nonzeros"), 0),
                               bound=bound)
     gap = None if bound is None else clean((plan.objective - bound) / max(abs(plan.objective), ZERO))
-    return plan.model_copy(update={"status": "time_limit", "message": message, "best_bound": bound, "gap": gap,
+    return plan.model_copy(update={"status": status, "message": message, "best_bound": bound, "gap": gap,
                                    "solve_seconds": seconds - plan.build_seconds})
 
 

@@ -18,6 +18,7 @@ from operator import itemgetter
 import pulp
 
 from solvers.index import Index
+from solvers.limits import tick
 from solvers.problem import unit_weight
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "add_row",
     "add_var",
     "define_variables",
+    "estimated_size",
     "flow_units",
     "gc_paused",
     "load_units",
@@ -90,6 +92,7 @@ def add_var(
     ub=None,
     integer=False,
 ):
+    tick()
     name = "__".join([family, *tokens])
     cat = pulp.LpInteger if integer else pulp.LpContinuous
     if hasattr(m, "add_variable"):
@@ -130,6 +133,7 @@ def add_row(
     divisor is kept in ``v.row_scale`` when it is not 1. By construction no
     row repeats a variable in ``terms``.
     """
+    tick()
     name = "__".join([family, *tokens])
     if scaled is None:  # (map/zip: no Python-level loop over the terms)
         top = max(map(abs, map(_coef, terms)), default=0.0)
@@ -268,6 +272,31 @@ def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
             tokens = [tok["demand", k], tok["resource", rho]]
             v.w[k, rho] = add_var(m, v, "w", (k, rho), tokens, ub=1, integer=True)
     return v
+
+
+def estimated_size(ix: Index) -> tuple[int, int]:
+    """(variables, constraint-matrix nonzeros) the model of ``ix`` will have, counted before it is built.
+
+    The variables are those :func:`define_variables` makes; the nonzeros count each variable's terms in
+    the rows of the families: a route share in its split row and each step's coverage row; a load in
+    its coverage and capacity rows and the conservation rows of its transfers (two each); a replica
+    count in a capacity row per step it serves and in its site-units, power and pair-balance rows; a
+    pair or half-pair in its balance rows and each edge of its round trip; a flow in the conservation
+    rows of the edge's two ends and in the edge's capacity row. The pool limit and policy rows, which
+    few models have, are left out.
+    """
+    steps = {c.name: len(c.capacity) for c in ix.columns}
+    route_steps = sum(len(r.steps) for r in ix.routes)
+    moved = {t.route for t in ix.transfers}
+    loads = sum(2 + (2 if ix.route_of_step[q].name in moved else 0) for _c, q, _s in ix.load_keys)
+    replicas = sum(3 + steps[c] for c, _p, _s in ix.replica_keys)
+    pairs = sum(2 + len(ix.pair_edges.get(k, ())) for k in ix.pair_keys)
+    halves = sum(1 + len(ix.hub_edges.get(k, ())) for k in ix.hub_keys)
+    flows = 3 * len(ix.transfers) * len(ix.edges)
+    choices = sum(len(o) for o in ix.choices.values())
+    variables = (len(ix.routes) + len(ix.load_keys) + len(ix.replica_keys) + len(ix.pair_keys) + len(ix.hub_keys)
+                 + len(ix.transfers) * len(ix.edges) + choices)
+    return variables, len(ix.routes) + route_steps + loads + replicas + pairs + halves + flows + 2 * choices
 
 
 _gc_lock = threading.Lock()

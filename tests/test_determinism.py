@@ -154,9 +154,9 @@ def test_a_solver_crash_is_a_status_not_an_exception(monkeypatch):
         raise pulp.PulpSolverError("cbc died with signal 11")
 
     monkeypatch.setattr(pulp.PULP_CBC_CMD, "actualSolve", crash)
-    plan = solve(load_instance(TOY))
+    plan = solve(load_instance(TOY), backend="cbc")
     assert plan.status == "error" and "signal 11" in plan.message
-    r = _solve_cli()
+    r = _solve_cli("--solver", "cbc")
     assert r.exit_code == EXIT_SOLVER and "signal 11" in r.output, r.output
 
 
@@ -169,9 +169,9 @@ def test_a_time_limit_without_a_plan_is_a_status(request):
 
     register_solver("cbc", OutOfTime)
     request.addfinalizer(lambda: register_solver("cbc", CbcBackend))
-    plan = solve(load_instance(TOY), time_limit_s=0.5)
+    plan = solve(load_instance(TOY), backend="cbc", time_limit_s=0.5)
     assert plan.status == "time_limit" and plan.pools == []
-    r = _solve_cli("--time-limit", "0.5")
+    r = _solve_cli("--solver", "cbc", "--time-limit", "0.5")
     assert r.exit_code == EXIT_SOLVER and "time_limit" in r.output, r.output
 
 

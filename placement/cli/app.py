@@ -25,6 +25,7 @@ from placement.cli.init import init_command
 from placement.cli.kv import kv_prices_command
 from placement.cli.ops import replan_command, schedule_command
 from placement.cli.options import (
+    DEFAULT_SOLVER,
     Addr,
     Executor,
     ExecutorOpt,
@@ -32,7 +33,9 @@ from placement.cli.options import (
     KvPolicy,
     Objective,
     PlanArg,
+    SolverOpt,
     check_run_options,
+    memory_limit_bytes,
 )
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.schema import schema_command
@@ -104,9 +107,14 @@ def validate(instance: InstanceArg) -> None:
 @guarded
 def solve(
     instance: InstanceArg,
-    solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
+    solver: SolverOpt = DEFAULT_SOLVER,
     objective: Annotated[Objective | None, typer.Option(help="what to minimise (default: the instance's)")] = None,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds for the whole command (reading, "
+                                                     "candidates, model builds, solves, verification); exit 4 "
+                                                     "if no plan was found by then")] = None,
+    memory_limit: Annotated[str | None, typer.Option("--memory-limit", help="memory ceiling, e.g. 8G or 512M "
+                                                     "(default 0.8 of the machine's memory): a larger model is "
+                                                     "not built, a solver past it is stopped; exit 4")] = None,
     gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the plan as JSON here")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
@@ -147,6 +155,7 @@ def solve(
 
     objective = None if objective is None else str(objective)
     check_run_options(time_limit_s=time_limit, gap=gap)
+    memory_bytes = memory_limit_bytes(memory_limit)
     if cache_dir is not None:
         from placement.core.candidate_cache import set_cache_dir
 
@@ -178,7 +187,7 @@ def solve(
     else:
         plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap,
                    source=str(instance), began=began, certify=certify,
-                   kv_policy=None if kv_policy is None else str(kv_policy))
+                   kv_policy=None if kv_policy is None else str(kv_policy), memory_limit_bytes=memory_bytes)
     if with_compare and plan.verified:
         from placement.studies.compare import with_comparisons
 
@@ -226,7 +235,7 @@ def check(instance: InstanceArg, plan_path: PlanArg) -> None:
 @guarded
 def compare(
     instance: InstanceArg,
-    solver: Annotated[str, typer.Option("--solver")] = "cbc",
+    solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: Annotated[float | None, typer.Option("--time-limit")] = None,
     json_path: Annotated[Path | None, typer.Option("--json")] = None,
 ) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import typer
 
-from placement.core.errors import PlacementError, redact
+from placement.core.errors import EXIT_SOLVER, PlacementError, redact
 
 __all__ = ["Terminated", "guarded", "redact"]
 
@@ -103,6 +103,12 @@ def _cache_warnings_on_stderr() -> Iterator[None]:
         warnings.showwarning = previous
 
 
+def _over_limit(e: Exception) -> bool:
+    """Whether ``e`` is a solve's time or memory limit stopping it outside a solve (exit 4, like a solve's)."""
+    limits = sys.modules.get("solvers.limits")  # loaded by whatever could raise it
+    return limits is not None and isinstance(e, limits.LimitExceeded)
+
+
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a command: :class:`PlacementError` → its message and exit code; anything else → exit 1.
 
@@ -134,6 +140,9 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             _print_error("interrupted", "")
             raise typer.Exit(128 + signal.SIGINT) from None
+        except MemoryError:
+            _print_error("error:", "out of memory; give a larger --memory-limit or free memory on the machine")
+            raise typer.Exit(EXIT_SOLVER) from None
         except OSError as e:
             if e.errno not in _OUTPUT_ERRNOS:
                 _print_error("internal error:", f"{type(e).__name__}: {e}")
@@ -142,6 +151,9 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             _print_error("error:", f"cannot write the output: {e.strerror or e}")
             raise typer.Exit(2) from None
         except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
+            if _over_limit(e):
+                _print_error("error:", str(e))
+                raise typer.Exit(EXIT_SOLVER) from None
             _print_error("internal error:", f"{type(e).__name__}: {e}")
             raise typer.Exit(1) from None
 

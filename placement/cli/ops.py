@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from placement.cli.options import InstanceArg, PlanArg, check_run_options
+from placement.cli.options import DEFAULT_SOLVER, InstanceArg, PlanArg, SolverOpt, check_run_options
 from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
 
 __all__ = ["print_migration", "print_schedule", "replan_command", "schedule_command"]
@@ -54,7 +54,7 @@ def replan_command(
                                             "of its weight reload")] = 0.0,
     amortise_h: Annotated[float, typer.Option("--amortise-h", help="hours over which one-off $ are spread in "
                                               "the objective")] = 24.0,
-    solver: Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")] = "cbc",
+    solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="solver seconds")] = None,
     gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.001")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the new plan as JSON here")] = None,
@@ -123,7 +123,7 @@ def schedule_command(
     reserved_discount: Annotated[float, typer.Option("--reserved-discount", help="discount of a chip reserved "
                                                      "for the whole horizon vs on demand, e.g. 0.4")] = 0.0,
     move_usd: Annotated[float, typer.Option("--move-usd", help="fixed $ per replica added or removed")] = 0.0,
-    solver: Annotated[str, typer.Option("--solver", help="highs | cbc | any PuLP backend name")] = "highs",
+    solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="solver seconds per MILP")] = None,
     gap: Annotated[float | None, typer.Option(help="relative MIP gap, e.g. 0.01")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="write the schedule (with every period's "

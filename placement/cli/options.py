@@ -33,6 +33,8 @@ import typer
 from placement.core.errors import InputError
 
 __all__ = [
+    "DEFAULT_SOLVER",
+    "SOLVER_HELP",
     "Addr",
     "CatalogKind",
     "CsvPath",
@@ -57,6 +59,7 @@ __all__ = [
     "check_outputs",
     "check_run_options",
     "comma_list",
+    "memory_limit_bytes",
 ]
 
 
@@ -126,7 +129,11 @@ class CatalogKind(StrEnum):
 
 InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]
 PlanArg = Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")]
-SolverOpt = Annotated[str, typer.Option("--solver", help="cbc | highs | any PuLP backend name")]
+#: The CLI's default backend: solvers.backends.DEFAULT_BACKEND, named here so that ``--help`` needs no solver
+#: import (tests/test_limits.py checks that the two agree).
+DEFAULT_SOLVER = "highs"
+SOLVER_HELP = f"{DEFAULT_SOLVER} (default) | cbc | any PuLP backend name"
+SolverOpt = Annotated[str, typer.Option("--solver", help=SOLVER_HELP)]
 TimeLimit = Annotated[float | None, typer.Option("--time-limit",
                                                  help="seconds per solve (breaks determinism if hit)")]
 Gap = Annotated[float | None, typer.Option("--gap", help="relative MIP gap per solve, e.g. 0.001")]
@@ -149,6 +156,28 @@ def check_run_options(*, time_limit_s: float | None = None, gap: float | None = 
         raise InputError(f"expected a relative gap in [0, 1), got {gap}", field="--gap")
     if workers is not None and workers < 1:
         raise InputError(f"expected workers >= 1, got {workers}", field="--workers")
+
+
+def memory_limit_bytes(text: str | None) -> int | None:
+    """Bytes of ``--memory-limit`` (``8G``, ``512M``, ``1048576``), or None; :class:`InputError` naming it if bad.
+
+    Examples
+    --------
+    >>> memory_limit_bytes("8G"), memory_limit_bytes(None)
+    (8589934592, None)
+    >>> memory_limit_bytes("8 apples")
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: --memory-limit: expected a size such as 8G, 512M or 1048576 (bytes), got '8 apples'
+    """
+    if text is None:
+        return None
+    from solvers.limits import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--memory-limit") from None
 
 
 def check_outputs(*paths: Path | None) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Self
 import typer
 
 from placement.cli.options import (
+    DEFAULT_SOLVER,
     Addr,
     CsvPath,
     DryRun,
@@ -106,7 +107,7 @@ def sweep_command(
     plot: PlotPath = None,
     json_path: JsonPath = None,
     csv_path: CsvPath = None,
-    solver: SolverOpt = "cbc",
+    solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: TimeLimit = None,
     gap: Gap = None,
     executor: ExecutorOpt = Executor.local,
@@ -158,7 +159,7 @@ def pareto_command(
     plot: PlotPath = None,
     json_path: JsonPath = None,
     csv_path: CsvPath = None,
-    solver: SolverOpt = "cbc",
+    solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: TimeLimit = None,
     gap: Gap = None,
     executor: ExecutorOpt = Executor.local,
@@ -214,7 +215,7 @@ def marginal_command(
                                                     help="multiply each link's / uplink's bandwidth by this")] = 2.0,
     json_path: JsonPath = None,
     csv_path: CsvPath = None,
-    solver: SolverOpt = "cbc",
+    solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: TimeLimit = None,
     gap: Gap = None,
     executor: ExecutorOpt = Executor.local,

@@ -44,6 +44,7 @@ from placement.core.evaluate import evaluate, framework_latency_s
 from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
 from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
+from solvers.backends import DEFAULT_BACKEND
 from solvers.problem import Problem
 
 __all__ = ["Floor", "diagnose", "format_bandwidth", "slo_floor"]
@@ -61,7 +62,7 @@ _STAGE_WORDS = {
 }
 
 
-def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = "cbc",
+def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = DEFAULT_BACKEND,
              time_limit_s: float | None = None) -> list[str]:
     """Sentences naming what is short; never empty for an infeasible instance, never raises."""
     out: list[str] = []

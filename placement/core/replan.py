@@ -54,6 +54,7 @@ from placement.core.plan import Plan
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify
+from solvers.backends import DEFAULT_BACKEND
 from solvers.migration_rows import solve_with_migration
 
 __all__ = ["DEFAULT_AMORTISE_H", "Events", "Running", "replan"]
@@ -250,7 +251,7 @@ def _check_inputs(instance: Instance, plan: Plan, events: Events, source: str) -
     check_move_terms(events.move_usd, events.amortise_h, prefix="events.")
 
 
-def replan(instance: Instance, plan: Plan, events: Events | None = None, *, backend: str = "cbc",
+def replan(instance: Instance, plan: Plan, events: Events | None = None, *, backend: str = DEFAULT_BACKEND,
            time_limit_s: float | None = None, gap: float | None = None, source: str = "<instance>") -> Plan:
     """The cheapest plan for ``instance`` from the running ``plan``, counting migration (module docstring).
 

@@ -19,6 +19,7 @@ from placement.core.replan import Events, replan
 from placement.core.schedule import PeriodPlan, Schedule
 from placement.core.schema import Instance
 from placement.core.solve import solve
+from solvers.backends import DEFAULT_BACKEND
 
 __all__ = ["METHOD", "rolling_schedule"]
 
@@ -29,7 +30,7 @@ def _usd(plan: Plan) -> float | None:
     return plan.cost_usd_per_hour if plan.verified else None
 
 
-def rolling_schedule(instance: Instance, periods: list[Period], *, backend: str = "cbc", move_usd: float = 0.0,
+def rolling_schedule(instance: Instance, periods: list[Period], *, backend: str = DEFAULT_BACKEND, move_usd: float = 0.0,
                      keep_plans: bool = False) -> Schedule:
     """Plan every period (rolling horizon), and the independent and static-peak references.
 

@@ -38,20 +38,25 @@ from placement.core.schema import Instance
 from placement.core.verify import verify
 from placement.core.verify.facts import SERVED_RPS
 from placement.modes import RouteId
-from solvers import twolevel
+from solvers import limits, twolevel
+from solvers.backends import DEFAULT_BACKEND
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.repair import REPAIR_FEASIBILITY, repair
 from solvers.solution import Solution, clean
 from solvers.twolevel import solve as solve_problem
 
-__all__ = ["assemble_plan", "solve", "solve_context"]
+__all__ = ["POST_SOLVE_SHARE", "assemble_plan", "solve", "solve_context"]
+
+#: Share of a time limit kept for what follows the solves: assembling and verifying the plan, writing it.
+#: The verifier takes ~1 % of a limit's solve on the 10,000-domain bench fleet (benchmarks/BACKENDS.md).
+POST_SOLVE_SHARE = 0.05
 
 
 def solve(
     instance: Instance,
     *,
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     objective: str | None = None,
     time_limit_s: float | None = None,
     gap: float | None = None,
@@ -60,6 +65,7 @@ def solve(
     certify: bool = False,
     kv_policy: str | None = None,
     diagnose: bool = True,
+    memory_limit_bytes: int | None = None,
 ) -> Plan:
     """Solve an instance and return a verified :class:`~placement.core.plan.Plan`.
 
@@ -67,8 +73,16 @@ def solve(
     time_limit, error); a plan that the independent verifier rejects is never
     returned as a success — its status becomes ``error`` with the violations.
     ``time_limit_s`` counts from ``began`` (``time.monotonic()``, default now)
-    and covers candidate generation: the solver gets what is left; when nothing
-    is, the plan has status ``time_limit``, no pools and a message saying so.
+    and covers candidate generation, model builds and solves: every solve and
+    build ends by ``began + (1 - POST_SOLVE_SHARE)·time_limit_s``
+    (:mod:`solvers.limits`), leaving the rest for the plan's assembly and
+    verification; when nothing is left for the solver, or it found no plan, the
+    plan has status ``time_limit``, no pools and a message saying so.
+
+    ``memory_limit_bytes`` (default :func:`solvers.limits.default_memory_bytes`)
+    is the memory ceiling: a model whose estimate does not fit beside what the
+    process holds is not built (status ``error``, the message names both), a
+    CBC child runs under ``RLIMIT_AS``, a HiGHS solve is cancelled past it.
 
     With ``certify`` the model is solved again by the other bundled backend and
     the claims compared (:mod:`placement.core.certify`): ``plan.certified``
@@ -97,7 +111,7 @@ def solve(
         instance = instance.model_copy(update={"objective": objective})
     ctx = Context.of(instance, source)
     plan = solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
-                         kv_policy=kv_policy, diagnose=diagnose)
+                         kv_policy=kv_policy, diagnose=diagnose, memory_limit_bytes=memory_limit_bytes)
     if plan.provenance is not None:
         return plan
     from placement.core.provenance import provenance  # a plan no solution was assembled into
@@ -105,11 +119,21 @@ def solve(
     return plan.model_copy(update={"provenance": provenance(ctx)})
 
 
-def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | None = None,
+def solve_context(ctx: Context, *, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
                   gap: float | None = None, candidates: Candidates | None = None,
                   began: float | None = None, certify: bool = False, kv_policy: str | None = None,
-                  diagnose: bool = True) -> Plan:
+                  diagnose: bool = True, memory_limit_bytes: int | None = None) -> Plan:
+    """:func:`solve` on a context (``candidates``: reuse these instead of generating them)."""
     began = time.monotonic() if began is None else began
+    solver_s = None if time_limit_s is None else time_limit_s * (1 - POST_SOLVE_SHARE)
+    with limits.bounded(deadline=None if solver_s is None else began + solver_s, memory_bytes=memory_limit_bytes):
+        return _solve_context(ctx, backend, time_limit_s, solver_s, gap, candidates, began, certify, kv_policy,
+                              diagnose)
+
+
+def _solve_context(ctx: Context, backend: str, time_limit_s: float | None, solver_s: float | None,
+                   gap: float | None, candidates: Candidates | None, began: float, certify: bool,
+                   kv_policy: str | None, diagnose: bool) -> Plan:
     kv = None
     if any(c.sessions is not None for c in ctx.instance.workload.classes):
         from placement.core.kvmodel import expand
@@ -128,7 +152,7 @@ def solve_context(ctx: Context, *, backend: str = "cbc", time_limit_s: float | N
         left = left_after(time_limit_s, began, "candidate generation")
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
-    at = _Columns(work, problem, cands, time_limit_s, began)
+    at = _Columns(work, problem, cands, solver_s, began)
     plan = _solve_verified(ctx, at, backend, left, gap, kv)
     # CBC has proven wrong bounds on models with single-chip-type rows (issue 15: $4.68/h "optimal"
     # where $3.03/h is feasible): such models are small, and always get a second opinion.

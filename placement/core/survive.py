@@ -44,6 +44,7 @@ from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify
 from placement.core.verify.survive import SURVIVABLE, relaxed_context
+from solvers.backends import DEFAULT_BACKEND
 from solvers.milp import Start, solve_model
 from solvers.problem import Problem
 from solvers.survive_rows import add_site_loss, add_survive, too_large
@@ -126,7 +127,7 @@ def relaxed_capacity(ctx: Context, problem: Problem, cands: Candidates,
     return capacity, batches
 
 
-def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: str = "cbc",
+def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: str = DEFAULT_BACKEND,
                     time_limit_s: float | None = None, gap: float | None = None, slo_factor: float = 1.0,
                     source: str = "<instance>") -> Plan:
     """The cheapest verified plan that still serves every class after losing any one domain (or switch).

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from placement.core.plan import Comparison, Plan
 from placement.core.schema import Instance
 from placement.core.solve import solve
+from solvers.backends import DEFAULT_BACKEND
 
 __all__ = ["compare", "kv_variants", "objective_value", "reason_of", "variants", "with_comparisons"]
 
@@ -96,7 +97,7 @@ def _row(label: str, kind: str, plan: Plan, full_value: float | None, objective:
     )
 
 
-def compare(inst: Instance, *, backend: str = "cbc", time_limit_s: float | None = None,
+def compare(inst: Instance, *, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
             source: str = "<instance>", full: Plan | None = None,
             progress: Callable[[int, int], None] | None = None) -> list[Comparison]:
     """Solve the full instance (unless ``full`` is given) and every variant of it; ``progress(done, total)``
@@ -123,7 +124,7 @@ def compare(inst: Instance, *, backend: str = "cbc", time_limit_s: float | None 
     return rows
 
 
-def with_comparisons(plan: Plan, inst: Instance, *, backend: str = "cbc", time_limit_s: float | None = None,
+def with_comparisons(plan: Plan, inst: Instance, *, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
                      source: str = "<instance>") -> Plan:
     """``plan`` with the best homogeneous plans and single-mode plans attached, with savings."""
     rows = compare(inst, backend=backend, time_limit_s=time_limit_s, source=source, full=plan)

@@ -47,6 +47,7 @@ from pydantic import Field
 from placement.core.errors import InputError, VerificationError
 from placement.studies.sweep import Job, run_jobs
 from placement.studies.whatif import instance_document, set_path
+from solvers.backends import DEFAULT_BACKEND
 from topology.records import MutableRecord
 
 __all__ = ["METHOD", "MarginalResult", "MarginalRow", "marginal", "variants"]
@@ -164,7 +165,7 @@ def marginal(
     *,
     source: str = "<instance>",
     bandwidth_factor: float = 2.0,
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = None,
     gap: float | None = None,
     shortcut: bool = True,

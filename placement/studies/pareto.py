@@ -43,6 +43,7 @@ from placement.studies.whatif import (
     instance_document,
     parse_assignment,
 )
+from solvers.backends import DEFAULT_BACKEND
 
 __all__ = [
     "CONFIDENCE_AXIS",
@@ -117,7 +118,7 @@ def run_pareto(
     classes: list[str] | None = None,
     overrides: list[str] | None = None,
     source: str = "<instance>",
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = None,
     gap: float | None = None,
     variants: bool = True,

@@ -34,6 +34,7 @@ from placement.studies.whatif import (
     parse_assignment,
     price_warnings,
 )
+from solvers.backends import DEFAULT_BACKEND
 from topology.records import MutableRecord
 
 __all__ = [
@@ -235,7 +236,7 @@ def run_sweep(
     assignments: list[str],
     *,
     source: str = "<instance>",
-    backend: str = "cbc",
+    backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = None,
     gap: float | None = None,
     executor: str = "local",

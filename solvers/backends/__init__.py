@@ -34,6 +34,7 @@ from solvers.backends.highs import HighsBackend
 from solvers.backends.pulp_cmd import CbcBackend, PulpBackend, unavailable
 
 __all__ = [
+    "DEFAULT_BACKEND",
     "Backend",
     "Capabilities",
     "CbcBackend",
@@ -49,6 +50,12 @@ __all__ = [
     "run",
     "unregister_solver",
 ]
+
+
+#: The backend a solve uses unless told otherwise: HiGHS, by the whole-process measurements of
+#: benchmarks/BACKENDS.md (within noise of CBC on the shipped instances; on the bench fleets it proves
+#: optima CBC leaves open or finds no plan for, and CBC's model copies in its child took 4-9x the memory).
+DEFAULT_BACKEND = "highs"
 
 
 class UnknownSolverError(ValueError):

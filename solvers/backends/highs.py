@@ -7,7 +7,8 @@ checked against the objective HiGHS reports for it (and dropped if HiGHS
 mis-read it), and the banner HiGHS prints on stdout is suppressed. The solve
 runs in highspy's solver thread while the calling thread waits, so a signal
 (Ctrl-C, or SIGTERM turned into an exception by the CLI) cancels it through
-HiGHS's interrupt callback instead of waiting for HiGHS to finish.
+HiGHS's interrupt callback instead of waiting for HiGHS to finish; the same wait cancels a solve
+that runs past its time limit or whose process grows past the memory limit (:mod:`solvers.limits`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 import pulp
@@ -24,6 +26,7 @@ import pulp
 from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none
 from solvers.backends.pulp_cmd import PulpBackend, pulp_options
 from solvers.backends.threads import cancellable
+from solvers.limits import over_memory
 from solvers.tolerances import REL_OBJECTIVE_REPORT
 
 __all__ = ["HighsBackend", "quiet_highs_banner"]
@@ -32,6 +35,14 @@ log = logging.getLogger("solvers.backends")
 
 #: How often the waiting thread wakes (to let a pending signal raise) while HiGHS solves, in seconds.
 _WAIT_S = 0.1
+
+#: Seconds past its time limit after which a HiGHS solve is cancelled (HiGHS checks its limit between phases).
+STOP_GRACE_S = 1.0
+
+#: Seconds a cancelled HiGHS solve is waited for before it is abandoned (left running, unread, in its thread).
+ABANDON_S = 1.0
+
+STOPPED_AT_TIME = "stopped at the time limit"
 
 #: HiGHS ``presolve_mode`` (0 default = full, 2 light): full presolve's probing of spec-decode-draft's 304
 #: binaries takes ~25 CPU s (its whole solve time), light presolve solves it at the root in 0.1 s with the
@@ -111,13 +122,16 @@ class _BatchHiGHS(pulp.HiGHS):
         quiet_highs_banner()
         variables = lp.variables()
         self._run(lp, variables, highspy, self.start)
-        if self.start and not _consistent(lp.solverModel):
+        if not lp.abandoned and self.start and not _consistent(lp.solverModel):
             # HiGHS 1.16 can map a start into its presolved space without the objective offset and
             # then call the start optimal (a 4x too expensive plan of spec-decode-draft's collapsed
             # fleet, reported with gap 0); its answer is then not trusted and the model solved again.
             log.warning("HiGHS mis-read the start (objective %s vs %s of its own solution); solving without it",
                         lp.solverModel.getInfo().objective_function_value, _solution_objective(lp.solverModel))
             self._run(lp, variables, highspy, None)
+        if lp.abandoned:  # HiGHS is still running in its thread: nothing of it may be read
+            lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
+            return lp.status
         h = lp.solverModel
         status = h.getModelStatus()
         ms = highspy.HighsModelStatus
@@ -155,6 +169,7 @@ class _BatchHiGHS(pulp.HiGHS):
         h = lp.solverModel
         h.HandleUserInterrupt = True  # HiGHS polls the interrupt callback; cancelSolve() makes it stop
         done = threading.Event()  # not Thread.join: an interrupted join() can report a live thread as ended
+        lp.stopped_by, lp.abandoned = None, False
 
         def run():
             try:
@@ -162,14 +177,34 @@ class _BatchHiGHS(pulp.HiGHS):
             finally:
                 done.set()
 
+        # HiGHS checks its own time limit between phases; past it by STOP_GRACE_S, or with this process
+        # above the memory limit (solvers.limits: RLIMIT_AS would limit Python too), it is cancelled. Some
+        # phases poll neither (MIP presolve's dominated columns took minutes on a 1M-column model): a solve
+        # that has not stopped ABANDON_S after its cancel is left to finish in its daemon thread, unread.
+        deadline = None if self.timeLimit is None else time.monotonic() + self.timeLimit + STOP_GRACE_S
+        cancelled_at = None
         with cancellable(h.cancelSolve):  # stopped by the threaded_map this thread works for, if any
             threading.Thread(target=run, name="highs-solve", daemon=True).start()
             try:
                 while not done.wait(_WAIT_S):
-                    pass
+                    now = time.monotonic()
+                    if cancelled_at is not None:
+                        if now > cancelled_at + ABANDON_S:
+                            lp.abandoned = True
+                            return
+                        continue
+                    ceiling = over_memory()
+                    if ceiling is not None:
+                        lp.stopped_by = (f"stopped at the memory limit of {ceiling / 2**30:.2f} GiB (--memory-limit); "
+                                         "give a larger --memory-limit")
+                    elif deadline is not None and now > deadline:
+                        lp.stopped_by = STOPPED_AT_TIME
+                    if lp.stopped_by is not None:
+                        h.cancelSolve()
+                        cancelled_at = now
             except BaseException:
                 h.cancelSolve()  # HiGHS stops at its next interrupt check; wait for it, then let the signal through
-                done.wait()
+                done.wait(ABANDON_S)
                 raise
 
     def _pass_model(self, lp, variables, highspy):
@@ -237,6 +272,11 @@ def highs_outcome(m: pulp.LpProblem, seconds: float, mip: bool) -> Outcome:
     """Status, dual bound and gap from ``Highs.getModelStatus()`` / ``getInfo()`` of the solved model."""
     import highspy
 
+    if getattr(m, "abandoned", False):
+        stopped = getattr(m, "stopped_by", None) or STOPPED_AT_TIME
+        name = "time_limit" if stopped == STOPPED_AT_TIME else "error"
+        return Outcome(name, f"highs: {stopped} (HiGHS did not stop within {ABANDON_S:g} s of its cancel; "
+                       "left to end in the background)", False, None, seconds, "highs")
     h = m.solverModel
     status = h.getModelStatus()
     info = h.getInfo()
@@ -244,7 +284,11 @@ def highs_outcome(m: pulp.LpProblem, seconds: float, mip: bool) -> Outcome:
     has_values = info.primal_solution_status == 2  # kSolutionStatusFeasible
     bound = info.mip_dual_bound if mip else None
     ms = highspy.HighsModelStatus
-    if status == ms.kOptimal:
+    stopped = getattr(m, "stopped_by", None)  # cancelled by the wait of _BatchHiGHS.callSolver
+    if stopped is not None and status != ms.kOptimal:
+        name = "time_limit" if stopped == STOPPED_AT_TIME else "feasible" if has_values else "error"
+        text = stopped
+    elif status == ms.kOptimal:
         name = "optimal"
         if bound is None or not math.isfinite(bound):
             bound = info.objective_function_value

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import tempfile
 import time
 
@@ -29,6 +30,7 @@ import pulp
 from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none
 from solvers.backends.scratch import scratch_dir
 from solvers.backends.watchdog import run_watched
+from solvers.limits import child_address_space, clip_time
 
 __all__ = ["CbcBackend", "PulpBackend", "unavailable"]
 
@@ -165,8 +167,12 @@ class _WatchedCbc(pulp.PULP_CBC_CMD):
         if self.optionsDict.get("warmStart", False):
             self.writesol(mst, lp, vs, var_names, con_names)
             args += ["-mips", mst]
-        if self.timeLimit is not None:
-            args += ["-sec", str(self.timeLimit)]
+        limit_s = clip_time(self.timeLimit)  # writing the files took some of it
+        if limit_s is not None and limit_s <= 0:
+            lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
+            return lp.status
+        if limit_s is not None:
+            args += ["-sec", f"{limit_s:.6g}"]
         if self.optionsDict.get("presolve") is not None:
             args += ["-presolve", "on" if self.optionsDict["presolve"] else "off"]
         if self.optionsDict.get("cuts") is not None:
@@ -175,15 +181,16 @@ class _WatchedCbc(pulp.PULP_CBC_CMD):
             args += ("-" + option).split()
         args += ["-solve" if self.mip else "-initialSolve", "-printingOptions", "all", "-solution", sol]
         log_path = self.optionsDict.get("logPath") or os.devnull
+        space = child_address_space()
         with open(log_path, "a" if log_path == os.devnull else "w") as output:
-            run = run_watched(args, output, self.timeLimit)
+            run = run_watched(args, output, limit_s, address_space_bytes=space)
             if run.interrupted:
                 output.write(f"\n{_WATCHDOG_LINE}\n")
+        if run.returncode != 0 and not run.interrupted:
+            raise pulp.PulpSolverError(_crashed(run.returncode, space, log_path))
         if run.killed or not os.path.exists(sol):
             lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
             return lp.status
-        if run.returncode != 0 and not run.interrupted:
-            raise pulp.PulpSolverError(f"Pulp: CBC exited with code {run.returncode}")
         status, values, reduced, prices, slacks, sol_status = self.readsol_MPS(sol, lp, vs, var_names, con_names)
         lp.assignVarsVals(values)
         lp.assignVarsDj(reduced)
@@ -192,6 +199,19 @@ class _WatchedCbc(pulp.PULP_CBC_CMD):
         lp.assignStatus(status, sol_status)
         self.delete_tmp_files(mps, sol, mst)
         return status
+
+
+def _crashed(returncode: int, space_bytes: int, log_path: str) -> str:
+    """Why CBC ended with ``returncode``: out of its address space (``space_bytes``), or another crash."""
+    text = ""
+    if os.path.exists(log_path) and log_path != os.devnull:
+        with open(log_path, errors="replace") as fh:
+            text = fh.read()
+    how = f"ended by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
+    if "bad_alloc" in text or "memory" in text.lower() or returncode in (-signal.SIGABRT, -signal.SIGSEGV):
+        return (f"CBC {how}: out of memory under its limit of {space_bytes / 2**20:,.0f} MiB (the memory limit "
+                "less what placement holds, --memory-limit); give a larger --memory-limit")
+    return f"CBC {how}"
 
 
 def pulp_outcome(m: pulp.LpProblem, backend: str, seconds: float, time_limit_s: float | None,

@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import contextvars
 import multiprocessing
 import os
 import threading
@@ -115,7 +116,8 @@ def threaded_map(fn: Callable[[T], R], items: list[T], workers: int | None = Non
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="solve")
     futures: list[Future] = []
     try:
-        futures = [pool.submit(work, x) for x in items]
+        # Each item in a copy of the caller's context: its solves see the caller's limits (solvers.limits).
+        futures = [pool.submit(contextvars.copy_context().run, work, x) for x in items]
         while wait(futures, timeout=_WAIT_S, return_when=FIRST_EXCEPTION).not_done:
             if any(f.done() and f.exception() is not None for f in futures):
                 break

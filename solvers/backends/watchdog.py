@@ -4,7 +4,8 @@ CBC checks its ``-sec`` limit only between phases (never inside the root LP), so
 a 1 s limit can run for minutes. :func:`run_watched` starts the binary in a new
 session (its own process group, so a signal meant for ``placement``'s terminal
 does not reach it twice and the group can be killed as one), asks the kernel to
-kill it if ``placement`` dies (``PR_SET_PDEATHSIG``, Linux), and at the deadline
+kill it if ``placement`` dies (``PR_SET_PDEATHSIG``, Linux), bounds its address space if asked
+(``RLIMIT_AS``), and at the deadline
 sends SIGINT — CBC stops its search and writes the best incumbent — then, if it
 has not exited :data:`KILL_GRACE_S` later, SIGKILL to the whole group. Any
 exception while waiting (a signal turned into one by the CLI, Ctrl-C) kills the
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -66,9 +68,16 @@ class Watched:
     killed: bool
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+def _child_setup(address_space_bytes: int | None):
+    """What the child runs between fork and exec: die with ``placement``; at most ``address_space_bytes``."""
+
+    def setup() -> None:  # pragma: no cover - runs in the child
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        if address_space_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space_bytes, address_space_bytes))
+
+    return setup
 
 
 def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
@@ -79,14 +88,17 @@ def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def run_watched(args: list[str], output: IO | int | None, deadline_s: float | None) -> Watched:
+def run_watched(args: list[str], output: IO | int | None, deadline_s: float | None,
+                address_space_bytes: int | None = None) -> Watched:
     """Run ``args`` (stdout and stderr to ``output``) and wait, enforcing ``deadline_s`` seconds of wall clock.
 
-    Raises whatever interrupted the wait (after killing the group and reaping the child).
+    ``address_space_bytes``, if given, is the child's ``RLIMIT_AS``: an allocation past it fails in the
+    child (CBC then aborts), never the kernel's OOM killer on the machine. Raises whatever interrupted the
+    wait (after killing the group and reaping the child).
     """
     proc = subprocess.Popen(args, stdout=output, stderr=output, stdin=subprocess.DEVNULL,
-                            # one foreign call, no locks taken: safe in a threaded parent
-                            start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+                            # two system calls, no locks taken: safe in a threaded parent
+                            start_new_session=True, preexec_fn=_child_setup(address_space_bytes))  # noqa: PLW1509
     began = time.monotonic()
     interrupted = killed = False
     try:
