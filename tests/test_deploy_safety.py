@@ -252,7 +252,9 @@ def test_a_full_disk_leaves_the_previous_folder_as_it_was(tmp_path, monkeypatch)
 
 
 def test_chips_per_node_must_divide_a_replica_wider_than_a_node(tmp_path):
-    # the plan's Trainium3 replicas are 2 (prefill) and 4 (aggregated, decode) chips wide
+    plan = json.loads(_solved("trainium-cerebras"))
+    widths = [p["chips_per_replica"] for p in plan["pools"] if p["chip"] == "trainium3"]
+    assert 4 in widths and set(widths) <= {2, 4}  # the plan's Trainium3 replicas: 3 divides none of them
     r = _deploy(tmp_path, tmp_path / "three", "k8s", "trainium-cerebras", "--chips-per-node", "trainium3=3")
     assert r.exit_code == 2, r.output
     assert "--chips-per-node: trainium3: 3 chips per node do not divide a replica" in r.output
@@ -262,7 +264,7 @@ def test_chips_per_node_must_divide_a_replica_wider_than_a_node(tmp_path):
     sizes = [d["spec"]["leaderWorkerTemplate"]["size"] for d in yaml.safe_load_all((tmp_path / "two/k8s.yaml")
                                                                                    .read_text())
              if d["kind"] == "LeaderWorkerSet"]
-    assert sizes == [2, 2]  # each 4-chip pool's replicas span two 2-chip nodes; the 2-chip prefill fits one
+    assert sizes == [2] * widths.count(4)  # a 4-chip replica spans two 2-chip nodes; a 2-chip one fits one
 
 
 def test_an_image_that_is_not_an_image_reference_is_refused(tmp_path):
