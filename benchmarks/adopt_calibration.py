@@ -63,9 +63,11 @@ def _source_numbers(line: str, fit: dict, errors: dict) -> str:
     line = re.sub(r"median \|TPOT error\| \d+ % -> \d+ % in sample",
                   f"median |TPOT error| {fit['tpot_default']['median']:.0f} % -> {fit['tpot_in-sample']['median']:.0f} % in sample", line)
     if tpot[0] is not None:
-        line = re.sub(r"held-out median \|TPOT error\| \d+ % leave-one-source-out, \d+ % leave-one-model-out",
-                      f"held-out median |TPOT error| {tpot[0]:.0f} % leave-one-source-out, {tpot[1]:.0f} % "
-                      "leave-one-model-out", line)
+        line = re.sub(r"held-out median \|TPOT error\| \d+ % leave-one-source-out",
+                      f"held-out median |TPOT error| {tpot[0]:.0f} % leave-one-source-out", line)
+    if tpot[1] is not None:
+        line = re.sub(r"leave-one-source-out, \d+ % leave-one-model-out",
+                      f"leave-one-source-out, {tpot[1]:.0f} % leave-one-model-out", line)
     return line
 
 

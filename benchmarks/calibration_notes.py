@@ -26,7 +26,8 @@ TARGET_REASONS = """Why the missed targets are missed (details under "Why the wo
   without the vLLM campaign — the light-load, long-prompt over-prediction of the residual table (H100,
   b ≤ 8, ISL > OSL: +16 % in sample), in the same direction as the H200 vLLM series. GB200 is listed
   beside them but is not a calibrated chip (its fit is not adopted; plans use the wide band). Groq LPU v1
-  is within 2× (1.48×); MI300X has no held-out point (one source, one model). Published points are kept,
+  is within 2× (1.48×); MI300X and MI355X are fitted on the InferenceX campaigns as well (held out one
+  monthly campaign at a time; one publisher, so not independent of each other). Published points are kept,
   not dropped to meet the target."""
 
 NOTES = """## Prompt-carrying steps, and the TTFT weight
@@ -152,16 +153,20 @@ variant switched in).
   pooled, slightly better on Hopper (25 → 24 / 23 %) and worse on Blackwell (20 → 21 / 22 %). Not
   adopted: plans take no framework, and `costmodels/catalog/frameworks.yaml` gets no step factor.
   gb200 has two models, one of them all wide-EP attention-DP rows (its fit is not adopted).
-- **MI300X** has one source (Oracle OCI, vLLM benchmark_latency, Llama 3.1 405B): it is fitted but has
-  no held-out estimate, so the catalogue marks it calibrated with an in-sample error only. Public-data
-  chips do not fit η_ar (their data has no tensor-parallel load sweep); it stays 1.
+- **MI300X and MI355X** are fitted on the closed-loop InferenceX campaigns of
+  `benchmarks/data/throughput_at_scale.csv` (DeepSeek-R1 under SGLang; MI300X also the Oracle OCI Llama 3.1
+  405B sweep): a source is one monthly campaign. The months share a publisher and a harness, so
+  leave-one-source-out here says how well a chip's factors carry to the next month's software, not to
+  another publisher's. The fit takes the efficiencies, the step and layer costs, the small-GEMM curve
+  and η_ar. MI300X's per-step cost fits to 14.7 ms: at 4 sequences its DeepSeek-R1 steps take 21–35 ms
+  where the weights and KV read in under 5 ms — a fixed cost of the serving stack on that chip, which
+  the factors carry as τ. Between models (Llama 3.1 405B under vLLM, DeepSeek-R1 under SGLang) the
+  fit transfers poorly (leave-one-model-out 35 %).
 - **TTFT**: see "TTFT: where the light-load error comes from" above.
 - **Non-GPU chips still uncalibrated: what was searched.** Each was searched for a published per-user
   speed or throughput with the model, the layout or chip count, the concurrency and ISL/OSL (project
   search tools, stored vendor pages, documentation and news; last pass 2026-12-01). None found yields a
   row the fit can use, so each keeps the wide `uncalibrated` band:
-  - *MI355X*: no published measurement with the concurrency and the achieved TPOT was found outside the
-    audited benchmark the project keeps out of its data (its results are never read or compared).
   - *Trainium 2*: Amazon Bedrock's latency-optimized Llama 3.1 70B / 405B (served on Trainium2) publishes
     no tokens/s; the Neuron SDK tutorials (Llama-3.3-70B and Llama-3.1-405B on trn2.48xlarge, LLMPerf)
     describe the measurement, but the excerpts the search returns carry no result table; the AWS ML blog

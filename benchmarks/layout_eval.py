@@ -23,7 +23,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -35,10 +34,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DATA = ROOT / "benchmarks" / "data" / "throughput_at_scale.csv"
-
-
-def _f(x: str | None) -> float | None:
-    return float(x) if x not in ("", None) else None
 
 
 def _batch_per_rank(m) -> float:
@@ -58,66 +53,19 @@ def fit_batch_ceilings() -> dict[tuple[str, str], float]:
 
 
 def mapped_points(path: Path = DATA) -> tuple[list, list[dict], dict[str, int]]:
-    """The closed-loop points as :class:`~costmodels.measured_rows.MappedRow` (+ their CSV facts), and skips.
+    """The closed-loop points as mapped rows, their CSV facts and the skip reasons
+    (:func:`costmodels.measured_rows.read_scale_csv`)."""
+    from costmodels.measured_rows import read_scale_csv
 
-    Layout: with DP attention the attention runs on ``tp`` ranks of one sequence group each and the experts
-    on all ``tp`` ranks (``ep = tp`` when expert parallel); without it one replica is ``tp`` chips holding
-    all ``conc`` sequences, experts expert-parallel over them when ``ep > 1``.
-    """
-    from costmodels.measured_rows import (
-        MappedRow,
-        MeasuredRow,
-        _weights_and_kv_fit,
-        kv_precision_for,
-    )
-    from costmodels.models import load_model_catalog
-    from topology.chips import load_chip_catalog
-
-    chips, models = load_chip_catalog(), load_model_catalog()
-    kept, facts, skipped = [], [], defaultdict(int)
-    with open(path, newline="") as f:
-        for i, r in enumerate(csv.DictReader(f)):
-            if r["load_kind"] != "concurrency" or r["disaggregated"] != "no":
-                continue
-            if r["spec_decode"] not in ("", "none"):
-                skipped["speculative decoding (draft length not published)"] += 1
-                continue
-            # InferenceX's later result files keep medians only; a TPOT's mean and median differ by a few %
-            tpot, conc = _f(r["tpot_ms_mean"]) or _f(r["tpot_ms_median"]), _f(r["concurrency"])
-            if r["model_catalogued"] != "yes" or r["chip"] not in chips or tpot is None or conc is None:
-                skipped["chip or model not catalogued, or no TPOT"] += 1
-                continue
-            tp, pp, ep = int(r["tp"]), int(r["pp"] or 1), int(r["ep"] or 1)
-            gpus, model = int(r["gpus"]), models[r["model"]]
-            prec = "bf16" if r["precision"] == "fp16" else r["precision"]
-            row = MeasuredRow(model=r["model"], system=r["chip"], backend=r["campaign"], precision=prec,
-                              isl=int(r["isl"]), osl=int(r["osl"]), tp=tp, pp=pp, adp=None, moe_tp=None,
-                              moe_ep=ep, gpus=gpus, conc=int(conc),
-                              ttft_ms=_f(r["ttft_ms_mean"]) or _f(r["ttft_ms_median"]) or 0.0,
-                              tpot_ms=tpot)
-            context = row.isl + row.osl / 2.0
-            if r["dp_attention"] == "yes" and model.moe is not None:
-                m = MappedRow(row, r["chip"], r["model"], prec, kv_precision_for(prec), "adp", tp=gpus, pp=1,
-                              ep=gpus if ep > 1 else 1, attn_tp=1, attn_dp=gpus, batch=conc, context=context,
-                              ttft_eligible=False)
-            else:
-                replicas = max(gpus // (tp * pp), 1)
-                m = MappedRow(row, r["chip"], r["model"], prec, kv_precision_for(prec), "tp", tp=tp, pp=pp,
-                              ep=tp if (model.moe is not None and ep > 1) else 1, attn_tp=tp, attn_dp=1,
-                              batch=conc / replicas, context=context, ttft_eligible=False)
-            if not _weights_and_kv_fit(chips[m.chip], model, m):
-                skipped["the cost model says it does not fit in memory"] += 1
-                continue
-            kept.append(m)
-            facts.append({"key": i, "campaign": r["campaign"], "publisher": r["publisher"],
-                          "framework": r["framework"], "dp_attention": r["dp_attention"] == "yes",
-                          "overlaps_fit": r["overlaps_measured_aggregated"] == "yes",
-                          "measured_tok_s_per_gpu": _f(r["output_tok_s_per_gpu"])})
-    return kept, facts, dict(skipped)
+    rows, facts, skipped = read_scale_csv(path)
+    return rows, facts, dict(skipped)
 
 
 def price(rows: list) -> np.ndarray:
-    """Predicted mean TPOT (s) of every row on its catalogue chip."""
+    """Predicted mean TPOT (s) of every row on its catalogue chip; on a chip these campaigns calibrate
+    (:data:`costmodels.calibration.SCALE_FIT_CHIPS`), from the chip refitted without the row's campaign."""
+    from costmodels.calibration import PUBLIC_FIT_PLAN, SCALE_FIT_CHIPS, heldout_predictions
+    from costmodels.measured_rows import read_public_csv
     from costmodels.models import load_model_catalog
     from costmodels.row_costs import row_costs
     from topology.chips import load_chip_catalog
@@ -127,8 +75,17 @@ def price(rows: list) -> np.ndarray:
     by_chip: dict[str, list[int]] = defaultdict(list)
     for i, m in enumerate(rows):
         by_chip[m.chip].append(i)
+    public = read_public_csv(models=models)
     for chip, idx in by_chip.items():
-        out[idx] = row_costs(chips[chip], models, [rows[i] for i in idx]).tpot_s
+        if chip not in SCALE_FIT_CHIPS:
+            out[idx] = row_costs(chips[chip], models, [rows[i] for i in idx]).tpot_s
+            continue
+        # the calibration's rows of the chip: its other published rows stay in every training set
+        others = [m for m in public if m.chip == chip]
+        factors, reference = PUBLIC_FIT_PLAN[chip]
+        held, _ = heldout_predictions(chips[chip], [rows[i] for i in idx] + others, models,
+                                      lambda m: m.row.backend, factors=factors, reference=reference, system=chip)
+        out[idx] = held[:len(idx)]
     return out
 
 
@@ -164,6 +121,8 @@ def stats(recs: list[dict]) -> dict:
 
 
 def summarise(recs: list[dict]) -> dict[str, dict]:
+    from costmodels.calibration import SCALE_FIT_CHIPS
+
     groups: dict[str, list[dict]] = defaultdict(list)
     for x in recs:
         groups["all held out" if not x["overlaps_fit"] else "rows that repeat fit data"].append(x)
@@ -173,7 +132,9 @@ def summarise(recs: list[dict]) -> dict[str, dict]:
         groups[f"campaign {x['campaign']}"].append(x)
         groups[f"chip {x['chip']} {x['precision']}"].append(x)
         groups[f"{'DP attention' if x['dp_attention'] else 'TP attention'}"].append(x)
-        if x["fit_batch_ceiling"] is None:
+        if x["chip"] in SCALE_FIT_CHIPS:
+            groups["chips these campaigns calibrate (each campaign predicted by a fit without it)"].append(x)
+        elif x["fit_batch_ceiling"] is None:
             groups["chip or model not in the fit (priors only)"].append(x)
         else:
             groups[f"calibrated chip, batch {'beyond' if x['beyond_fit_batch'] else 'within'} the fit's"].append(x)

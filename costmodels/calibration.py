@@ -57,6 +57,7 @@ __all__ = [
     "PER_MODEL_WEIGHTS",
     "PRIOR_WEIGHT",
     "PUBLIC_FIT_PLAN",
+    "SCALE_FIT_CHIPS",
     "SRAM_REFERENCE",
     "TTFT_MODEL",
     "TTFT_WEIGHT",
@@ -405,15 +406,23 @@ def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec]
 #: (GPU GEMM efficiency, streaming SRAM reads, 0.1 ms compiler-scheduled step).
 SRAM_REFERENCE = FitFactors(compute_efficiency=0.70, memory_efficiency=0.90, step_overhead_s=1.0e-4,
                             sequence_overhead_s=DEFAULT_SEQUENCE_OVERHEAD_S)
+#: AMD GPUs (one model at scale, DeepSeek-R1, TP 4-8; MI300X also a Llama batch sweep): the efficiencies,
+#: the fixed step and layer costs, the small-GEMM curve and the serving all-reduce speed.
+AMD_FACTORS = ("compute_efficiency", "memory_efficiency", "step_overhead_s", "layer_overhead_s",
+               "compute_half_tokens", "allreduce_efficiency")
 #: What the public measurements of each non-aiconfigurator chip can determine, and where the fit starts.
 #: SRAM chips: only the fixed costs (their memory and compute time is a few % of a step); MI300X (one
 #: model, a batch sweep): the efficiencies and the fixed step cost, not a per-layer split.
 PUBLIC_FIT_PLAN: dict[str, tuple[tuple[str, ...], FitFactors]] = {
     "wse3": (("step_overhead_s", "layer_overhead_s"), SRAM_REFERENCE),
     "groq-lpu-v1": (("step_overhead_s", "layer_overhead_s"), SRAM_REFERENCE),
-    "mi300x": (("compute_efficiency", "memory_efficiency", "step_overhead_s", "compute_half_tokens"),
-               KERNEL_REFERENCE),
+    "mi300x": (AMD_FACTORS, KERNEL_REFERENCE),
+    "mi355x": (AMD_FACTORS, KERNEL_REFERENCE),
 }
+#: Chips calibrated on the closed-loop campaigns at scale (``benchmarks/data/throughput_at_scale.csv``,
+#: :func:`costmodels.measured_rows.read_scale_csv`): those without rows in the aiconfigurator database.
+#: Their campaigns are then fit data, held out one campaign (one month) at a time.
+SCALE_FIT_CHIPS: tuple[str, ...] = ("mi300x", "mi355x")
 
 
 def heldout_predictions(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec], key, **fit_kw

@@ -112,6 +112,7 @@ __all__ = [
     "PRECISIONS",
     "PUBLIC_DATA_PATH",
     "SATURATED_TTFT_MS",
+    "SCALE_DATA_PATH",
     "SYSTEM_CHIPS",
     "TTFT_MAX_SEQUENCES",
     "UNMAPPED_SYSTEMS",
@@ -123,6 +124,7 @@ __all__ = [
     "map_rows",
     "read_measured_csv",
     "read_public_csv",
+    "read_scale_csv",
     "with_prefill_regime",
 ]
 
@@ -131,6 +133,8 @@ DEFAULT_DATA_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "data" 
 
 #: Public measurements of chips the aiconfigurator database does not cover (SRAM chips, AMD).
 PUBLIC_DATA_PATH = DEFAULT_DATA_PATH.with_name("public_measurements.csv")
+#: Closed-loop serving campaigns at scale (InferenceX monthly runs and others; benchmarks/data/THROUGHPUT_AT_SCALE.md).
+SCALE_DATA_PATH = DEFAULT_DATA_PATH.with_name("throughput_at_scale.csv")
 
 #: Measured system name → catalogue chip. Systems not listed are skipped.
 SYSTEM_CHIPS: dict[str, str] = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200", "gb200": "gb200"}
@@ -426,3 +430,69 @@ def read_public_csv(path: str | Path = PUBLIC_DATA_PATH, models: dict[str, Model
                              ep=1, attn_tp=tp, attn_dp=1, batch=batch, context=isl + osl / 2.0,
                              ttft_eligible=False))
     return out
+
+
+def _float_or_none(x: str | None) -> float | None:
+    return float(x) if x not in ("", None) else None
+
+
+def read_scale_csv(path: str | Path = SCALE_DATA_PATH, chips: dict[str, ChipSpec] | None = None,
+                   models: dict[str, ModelSpec] | None = None) -> tuple[list[MappedRow], list[dict], Counter]:
+    """The closed-loop points of ``throughput_at_scale.csv`` as mapped rows, each row's CSV facts, skip reasons.
+
+    Kept: aggregated serving at a fixed client concurrency, no speculative decoding (its draft length is
+    not published), chip and model in the catalogue, a TPOT (the mean, else the median: later InferenceX
+    files keep medians only, and a TPOT's two differ by a few %). ``row.backend`` is the campaign (the
+    held-out unit), ``row.system`` the chip. Layout: with DP attention (MoE models) the attention runs on
+    ``tp`` ranks of one sequence group each and the experts on all of them (``ep = tp`` when expert
+    parallel); without it one replica is ``tp·pp`` chips holding ``conc·tp·pp/gpus`` sequences, experts
+    expert-parallel over its ranks when ``ep > 1``. Rows the weights and KV cannot fit are skipped.
+
+    Examples
+    --------
+    >>> rows, facts, skipped = read_scale_csv()
+    >>> {m.chip for m in rows} >= {"b200", "h200", "mi355x"}, {f["publisher"] for f in facts}
+    (True, {'semianalysis-inferencex'})
+    """
+    chips = load_chip_catalog() if chips is None else chips
+    models = load_model_catalog() if models is None else models
+    kept, facts, skipped = [], [], Counter()
+    with open(path, newline="") as f:
+        table = list(csv.DictReader(f))
+    for i, r in enumerate(table):
+        if r["load_kind"] != "concurrency" or r["disaggregated"] != "no":
+            continue
+        if r["spec_decode"] not in ("", "none"):
+            skipped["speculative decoding (draft length not published)"] += 1
+            continue
+        tpot = _float_or_none(r["tpot_ms_mean"]) or _float_or_none(r["tpot_ms_median"])
+        conc = _float_or_none(r["concurrency"])
+        if r["model_catalogued"] != "yes" or r["chip"] not in chips or tpot is None or conc is None:
+            skipped["chip or model not catalogued, or no TPOT"] += 1
+            continue
+        tp, pp, ep = int(r["tp"]), int(r["pp"] or 1), int(r["ep"] or 1)
+        gpus, model = int(r["gpus"]), models[r["model"]]
+        prec = "bf16" if r["precision"] == "fp16" else r["precision"]
+        ttft = _float_or_none(r["ttft_ms_mean"]) or _float_or_none(r["ttft_ms_median"]) or 0.0
+        row = MeasuredRow(model=r["model"], system=r["chip"], backend=r["campaign"], precision=prec,
+                          isl=int(r["isl"]), osl=int(r["osl"]), tp=tp, pp=pp, adp=None, moe_tp=None, moe_ep=ep,
+                          gpus=gpus, conc=int(conc), ttft_ms=ttft, tpot_ms=tpot)
+        context = row.isl + row.osl / 2.0
+        if r["dp_attention"] == "yes" and model.moe is not None:
+            m = MappedRow(row, r["chip"], r["model"], prec, kv_precision_for(prec), "adp", tp=gpus, pp=1,
+                          ep=gpus if ep > 1 else 1, attn_tp=1, attn_dp=gpus, batch=conc, context=context,
+                          ttft_eligible=False)
+        else:
+            replicas = max(gpus // (tp * pp), 1)
+            m = MappedRow(row, r["chip"], r["model"], prec, kv_precision_for(prec), "tp", tp=tp, pp=pp,
+                          ep=tp if (model.moe is not None and ep > 1) else 1, attn_tp=tp, attn_dp=1,
+                          batch=conc / replicas, context=context, ttft_eligible=False)
+        if not _weights_and_kv_fit(chips[m.chip], model, m):
+            skipped["the cost model says it does not fit in memory"] += 1
+            continue
+        kept.append(m)
+        facts.append({"key": i, "campaign": r["campaign"], "publisher": r["publisher"], "framework": r["framework"],
+                      "dp_attention": r["dp_attention"] == "yes",
+                      "overlaps_fit": r["overlaps_measured_aggregated"] == "yes",
+                      "measured_tok_s_per_gpu": _float_or_none(r["output_tok_s_per_gpu"])})
+    return kept, facts, skipped

@@ -16,6 +16,7 @@ from costmodels import aggregated_step, prefill_step
 from costmodels.calibration import (
     KERNEL_REFERENCE,
     PUBLIC_FIT_PLAN,
+    SCALE_FIT_CHIPS,
     FitFactors,
     _build_terms,
     abs_pct_error,
@@ -304,7 +305,9 @@ def test_public_measurements_are_sourced_and_map_to_catalogue_records(chips, mod
     assert raw and all(r["url"].startswith("https://") and r["date"] and r["what"] and r["source"] for r in raw)
     rows = read_public_csv(models=models)
     assert len(rows) == len(raw)
-    assert {m.chip for m in rows} == set(PUBLIC_FIT_PLAN) and all(m.chip in chips for m in rows)
+    # every chip with a public fit plan has published rows, or is calibrated on the campaigns at scale
+    assert {m.chip for m in rows} | set(SCALE_FIT_CHIPS) == set(PUBLIC_FIT_PLAN)
+    assert all(m.chip in chips for m in rows)
     assert not any(m.ttft_eligible for m in rows)  # API TTFT includes the network: never compared
 
 

@@ -23,7 +23,7 @@ README_FAMILIES = {"NVIDIA H100, H200": "NVIDIA Hopper", "NVIDIA B200": "NVIDIA 
                    "Cerebras WSE-3, Groq LPU v1": "SRAM / wafer"}
 README_METRICS = ("TPOT", "TTFT", "throughput per chip")
 #: Non-GPU chips issue 12 names that have no usable published measurement (CALIBRATION.md notes).
-SEARCHED_UNCALIBRATED = ("lp30", "trainium2", "trainium3", "bertha", "corsair", "mi355x")
+SEARCHED_UNCALIBRATED = ("lp30", "trainium2", "trainium3", "bertha", "corsair")
 
 
 @pytest.fixture(scope="module")
