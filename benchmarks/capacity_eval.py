@@ -144,12 +144,13 @@ def frontier(cases: list[Case]) -> list[Case]:
     return sorted(kept, key=lambda c: int(c.key))
 
 
-def instance_doc(c: Case, ttft: str) -> dict:
+def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None) -> dict:
     per_domain = min(c.gpus, DOMAIN_CHIPS.get(c.chip, 8))
     ttft_ms = LOOSE_TTFT_MS if ttft == "loose" or c.ttft_ms is None else max(c.ttft_ms, 1.0)
     kv = "fp8" if c.precision in ("fp8", "fp4") else "bf16"
     return {"name": f"point-{c.key}", "model": c.model, "precision": {"weights": c.precision, "kv": kv},
-            "serving": {"framework": c.framework},
+            "serving": {"framework": c.framework,
+                        **({"max_sequences_per_rank": max_per_rank} if max_per_rank else {})},
             "workload": {"classes": [{"name": "c", "rate_rps": 1, "prompt_tokens": c.isl, "output_tokens": c.osl,
                                       "ttft_ms": ttft_ms, "tpot_ms": c.tpot_ms or OFFLINE_TPOT_MS}]},
             "hardware": {"domains": [{"name": "g", "chip": c.chip, "chips_per_domain": per_domain,
@@ -157,14 +158,14 @@ def instance_doc(c: Case, ttft: str) -> dict:
             "modes": ["aggregated"]}
 
 
-def predict(args: tuple[Case, str, bool]) -> dict:
-    c, ttft, band = args
+def predict(args: tuple[Case, str, bool, int | None]) -> dict:
+    c, ttft, band, max_per_rank = args
     from placement.core.loading import parse_instance
     from placement.studies.capacity import capacity
 
     began = time.perf_counter()
     try:
-        inst = parse_instance(instance_doc(c, ttft), c.key)
+        inst = parse_instance(instance_doc(c, ttft, max_per_rank), c.key)
         cap = capacity(inst, backend="highs", band=band, rtol=1e-2)[0]
         pool = cap.plan.pools[0] if cap.plan is not None and cap.plan.pools else None
         out = {"status": cap.status, "predicted_tok_s_per_gpu": cap.output_tokens_per_s / c.gpus,
@@ -243,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--band", action="store_true", help="also the p10/p90 capacity (three searches a point)")
     ap.add_argument("--points", choices=("saturated", "frontier", "all"), default="saturated",
                     help="each series' highest-throughput point (default), its TPOT-throughput frontier, or all")
+    ap.add_argument("--max-batch-per-rank", type=int, default=None,
+                    help="hold plans to this many sequences per rank (serving.max_sequences_per_rank)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--md", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -251,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.limit is not None and a.limit < len(cases):
         step = len(cases) / a.limit
         cases = [cases[int(i * step)] for i in range(a.limit)]
-    jobs = [(c, a.ttft, a.band) for c in cases]
+    jobs = [(c, a.ttft, a.band, a.max_batch_per_rank) for c in cases]
     if a.workers > 1:
         from multiprocessing import get_context
 
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     for k, s in summary.items():
         print(k, s)
     if a.json is not None:
-        a.json.write_text(json.dumps({"ttft": a.ttft, "points": a.points, "summary": summary, "rows": rows}, indent=1) + "\n")
+        a.json.write_text(json.dumps({"ttft": a.ttft, "points": a.points, "max_batch_per_rank": a.max_batch_per_rank, "summary": summary, "rows": rows}, indent=1) + "\n")
     if a.md is not None:
         a.md.write_text(to_markdown(summary, rows, a.ttft, a.points))
     return 0

@@ -387,7 +387,7 @@ def markdown(results: dict[str, list[dict]]) -> str:
         body = section(fam, results)
         while body and body[-1] == "":
             body.pop()
-        out += [f"<!-- figures:seed-{fam} -->", *body, f"<!-- /figures:seed-{fam} -->", ""]
+        out += [f"<!-- figures:seed-{fam} -->", "", *body, "", f"<!-- /figures:seed-{fam} -->", ""]
     return "\n".join(out)
 
 

@@ -89,6 +89,23 @@ def test_the_verifier_refuses_a_batch_beyond_the_engine_ceiling():
     assert any("sequences per rank exceed the vllm engine's 1024" in m for m in v), v
 
 
+def test_an_instance_can_hold_plans_to_a_smaller_batch_per_rank():
+    """``serving.max_sequences_per_rank`` lowers the engine's ceiling: the plan's batches per rank stay under
+    it, the plan costs no less, and a plan made without it fails the check of the capped instance."""
+    loose = _doc("trtllm", tpot_ms=200.0, model="llama-3.1-8b")
+    loose["workload"]["classes"][0]["rate_rps"] = 10
+    loose["hardware"]["domains"][0]["count"] = 8
+    capped = json.loads(json.dumps(loose))
+    capped["serving"]["max_sequences_per_rank"] = 16
+    free, held = solve(parse_instance(loose), backend="highs"), solve(parse_instance(capped), backend="highs")
+    assert free.status == held.status == "optimal" and free.verified and held.verified
+    per_rank = [p.config.batch / p.config.main.dp for p in held.pools]
+    assert max(per_rank) <= 16 < max(p.config.batch / p.config.main.dp for p in free.pools)
+    assert held.cost_usd_per_hour >= free.cost_usd_per_hour
+    v = verify(Context.of(parse_instance(capped)), free)
+    assert any("exceed the trtllm engine's 16" in m for m in v), v
+
+
 def test_workspace_of_what_the_weights_leave_lets_deepseek_fp8_fit_four_b200():
     """671 GB of FP8 weights on 4 × 180 GB: vLLM keeps 8 % of the GPU (662 GB usable: it does not fit),
     TensorRT-LLM 10 % of what the weights leave (it does), as the published TP4 runs show."""

@@ -282,7 +282,12 @@ def test_time_limit_reports_incumbent_or_nothing(backend):
     if sol.objective is None:
         assert sol.replicas == [] and sol.loads == []
     else:
-        assert sol.replicas and sol.best_bound is not None and sol.best_bound <= sol.objective
+        assert sol.replicas
+        # Under load the start's own search can use the whole limit: the start stands with no bound, and says so.
+        if sol.best_bound is None:
+            assert "before the solver started" in sol.message, sol.message
+        else:
+            assert sol.best_bound <= sol.objective
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -4,7 +4,7 @@
 
 1. *preparation*, once per instance: load, candidate generation and the
    solver-neutral :class:`~solvers.problem.Problem` (timed as
-   ``candidates_s``; the problem is pickled for the cases);
+   ``candidates_s``; the problem is written as JSON for the cases — data, never a pickle);
 2. one *case* per solver and repeat: build the PuLP model (``build_s``) and
    solve it (``solve_s``) through :func:`solvers.twolevel.solve`, the same path
    as ``placement solve``; status, objective, best bound, gap, variables,
@@ -41,7 +41,6 @@ import contextlib
 import hashlib
 import multiprocessing
 import os
-import pickle
 import platform
 import resource
 import sys
@@ -160,8 +159,7 @@ def _prepare_job(job: dict) -> dict:
     start = time.perf_counter()
     problem, cands = build_problem(ctx)
     candidates_s = time.perf_counter() - start
-    with open(job["problem_path"], "wb") as fh:
-        pickle.dump(problem, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    write_problem(problem, job["problem_path"])
     chip_types = sorted({s.chip.name for s in ctx.sites.values()})
     return {
         "status": "ok",
@@ -187,15 +185,39 @@ def _prepare_job(job: dict) -> dict:
     }
 
 
-def _load_problem(path: str):
-    with open(path, "rb") as fh:
-        return pickle.load(fh)
+def write_problem(problem, path: str) -> None:
+    """Write a :class:`~solvers.problem.Problem` for another process to read (:func:`read_problem`); an
+    unbounded pair latency is written as ``Infinity``, which the reader takes back."""
+    import pydantic_core
+
+    Path(path).write_bytes(pydantic_core.to_json(problem.model_dump(mode="python"), inf_nan_mode="constants"))
+
+
+def read_problem(path: str):
+    """The :class:`~solvers.problem.Problem` :func:`write_problem` wrote: validated data, nothing executed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
+    >>> p = Problem(demands=[Demand(name="d", rate=3.0)], routes=[Route(name="r", demand="d", steps=["q"])],
+    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)], capacity={"q": 2.0})],
+    ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
+    ...                         usd_per_hour_per_unit=1.5, power_w_per_unit=1.0)])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     write_problem(p, f"{d}/p.json")
+    ...     read_problem(f"{d}/p.json") == p
+    True
+    """
+    from solvers.problem import Problem
+
+    return Problem.model_validate_json(Path(path).read_text())
 
 
 def _case_job(job: dict) -> dict:
     from solvers.twolevel import solve
 
-    problem = _load_problem(job["problem_path"])
+    problem = read_problem(job["problem_path"])
     base = _peak_mb(resource.RUSAGE_SELF)
     start = time.perf_counter()
     sol = solve(problem, backend=job["solver"], time_limit_s=job.get("time_limit_s"), gap=job.get("gap"),
@@ -223,7 +245,7 @@ def _case_job(job: dict) -> dict:
 def _baseline_job(job: dict) -> dict:
     from placement.bench import baselines
 
-    problem = _load_problem(job["problem_path"])
+    problem = read_problem(job["problem_path"])
     method = job["method"]
     if method == "exhaustive":
         r = baselines.exhaustive(problem, max_evaluations=job.get("max_evaluations", baselines.MAX_EVALUATIONS),
@@ -355,7 +377,7 @@ def bench(
     work.mkdir(parents=True, exist_ok=True)
     try:
         mem = {"memory_limit_mb": memory_limit_gb * 1024} if memory_limit_gb else {}
-        prep_jobs = [{"instance": str(p), "problem_path": str(work / f"problem-{_instance_key(p)}.pkl"),
+        prep_jobs = [{"instance": str(p), "problem_path": str(work / f"problem-{_instance_key(p)}.json"),
                       "limit_s": prepare_limit_s, **mem} for p in instances]
         preps = [o.value if o.ok else {"status": "error", "error": o.error, "path": j["instance"]}
                  for o, j in zip(run_map(prepare, prep_jobs, workers=workers, progress=progress), prep_jobs)]

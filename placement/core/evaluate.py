@@ -286,10 +286,22 @@ def max_context_tokens(cls: TrafficClass) -> float:
 def max_sequences_per_rank(ctx: Context) -> int:
     """The serving engine's ceiling on the sequences one (data-parallel) rank runs at once: its default
     ``max_num_seqs`` / ``max_batch_size`` / ``max_running_requests`` (``costmodels/catalog/frameworks.yaml``,
-    with sources; ``pooled``: vLLM's)."""
+    with sources; ``pooled``: vLLM's), or the instance's ``serving.max_sequences_per_rank`` if lower.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> max_sequences_per_rank(NS(instance=NS(serving=NS(framework="trtllm", max_sequences_per_rank=None))))
+    2048
+    >>> max_sequences_per_rank(NS(instance=NS(serving=NS(framework="trtllm", max_sequences_per_rank=64))))
+    64
+    """
     from costmodels.frameworks import framework_entry
 
-    return framework_entry(ctx.instance.serving.framework).max_sequences_per_rank
+    serving = ctx.instance.serving
+    cap = framework_entry(serving.framework).max_sequences_per_rank
+    override = getattr(serving, "max_sequences_per_rank", None)
+    return cap if override is None else min(cap, override)
 
 
 def engine_admits(ctx: Context, sequences_per_rank) -> np.ndarray:
@@ -298,7 +310,7 @@ def engine_admits(ctx: Context, sequences_per_rank) -> np.ndarray:
     Examples
     --------
     >>> from types import SimpleNamespace as NS
-    >>> ctx = NS(instance=NS(serving=NS(framework="vllm")))
+    >>> ctx = NS(instance=NS(serving=NS(framework="vllm", max_sequences_per_rank=None)))
     >>> engine_admits(ctx, np.array([512.0, 1024.0, 1025.0])).tolist()
     [True, True, False]
     """

@@ -373,11 +373,19 @@ class Serving(Record):
     """The serving framework the plan is for: its request latency is added to every pool's TTFT.
 
     ``framework`` names an entry of ``costmodels/catalog/frameworks.yaml`` (:mod:`costmodels.frameworks`);
-    ``pooled`` (the default) adds nothing and takes the widest TTFT band.
+    ``pooled`` (the default) adds nothing and takes the widest TTFT band. ``max_sequences_per_rank`` lowers
+    the framework's ceiling on a rank's batch.
     """
 
     framework: Framework = Field(default="pooled", description="a costmodels/catalog/frameworks.yaml entry: "
                                  "vllm, trtllm, sglang or pooled (unknown framework)")
+    max_sequences_per_rank: int | None = Field(
+        default=None, ge=1, le=1_000_000,
+        description="sequences one (data-parallel) rank may run at once, when below the framework's default "
+        "ceiling: the engine setting the deployment will use (vLLM --max-num-seqs, SGLang "
+        "--max-running-requests, TensorRT-LLM max_batch_size), or the largest batch a capacity plan should "
+        "rest on (benchmarks/CAPACITY.md: the cost models are checked on measured batches up to 64-128 per "
+        "rank)")
 
 
 class Instance(Record):

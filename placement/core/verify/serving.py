@@ -128,6 +128,8 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
     steps' parts added, :func:`placement.core.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
     engine_cap = framework_entry(ctx.instance.serving.framework).max_sequences_per_rank
+    if ctx.instance.serving.max_sequences_per_rank is not None:
+        engine_cap = min(engine_cap, ctx.instance.serving.max_sequences_per_rank)
     for f in facts:
         if not f.main or f.pool.config.kind == "measured":
             continue
@@ -136,7 +138,7 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
         per_rank = cfg.batch if cfg.kind == "decode-af" else cfg.batch / cfg.main.dp
         if per_rank > engine_cap:
             v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank exceed the {ctx.instance.serving.framework} "
-                     f"engine's {engine_cap} (costmodels/catalog/frameworks.yaml)")
+                     f"engine's {engine_cap} (costmodels/catalog/frameworks.yaml, serving.max_sequences_per_rank)")
         elif not f.fits:
             parts = f"{cfg.main.chip} x{cfg.main.chips}" + (f" + {cfg.partner.chip} x{cfg.partner.chips}"
                                                             if cfg.partner else "")
