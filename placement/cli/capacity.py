@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from placement.cli.options import (
+    DEFAULT_SOLVER,
     Gap,
     InstanceArg,
     JsonPath,
@@ -34,7 +35,7 @@ def capacity_command(
     band: Annotated[bool, typer.Option("--band/--no-band", help="also the capacity at the error band's p10 "
                                                                 "and p90 step times")] = True,
     rtol: Annotated[float, typer.Option("--rtol", help="relative width of the final bracket")] = 1e-3,
-    solver: SolverOpt = "cbc",
+    solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: TimeLimit = None,
     gap: Gap = None,
     json_path: JsonPath = None,

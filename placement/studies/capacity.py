@@ -41,6 +41,7 @@ from placement.core.errors import InputError
 from placement.core.plan import Plan
 from placement.core.profile import with_rates
 from placement.core.schema import Instance
+from solvers.backends import DEFAULT_BACKEND
 from topology.records import MutableRecord
 
 __all__ = ["MIX", "Capacity", "capacity", "largest_scale"]
@@ -184,7 +185,7 @@ def _search(instance: Instance, base: dict[str, float], solve: Callable[..., Pla
     return lo, hi, plan, probes, status
 
 
-def capacity(instance: Instance, *, targets: Sequence[str] | None = None, backend: str = "cbc",
+def capacity(instance: Instance, *, targets: Sequence[str] | None = None, backend: str = DEFAULT_BACKEND,
              rtol: float = RTOL, band: bool = True, time_limit_s: float | None = None, gap: float | None = None,
              source: str = "<instance>") -> list[Capacity]:
     """The capacity of every target (default: each class alone, then the mix) on the instance's fleet.
