@@ -17,8 +17,15 @@ is not what the hardware can do at its SLO.
 
 Run::
 
-    .venv/bin/python benchmarks/capacity_eval.py --json benchmarks/capacity_eval.json --md benchmarks/CAPACITY.md
+    .venv/bin/python benchmarks/capacity_eval.py --band --json benchmarks/capacity_eval.json --md benchmarks/CAPACITY.md
     .venv/bin/python benchmarks/capacity_eval.py --limit 40 --workers 2     # a quick sample
+
+Concurrency (``--concurrency``, default ``both``): a fixed-concurrency campaign's highest point is the capacity
+of the layout and concurrency it ran, not of the hardware — the planner may find another layout or a larger
+batch that meets the same TPOT, which no one measured. ``measured`` holds each such point's plans to the
+sequences in flight per GPU it was measured at (``serving.max_sequences_per_chip`` = concurrency / GPUs), the
+same question the measurement answered; ``free`` lets the planner choose any batch the engine ceiling and
+memory allow. Offline (throughput) runs are free in both: they are the hardware's capacity.
 
 TTFT: ``--ttft measured`` bounds TTFT by the measured mean too; the default ``loose`` (60 s) compares
 throughput at the TPOT alone (the measured TTFT at a fixed concurrency is mostly queueing the
@@ -69,6 +76,7 @@ class Case:
     measured_tok_s_per_gpu: float
     overlaps_fit: bool
     layout: str
+    pp: int = 1
 
 
 def _f(x: str) -> float | None:
@@ -111,7 +119,8 @@ def read_cases(path: Path = DATA) -> list[Case]:
             concurrency=_f(r["concurrency"]), tpot_ms=None if offline else tpot,
             ttft_ms=_f(r["ttft_ms_mean"]) or _f(r["ttft_ms_median"]), measured_tok_s_per_gpu=meas,
             overlaps_fit=r["overlaps_measured_aggregated"] == "yes",
-            layout=f"tp{r['tp']} ep{r['ep'] or 1}{' dpa' if r['dp_attention'] == 'yes' else ''}"))
+            layout=f"tp{r['tp']} ep{r['ep'] or 1}{' dpa' if r['dp_attention'] == 'yes' else ''}",
+            pp=int(r["pp"] or 1)))
     return out
 
 
@@ -144,13 +153,46 @@ def frontier(cases: list[Case]) -> list[Case]:
     return sorted(kept, key=lambda c: int(c.key))
 
 
-def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None) -> dict:
+#: Models published only with MXFP4 experts (openai/gpt-oss-*): a row labelled FP8 (the TensorRT-LLM perf
+#: overview's Hopper columns) still serves the MXFP4 checkpoint.
+MXFP4_ONLY = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
+
+
+def checkpoint_precision(c: Case) -> tuple[str, str]:
+    """(weights, KV cache) precision of the checkpoint and engine configuration a point measured.
+
+    FP8 and FP4 checkpoints (ModelOpt's carry an FP8 KV-cache scale) run an FP8 KV cache; BF16 ones BF16.
+    gpt-oss is MXFP4 whatever the label; on Hopper its KV cache is the engine's ``auto``, BF16 (the perf
+    overview's gpt-oss options: ``kv_cache_config: dtype: fp8  # Hopper: use auto``).
+
+    Examples
+    --------
+    >>> base = dict(key="0", campaign="x", publisher="p", gpus=1, framework="pooled", isl=1, osl=1, regime="offline",
+    ...             concurrency=None, tpot_ms=None, ttft_ms=None, measured_tok_s_per_gpu=1.0, overlaps_fit=False,
+    ...             layout="tp1 ep1")
+    >>> checkpoint_precision(Case(chip="h200", model="gpt-oss-120b", precision="fp8", **base))
+    ('fp4', 'bf16')
+    >>> checkpoint_precision(Case(chip="b200", model="gpt-oss-120b", precision="fp4", **base))
+    ('fp4', 'fp8')
+    >>> checkpoint_precision(Case(chip="h100", model="llama-3.1-70b", precision="fp8", **base))
+    ('fp8', 'fp8')
+    """
+    from topology.chips import load_chip_catalog
+
+    if c.model in MXFP4_ONLY:
+        has_fp4 = "fp4" in load_chip_catalog()[c.chip].flops_per_s
+        return "fp4", "fp8" if has_fp4 else "bf16"
+    return c.precision, "fp8" if c.precision in ("fp8", "fp4") else "bf16"
+
+
+def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: float | None = None) -> dict:
     per_domain = min(c.gpus, DOMAIN_CHIPS.get(c.chip, 8))
     ttft_ms = LOOSE_TTFT_MS if ttft == "loose" or c.ttft_ms is None else max(c.ttft_ms, 1.0)
-    kv = "fp8" if c.precision in ("fp8", "fp4") else "bf16"
-    return {"name": f"point-{c.key}", "model": c.model, "precision": {"weights": c.precision, "kv": kv},
+    weights, kv = checkpoint_precision(c)
+    return {"name": f"point-{c.key}", "model": c.model, "precision": {"weights": weights, "kv": kv},
             "serving": {"framework": c.framework,
-                        **({"max_sequences_per_rank": max_per_rank} if max_per_rank else {})},
+                        **({"max_sequences_per_rank": max_per_rank} if max_per_rank else {}),
+                        **({"max_sequences_per_chip": per_chip} if per_chip else {})},
             "workload": {"classes": [{"name": "c", "rate_rps": 1, "prompt_tokens": c.isl, "output_tokens": c.osl,
                                       "ttft_ms": ttft_ms, "tpot_ms": c.tpot_ms or OFFLINE_TPOT_MS}]},
             "hardware": {"domains": [{"name": "g", "chip": c.chip, "chips_per_domain": per_domain,
@@ -158,14 +200,55 @@ def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None) -> dict:
             "modes": ["aggregated"]}
 
 
-def predict(args: tuple[Case, str, bool, int | None]) -> dict:
-    c, ttft, band, max_per_rank = args
+def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None) -> tuple[float, str]:
+    """Output tokens/s per GPU at the point's own layout (tp, ep, DP attention, pp as measured), the batch the
+    best the SLO allows — at most ``per_chip`` sequences per GPU when given — and every prefill chunk size,
+    from :func:`placement.core.evaluate.evaluate` (no MILP: one replica's capacity times the replicas).
+    Returns (tokens/s per GPU, the configuration), or (0, why) when no batch is feasible."""
+    import numpy as np
+
+    from placement.core.context import Context
+    from placement.core.evaluate import PartLayout, PoolConfig, evaluate, rank_sequence_ceiling
+    from placement.core.loading import parse_instance
+    from placement.modes.aggregated import CHUNKS
+
+    tp, ep = (int(w[2:]) for w in c.layout.split()[:2])
+    dpa = c.layout.endswith("dpa")
+    chips = tp * c.pp
+    if c.gpus % chips:
+        return 0.0, f"{c.gpus} GPUs are not whole replicas of {chips}"
+    ctx = Context.of(parse_instance(instance_doc(c, ttft), c.key))
+    cls = ctx.instance.workload.classes[0]
+    if ctx.model.moe is None:
+        ep = 1
+    site = next(iter(ctx.sites.values()))
+    dp, rank_tp = (tp, 1) if dpa else (1, tp)
+    part = PartLayout(chip=c.chip, site_resource=site.resource, chips=chips, tp=rank_tp, ep=ep, pp=c.pp, dp=dp)
+    top = float(rank_sequence_ceiling(ctx, chips / dp)) * dp
+    if per_chip is not None:
+        top = min(top, max(1.0, np.floor(per_chip * chips + 1e-9)))
+    batches = np.unique(np.round(np.geomspace(1, max(top, 1), 400)))
+    best, how = 0.0, "no feasible batch"
+    for chunk in CHUNKS:
+        cfg = PoolConfig(kind="aggregated", traffic_class=cls.name, main=part, batch=1, chunk_tokens=chunk)
+        perf = evaluate(ctx, cfg, cls, batch=batches)
+        ok = perf.ok(cls)
+        if ok.any():
+            i = int(np.argmax(np.where(ok, perf.capacity_rps, -1.0)))
+            tok_per_gpu = float(perf.capacity_rps[i]) * c.osl / chips
+            if tok_per_gpu > best:
+                best, how = tok_per_gpu, f"tp{rank_tp} ep{ep} pp{c.pp} dp{dp} b{batches[i]:g} chunk{chunk}"
+    return best, how
+
+
+def predict(args: tuple[Case, str, bool, int | None, float | None]) -> dict:
+    c, ttft, band, max_per_rank, per_chip = args
     from placement.core.loading import parse_instance
     from placement.studies.capacity import capacity
 
     began = time.perf_counter()
     try:
-        inst = parse_instance(instance_doc(c, ttft, max_per_rank), c.key)
+        inst = parse_instance(instance_doc(c, ttft, max_per_rank, per_chip), c.key)
         cap = capacity(inst, backend="highs", band=band, rtol=1e-2)[0]
         pool = cap.plan.pools[0] if cap.plan is not None and cap.plan.pools else None
         out = {"status": cap.status, "predicted_tok_s_per_gpu": cap.output_tokens_per_s / c.gpus,
@@ -175,6 +258,10 @@ def predict(args: tuple[Case, str, bool, int | None]) -> dict:
                f"b{pool.batch} x{pool.replicas}"}
     except Exception as e:  # noqa: BLE001 - a failed point is reported, never dropped
         out = {"status": f"error: {type(e).__name__}: {e}"[:200], "predicted_tok_s_per_gpu": float("nan"), "band": {}}
+    try:
+        out["layout_tok_s_per_gpu"], out["layout_config"] = measured_layout_capacity(c, ttft, per_chip)
+    except Exception as e:  # noqa: BLE001 - reported beside the plan's figure, never dropped
+        out["layout_tok_s_per_gpu"], out["layout_config"] = float("nan"), f"error: {type(e).__name__}: {e}"[:200]
     out["seconds"] = round(time.perf_counter() - began, 2)
     return {**asdict(c), **out}
 
@@ -192,7 +279,20 @@ def stats(rows: list[dict]) -> dict:
             "geo_mean_ratio": round(math.exp(sum(logs) / len(logs)), 3),
             "median_ratio": round(sorted(r)[len(r) // 2], 3),
             "beyond_1_5x": sum(1 for v in r if v > 1.5 or v < 1 / 1.5),
-            "coverage_p10_p90": round(len(inside) / len(banded), 3) if banded else None}
+            "coverage_p10_p90": round(len(inside) / len(banded), 3) if banded else None,
+            **_layout_stats(rows)}
+
+
+def _layout_stats(rows: list[dict]) -> dict:
+    """The same figures for the capacity at the measured layout (:func:`measured_layout_capacity`)."""
+    r = [x["layout_tok_s_per_gpu"] / x["measured_tok_s_per_gpu"] for x in rows
+         if math.isfinite(x.get("layout_tok_s_per_gpu", math.nan)) and x["layout_tok_s_per_gpu"] > 0]
+    if not r:
+        return {"layout_served": 0}
+    return {"layout_served": len(r),
+            "layout_median_abs_error_pct": round(100 * sorted(abs(v - 1) for v in r)[len(r) // 2], 1),
+            "layout_geo_mean_ratio": round(math.exp(sum(math.log(v) for v in r) / len(r)), 3),
+            "layout_beyond_1_5x": sum(1 for v in r if v > 1.5 or v < 1 / 1.5)}
 
 
 def summarise(rows: list[dict]) -> dict[str, dict]:
@@ -208,32 +308,91 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
     return {k: stats(v) for k, v in sorted(groups.items())}
 
 
-def to_markdown(summary: dict[str, dict], rows: list[dict], ttft: str, points: str) -> str:
+MODE_TITLES = {
+    "measured": "At the measured concurrency (each fixed-concurrency point's plans hold as many sequences in flight "
+                "per GPU as were measured; offline points free)",
+    "free": "At any concurrency (any batch the engine ceiling and memory allow: the planner's own capacity)",
+}
+
+
+def to_markdown(results: dict[str, dict], ttft: str, points: str) -> str:
     intro = ("Generated by `python benchmarks/capacity_eval.py` (do not edit by hand); data "
              "`benchmarks/data/throughput_at_scale.csv` (see `benchmarks/data/THROUGHPUT_AT_SCALE.md`). Every "
              f"campaign here is held out: no factor of the cost models was fitted on it. TTFT bound: {ttft}. "
              f"Points: {points} (see the script's notes). A ratio above 1 is an optimistic plan: it would buy too "
-             "few chips.")
-    header = ("| group | points | served | median abs error % | geo-mean ratio | median ratio | beyond 1.5x | "
-              "p10-p90 coverage |")
-    lines = ["# Capacity at the measured SLO: predicted ÷ measured output tokens/s per GPU", "", intro, "",
-             header, "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "few chips. A fixed-concurrency campaign's highest point is its capacity only at the concurrency it "
+             "ran: the first table asks the planner that question, the second lets it choose any batch. The last "
+             "columns price the measured layout itself (tp, ep, DP attention, pp as run) at its best batch — "
+             "no MILP, no layout choice: the cost model's own error, apart from the planner's choices.")
+    lines = ["# Capacity at the measured SLO: predicted ÷ measured output tokens/s per GPU", "", intro]
+    for mode, res in results.items():
+        lines += ["", f"## {MODE_TITLES[mode]}", "", *_summary_table(res["summary"]), "",
+                  f"### Worst points ({mode} concurrency)", "", *_worst_table(res["rows"])]
+    return "\n".join(lines) + "\n"
+
+
+def _summary_table(summary: dict[str, dict]) -> list[str]:
+    lines = [("| group | points | served | median abs error % | geo-mean ratio | median ratio | beyond 1.5x | "
+              "p10-p90 coverage | at the measured layout: served | median abs error % | geo-mean ratio | "
+              "beyond 1.5x |"), "| --- " * 12 + "|"]
     for k, s in summary.items():
         lines.append(f"| {k} | {s['n']} | {s['served']} | {s.get('median_abs_error_pct', '-')} | "
                      f"{s.get('geo_mean_ratio', '-')} | {s.get('median_ratio', '-')} | {s.get('beyond_1_5x', '-')} | "
-                     f"{s.get('coverage_p10_p90', '-')} |")
+                     f"{s.get('coverage_p10_p90', '-')} | {s.get('layout_served', '-')} | "
+                     f"{s.get('layout_median_abs_error_pct', '-')} | {s.get('layout_geo_mean_ratio', '-')} | "
+                     f"{s.get('layout_beyond_1_5x', '-')} |")
+    return lines
+
+
+def _worst_table(rows: list[dict], n: int = 20) -> list[str]:
     worst = sorted((x for x in rows if x["predicted_tok_s_per_gpu"] == x["predicted_tok_s_per_gpu"]),
                    key=lambda x: -abs(math.log(max(x["predicted_tok_s_per_gpu"], 1e-9) / x["measured_tok_s_per_gpu"])))
-    worst_header = ("| campaign | chip | model | prec | fw | ISL/OSL | GPUs | measured layout | TPOT ms | "
-                    "measured tok/s/GPU | predicted | ratio | plan |")
-    lines += ["", "## Worst points", "", worst_header, "| --- " * 13 + "|"]
-    for x in worst[:25]:
+    lines = [("| campaign | chip | model | prec | fw | ISL/OSL | GPUs | measured layout | conc | TPOT ms | "
+              "measured tok/s/GPU | predicted | ratio | plan | at the measured layout |"), "| --- " * 15 + "|"]
+    for x in worst[:n]:
         ratio = x["predicted_tok_s_per_gpu"] / x["measured_tok_s_per_gpu"]
+        conc = "offline" if not x.get("concurrency") else f"{x['concurrency']:g}"
+        tpot = f"{x['tpot_ms']:.1f}" if x["tpot_ms"] else "offline"
         lines.append(f"| {x['campaign']} | {x['chip']} | {x['model']} | {x['precision']} | {x['framework']} | "
-                     f"{x['isl']}/{x['osl']} | {x['gpus']} | {x['layout']} | {x['tpot_ms'] or 'offline'} | "
+                     f"{x['isl']}/{x['osl']} | {x['gpus']} | {x['layout']} | {conc} | {tpot} | "
                      f"{x['measured_tok_s_per_gpu']:,.0f} | {x['predicted_tok_s_per_gpu']:,.0f} | {ratio:.2f} | "
-                     f"{x.get('plan_layout') or x['status']} |")
-    return "\n".join(lines) + "\n"
+                     f"{x.get('plan_layout') or x['status']} | {_layout_cell(x)} |")
+    return lines
+
+
+def _layout_cell(x: dict) -> str:
+    v = x.get("layout_tok_s_per_gpu", math.nan)
+    if not math.isfinite(v) or v <= 0:
+        return x.get("layout_config", "-")
+    return f"{v:,.0f} ({v / x['measured_tok_s_per_gpu']:.2f}, {x['layout_config']})"
+
+
+def run(jobs: list[tuple], workers: int) -> list[dict]:
+    """:func:`predict` of every job, in a fork pool of ``workers`` processes (in order)."""
+    if workers <= 1:
+        return [predict(j) for j in jobs]
+    from multiprocessing import get_context
+
+    with get_context("fork").Pool(workers) as pool:
+        return pool.map(predict, jobs, chunksize=1)
+
+
+def measured_per_chip(c: Case) -> float | None:
+    """Sequences in flight per GPU of a fixed-concurrency point (None for offline runs: no concurrency)."""
+    return None if c.regime != "concurrency" or not c.concurrency else c.concurrency / c.gpus
+
+
+def fit_ceilings() -> dict[tuple[str, str], int]:
+    """Largest sequences per rank (attention group) among the calibration's rows, per (chip, model)."""
+    from layout_eval import fit_batch_ceilings
+
+    return {k: max(int(v), 1) for k, v in fit_batch_ceilings().items()}
+
+
+def _cap(*caps: int | None) -> int | None:
+    """The smallest of the caps given (None: no cap)."""
+    given = [c for c in caps if c is not None]
+    return min(given) if given else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,6 +405,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="each series' highest-throughput point (default), its TPOT-throughput frontier, or all")
     ap.add_argument("--max-batch-per-rank", type=int, default=None,
                     help="hold plans to this many sequences per rank (serving.max_sequences_per_rank)")
+    ap.add_argument("--cap-at-fit-batch", action="store_true",
+                    help="hold each point's plans to the largest batch per rank the calibration saw for its chip and "
+                         "model (points whose chip or model the fit never saw stay uncapped)")
+    ap.add_argument("--concurrency", choices=("both", "measured", "free"), default="both",
+                    help="measured: hold each fixed-concurrency point's plans to the sequences in flight it was "
+                         "measured at (serving.max_sequences_per_chip = concurrency / GPUs; offline points stay "
+                         "free); free: any batch the engine ceiling and memory allow; both (default): each in turn")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--md", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -254,21 +420,23 @@ def main(argv: list[str] | None = None) -> int:
     if a.limit is not None and a.limit < len(cases):
         step = len(cases) / a.limit
         cases = [cases[int(i * step)] for i in range(a.limit)]
-    jobs = [(c, a.ttft, a.band, a.max_batch_per_rank) for c in cases]
-    if a.workers > 1:
-        from multiprocessing import get_context
-
-        with get_context("fork").Pool(a.workers) as pool:
-            rows = pool.map(predict, jobs, chunksize=1)
-    else:
-        rows = [predict(j) for j in jobs]
-    summary = summarise(rows)
-    for k, s in summary.items():
-        print(k, s)
+    ceilings = fit_ceilings() if a.cap_at_fit_batch else {}
+    modes = ("measured", "free") if a.concurrency == "both" else (a.concurrency,)
+    results: dict[str, dict] = {}
+    for mode in modes:
+        jobs = [(c, a.ttft, a.band, _cap(a.max_batch_per_rank, ceilings.get((c.chip, c.model))),
+                 measured_per_chip(c) if mode == "measured" else None) for c in cases]
+        rows = run(jobs, a.workers)
+        results[mode] = {"summary": summarise(rows), "rows": rows}
+        print(f"-- concurrency {mode}")
+        for k, s in results[mode]["summary"].items():
+            print(k, s)
     if a.json is not None:
-        a.json.write_text(json.dumps({"ttft": a.ttft, "points": a.points, "max_batch_per_rank": a.max_batch_per_rank, "summary": summary, "rows": rows}, indent=1) + "\n")
+        a.json.write_text(json.dumps({"ttft": a.ttft, "points": a.points, "max_batch_per_rank": a.max_batch_per_rank,
+                                      "cap_at_fit_batch": a.cap_at_fit_batch, "concurrency": results},
+                                     indent=1) + "\n")
     if a.md is not None:
-        a.md.write_text(to_markdown(summary, rows, a.ttft, a.points))
+        a.md.write_text(to_markdown(results, a.ttft, a.points))
     return 0
 
 

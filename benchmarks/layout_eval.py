@@ -120,6 +120,26 @@ def stats(recs: list[dict]) -> dict:
             "beyond_1_5x": int(np.sum((r > 1.5) | (r < 1 / 1.5)))}
 
 
+#: Upper ends of the batch-per-rank bins: how the error moves as a step holds more sequences.
+BATCH_BINS = (4, 16, 32, 64, 128)
+
+
+def _batch_bin(batch_per_rank: float) -> str:
+    """The bin label of a batch per rank (sequences), right-aligned so that labels sort by size.
+
+    Examples
+    --------
+    >>> _batch_bin(1), _batch_bin(16), _batch_bin(17), _batch_bin(500)
+    ('  1-4', '  5-16', ' 17-32', '> 128')
+    """
+    lo = 1
+    for hi in BATCH_BINS:
+        if batch_per_rank <= hi:
+            return f"{lo:>3}-{hi}"
+        lo = hi + 1
+    return f"> {BATCH_BINS[-1]}"
+
+
 def summarise(recs: list[dict]) -> dict[str, dict]:
     from costmodels.calibration import SCALE_FIT_CHIPS
 
@@ -132,6 +152,7 @@ def summarise(recs: list[dict]) -> dict[str, dict]:
         groups[f"campaign {x['campaign']}"].append(x)
         groups[f"chip {x['chip']} {x['precision']}"].append(x)
         groups[f"{'DP attention' if x['dp_attention'] else 'TP attention'}"].append(x)
+        groups[f"batch per rank {_batch_bin(x['batch_per_rank'])}"].append(x)
         if x["chip"] in SCALE_FIT_CHIPS:
             groups["chips these campaigns calibrate (each campaign predicted by a fit without it)"].append(x)
         elif x["fit_batch_ceiling"] is None:

@@ -20,6 +20,7 @@ from costmodels.memory import memory_per_chip_bytes
 from costmodels.models import load_model_catalog
 from costmodels.roofline import aggregated_step, decode_step
 from placement.core.context import Context
+from placement.core.errors import InputError
 from placement.core.evaluate import PartLayout, PoolConfig, evaluate
 from placement.core.loading import parse_instance
 from placement.core.plan import parse_plan
@@ -171,3 +172,31 @@ def test_throughput_per_chip_never_beats_the_physics_the_engine_and_the_all_to_a
     tokens_per_chip = float(perf.capacity_rps) * cls.output_tokens / g
     assert float(perf.tpot_s) >= max(float(step.floor_s), a2a) * (1 - 1e-9)
     assert tokens_per_chip <= batch / (g * max(float(step.floor_s), a2a)) * (1 + 1e-9)
+
+
+def test_sequences_per_chip_bound_every_layouts_ranks():
+    """``serving.max_sequences_per_chip`` bounds the sequences in flight per chip whatever the layout: every
+    decode-holding rank of c chips runs at most floor(c x the bound), the plan costs no less, and a plan made
+    without it fails the check of the bounded instance, naming the field."""
+    loose = _doc("trtllm", tpot_ms=200.0, model="llama-3.1-8b")
+    loose["workload"]["classes"][0]["rate_rps"] = 10
+    loose["hardware"]["domains"][0]["count"] = 8
+    bounded = json.loads(json.dumps(loose))
+    bounded["serving"]["max_sequences_per_chip"] = 6.5
+    free, held = solve(parse_instance(loose), backend="highs"), solve(parse_instance(bounded), backend="highs")
+    assert free.status == held.status == "optimal" and free.verified and held.verified
+    for p in held.pools:
+        rank_chips = p.config.main.chips // p.config.main.dp
+        assert p.config.batch / p.config.main.dp <= max(1, int(rank_chips * 6.5))
+    assert max(p.config.batch / p.config.main.chips for p in free.pools) > 6.5
+    assert held.cost_usd_per_hour >= free.cost_usd_per_hour
+    v = verify(Context.of(parse_instance(bounded)), free)
+    assert any("exceed serving.max_sequences_per_chip 6.5" in m for m in v), v
+
+
+def test_sequences_per_chip_must_be_a_positive_finite_number():
+    doc = _doc("trtllm", tpot_ms=200.0, model="llama-3.1-8b")
+    for bad in (0, -1, float("inf")):
+        doc["serving"]["max_sequences_per_chip"] = bad
+        with pytest.raises(InputError, match="serving.max_sequences_per_chip"):
+            parse_instance(doc)

@@ -82,6 +82,7 @@ __all__ = [
     "precision_args",
     "prefill_queue",
     "prefix_reload_s",
+    "rank_sequence_ceiling",
     "shared_memo",
     "slot_admission",
     "split_perf",
@@ -304,17 +305,44 @@ def max_sequences_per_rank(ctx: Context) -> int:
     return cap if override is None else min(cap, override)
 
 
-def engine_admits(ctx: Context, sequences_per_rank) -> np.ndarray:
-    """Whether each batch of ``sequences_per_rank`` sequences on one rank is within the engine's ceiling.
+def rank_sequence_ceiling(ctx: Context, chips_per_rank) -> np.ndarray:
+    """The sequences one rank of ``chips_per_rank`` chips may run at once::
+
+        ceiling = min(max_sequences_per_rank(ctx), max(1, floor(c · serving.max_sequences_per_chip)))
+
+    (the second term only when the instance sets ``max_sequences_per_chip``).
 
     Examples
     --------
     >>> from types import SimpleNamespace as NS
-    >>> ctx = NS(instance=NS(serving=NS(framework="vllm", max_sequences_per_rank=None)))
+    >>> ctx = NS(instance=NS(serving=NS(framework="vllm", max_sequences_per_rank=None, max_sequences_per_chip=4)))
+    >>> rank_sequence_ceiling(ctx, np.array([1, 2, 8])).tolist()
+    [4.0, 8.0, 32.0]
+    >>> ctx.instance.serving.max_sequences_per_chip = None
+    >>> float(rank_sequence_ceiling(ctx, 8))
+    1024.0
+    """
+    cap = float(max_sequences_per_rank(ctx))
+    per_chip = getattr(ctx.instance.serving, "max_sequences_per_chip", None)
+    chips = np.asarray(chips_per_rank, dtype=float)
+    if per_chip is None:
+        return np.full(chips.shape, cap)
+    # 1e-9: a product such as 8 x 0.125 must floor to 1, not to 0.999999...
+    return np.minimum(cap, np.maximum(1.0, np.floor(chips * per_chip + 1e-9)))
+
+
+def engine_admits(ctx: Context, sequences_per_rank, chips_per_rank=1) -> np.ndarray:
+    """Whether each batch of ``sequences_per_rank`` sequences on one rank of ``chips_per_rank`` chips is within
+    the engine's ceiling (:func:`rank_sequence_ceiling`).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> ctx = NS(instance=NS(serving=NS(framework="vllm", max_sequences_per_rank=None, max_sequences_per_chip=None)))
     >>> engine_admits(ctx, np.array([512.0, 1024.0, 1025.0])).tolist()
     [True, True, False]
     """
-    return np.asarray(sequences_per_rank, dtype=float) <= max_sequences_per_rank(ctx)
+    return np.asarray(sequences_per_rank, dtype=float) <= rank_sequence_ceiling(ctx, chips_per_rank)
 
 
 def framework_latency_s(ctx: Context) -> float:

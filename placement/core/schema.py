@@ -374,7 +374,8 @@ class Serving(Record):
 
     ``framework`` names an entry of ``costmodels/catalog/frameworks.yaml`` (:mod:`costmodels.frameworks`);
     ``pooled`` (the default) adds nothing and takes the widest TTFT band. ``max_sequences_per_rank`` lowers
-    the framework's ceiling on a rank's batch.
+    the framework's ceiling on a rank's batch; ``max_sequences_per_chip`` bounds the sequences in flight per
+    chip whatever the layout (a rank of ``c`` chips holds at most ``floor(c · max_sequences_per_chip)``).
     """
 
     framework: Framework = Field(default="pooled", description="a costmodels/catalog/frameworks.yaml entry: "
@@ -386,6 +387,11 @@ class Serving(Record):
         "--max-running-requests, TensorRT-LLM max_batch_size), or the largest batch a capacity plan should "
         "rest on (benchmarks/CAPACITY.md: the cost models are checked on measured batches up to 64-128 per "
         "rank)")
+    max_sequences_per_chip: float | None = Field(
+        default=None, gt=0, le=1_000_000, allow_inf_nan=False,
+        description="sequences in flight per chip, whatever the layout: a (data-parallel) rank of c chips "
+        "runs at most floor(c x this) at once (at least one). The load a deployment was tested or measured at "
+        "(a benchmark's concurrency / its GPUs), so that a plan does not rest on batches nobody ran")
 
 
 class Instance(Record):

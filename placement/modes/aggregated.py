@@ -118,7 +118,7 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     ttft = prefill_ttft + slot_wait
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b + lay.dp, context=max_context_tokens(cls),
                                 **lay.args(), dp=lay.dp, **memory_args(ctx))
-    ok = np.asarray(fits(chip, mem)) & engine_admits(ctx, b / lay.dp)
+    ok = np.asarray(fits(chip, mem)) & engine_admits(ctx, b / lay.dp, lay.chips / lay.dp)
     return Perf(cap, ttft, tpot, ok, np.zeros(b.shape), np.asarray(mem))
 
 

@@ -141,7 +141,7 @@ def _decode_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layouts
     cap, wait = slot_admission(b, cls.output_tokens * tpot, cls)
     mem = memory_per_chip_bytes(chip, m, stage="decode", batch=b, context=max_context_tokens(cls),
                                 **lay.args(), dp=lay.dp, **memory_args(ctx))
-    ok = np.asarray(fits(chip, mem)) & covered & engine_admits(ctx, b / lay.dp)
+    ok = np.asarray(fits(chip, mem)) & covered & engine_admits(ctx, b / lay.dp, lay.chips / lay.dp)
     return Perf(cap, wait, tpot, ok, np.zeros(b.shape), np.asarray(mem))
 
 

@@ -140,7 +140,8 @@ def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cf
                               pp=lay.pp)
     tpot = np.minimum.reduceat(at_s, lay.first_row, axis=0)
     # Each attention DP group is an engine rank running its B sequences.
-    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem)) & engine_admits(ctx, b)
+    group_chips = np.array([c.main.chips / c.main.dp for c in cfgs])[:, None]  # (C, 1), as the memories (C, B)
+    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem)) & engine_admits(ctx, b, group_chips)
     pair = lay.dp_b[:, None, :] * lay.bytes_per_token / tpot
     # One slot admission for every entry (it is elementwise): dp·B slots, each held output_tokens·TPOT.
     caps, waits = slot_admission(np.broadcast_to(lay.dp_b[:, None, :], tpot.shape).ravel(),

@@ -89,7 +89,7 @@ def _decode_spec(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray
         mem = mem + dmem
     else:
         ok = np.asarray(fits(chip, mem)) & np.asarray(fits(dchip, dmem))
-    ok = ok & engine_admits(ctx, b / cfg.main.dp)
+    ok = ok & engine_admits(ctx, b / cfg.main.dp, cfg.main.chips / cfg.main.dp)
     pair = b * (gamma + 1) * _TOKEN_BYTES / np.maximum(tpot * e, 1e-12)
     return Perf(cap, wait, tpot, ok, pair, mem)
 

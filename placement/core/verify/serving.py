@@ -127,18 +127,25 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
     TPOT; each route's TTFT (its
     steps' parts added, :func:`placement.core.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
-    engine_cap = framework_entry(ctx.instance.serving.framework).max_sequences_per_rank
-    if ctx.instance.serving.max_sequences_per_rank is not None:
-        engine_cap = min(engine_cap, ctx.instance.serving.max_sequences_per_rank)
+    serving = ctx.instance.serving
+    engine_cap = framework_entry(serving.framework).max_sequences_per_rank
+    if serving.max_sequences_per_rank is not None:
+        engine_cap = min(engine_cap, serving.max_sequences_per_rank)
     for f in facts:
         if not f.main or f.pool.config.kind == "measured":
             continue
         cfg, cls = f.pool.config, ctx.classes[f.pool.config.traffic_class]
         # An attention–FFN replica's attention groups each run its batch; other kinds share it over dp ranks.
         per_rank = cfg.batch if cfg.kind == "decode-af" else cfg.batch / cfg.main.dp
+        rank_chips = cfg.main.chips / cfg.main.dp
+        chip_cap = (math.inf if serving.max_sequences_per_chip is None
+                    else max(1, math.floor(rank_chips * serving.max_sequences_per_chip + 1e-9)))
         if per_rank > engine_cap:
-            v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank exceed the {ctx.instance.serving.framework} "
+            v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank exceed the {serving.framework} "
                      f"engine's {engine_cap} (costmodels/catalog/frameworks.yaml, serving.max_sequences_per_rank)")
+        elif per_rank > chip_cap:
+            v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank of {rank_chips:g} chips exceed "
+                     f"serving.max_sequences_per_chip {serving.max_sequences_per_chip:g} ({chip_cap} a rank)")
         elif not f.fits:
             parts = f"{cfg.main.chip} x{cfg.main.chips}" + (f" + {cfg.partner.chip} x{cfg.partner.chips}"
                                                             if cfg.partner else "")
