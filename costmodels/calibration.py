@@ -23,10 +23,8 @@ grid point; :func:`predict_rows` prices rows on any chip directly.
 
 Examples
 --------
->>> from topology.chips import load_chip_catalog
->>> h100 = chip_with(load_chip_catalog()["h100"], 0.70, 0.86, 2.0e-3)
->>> h100.memory_efficiency, h100.step_overhead_s
-(0.86, 0.002)
+>>> KERNEL_REFERENCE.compute_efficiency, FACTOR_BOUNDS["allreduce_efficiency"]
+(0.7, (0.05, 1.0))
 """
 
 from __future__ import annotations

@@ -90,16 +90,23 @@ def test_the_verifier_refuses_a_batch_beyond_the_engine_ceiling():
     assert any("sequences per rank exceed the vllm engine's 1024" in m for m in v), v
 
 
-def test_an_instance_can_hold_plans_to_a_smaller_batch_per_rank():
-    """``serving.max_sequences_per_rank`` lowers the engine's ceiling: the plan's batches per rank stay under
-    it, the plan costs no less, and a plan made without it fails the check of the capped instance."""
+def _solved_with_serving(**serving) -> tuple[dict, object, object]:
+    """A Llama-3.1-8B fleet of 8 domains at 10 req/s under TensorRT-LLM, without and with ``serving`` set:
+    (the held instance document, the loose plan, the held plan), both plans optimal and verified."""
     loose = _doc("trtllm", tpot_ms=200.0, model="llama-3.1-8b")
     loose["workload"]["classes"][0]["rate_rps"] = 10
     loose["hardware"]["domains"][0]["count"] = 8
-    capped = json.loads(json.dumps(loose))
-    capped["serving"]["max_sequences_per_rank"] = 16
-    free, held = solve(parse_instance(loose), backend="highs"), solve(parse_instance(capped), backend="highs")
+    held_doc = json.loads(json.dumps(loose))
+    held_doc["serving"].update(serving)
+    free, held = solve(parse_instance(loose), backend="highs"), solve(parse_instance(held_doc), backend="highs")
     assert free.status == held.status == "optimal" and free.verified and held.verified
+    return held_doc, free, held
+
+
+def test_an_instance_can_hold_plans_to_a_smaller_batch_per_rank():
+    """``serving.max_sequences_per_rank`` lowers the engine's ceiling: the plan's batches per rank stay under
+    it, the plan costs no less, and a plan made without it fails the check of the capped instance."""
+    capped, free, held = _solved_with_serving(max_sequences_per_rank=16)
     per_rank = [p.config.batch / p.config.main.dp for p in held.pools]
     assert max(per_rank) <= 16 < max(p.config.batch / p.config.main.dp for p in free.pools)
     assert held.cost_usd_per_hour >= free.cost_usd_per_hour
@@ -178,13 +185,7 @@ def test_sequences_per_chip_bound_every_layouts_ranks():
     """``serving.max_sequences_per_chip`` bounds the sequences in flight per chip whatever the layout: every
     decode-holding rank of c chips runs at most floor(c x the bound), the plan costs no less, and a plan made
     without it fails the check of the bounded instance, naming the field."""
-    loose = _doc("trtllm", tpot_ms=200.0, model="llama-3.1-8b")
-    loose["workload"]["classes"][0]["rate_rps"] = 10
-    loose["hardware"]["domains"][0]["count"] = 8
-    bounded = json.loads(json.dumps(loose))
-    bounded["serving"]["max_sequences_per_chip"] = 6.5
-    free, held = solve(parse_instance(loose), backend="highs"), solve(parse_instance(bounded), backend="highs")
-    assert free.status == held.status == "optimal" and free.verified and held.verified
+    bounded, free, held = _solved_with_serving(max_sequences_per_chip=6.5)
     for p in held.pools:
         rank_chips = p.config.main.chips // p.config.main.dp
         assert p.config.batch / p.config.main.dp <= max(1, int(rank_chips * 6.5))
