@@ -27,9 +27,10 @@ from topology.routing import PS_PER_S, UNREACHABLE_PS
 
 if TYPE_CHECKING:
     from placement.core.context import Context, SiteInfo
+    from topology.chips import ChipSpec
 
 __all__ = ["BATCHES", "SIZE_HEADROOM", "Weights", "attention_parts", "layouts", "pair_latencies", "parts",
-           "replica_sizes", "weights"]
+           "replica_sizes", "runs_precisions", "weights"]
 
 #: Batches tried for every decoding configuration.
 BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
@@ -117,9 +118,38 @@ def _fleet_chips(ctx: Context, resource: str) -> int:
     return sum(s.chips for s in ctx.sites.values() if s.resource == resource)
 
 
+def runs_precisions(ctx: Context, chip: ChipSpec, stage: str) -> bool:
+    """Whether ``chip`` has a tensor rate for the matmuls ``stage`` runs at the instance's precisions: the
+    FFN's weights (all but ``decode-attention``) and the attention projections (all but ``decode-ffn``),
+    e.g. not gpt-oss's BF16 attention on an FP8/FP4-only card. The attention core needs none: it falls back
+    to the weights' rate. A chip without them gets no replica of the stage.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> from costmodels.models import load_model_catalog
+    >>> from topology.chips import load_chip_catalog
+    >>> from placement.core.schema import Precision
+    >>> ctx = NS(model=load_model_catalog()["gpt-oss-20b"], instance=NS(precision=Precision(weights="fp4")))
+    >>> corsair = load_chip_catalog()["corsair"]
+    >>> runs_precisions(ctx, corsair, "decode"), runs_precisions(ctx, corsair, "decode-ffn")
+    (False, True)
+    """
+    p = ctx.instance.precision
+    needed = ([] if stage == "decode-attention" else [p.weights]) + \
+        ([] if stage == "decode-ffn" else [p.attention_for(ctx.model)])
+    try:
+        for precision in needed:
+            chip.flops(precision)
+    except ValueError:
+        return False
+    return True
+
+
 def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None,
           data_parallel: bool = False) -> list[PartLayout]:
-    """Replica layouts of ``stage`` on ``site``'s resource holding ``weight_bytes`` (kept in ``memo``).
+    """Replica layouts of ``stage`` on ``site``'s resource holding ``weight_bytes`` (kept in ``memo``); none
+    where the chip lacks a rate the stage's matmuls need (:func:`runs_precisions`).
 
     ``data_parallel`` adds the data-parallel attention / wide-EP layouts of
     :func:`layouts` (for kinds whose replica shares one batch over its dp groups).
@@ -127,6 +157,10 @@ def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: d
     key = ("parts", site.resource, stage, weight_bytes, data_parallel)
     if memo is not None and key in memo:
         return memo[key]
+    if not runs_precisions(ctx, site.chip, stage):
+        if memo is not None:
+            memo[key] = []
+        return []
     need = _min_chips_for_weights(site, weight_bytes)
     max_chips = min(_fleet_chips(ctx, site.resource), need * SIZE_HEADROOM)
     out = []
@@ -142,7 +176,10 @@ def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: d
 
 
 def attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[PartLayout]:
-    """Attention halves: dp groups of tp chips filling a chain size (no pipeline)."""
+    """Attention halves: dp groups of tp chips filling a chain size (no pipeline); none where the chip lacks
+    the attention projections' rate (:func:`runs_precisions`)."""
+    if not runs_precisions(ctx, site.chip, "decode-attention"):
+        return []
     need = _min_chips_for_weights(site, weight_bytes)
     fleet_chips = _fleet_chips(ctx, site.resource)
     out = []
