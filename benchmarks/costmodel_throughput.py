@@ -1,4 +1,4 @@
-"""How fast the roofline evaluates decode configurations (DESIGN §3: ~1 s per million).
+"""How fast the roofline evaluates decode configurations (the target: ~1 s per million).
 
 For each model, loops over a handful of chips and evaluates
 ``decode_step`` and the memory fit on the full (layout × batch × context) grid in one vectorised

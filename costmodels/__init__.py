@@ -1,4 +1,4 @@
-"""Per-stage cost models of LLM inference (DESIGN §3).
+"""Per-stage cost models of LLM inference.
 
 Roofline step models (:mod:`costmodels.roofline`), communication
 (:mod:`costmodels.comm`), attention–FFN pipelines (:mod:`costmodels.af`), speculative decoding (:mod:`costmodels.specdec`),

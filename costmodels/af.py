@@ -1,4 +1,4 @@
-"""Attention–FFN replicas whose FFN side is a pipeline, timed layer by layer (DESIGN §3).
+"""Attention–FFN replicas whose FFN side is a pipeline, timed layer by layer.
 
 Setting
 -------

@@ -247,7 +247,7 @@ def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: Ar
     """Attention-core FLOPs (QKᵀ, AV) of one sequence, all layers.
 
     Decode (one new token at context c): pairs·2·h·(d_qk + d_v), which for GQA is
-    DESIGN's 4·L·h·d_head·c; MLA uses the absorbed dims. Prefill (p new tokens
+    4·L·h·d_head·c over all layers; MLA uses the absorbed dims. Prefill (p new tokens
     after c0 cached): pairs = p·c0 + p²/2 per layer; MLA takes the cheaper of
     the non-absorbed form, which must also decompress the cached prefix's K/V
     (2·c0·r_kv·h·(d_nope + d_v) per layer), and the absorbed form.

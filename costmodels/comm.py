@@ -1,5 +1,5 @@
 """Communication costs: TP all-reduce, EP all-to-all, stage hand-offs, KV transfer,
-attention–FFN activation ping-pong (DESIGN §3).
+attention–FFN activation ping-pong.
 
 Bandwidths are per chip per direction (``ChipSpec.scale_up_bandwidth_bytes_per_s``,
 ``scale_out_bandwidth_bytes_per_s``). A collective over ``n`` chips uses the

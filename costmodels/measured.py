@@ -1,4 +1,4 @@
-"""Measured tables that replace the roofline for a chip and stage (DESIGN §3).
+"""Measured tables that replace the roofline for a chip and stage.
 
 Two kinds, as in Mélange and DistServe:
 

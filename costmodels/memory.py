@@ -1,4 +1,4 @@
-"""Memory fit of a stage replica on its chips (DESIGN §3).
+"""Memory fit of a stage replica on its chips.
 
 Per chip of a replica of g = dp·tp·pp chips (bytes)::
 

@@ -1,4 +1,4 @@
-"""Roofline step models of the inference stages (DESIGN §3).
+"""Roofline step models of the inference stages.
 
 One forward step of a replica is priced from three quantities: the FLOPs it
 executes, the bytes it reads from the working memory tier, and the collectives
@@ -66,7 +66,7 @@ stage re-reading its weights once per micro-batch::
 
 with ``FLOPs_round`` the FLOPs of all ``batch`` tokens through all L layers
 and ``bytes_round = n_mb·W_touched(b) + KV``. With a full pipeline
-(``batch ≥ pp``) the denominators are ``g·F`` and ``g·BW`` as in DESIGN §3.
+(``batch ≥ pp``) the denominators are ``g·F`` and ``g·BW``: the whole replica's peaks.
 Consequences: compute and KV time shrink with the pp× more chips, but the
 weight-read time does not (each stage re-reads its weights for every
 micro-batch) — a weight-bound decode gets no faster from PP, it only spreads

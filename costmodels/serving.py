@@ -1,5 +1,5 @@
 """Serving-level formulas: aggregated chunked-prefill serving,
-balanced decode batch, economics (DESIGN §3).
+balanced decode batch, economics.
 
 Examples
 --------

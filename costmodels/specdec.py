@@ -1,4 +1,4 @@
-"""Speculative decoding: tokens per verify, verify step, TPOT (DESIGN §3).
+"""Speculative decoding: tokens per verify, verify step, TPOT.
 
 A draft proposes γ tokens one at a time; the target verifies all of them (plus
 its own next token) in one pass over B·(γ+1) tokens. Draft position i is

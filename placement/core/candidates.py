@@ -45,7 +45,7 @@ form a divisibility chain with the domain size
 (:func:`placement.modes.layouts.replica_sizes`), so the solver's aggregate
 chip constraint packs exactly (see :func:`solvers.milp.check_packable`).
 
-Serving modes become routes (DESIGN §4), one per class and enabled mode, with
+Serving modes become routes (ARCHITECTURE.md, "Data flow"), one per class and enabled mode, with
 the mode's transfers between their steps. Roofline columns serve one class
 each — a batch that meets one class's TPOT need not meet it when mixed with
 longer contexts — while a mode's shared columns (measured, Mélange-style

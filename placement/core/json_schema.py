@@ -35,7 +35,7 @@ SCHEMA_KINDS = ("instance", "plan")
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _ID = "https://github.com/placement/placement/schemas/{kind}.schema.json"
 
-#: Name suffix -> unit, longest first (a field's unit is in its name, DESIGN §7).
+#: Name suffix -> unit, longest first (a field's unit is in its name: ARCHITECTURE.md, "Conventions that hold everywhere").
 _UNITS = (
     ("_usd_per_hour_per_chip", "$/h per chip"), ("_usd_per_hour", "$/h"), ("_gb_per_s", "GB/s"),
     ("_bytes_per_s", "bytes/s"), ("_per_s", "/s"), ("_tokens", "tokens"), ("_bytes", "bytes"),
