@@ -27,7 +27,9 @@ from solvers.backends import SolveOptions
 from solvers.backends.highs import HighsBackend
 
 ROOT = Path(__file__).resolve().parent.parent
-SLOW = ROOT / "benchmarks/instances/bench-leaf-spine-d10-k8-c6-s0-agg.pd.yaml"
+#: A fleet whose CBC solve runs for minutes (the 100-domain all-modes one; the 10-domain one now ends ~0.5 s
+#: after its last CBC starts, so a signal could land after the command finished and its handlers were gone).
+SLOW = ROOT / "benchmarks/instances/bench-leaf-spine-d100-k8-c6-s0-agg.pd.yaml"
 PLACEMENT = Path(sys.executable).parent / "placement"
 #: Generous: candidate generation on a loaded machine; the test fails (not hangs) if CBC never starts.
 START_TIMEOUT_S = 300.0
@@ -101,7 +103,8 @@ def test_a_signal_ends_cbc_and_removes_its_files(tmp_path, signum):
     tmpdir.mkdir()
     env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONFAULTHANDLER": "1"}
     with _sigint_as_in_a_terminal():
-        proc = subprocess.Popen([str(PLACEMENT), "solve", str(SLOW), "--solver", "cbc", "-q"], env=env,
+        proc = subprocess.Popen([str(PLACEMENT), "solve", str(SLOW), "--solver", "cbc", "--time-limit", "120", "-q"],
+                                env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     try:
         cbc = _wait_for_cbc(proc)
