@@ -202,7 +202,7 @@ def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: 
 
 def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None) -> tuple[float, str]:
     """Output tokens/s per GPU at the point's own layout (tp, ep, DP attention, pp as measured), the batch the
-    best the SLO allows — at most ``per_chip`` sequences per GPU when given — and every prefill chunk size,
+    best the SLO allows — held to ``per_chip`` sequences per chip when given, as plans are — and every chunk size,
     from :func:`placement.core.evaluate.evaluate` (no MILP: one replica's capacity times the replicas).
     Returns (tokens/s per GPU, the configuration), or (0, why) when no batch is feasible."""
     import numpy as np
@@ -217,16 +217,15 @@ def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None) -> tupl
     chips = tp * c.pp
     if c.gpus % chips:
         return 0.0, f"{c.gpus} GPUs are not whole replicas of {chips}"
-    ctx = Context.of(parse_instance(instance_doc(c, ttft), c.key))
+    ctx = Context.of(parse_instance(instance_doc(c, ttft, per_chip=per_chip), c.key))
     cls = ctx.instance.workload.classes[0]
     if ctx.model.moe is None:
         ep = 1
     site = next(iter(ctx.sites.values()))
     dp, rank_tp = (tp, 1) if dpa else (1, tp)
     part = PartLayout(chip=c.chip, site_resource=site.resource, chips=chips, tp=rank_tp, ep=ep, pp=c.pp, dp=dp)
+    # The replica's dp ranks each at the engine's (and the instance's per-chip) ceiling, as plans are held.
     top = float(rank_sequence_ceiling(ctx, chips / dp)) * dp
-    if per_chip is not None:
-        top = min(top, max(1.0, np.floor(per_chip * chips + 1e-9)))
     batches = np.unique(np.round(np.geomspace(1, max(top, 1), 400)))
     best, how = 0.0, "no feasible batch"
     for chunk in CHUNKS:

@@ -63,6 +63,7 @@ import test_fuzz as fz
 import test_verify_property as tp
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
+from test_candidate_cache_security import _entries, _Marker  # the cache tests' marker and listing
 
 #: An example slower than this is reported; one slower than HANG_S is aborted and counted as a hang.
 SLOW_S = 20.0
@@ -217,21 +218,6 @@ def _devices(report: dict) -> None:
 BERTHA = ROOT / "instances" / "bertha-lpddr.yaml"
 
 
-class _Marker:
-    """Unpickling this touches ``path``: code run by reading a file."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __reduce__(self):
-        return Path.touch, (self.path,)
-
-
-def _cache_entries(folder: Path) -> list[Path]:
-    """The generations in ``folder``: every file but the key and temporary files."""
-    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name != "hmac.key")
-
-
 def _put(path: Path, data: bytes) -> None:
     """``data`` as a new private file (0600) at ``path``, replacing a file or link there (never followed)."""
     if path.is_symlink() or path.exists():
@@ -358,7 +344,7 @@ def _cache_tamper(examples: int, seed_value: int, report: dict) -> None:
             candidate_cache.clear()
             solve(toy, backend="highs")
             candidate_cache.clear()
-            (entry,) = _cache_entries(folder)
+            (entry,) = _entries(folder)
             good = entry.read_bytes()
             assert good.startswith(b"placement-cache 1 hmac-sha256 "), good[:40]
             _run("cache_tamper", _cache_mutations(len(good)),

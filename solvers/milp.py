@@ -69,7 +69,14 @@ from solvers.export import export_model
 from solvers.extract import empty_solution, model_stats, to_solution
 from solvers.index import Index, PairSplit
 from solvers.kv_rows import add_policy_objective, add_policy_rows, add_policy_variables
-from solvers.limits import LimitExceeded, OutOfTime, check_model_fits, check_time, clip_time
+from solvers.limits import (
+    LimitExceeded,
+    OutOfTime,
+    check_model_fits,
+    check_time,
+    clip_time,
+    start_build,
+)
 from solvers.network_rows import (
     NEGLIGIBLE,
     add_edge_capacity,
@@ -166,6 +173,7 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto",
     """
     check_time("before building the model")
     check_packable(problem)
+    start_build()
     with gc_paused():
         ix = Index.from_problem(problem, pair_split)
         if backend is not None:

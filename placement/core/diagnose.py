@@ -44,7 +44,7 @@ from placement.core.evaluate import evaluate, framework_latency_s
 from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
 from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
-from placement.modes.layouts import runs_precisions
+from placement.modes.layouts import missing_rates
 from solvers.backends import DEFAULT_BACKEND
 from solvers.problem import Problem
 
@@ -183,18 +183,6 @@ def _framework_clause(ctx: Context, cls: TrafficClass) -> str:
     return f"; {ms} ms of it is the {fw} framework request latency ({where})"
 
 
-def _missing_rates(ctx: Context, chip: str) -> list[str]:
-    """The instance's matmul precisions (weights, attention projections) ``chip`` has no tensor rate for."""
-    p, spec = ctx.instance.precision, ctx.chips[chip]
-    out = []
-    for precision in dict.fromkeys((p.weights, p.attention_for(ctx.model))):
-        try:
-            spec.flops(precision)
-        except ValueError:
-            out.append(precision)
-    return out
-
-
 def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
     cls = ctx.classes[name]
     inst = ctx.instance
@@ -209,10 +197,10 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
     floor = slo_floor(ctx, cls)
     out = []
     if floor.tpot_s is None and floor.ttft_s is None:
-        unable = sorted({s.chip.name for s in ctx.sites.values() if not runs_precisions(ctx, s.chip, "decode")})
-        if unable and len(unable) == len({s.chip.name for s in ctx.sites.values()}):
+        lacks = {s.chip.name: missing_rates(ctx, s.chip, "decode") for s in ctx.sites.values()}
+        if all(lacks.values()):
             p = inst.precision
-            missing = "; ".join(f"{chip} has no {' or '.join(_missing_rates(ctx, chip))} rate" for chip in unable)
+            missing = "; ".join(f"{chip} has no {' or '.join(rates)} rate" for chip, rates in sorted(lacks.items()))
             return [(f"class {name}: no chip of the fleet has a tensor rate for {ctx.model.name}'s matmuls at "
                      f"{p.weights} weights and {p.attention_for(ctx.model)} attention projections ({missing}); "
                      "set precision.weights or precision.attention to a rate the chips list "

@@ -301,8 +301,7 @@ def max_sequences_per_rank(ctx: Context) -> int:
 
     serving = ctx.instance.serving
     cap = framework_entry(serving.framework).max_sequences_per_rank
-    override = getattr(serving, "max_sequences_per_rank", None)
-    return cap if override is None else min(cap, override)
+    return cap if serving.max_sequences_per_rank is None else min(cap, serving.max_sequences_per_rank)
 
 
 def rank_sequence_ceiling(ctx: Context, chips_per_rank) -> np.ndarray:
@@ -323,7 +322,7 @@ def rank_sequence_ceiling(ctx: Context, chips_per_rank) -> np.ndarray:
     1024.0
     """
     cap = float(max_sequences_per_rank(ctx))
-    per_chip = getattr(ctx.instance.serving, "max_sequences_per_chip", None)
+    per_chip = ctx.instance.serving.max_sequences_per_chip
     chips = np.asarray(chips_per_rank, dtype=float)
     if per_chip is None:
         return np.full(chips.shape, cap)

@@ -29,8 +29,19 @@ if TYPE_CHECKING:
     from placement.core.context import Context, SiteInfo
     from topology.chips import ChipSpec
 
-__all__ = ["BATCHES", "SIZE_HEADROOM", "Weights", "attention_parts", "layouts", "pair_latencies", "parts",
-           "replica_sizes", "runs_precisions", "weights"]
+__all__ = [
+    "BATCHES",
+    "SIZE_HEADROOM",
+    "Weights",
+    "attention_parts",
+    "layouts",
+    "missing_rates",
+    "pair_latencies",
+    "parts",
+    "replica_sizes",
+    "runs_precisions",
+    "weights",
+]
 
 #: Batches tried for every decoding configuration.
 BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
@@ -118,11 +129,11 @@ def _fleet_chips(ctx: Context, resource: str) -> int:
     return sum(s.chips for s in ctx.sites.values() if s.resource == resource)
 
 
-def runs_precisions(ctx: Context, chip: ChipSpec, stage: str) -> bool:
-    """Whether ``chip`` has a tensor rate for the matmuls ``stage`` runs at the instance's precisions: the
-    FFN's weights (all but ``decode-attention``) and the attention projections (all but ``decode-ffn``),
-    e.g. not gpt-oss's BF16 attention on an FP8/FP4-only card. The attention core needs none: it falls back
-    to the weights' rate. A chip without them gets no replica of the stage.
+def missing_rates(ctx: Context, chip: ChipSpec, stage: str) -> list[str]:
+    """The instance's matmul precisions ``stage`` runs on ``chip`` that it has no tensor rate for: the FFN's
+    weights (all stages but ``decode-attention``) and the attention projections (all but ``decode-ffn``),
+    e.g. gpt-oss's BF16 attention on an FP8/FP4-only card. The attention core needs none: it falls back to
+    the weights' rate.
 
     Examples
     --------
@@ -132,18 +143,25 @@ def runs_precisions(ctx: Context, chip: ChipSpec, stage: str) -> bool:
     >>> from placement.core.schema import Precision
     >>> ctx = NS(model=load_model_catalog()["gpt-oss-20b"], instance=NS(precision=Precision(weights="fp4")))
     >>> corsair = load_chip_catalog()["corsair"]
-    >>> runs_precisions(ctx, corsair, "decode"), runs_precisions(ctx, corsair, "decode-ffn")
-    (False, True)
+    >>> missing_rates(ctx, corsair, "decode"), missing_rates(ctx, corsair, "decode-ffn")
+    (['bf16'], [])
     """
     p = ctx.instance.precision
     needed = ([] if stage == "decode-attention" else [p.weights]) + \
         ([] if stage == "decode-ffn" else [p.attention_for(ctx.model)])
-    try:
-        for precision in needed:
+    out = []
+    for precision in dict.fromkeys(needed):
+        try:
             chip.flops(precision)
-    except ValueError:
-        return False
-    return True
+        except ValueError:
+            out.append(precision)
+    return out
+
+
+def runs_precisions(ctx: Context, chip: ChipSpec, stage: str) -> bool:
+    """Whether ``chip`` has every tensor rate ``stage``'s matmuls need (:func:`missing_rates`); a chip without
+    them gets no replica of the stage."""
+    return not missing_rates(ctx, chip, stage)
 
 
 def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from costmodels.frameworks import framework_entry
 from placement.core.context import Context
+from placement.core.evaluate import max_sequences_per_rank, rank_sequence_ceiling
 from placement.core.plan import Plan, class_latencies_ms
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
 from placement.modes.ids import RouteId, StepId
@@ -128,9 +128,7 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
     steps' parts added, :func:`placement.core.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
     serving = ctx.instance.serving
-    engine_cap = framework_entry(serving.framework).max_sequences_per_rank
-    if serving.max_sequences_per_rank is not None:
-        engine_cap = min(engine_cap, serving.max_sequences_per_rank)
+    engine_cap = max_sequences_per_rank(ctx)
     for f in facts:
         if not f.main or f.pool.config.kind == "measured":
             continue
@@ -138,14 +136,13 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
         # An attention–FFN replica's attention groups each run its batch; other kinds share it over dp ranks.
         per_rank = cfg.batch if cfg.kind == "decode-af" else cfg.batch / cfg.main.dp
         rank_chips = cfg.main.chips / cfg.main.dp
-        chip_cap = (math.inf if serving.max_sequences_per_chip is None
-                    else max(1, math.floor(rank_chips * serving.max_sequences_per_chip + 1e-9)))
+        chip_cap = float(rank_sequence_ceiling(ctx, rank_chips))
         if per_rank > engine_cap:
             v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank exceed the {serving.framework} "
                      f"engine's {engine_cap} (costmodels/catalog/frameworks.yaml, serving.max_sequences_per_rank)")
         elif per_rank > chip_cap:
             v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank of {rank_chips:g} chips exceed "
-                     f"serving.max_sequences_per_chip {serving.max_sequences_per_chip:g} ({chip_cap} a rank)")
+                     f"serving.max_sequences_per_chip {serving.max_sequences_per_chip:g} ({chip_cap:g} a rank)")
         elif not f.fits:
             parts = f"{cfg.main.chip} x{cfg.main.chips}" + (f" + {cfg.partner.chip} x{cfg.partner.chips}"
                                                             if cfg.partner else "")
