@@ -44,6 +44,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DATA = ROOT / "benchmarks" / "data" / "throughput_at_scale.csv"
@@ -185,7 +187,41 @@ def checkpoint_precision(c: Case) -> tuple[str, str]:
     return c.precision, "fp8" if c.precision in ("fp8", "fp4") else "bf16"
 
 
-def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: float | None = None) -> dict:
+#: Publishers whose benchmark client draws each request's lengths uniformly in [r·L, L] (the integers of
+#: ``randint(int(r·L), L + 1)``), by r: InferenceX's random dataset, ``--random-range-ratio 0.8``. Others ran
+#: fixed lengths (trtllm-bench's synthetic datasets with zero standard deviation).
+RANGE_RATIO = {"semianalysis-inferencex": 0.8}
+#: Points of the histogram a uniform length range is given as.
+RANGE_POINTS = 17
+
+
+def class_lengths(c: Case, lengths: str = "as-run") -> dict:
+    """The class's length fields: as the point's benchmark client drew them (``as-run``: a uniform range is
+    a histogram of :data:`RANGE_POINTS` equal weights, its mean the class's length), or ISL/OSL fixed.
+
+    Examples
+    --------
+    >>> base = dict(key="0", campaign="x", gpus=1, framework="pooled", regime="offline", concurrency=None,
+    ...             tpot_ms=None, ttft_ms=None, measured_tok_s_per_gpu=1.0, overlaps_fit=False, layout="tp1 ep1",
+    ...             chip="h100", model="llama-3.1-8b", precision="fp8", isl=1024, osl=1024)
+    >>> class_lengths(Case(publisher="semianalysis-inferencex", **base))["prompt_tokens"]
+    922
+    >>> class_lengths(Case(publisher="nvidia-tensorrt-llm", **base))
+    {'prompt_tokens': 1024, 'output_tokens': 1024}
+    """
+    ratio = RANGE_RATIO.get(c.publisher) if lengths == "as-run" else None
+    if ratio is None:
+        return {"prompt_tokens": c.isl, "output_tokens": c.osl}
+    out = {}
+    for name, top in (("prompt", c.isl), ("output", c.osl)):
+        points = np.unique(np.round(np.linspace(max(int(ratio * top), 1), top, RANGE_POINTS)).astype(int))
+        out[f"{name}_tokens"] = round(float(points.mean()))
+        out[f"{name}_lengths"] = {"histogram": [[int(t), 1] for t in points]}
+    return out
+
+
+def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: float | None = None,
+                 lengths: str = "as-run") -> dict:
     per_domain = min(c.gpus, DOMAIN_CHIPS.get(c.chip, 8))
     ttft_ms = LOOSE_TTFT_MS if ttft == "loose" or c.ttft_ms is None else max(c.ttft_ms, 1.0)
     weights, kv = checkpoint_precision(c)
@@ -193,19 +229,18 @@ def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: 
             "serving": {"framework": c.framework,
                         **({"max_sequences_per_rank": max_per_rank} if max_per_rank else {}),
                         **({"max_sequences_per_chip": per_chip} if per_chip else {})},
-            "workload": {"classes": [{"name": "c", "rate_rps": 1, "prompt_tokens": c.isl, "output_tokens": c.osl,
+            "workload": {"classes": [{"name": "c", "rate_rps": 1, **class_lengths(c, lengths),
                                       "ttft_ms": ttft_ms, "tpot_ms": c.tpot_ms or OFFLINE_TPOT_MS}]},
             "hardware": {"domains": [{"name": "g", "chip": c.chip, "chips_per_domain": per_domain,
                                       "count": max(c.gpus // per_domain, 1)}]},
             "modes": ["aggregated"]}
 
 
-def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None) -> tuple[float, str]:
+def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None, lengths: str = "as-run") -> tuple[float, str]:
     """Output tokens/s per GPU at the point's own layout (tp, ep, DP attention, pp as measured), the batch the
     best the SLO allows — held to ``per_chip`` sequences per chip when given, as plans are — and every chunk size,
     from :func:`placement.core.evaluate.evaluate` (no MILP: one replica's capacity times the replicas).
     Returns (tokens/s per GPU, the configuration), or (0, why) when no batch is feasible."""
-    import numpy as np
 
     from placement.core.context import Context
     from placement.core.evaluate import PartLayout, PoolConfig, evaluate, rank_sequence_ceiling
@@ -217,7 +252,7 @@ def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None) -> tupl
     chips = tp * c.pp
     if c.gpus % chips:
         return 0.0, f"{c.gpus} GPUs are not whole replicas of {chips}"
-    ctx = Context.of(parse_instance(instance_doc(c, ttft, per_chip=per_chip), c.key))
+    ctx = Context.of(parse_instance(instance_doc(c, ttft, per_chip=per_chip, lengths=lengths), c.key))
     cls = ctx.instance.workload.classes[0]
     if ctx.model.moe is None:
         ep = 1
@@ -234,20 +269,20 @@ def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None) -> tupl
         ok = perf.ok(cls)
         if ok.any():
             i = int(np.argmax(np.where(ok, perf.capacity_rps, -1.0)))
-            tok_per_gpu = float(perf.capacity_rps[i]) * c.osl / chips
+            tok_per_gpu = float(perf.capacity_rps[i]) * cls.output_tokens / chips
             if tok_per_gpu > best:
                 best, how = tok_per_gpu, f"tp{rank_tp} ep{ep} pp{c.pp} dp{dp} b{batches[i]:g} chunk{chunk}"
     return best, how
 
 
-def predict(args: tuple[Case, str, bool, int | None, float | None]) -> dict:
-    c, ttft, band, max_per_rank, per_chip = args
+def predict(args: tuple[Case, str, bool, int | None, float | None, str]) -> dict:
+    c, ttft, band, max_per_rank, per_chip, lengths = args
     from placement.core.loading import parse_instance
     from placement.studies.capacity import capacity
 
     began = time.perf_counter()
     try:
-        inst = parse_instance(instance_doc(c, ttft, max_per_rank, per_chip), c.key)
+        inst = parse_instance(instance_doc(c, ttft, max_per_rank, per_chip, lengths), c.key)
         cap = capacity(inst, backend="highs", band=band, rtol=1e-2)[0]
         pool = cap.plan.pools[0] if cap.plan is not None and cap.plan.pools else None
         out = {"status": cap.status, "predicted_tok_s_per_gpu": cap.output_tokens_per_s / c.gpus,
@@ -258,7 +293,7 @@ def predict(args: tuple[Case, str, bool, int | None, float | None]) -> dict:
     except Exception as e:  # noqa: BLE001 - a failed point is reported, never dropped
         out = {"status": f"error: {type(e).__name__}: {e}"[:200], "predicted_tok_s_per_gpu": float("nan"), "band": {}}
     try:
-        out["layout_tok_s_per_gpu"], out["layout_config"] = measured_layout_capacity(c, ttft, per_chip)
+        out["layout_tok_s_per_gpu"], out["layout_config"] = measured_layout_capacity(c, ttft, per_chip, lengths)
     except Exception as e:  # noqa: BLE001 - reported beside the plan's figure, never dropped
         out["layout_tok_s_per_gpu"], out["layout_config"] = float("nan"), f"error: {type(e).__name__}: {e}"[:200]
     out["seconds"] = round(time.perf_counter() - began, 2)
@@ -314,7 +349,7 @@ MODE_TITLES = {
 }
 
 
-def to_markdown(results: dict[str, dict], ttft: str, points: str) -> str:
+def to_markdown(results: dict[str, dict], ttft: str, points: str, lengths: str = "as-run") -> str:
     intro = ("Generated by `python benchmarks/capacity_eval.py` (do not edit by hand); data "
              "`benchmarks/data/throughput_at_scale.csv` (see `benchmarks/data/THROUGHPUT_AT_SCALE.md`). Every "
              f"campaign here is held out: no factor of the cost models was fitted on it. TTFT bound: {ttft}. "
@@ -322,7 +357,9 @@ def to_markdown(results: dict[str, dict], ttft: str, points: str) -> str:
              "few chips. A fixed-concurrency campaign's highest point is its capacity only at the concurrency it "
              "ran: the first table asks the planner that question, the second lets it choose any batch. The last "
              "columns price the measured layout itself (tp, ep, DP attention, pp as run) at its best batch — "
-             "no MILP, no layout choice: the cost model's own error, apart from the planner's choices.")
+             "no MILP, no layout choice: the cost model's own error, apart from the planner's choices. Lengths: "
+             + ("as each campaign's client drew them (InferenceX uniform in [0.8, 1] × ISL/OSL, given to the "
+                "planner as a histogram; TensorRT-LLM fixed)." if lengths == "as-run" else "ISL/OSL for every request."))
     lines = ["# Capacity at the measured SLO: predicted ÷ measured output tokens/s per GPU", "", intro]
     for mode, res in results.items():
         lines += ["", f"## {MODE_TITLES[mode]}", "", *_summary_table(res["summary"]), "",
@@ -411,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="measured: hold each fixed-concurrency point's plans to the sequences in flight it was "
                          "measured at (serving.max_sequences_per_chip = concurrency / GPUs; offline points stay "
                          "free); free: any batch the engine ceiling and memory allow; both (default): each in turn")
+    ap.add_argument("--lengths", choices=("as-run", "fixed"), default="as-run",
+                    help="as-run: each request's lengths as the campaign's client drew them (InferenceX: uniform in "
+                         "[0.8, 1] x ISL and OSL); fixed: every request ISL/OSL")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--md", type=Path, default=None)
     a = ap.parse_args(argv)
@@ -424,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict] = {}
     for mode in modes:
         jobs = [(c, a.ttft, a.band, _cap(a.max_batch_per_rank, ceilings.get((c.chip, c.model))),
-                 measured_per_chip(c) if mode == "measured" else None) for c in cases]
+                 measured_per_chip(c) if mode == "measured" else None, a.lengths) for c in cases]
         rows = run(jobs, a.workers)
         results[mode] = {"summary": summarise(rows), "rows": rows}
         print(f"-- concurrency {mode}")
@@ -432,10 +472,11 @@ def main(argv: list[str] | None = None) -> int:
             print(k, s)
     if a.json is not None:
         a.json.write_text(json.dumps({"ttft": a.ttft, "points": a.points, "max_batch_per_rank": a.max_batch_per_rank,
-                                      "cap_at_fit_batch": a.cap_at_fit_batch, "concurrency": results},
+                                      "cap_at_fit_batch": a.cap_at_fit_batch, "lengths": a.lengths,
+                                      "concurrency": results},
                                      indent=1) + "\n")
     if a.md is not None:
-        a.md.write_text(to_markdown(results, a.ttft, a.points))
+        a.md.write_text(to_markdown(results, a.ttft, a.points, a.lengths))
     return 0
 
 

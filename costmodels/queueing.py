@@ -17,6 +17,18 @@ Three servers appear in LLM serving, all fed by Poisson arrivals (rate λ):
 A wait is either its mean (``tail=None``) or the value it exceeds with
 probability at most ``tail`` (a p90 wait: ``tail=0.1``).
 
+Varying lengths. When requests differ in length, service and hold times
+vary with squared coefficient of variation v = Var/mean² (0: deterministic).
+A bulk step's residual is E[I²]/(2E[I]) = (1 + v)·I/2, so the mean bound's
+u·I becomes (1 + v)·u·I — Pollaczek–Khinchine's M/G/1 for b = 1. The slot
+mean interpolates the two exact ends in v, Lee and Longton's M/G/c form::
+
+    W(v) = (1 − v)·W_M/D/c + v·W_M/M/c
+
+and both tails stretch their time scale by max(1, (1 + v)/2), the
+heavy-traffic (Kingman) decay: unchanged for v ≤ 1, where the M/M forms
+already dominate.
+
 Bulk service, the bound. A prompt arriving to find q prompts waiting and the
 server busy with residual R leaves in the ⌊q/b⌋+1-th step after the current
 one, so W ≤ R + (q/b)·I. By PASTA and Little (E[q] = λ·E[W]) and
@@ -124,12 +136,12 @@ def md1_max_utilisation(service_s, slo_s):
 # ---- bulk service: a batched prefill replica ------------------------------------------
 
 
-def bulk_wait_s(interval_s, batch, rate_per_s, tail=None):
+def bulk_wait_s(interval_s, batch, rate_per_s, tail=None, squared_cv=0.0):
     """Wait before a prompt's step starts, one server taking up to ``batch`` prompts per ``interval_s``.
 
-    ``tail=None``: the mean bound u·I/(2(1 − ρ)); else the wait exceeded with
-    probability ``tail``: I·max(0, ln(u/tail))/(1 − ρ). u = min(1, λI),
-    ρ = λI/b (module docstring); ∞ when ρ ≥ 1.
+    ``tail=None``: the mean bound (1 + v)·u·I/(2(1 − ρ)); else the wait exceeded with
+    probability ``tail``: s·I·max(0, ln(u/tail))/(1 − ρ), s = max(1, (1 + v)/2). u = min(1, λI),
+    ρ = λI/b, v = ``squared_cv`` of a step's time (module docstring); ∞ when ρ ≥ 1.
 
     Examples
     --------
@@ -137,26 +149,29 @@ def bulk_wait_s(interval_s, batch, rate_per_s, tail=None):
     3.219
     >>> float(bulk_wait_s(1.0, 8, 0.05, tail=0.1))           # rarely busy: the p90 wait is 0
     0.0
+    >>> round(float(bulk_wait_s(1.0, 1, 0.5, squared_cv=1.0)), 3)   # M/M/1: ρS/(1 − ρ)
+    1.0
     """
     i = np.asarray(interval_s, dtype=float)
     x = np.asarray(rate_per_s, dtype=float) * i
     rho = x / np.asarray(batch, dtype=float)
     u = np.minimum(x, 1.0)
+    v = np.asarray(squared_cv, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         if tail is None:
-            w = u * i / (2.0 * (1.0 - rho))
+            w = (1.0 + v) * u * i / (2.0 * (1.0 - rho))
         else:
-            w = i * np.maximum(np.log(np.maximum(u, 1e-300) / tail), 0.0) / (1.0 - rho)
+            w = _tail_stretch(v) * i * np.maximum(np.log(np.maximum(u, 1e-300) / tail), 0.0) / (1.0 - rho)
     return as_result(np.where(rho < 1.0, w, np.inf))
 
 
-def bulk_max_rate_per_s(interval_s, batch, budget_s, tail=None):
+def bulk_max_rate_per_s(interval_s, batch, budget_s, tail=None, squared_cv=0.0):
     """Highest arrival rate whose :func:`bulk_wait_s` is at most ``budget_s`` (0 if the budget is negative).
 
-    Mean, closed form in x = λI (R the budget)::
+    Mean, closed form in x = λI (R the budget, J = (1 + v)·I)::
 
-        x ≤ 2Rb / (bI + 2R)        when that is ≤ 1 (the server is not always busy)
-        x ≤ b·(1 − I/(2R))         otherwise
+        x ≤ 2Rb / (bJ + 2R)        when that is ≤ 1 (the server is not always busy)
+        x ≤ b·(1 − J/(2R))         otherwise
 
     a tail by bisection on x ∈ [0, b) (the wait grows with x).
 
@@ -170,16 +185,17 @@ def bulk_max_rate_per_s(interval_s, batch, budget_s, tail=None):
     i = np.asarray(interval_s, dtype=float)
     b = np.asarray(batch, dtype=float)
     r = np.asarray(budget_s, dtype=float)
-    i, b, r = np.broadcast_arrays(i, b, r)
+    i, b, r, v = np.broadcast_arrays(i, b, r, np.asarray(squared_cv, dtype=float))
     if tail is None:
+        j = (1.0 + v) * i
         with np.errstate(divide="ignore", invalid="ignore"):
-            light = 2.0 * r * b / (b * i + 2.0 * r)
-            x = np.where(light <= 1.0, light, b * (1.0 - i / (2.0 * r)))
+            light = 2.0 * r * b / (b * j + 2.0 * r)
+            x = np.where(light <= 1.0, light, b * (1.0 - j / (2.0 * r)))
     else:
         lo, hi = np.zeros(i.shape), b * (1.0 - 1e-12)
         for _ in range(_BISECTION_STEPS):
             mid = 0.5 * (lo + hi)
-            ok = np.asarray(bulk_wait_s(i, b, mid / i, tail)) <= r
+            ok = np.asarray(bulk_wait_s(i, b, mid / i, tail, v)) <= r
             lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
         x = lo
     return as_result(np.where(r >= 0.0, np.clip(x, 0.0, None) / i, 0.0))
@@ -296,7 +312,13 @@ class _WaitTable:
         return self.keys
 
 
-def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[np.ndarray, np.ndarray]:
+def _tail_stretch(squared_cv):
+    """The factor on a tail wait's time scale when service varies with squared cv v: max(1, (1 + v)/2)."""
+    return np.maximum(1.0, (1.0 + np.asarray(squared_cv, dtype=float)) / 2.0)
+
+
+def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None,
+                   squared_cv: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(wait / H, its running maximum with NaN as −∞) at the first ``size`` grid utilisations, one row
     per slot count of ``servers``.
 
@@ -304,7 +326,7 @@ def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[
     elementwise, so a row is the same whatever else is computed with it).
     """
     grid = _UTILISATION_GRID[:size]
-    keys = [(int(c), size, tail) for c in servers]
+    keys = [(int(c), size, tail, squared_cv) for c in servers]
     rows = {k: row for k in dict.fromkeys(keys) if (row := _WAIT_ROWS.get(k)) is not None}
     if new := [k for k in dict.fromkeys(keys) if k not in rows]:
         erl = {k[:2]: row for k in new if (row := _ERLANG_ROWS.get(k[:2])) is not None}
@@ -314,7 +336,7 @@ def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[
                 erl[key] = row
                 _ERLANG_ROWS.put(key, row)
         scaled = _slot_wait_scaled(np.array([k[0] for k in new], dtype=float)[:, None], grid[None, :],
-                                   np.stack([erl[k[:2]] for k in new]), tail)
+                                   np.stack([erl[k[:2]] for k in new]), tail, squared_cv)
         top = np.maximum.accumulate(np.where(np.isnan(scaled), -np.inf, scaled), axis=1)
         for key, row, row_top in zip(new, scaled, top, strict=True):
             rows[key] = (row, row if np.array_equal(row, row_top) else row_top)
@@ -322,21 +344,25 @@ def _waits_on_grid(servers: np.ndarray, size: int, tail: float | None) -> tuple[
     return np.stack([rows[k][0] for k in keys]), np.stack([rows[k][1] for k in keys])
 
 
-def _slot_wait_scaled(servers: int, rho, c, tail):
+def _slot_wait_scaled(servers: int, rho, c, tail, squared_cv=0.0):
     """Wait in units of the hold time H, given ρ and Erlang C (module docstring)."""
     gap = servers * (1.0 - rho)
     with np.errstate(divide="ignore", invalid="ignore"):
         if tail is None:
             corr = 1.0 + (1.0 - rho) * (servers - 1) * (np.sqrt(4.0 + 5.0 * servers) - 2.0) / (16.0 * rho * servers)
-            w = np.where(c > 0, 0.5 * c / gap * corr, 0.0)
+            w = 0.5 * c / gap * corr
+            if squared_cv:
+                w = (1.0 - squared_cv) * w + squared_cv * c / gap
+            w = np.where(c > 0, w, 0.0)
         else:
-            w = np.maximum(np.log(np.maximum(c, 1e-300) / tail), 0.0) / gap
+            w = _tail_stretch(squared_cv) * np.maximum(np.log(np.maximum(c, 1e-300) / tail), 0.0) / gap
     return np.where(rho < 1.0, w, np.inf)
 
 
-def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
-    """Wait for one of ``servers`` slots each held ``hold_s``: the mean (M/D/c, Cosmetatos) or the
-    value exceeded with probability ``tail`` (M/M/c tail); ∞ when λH ≥ c.
+def slot_wait_s(servers, hold_s, rate_per_s, tail=None, hold_squared_cv=0.0):
+    """Wait for one of ``servers`` slots each held ``hold_s`` on average: the mean (M/D/c, Cosmetatos,
+    towards M/M/c as holds vary) or the value exceeded with probability ``tail`` (M/M/c tail, stretched
+    when ``hold_squared_cv`` > 1; module docstring); ∞ when λH ≥ c.
 
     Examples
     --------
@@ -344,6 +370,8 @@ def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
     0.5
     >>> round(float(slot_wait_s(4, 1.0, 2.0, tail=0.1)), 4)  # ln(C/0.1)/(c(1 − ρ))
     0.2767
+    >>> round(float(slot_wait_s(1, 1.0, 0.5, hold_squared_cv=1.0)), 6)   # exponential holds: M/M/1
+    1.0
     """
     s, h, lam = np.broadcast_arrays(np.asarray(servers, dtype=int), np.asarray(hold_s, dtype=float),
                                     np.asarray(rate_per_s, dtype=float))
@@ -351,7 +379,7 @@ def slot_wait_s(servers, hold_s, rate_per_s, tail=None):
     for c in np.unique(s):
         m = s == c
         rho = lam[m] * h[m] / c
-        out[m] = h[m] * _slot_wait_scaled(int(c), rho, np.asarray(erlang_c(int(c), rho)), tail)
+        out[m] = h[m] * _slot_wait_scaled(int(c), rho, np.asarray(erlang_c(int(c), rho)), tail, hold_squared_cv)
     return as_result(out)
 
 
@@ -448,9 +476,11 @@ def _distinct_counts(servers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return found
 
 
-def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: float = 1.0):
+def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: float = 1.0,
+                        hold_squared_cv: float = 0.0):
     """(highest rate, its wait) of ``servers`` slots held ``hold_s`` whose :func:`slot_wait_s` ≤ ``budget_s``.
 
+    Holds vary with squared cv ``hold_squared_cv`` (0: all ``hold_s``).
     The utilisation is the largest on the grid k·:data:`UTILISATION_STEP`
     (at most ``max_utilisation``) that meets the budget (the wait grows with ρ,
     so every grid point below it does too); rate = ρ·c/H. Zero when no
@@ -472,9 +502,10 @@ def slot_max_rate_per_s(servers, hold_s, budget_s, tail=None, max_utilisation: f
         inv = np.broadcast_to(inv, s.shape).ravel()
     else:
         uniq, inv = np.unique(cc, return_inverse=True)
-    table_key = (uniq.tobytes(), size, tail)
+    v = float(hold_squared_cv)
+    table_key = (uniq.tobytes(), size, tail, v)
     if (table := _WAIT_TABLES.get(table_key)) is None:
-        table = _WaitTable(*_waits_on_grid(uniq, size, tail))
+        table = _WaitTable(*_waits_on_grid(uniq, size, tail, v))
         for a in (table.scaled, table.running_max):
             a.flags.writeable = False  # shared by every later call with these counts
         _WAIT_TABLES.put(table_key, table)

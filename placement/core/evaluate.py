@@ -82,6 +82,7 @@ __all__ = [
     "precision_args",
     "prefill_queue",
     "prefix_reload_s",
+    "prompt_tail_ratio",
     "rank_sequence_ceiling",
     "shared_memo",
     "slot_admission",
@@ -275,13 +276,27 @@ def _framework_ttft_factor(ctx: Context) -> float | None:
 
 
 def decode_context_tokens(cls: TrafficClass) -> float:
-    """Mean context while decoding: prefix + prompt + half the output."""
-    return cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens / 2
+    """Mean context of a decode slot: prefix + prompt + half the output of the request holding it.
+
+    A slot is held for o steps, so the request in a slot at a random step is drawn in proportion
+    to its output (length-biased): its output is E[o²]/E[o] = ō(1 + cv_o²), and the mean context
+    over slot-steps is c + p̄ + ō(1 + cv_o²)/2 (prompt and output independent) — c + p + o/2 when
+    every request is the same.
+
+    Examples
+    --------
+    >>> from placement.core.schema import TrafficClass
+    >>> base = dict(name="c", rate_rps=1, prompt_tokens=1000, output_tokens=200, ttft_ms=1000, tpot_ms=50)
+    >>> decode_context_tokens(TrafficClass(**base)), decode_context_tokens(TrafficClass(**base, output_lengths={"cv": 1}))
+    (1100.0, 1200.0)
+    """
+    return cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens * (1.0 + cls.output_squared_cv) / 2
 
 
 def max_context_tokens(cls: TrafficClass) -> float:
-    """Context at the last output token (what the KV cache must hold)."""
-    return float(cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens)
+    """Context at the last output token of the request holding a slot (what its KV cache reserves):
+    c + p̄ + ō(1 + cv_o²), length-biased as in :func:`decode_context_tokens`."""
+    return float(cls.cached_prefix_tokens + cls.prompt_tokens + cls.output_tokens * (1.0 + cls.output_squared_cv))
 
 
 def max_sequences_per_rank(ctx: Context) -> int:
@@ -375,16 +390,45 @@ def prefix_reload_s(ctx: Context, cls: TrafficClass, chips: int, batch=1.0) -> n
 
 
 def ttft_tail(cls: TrafficClass) -> float | None:
-    """Tail mass each of a TTFT's two waits may exceed its budget with: None for a mean SLO, else (1 − p)/2.
+    """Tail mass each part of a percentile TTFT may exceed its budget with: None for a mean SLO.
+
+    Two waits (prefill, slot) take (1 − p)/2 each; when prompt lengths vary the prompt's own
+    latency is a third part, taken at its (1 − (1 − p)/3) length quantile
+    (:func:`prompt_tail_ratio`), and each part gets (1 − p)/3: by the union bound
+    P(TTFT > SLO) ≤ 1 − p.
 
     Examples
     --------
-    >>> from types import SimpleNamespace
-    >>> ttft_tail(SimpleNamespace(slo_percentile="p90")), ttft_tail(SimpleNamespace(slo_percentile="mean"))
+    >>> from types import SimpleNamespace as NS
+    >>> ttft_tail(NS(slo_percentile="p90", prompt_squared_cv=0.0)), ttft_tail(NS(slo_percentile="mean"))
     (0.05, None)
+    >>> round(ttft_tail(NS(slo_percentile="p90", prompt_squared_cv=0.25)), 6)
+    0.033333
     """
     p = cls.slo_percentile
-    return None if p == "mean" else (100.0 - float(p[1:])) / 200.0
+    if p == "mean":
+        return None
+    return (100.0 - float(p[1:])) / (300.0 if cls.prompt_squared_cv > 0 else 200.0)
+
+
+def prompt_tail_ratio(cls: TrafficClass) -> float:
+    """The prompt length a percentile TTFT is held at, over the mean prompt: its (1 − tail) quantile
+    (:func:`ttft_tail`); 1 for a mean SLO or prompts all the same.
+
+    The prompt's latency (prefill, transfer, the framework's) is scaled by this ratio — linear in
+    the prompt, conservative for its fixed parts; attention's quadratic part is not scaled further.
+    Never below 1: the step a prompt waits for carries prompts of every length.
+
+    Examples
+    --------
+    >>> from placement.core.schema import TrafficClass
+    >>> c = TrafficClass(name="c", rate_rps=1, prompt_tokens=200, output_tokens=10, ttft_ms=1000, tpot_ms=50,
+    ...                  slo_percentile="p90", prompt_lengths={"histogram": [[100, 1], [300, 1]]})
+    >>> prompt_tail_ratio(c)
+    1.5
+    """
+    tail = ttft_tail(cls)
+    return 1.0 if tail is None or cls.prompt_squared_cv == 0 else max(cls.prompt_quantile_ratio(1.0 - tail), 1.0)
 
 
 def prefill_queue(interval_s, latency_s, batch, cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
@@ -397,19 +441,21 @@ def prefill_queue(interval_s, latency_s, batch, cls: TrafficClass) -> tuple[np.n
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> cls = SimpleNamespace(ttft_s=100.0, slo_percentile="mean")
+    >>> cls = SimpleNamespace(ttft_s=100.0, slo_percentile="mean", prompt_squared_cv=0.0)
     >>> [round(float(x), 6) for x in prefill_queue(1.0, 1.0, 1.0, cls)]   # a long SLO: capped at MAX_UTILISATION
     [0.9, 5.5]
-    >>> [float(x) for x in prefill_queue(1.0, 2.0, 1.0, SimpleNamespace(ttft_s=2.0, slo_percentile="mean"))]
+    >>> [float(x) for x in prefill_queue(1.0, 2.0, 1.0, SimpleNamespace(**{**vars(cls), "ttft_s": 2.0}))]
     [0.0, 2.0]
     """
     interval_s = np.asarray(interval_s, dtype=float)
     batch = np.asarray(batch, dtype=float)
     tail = ttft_tail(cls)
-    budget = (1.0 - ADMISSION_SHARE) * cls.ttft_s - np.asarray(latency_s, dtype=float)
-    rate = np.minimum(bulk_max_rate_per_s(interval_s, batch, budget, tail), MAX_UTILISATION * batch / interval_s)
+    latency_s = np.asarray(latency_s, dtype=float) * prompt_tail_ratio(cls)
+    cv2 = cls.prompt_squared_cv / batch  # a step of b prompts: the variance of their sum
+    budget = (1.0 - ADMISSION_SHARE) * cls.ttft_s - latency_s
+    rate = np.minimum(bulk_max_rate_per_s(interval_s, batch, budget, tail, cv2), MAX_UTILISATION * batch / interval_s)
     rate = np.where(budget > 0, rate, 0.0)
-    return rate, latency_s + np.asarray(bulk_wait_s(interval_s, batch, rate, tail))
+    return rate, latency_s + np.asarray(bulk_wait_s(interval_s, batch, rate, tail, cv2))
 
 
 def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
@@ -421,13 +467,13 @@ def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.nda
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> rate, wait = slot_admission(64, 10.0, SimpleNamespace(ttft_s=5.0, slo_percentile="mean"))
+    >>> rate, wait = slot_admission(64, 10.0, SimpleNamespace(ttft_s=5.0, slo_percentile="mean", output_squared_cv=0.0))
     >>> round(float(rate), 3), round(float(wait), 3)
     (5.76, 0.269)
     """
     slots = np.asarray(slots)
     rate, wait = slot_max_rate_per_s(slots, hold_s, ADMISSION_SHARE * cls.ttft_s, ttft_tail(cls),
-                                     max_utilisation=MAX_UTILISATION)
+                                     max_utilisation=MAX_UTILISATION, hold_squared_cv=cls.output_squared_cv)
     rate = np.where(np.asarray(rate) * hold_s >= MIN_SLOT_UTILISATION * slots * (1 - 1e-12), rate, 0.0)
     return np.asarray(rate, dtype=float), np.asarray(wait, dtype=float)
 

@@ -42,8 +42,11 @@ Examples
 
 from __future__ import annotations
 
+import math
+from statistics import NormalDist
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from costmodels.measured import MeasuredCapacity
@@ -66,6 +69,7 @@ __all__ = [
     "Framework",
     "Hardware",
     "Instance",
+    "LengthDistribution",
     "Limits",
     "Link",
     "MeasuredCapacity",
@@ -123,14 +127,92 @@ Whole = Annotated[int, BeforeValidator(_not_a_bool)]
 
 
 
+class LengthDistribution(Record):
+    """How a class's prompt or output lengths vary around the class's mean length.
+
+    Give one of ``cv`` — a lognormal shape with that coefficient of variation σ/μ around the
+    class's ``prompt_tokens`` or ``output_tokens`` — or ``histogram``, ``[tokens, weight]`` pairs
+    (weights need not sum to 1) whose weighted mean must be the class's length. Prompt and output
+    lengths are taken independent of each other.
+
+    What the shape changes (``placement.core.evaluate``, ``costmodels.queueing``): the decode context
+    and KV a slot holds (length-biased: a slot is held in proportion to its request's output, so
+    E[o²]/E[o] = ō(1 + cv²)), the queueing waits (service and hold variance), a percentile TTFT (the
+    prompt at its tail) and a percentile TPOT (E[1/o]).
+
+    Examples
+    --------
+    >>> d = LengthDistribution(histogram=[(100, 1), (300, 1)])
+    >>> d.squared_cv(200.0), d.inverse_mean(200.0), d.quantile(200.0, 0.9)
+    (0.25, 0.006666666666666667, 300.0)
+    >>> round(LengthDistribution(cv=1.0).quantile(200.0, 0.5), 1)   # lognormal median μ/√(1 + cv²)
+    141.4
+    """
+
+    cv: NonNegFinite | None = Field(default=None, le=10.0, description="coefficient of variation σ/μ "
+                                    "(lognormal shape around the class's mean length)")
+    histogram: list[tuple[Annotated[Whole, Field(ge=1, le=10_000_000)], PositiveFinite]] | None = Field(
+        default=None, min_length=1, max_length=1000,
+        description="[tokens, weight] pairs; their weighted mean is the class's length")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> LengthDistribution:
+        if (self.cv is None) == (self.histogram is None):
+            raise ValueError("give exactly one of cv (a lognormal shape) or histogram ([tokens, weight] pairs)")
+        return self
+
+    def _points(self) -> tuple[np.ndarray, np.ndarray]:
+        tokens = np.array([t for t, _ in self.histogram], dtype=float)
+        weights = np.array([w for _, w in self.histogram], dtype=float)
+        return tokens, weights / weights.sum()
+
+    def mean(self) -> float | None:
+        """A histogram's weighted mean (tokens); None for a shape, whose mean is the class's."""
+        if self.histogram is None:
+            return None
+        t, w = self._points()
+        return float(w @ t)
+
+    def squared_cv(self, mean: float) -> float:
+        """cv² = E[x²]/E[x]² − 1 (a histogram's own mean; ``mean`` scales a lognormal)."""
+        if self.histogram is None:
+            return float(self.cv) ** 2
+        t, w = self._points()
+        return max(float(w @ t**2) / self.mean() ** 2 - 1.0, 0.0)
+
+    def inverse_mean(self, mean: float) -> float:
+        """E[1/x] in 1/tokens: a lognormal's is (1 + cv²)/μ."""
+        if self.histogram is None:
+            return (1.0 + float(self.cv) ** 2) / mean
+        t, w = self._points()
+        return float(w @ (1.0 / t))
+
+    def quantile(self, mean: float, q: float) -> float:
+        """The length not exceeded with probability ``q`` (tokens): the smallest histogram point whose
+        cumulative weight reaches q, or the lognormal's μ·exp(σz_q − σ²/2), σ² = ln(1 + cv²)."""
+        if self.histogram is None:
+            s2 = math.log1p(float(self.cv) ** 2)
+            return mean * math.exp(math.sqrt(s2) * NormalDist().inv_cdf(q) - s2 / 2.0)
+        t, w = self._points()
+        order = np.argsort(t, kind="stable")
+        cum = np.cumsum(w[order])
+        return float(t[order][min(int(np.searchsorted(cum, q - 1e-12)), t.size - 1)])
+
+
 class TrafficClass(Record):
-    """A stream of similar requests with its latency promises."""
+    """A stream of similar requests with its latency promises.
+
+    ``prompt_tokens`` and ``output_tokens`` are mean lengths; ``prompt_lengths`` and
+    ``output_lengths`` say how they vary (:class:`LengthDistribution`; absent: every request the same).
+    """
 
     name: Name
     rate_rps: PositiveFinite = Field(le=1e7, description="requests/s")
-    prompt_tokens: Whole = Field(ge=1, le=10_000_000, description="new prompt tokens to prefill")
+    prompt_tokens: Whole = Field(ge=1, le=10_000_000, description="new prompt tokens to prefill (the mean, "
+                                 "when prompt_lengths says how they vary)")
     cached_prefix_tokens: Whole = Field(default=0, ge=0, le=10_000_000, description="prefix already in KV cache")
-    output_tokens: Whole = Field(ge=1, le=1_000_000)
+    output_tokens: Whole = Field(ge=1, le=1_000_000, description="tokens generated per request (the mean, "
+                                 "when output_lengths says how they vary)")
     ttft_ms: PositiveFinite = Field(ge=0.01, le=1e8, description="time to first token, milliseconds")
     tpot_ms: PositiveFinite = Field(ge=0.01, le=1e6, description="time per output token, milliseconds")
     slo_percentile: Literal["mean", "p50", "p90", "p99"] = Field(
@@ -155,6 +237,22 @@ class TrafficClass(Record):
     sessions: Sessions | None = Field(
         default=None, description="the calls form agentic sessions: the optimizer chooses where and how long "
         "their KV is retained between calls (:mod:`placement.core.sessions`)")
+    prompt_lengths: LengthDistribution | None = Field(
+        default=None, description="how prompt lengths vary around prompt_tokens (absent: all the same)")
+    output_lengths: LengthDistribution | None = Field(
+        default=None, description="how output lengths vary around output_tokens (absent: all the same)")
+
+    @model_validator(mode="after")
+    def _means_agree(self) -> TrafficClass:
+        """A length's histogram has the class's length as its mean (to a token or 1 %)."""
+        for length, shape in (("prompt_tokens", "prompt_lengths"), ("output_tokens", "output_lengths")):
+            dist, given = getattr(self, shape), getattr(self, length)
+            if dist is not None and dist.histogram is not None:
+                mean = float(dist.mean())
+                if abs(given - mean) > max(1.0, 0.01 * mean):
+                    raise ValueError(f"{length} {given} is not the mean of {shape}.histogram ({mean:.6g} tokens): "
+                                     f"set {length} to {round(mean)}")
+        return self
 
     @property
     def ttft_s(self) -> float:
@@ -165,9 +263,26 @@ class TrafficClass(Record):
         return self.tpot_ms / 1e3
 
     @property
-    def mean_context_tokens(self) -> float:
-        """Average context during decode: prefix + prompt + half the output."""
-        return self.cached_prefix_tokens + self.prompt_tokens + self.output_tokens / 2
+    def prompt_squared_cv(self) -> float:
+        """cv² of the prompt lengths (0: all the same)."""
+        return 0.0 if self.prompt_lengths is None else self.prompt_lengths.squared_cv(self.prompt_tokens)
+
+    @property
+    def output_squared_cv(self) -> float:
+        """cv² of the output lengths (0: all the same)."""
+        return 0.0 if self.output_lengths is None else self.output_lengths.squared_cv(self.output_tokens)
+
+    @property
+    def output_harmonic_tokens(self) -> float:
+        """1/E[1/o]: the harmonic mean of the output lengths (what averages of per-token shares over
+        requests weigh; ``output_tokens`` when all are the same)."""
+        o = self.output_tokens
+        return float(o) if self.output_lengths is None else 1.0 / self.output_lengths.inverse_mean(o)
+
+    def prompt_quantile_ratio(self, q: float) -> float:
+        """The prompt length at probability ``q`` over the mean prompt (1 when all prompts are the same)."""
+        p = self.prompt_tokens
+        return 1.0 if self.prompt_lengths is None else self.prompt_lengths.quantile(p, q) / p
 
 
 class Workload(Record):

@@ -194,7 +194,9 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
     tokens, stats = {}, {}
     if instance is not None:
         for c in instance.workload.classes:
-            tokens[c.name] = (c.cached_prefix_tokens + c.prompt_tokens, c.output_tokens)
+            tokens[c.name] = (c.cached_prefix_tokens + c.prompt_tokens, c.output_tokens,
+                              round(c.prompt_tokens * c.prompt_squared_cv ** 0.5),
+                              round(c.output_tokens * c.output_squared_cv ** 0.5))
             stats[c.name] = c.slo_percentile
     files["bench.sh"] = bench_script(plan, model, tokens, stats)
     files["README.md"] = _readme(plan, fmt, engine, model, units)

@@ -1,7 +1,9 @@
 """``bench.sh``: per traffic class, an aiperf run against the deployment and a check of TTFT and TPOT.
 
 Each class is driven at its planned rate with its prompt and output lengths
-(synthetic prompts, fixed lengths, streaming chat), then its measured TTFT and
+(synthetic prompts, streaming chat; lengths of the class's mean and, when the
+class says how they vary, the standard deviation σ = cv·mean — aiperf draws
+them from a normal distribution), then its measured TTFT and
 inter-token latency (aiperf's ``time_to_first_token`` and
 ``inter_token_latency``, in ms, from ``profile_export_aiperf.json``) are
 compared with the plan's prediction and the SLO: the script prints one line
@@ -9,7 +11,8 @@ per class and exits 1 if a class misses its SLO. The statistic compared is the
 one the class's ``slo_percentile`` bounds (mean → ``avg``). aiperf options as
 documented in ai-dynamo/aiperf ``docs/cli_options.md`` (``-m``, ``--url``,
 ``--endpoint-type``, ``--streaming``, ``--synthetic-input-tokens-mean``,
-``--output-tokens-mean``, ``--request-rate``, ``--request-count``,
+``--synthetic-input-tokens-stddev``, ``--output-tokens-mean``,
+``--output-tokens-stddev``, ``--request-rate``, ``--request-count``,
 ``--artifact-dir``).
 """
 
@@ -46,8 +49,9 @@ def _fmt(ms: float | None) -> str:
     return "n/a" if ms is None else f"{ms:.3g}"
 
 
-def bench_script(plan: Plan, model: str, tokens: dict[str, tuple[int, int]], slo_stat: dict[str, str]) -> str:
-    """The script: ``tokens`` maps class -> (prompt tokens, output tokens); ``slo_stat`` class -> percentile."""
+def bench_script(plan: Plan, model: str, tokens: dict[str, tuple], slo_stat: dict[str, str]) -> str:
+    """The script: ``tokens`` maps class -> (prompt tokens, output tokens[, their standard deviations]);
+    ``slo_stat`` class -> percentile."""
     lines = ["#!/usr/bin/env bash",
              shell_comment(f"Benchmark of the deployment of plan {plan.instance!r}: one aiperf run per traffic class "
                            "at its"),
@@ -59,7 +63,8 @@ def bench_script(plan: Plan, model: str, tokens: dict[str, tuple[int, int]], slo
              "status=0",
              _CHECK.strip("\n")]
     for c in plan.classes:
-        prompt, output = tokens.get(c.name, (None, None))
+        prompt, output, *spread = tokens.get(c.name, (None, None))
+        prompt_sd, output_sd = spread or (0, 0)
         if prompt is None:
             lines.append(shell_comment(f"{c.name}: prompt and output lengths unknown (give deploy --instance); "
                                        "skipped"))
@@ -67,8 +72,9 @@ def bench_script(plan: Plan, model: str, tokens: dict[str, tuple[int, int]], slo
         count = max(MIN_REQUESTS, round(c.rate_rps * 60))
         art = ShellWord('"$OUT"/' + shell_line([c.name]))
         cmd = ["aiperf", "profile", "-m", model, "--url", ShellWord('"$ENDPOINT"'), "--endpoint-type", "chat",
-               "--streaming", "--synthetic-input-tokens-mean", str(prompt), "--synthetic-input-tokens-stddev", "0",
-               "--output-tokens-mean", str(output), "--output-tokens-stddev", "0",
+               "--streaming", "--synthetic-input-tokens-mean", str(prompt),
+               "--synthetic-input-tokens-stddev", str(prompt_sd),
+               "--output-tokens-mean", str(output), "--output-tokens-stddev", str(output_sd),
                "--request-rate", f"{c.rate_rps:g}", "--request-count", str(count), "--random-seed", "0",
                "--artifact-dir", art]
         stat = _STAT[slo_stat.get(c.name, "mean")]

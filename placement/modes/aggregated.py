@@ -133,17 +133,18 @@ def tpot_percentile_s(cls: TrafficClass, t_mean, t_plain, t_chunk, share):
     tokens per step over a carrying step's): K ~ Bin(o, q) of them do, and each costs ``t_chunk − t_plain`` more
     than a step without one. Around the mean TPOT ``t_mean`` the request's TPOT moves by that much per
     step above the mean count, ``K/o − q``, whose percentile by the normal approximation is
-    ``min(1 − q, z·sqrt(q(1 − q)/o))``.
+    ``min(1 − q, z·sqrt(q(1 − q)/o))``. Over requests of varying o its variance is q(1 − q)·E[1/o]:
+    o is their harmonic mean (``output_harmonic_tokens``).
 
     Examples
     --------
     >>> from types import SimpleNamespace as NS
-    >>> cls = NS(output_tokens=100, tpot_percentile="p99")
+    >>> cls = NS(output_harmonic_tokens=100.0, tpot_percentile="p99")
     >>> round(float(tpot_percentile_s(cls, 0.012, 0.010, 0.030, 0.1)), 5)   # + 2.326 · 0.03 of 20 ms
     0.0134
     """
     q = np.clip(np.asarray(share, dtype=float), 0.0, 1.0)
-    above = np.minimum(1.0 - q, _Z[cls.tpot_percentile] * np.sqrt(q * (1.0 - q) / cls.output_tokens))
+    above = np.minimum(1.0 - q, _Z[cls.tpot_percentile] * np.sqrt(q * (1.0 - q) / cls.output_harmonic_tokens))
     return t_mean + (t_chunk - t_plain) * above
 
 
