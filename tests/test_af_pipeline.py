@@ -27,8 +27,9 @@ from costmodels import (
     decode_ffn_step,
 )
 from placement.core.context import Context
-from placement.core.evaluate import MAX_UTILISATION, PartLayout, PoolConfig, evaluate
+from placement.core.evaluate import PartLayout, PoolConfig, evaluate
 from placement.core.loading import load_instance
+from placement.core.queues import MAX_UTILISATION
 from placement.core.schema import TrafficClass
 from placement.modes import GridSet, configurations
 from placement.modes.layouts import pair_latencies

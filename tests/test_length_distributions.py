@@ -20,13 +20,9 @@ from typer.testing import CliRunner
 from costmodels.queueing import bulk_max_rate_per_s, bulk_wait_s, slot_max_rate_per_s, slot_wait_s
 from placement.cli.app import app
 from placement.core.context import Context
-from placement.core.evaluate import (
-    decode_context_tokens,
-    max_context_tokens,
-    prompt_tail_ratio,
-    ttft_tail,
-)
+from placement.core.evaluate import decode_context_tokens, max_context_tokens
 from placement.core.loading import parse_instance
+from placement.core.queues import prompt_tail_ratio, ttft_tail
 from placement.core.schema import LengthDistribution, TrafficClass
 from placement.core.solve import solve
 from placement.core.verify import verify

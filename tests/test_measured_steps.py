@@ -17,9 +17,10 @@ from placement.cli.app import app
 from placement.core.candidates import generate
 from placement.core.context import Context
 from placement.core.errors import EXIT_INPUT, InputError
-from placement.core.evaluate import MAX_UTILISATION, PartLayout, PoolConfig, evaluate
+from placement.core.evaluate import PartLayout, PoolConfig, evaluate
 from placement.core.loading import parse_instance
 from placement.core.measured_steps import interpolate
+from placement.core.queues import MAX_UTILISATION
 from placement.core.solve import solve
 from placement.core.verify import verify
 

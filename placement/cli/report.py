@@ -20,14 +20,25 @@ def _fmt(x, spec=".3g", none="-") -> str:
     return none if x is None else format(x, spec)
 
 
+def _ms(x: float | None) -> str:
+    """Milliseconds to three figures, whole from 100, ``<0.01`` below a hundredth (a wait that all but never
+    happens), ``-`` when not stated.
+
+    Examples
+    --------
+    >>> [_ms(x) for x in (1234.5, 12.345, 9.96e-09, 0.0, None)]
+    ['1,234', '12.3', '<0.01', '0', '-']
+    """
+    if x is None:
+        return "-"
+    return f"{x:,.0f}" if x >= 100 else (f"{x:.3g}" if x >= 0.01 else ("0" if x == 0 else "<0.01"))
+
+
 def _banded(value, band) -> str:
     """A pool's stated TPOT or TTFT with its p10–p90 band, ``12.3 [9.1–21]``, or just the value."""
-    def ms(x: float) -> str:
-        return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
-
-    if value is None:
-        return _fmt(value)
-    return ms(value) if not band else f"{ms(value)} [{ms(band[0])}–{ms(band[-1])}]"
+    if value is None or not band:
+        return _ms(value)
+    return f"{_ms(value)} [{_ms(band[0])}–{_ms(band[-1])}]"
 
 
 def print_plan(console: Console, plan: Plan) -> None:
@@ -55,6 +66,9 @@ def print_plan(console: Console, plan: Plan) -> None:
             at = "nominal prediction" if plan.confidence is None else f"priced at confidence {plan.confidence:g}"
             console.print(f"TTFT / TPOT: {at} [p10–p90 band of the chip family's held-out error, "
                           "benchmarks/CALIBRATION.md]", highlight=False, markup=False)
+        console.print("TTFT at the plan's load (waits included; a decode pool's is its wait for a slot); util: load "
+                      "÷ rated capacity, which keeps each server busy at most 90 % of the time (less where the "
+                      "SLO's queueing binds)", highlight=False, markup=False)
         measured = [f"{p.id} ({p.step_table})" for p in plan.pools if p.step_table]
         if measured:
             console.print(f"step times from measured tables: {', '.join(measured)}", highlight=False)
@@ -64,7 +78,7 @@ def print_plan(console: Console, plan: Plan) -> None:
             t.add_column(col)
         for c in plan.classes:
             t.add_row(c.name, f"{c.rate_rps:g}", ", ".join(f"{m} {w:.0%}" for m, w in c.modes.items()),
-                      f"{_fmt(c.ttft_ms)} ({c.ttft_slo_ms:g})", f"{_fmt(c.tpot_ms)} ({c.tpot_slo_ms:g})")
+                      f"{_ms(c.ttft_ms)} ({c.ttft_slo_ms:g})", f"{_ms(c.tpot_ms)} ({c.tpot_slo_ms:g})")
         console.print(t)
     if plan.kv_policy is not None:
         from placement.cli.kv import print_kv

@@ -23,21 +23,7 @@ with a memo kept across calls (:func:`shared_memo`), the prefill, decode and
 aggregated kinds evaluate every grid of a class on a resource in one
 broadcast when the first is asked for, and read the others from the table.
 
-Queueing (:mod:`costmodels.queueing`). A class's TTFT is the wait for a
-prefill step + the prefill + the KV transfer + the wait for a decode slot
-(aggregated: the wait for the chunked-prefill channel + ⌈p/C⌉ steps + the
-wait for a slot). The budget is shared at a stated ratio so that every
-column's capacity stays a constant of its own: the wait for a slot gets
-:data:`ADMISSION_SHARE` of the TTFT SLO, everything before it the rest::
-
-    W_prefill + L_prefill ≤ (1 − s)·SLO,    W_slot ≤ s·SLO
-
-For a mean SLO the two add up to at most the SLO. For a percentile p the
-two waits are each held to tail mass (1 − p)/2, so by the union bound
-P(TTFT > SLO) ≤ 1 − p. Each capacity is the highest arrival rate whose wait
-meets its part of the budget, with utilisation at most
-:data:`MAX_UTILISATION`; the TTFT a pool reports is its part, waits
-included, at that rate.
+Queueing: :mod:`placement.core.queues` (the TTFT budget, each queue's capacity and waits).
 """
 
 from __future__ import annotations
@@ -49,7 +35,6 @@ from typing import TYPE_CHECKING, Annotated
 import numpy as np
 from pydantic import AfterValidator, Field, model_validator
 
-from costmodels import bulk_max_rate_per_s, bulk_wait_s, slot_max_rate_per_s
 from topology.records import Record
 
 if TYPE_CHECKING:
@@ -57,10 +42,7 @@ if TYPE_CHECKING:
     from placement.core.schema import TrafficClass
 
 __all__ = [
-    "ADMISSION_SHARE",
     "MANY_EVALUATORS",
-    "MAX_UTILISATION",
-    "MIN_SLOT_UTILISATION",
     "Kind",
     "Layouts",
     "PartLayout",
@@ -80,29 +62,12 @@ __all__ = [
     "memory_args",
     "on_grid",
     "precision_args",
-    "prefill_queue",
     "prefix_reload_s",
-    "prompt_tail_ratio",
     "rank_sequence_ceiling",
     "shared_memo",
-    "slot_admission",
     "split_perf",
     "step_factor",
-    "ttft_tail",
 ]
-
-#: Ceiling on a server's (prefill step or decode slots) utilisation whatever the queueing bound allows:
-#: arrivals are burstier than Poisson in practice and the bounds → 1 as SLO → ∞.
-MAX_UTILISATION = 0.9
-
-#: Share of a class's TTFT SLO given to the wait for a decode slot (the rest: prefill wait + prefill + transfer).
-ADMISSION_SHARE = 0.1
-
-#: Slot configurations whose admission wait allows less than this utilisation are refused: a replica kept
-#: mostly idle to meet the wait (one slot held for minutes against a budget of ms) is never the cheap way to
-#: serve, and its capacity, orders of magnitude below its hardware's, would widen the MILP's coefficient span.
-MIN_SLOT_UTILISATION = 0.25
-
 
 def _registered_kind(kind: str) -> str:
     # The modes import this module, so the registry is looked up when used.
@@ -387,95 +352,6 @@ def prefix_reload_s(ctx: Context, cls: TrafficClass, chips: int, batch=1.0) -> n
 
     prefix = float(kv_transfer_bytes(ctx.model, 0, cls.cached_prefix_tokens, ctx.instance.precision.kv))
     return cls.prefix_reload_latency_us * 1e-6 + b * prefix / (chips * cls.prefix_reload_gb_per_s * 1e9)
-
-
-def ttft_tail(cls: TrafficClass) -> float | None:
-    """Tail mass each part of a percentile TTFT may exceed its budget with: None for a mean SLO.
-
-    Two waits (prefill, slot) take (1 − p)/2 each; when prompt lengths vary the prompt's own
-    latency is a third part, taken at its (1 − (1 − p)/3) length quantile
-    (:func:`prompt_tail_ratio`), and each part gets (1 − p)/3: by the union bound
-    P(TTFT > SLO) ≤ 1 − p.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> ttft_tail(NS(slo_percentile="p90", prompt_squared_cv=0.0)), ttft_tail(NS(slo_percentile="mean"))
-    (0.05, None)
-    >>> round(ttft_tail(NS(slo_percentile="p90", prompt_squared_cv=0.25)), 6)
-    0.033333
-    """
-    p = cls.slo_percentile
-    if p == "mean":
-        return None
-    return (100.0 - float(p[1:])) / (300.0 if cls.prompt_squared_cv > 0 else 200.0)
-
-
-def prompt_tail_ratio(cls: TrafficClass) -> float:
-    """The prompt length a percentile TTFT is held at, over the mean prompt: its (1 − tail) quantile
-    (:func:`ttft_tail`); 1 for a mean SLO or prompts all the same.
-
-    The prompt's latency (prefill, transfer, the framework's) is scaled by this ratio — linear in
-    the prompt, conservative for its fixed parts; attention's quadratic part is not scaled further.
-    Never below 1: the step a prompt waits for carries prompts of every length.
-
-    Examples
-    --------
-    >>> from placement.core.schema import TrafficClass
-    >>> c = TrafficClass(name="c", rate_rps=1, prompt_tokens=200, output_tokens=10, ttft_ms=1000, tpot_ms=50,
-    ...                  slo_percentile="p90", prompt_lengths={"histogram": [[100, 1], [300, 1]]})
-    >>> prompt_tail_ratio(c)
-    1.5
-    """
-    tail = ttft_tail(cls)
-    return 1.0 if tail is None or cls.prompt_squared_cv == 0 else max(cls.prompt_quantile_ratio(1.0 - tail), 1.0)
-
-
-def prefill_queue(interval_s, latency_s, batch, cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
-    """(capacity req/s, TTFT part s) of a server admitting up to ``batch`` prompts per ``interval_s``.
-
-    The prompt waits W (:func:`costmodels.bulk_wait_s`), then takes
-    ``latency_s`` (prefill + transfer); capacity = the highest rate with
-    W + latency ≤ (1 − ADMISSION_SHARE)·SLO and utilisation ≤ MAX_UTILISATION.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> cls = SimpleNamespace(ttft_s=100.0, slo_percentile="mean", prompt_squared_cv=0.0)
-    >>> [round(float(x), 6) for x in prefill_queue(1.0, 1.0, 1.0, cls)]   # a long SLO: capped at MAX_UTILISATION
-    [0.9, 5.5]
-    >>> [float(x) for x in prefill_queue(1.0, 2.0, 1.0, SimpleNamespace(**{**vars(cls), "ttft_s": 2.0}))]
-    [0.0, 2.0]
-    """
-    interval_s = np.asarray(interval_s, dtype=float)
-    batch = np.asarray(batch, dtype=float)
-    tail = ttft_tail(cls)
-    latency_s = np.asarray(latency_s, dtype=float) * prompt_tail_ratio(cls)
-    cv2 = cls.prompt_squared_cv / batch  # a step of b prompts: the variance of their sum
-    budget = (1.0 - ADMISSION_SHARE) * cls.ttft_s - latency_s
-    rate = np.minimum(bulk_max_rate_per_s(interval_s, batch, budget, tail, cv2), MAX_UTILISATION * batch / interval_s)
-    rate = np.where(budget > 0, rate, 0.0)
-    return rate, latency_s + np.asarray(bulk_wait_s(interval_s, batch, rate, tail, cv2))
-
-
-def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
-    """(capacity req/s, wait s) of ``slots`` decode slots each held ``hold_s``, the wait ≤ ADMISSION_SHARE·SLO.
-
-    :func:`costmodels.slot_max_rate_per_s` (M/D/c mean, M/M/c tail) at
-    utilisation ≤ MAX_UTILISATION; 0 below MIN_SLOT_UTILISATION.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> rate, wait = slot_admission(64, 10.0, SimpleNamespace(ttft_s=5.0, slo_percentile="mean", output_squared_cv=0.0))
-    >>> round(float(rate), 3), round(float(wait), 3)
-    (5.76, 0.269)
-    """
-    slots = np.asarray(slots)
-    rate, wait = slot_max_rate_per_s(slots, hold_s, ADMISSION_SHARE * cls.ttft_s, ttft_tail(cls),
-                                     max_utilisation=MAX_UTILISATION, hold_squared_cv=cls.output_squared_cv)
-    rate = np.where(np.asarray(rate) * hold_s >= MIN_SLOT_UTILISATION * slots * (1 - 1e-12), rate, 0.0)
-    return np.asarray(rate, dtype=float), np.asarray(wait, dtype=float)
 
 
 class _Scratch(dict):

@@ -64,6 +64,7 @@ __all__ = [
     "class_latencies_ms",
     "parse_plan",
     "read_plan",
+    "replica_load_rps",
     "step_records",
 ]
 
@@ -168,6 +169,19 @@ StepRates = Annotated[
         },
     }),
 ]
+
+
+def replica_load_rps(sites: list[PoolSite]) -> float:
+    """Requests/s arriving at each replica of a pool: its sites' loads over their replicas (0 without any).
+
+    Examples
+    --------
+    >>> replica_load_rps([PoolSite(site="a", replicas=2, load_rps={"c|pd|prefill": 3.0}),
+    ...                   PoolSite(site="b", replicas=1, load_rps={"c|pd|prefill": 1.5})])
+    1.5
+    """
+    replicas = sum(s.replicas for s in sites)
+    return sum(r for s in sites for r in s.load_rps.values()) / replicas if replicas else 0.0
 
 
 class PoolSite(MutableRecord):

@@ -33,7 +33,9 @@ from placement.core.plan import (
     PoolSite,
     SolverStats,
     class_latencies_ms,
+    replica_load_rps,
 )
+from placement.core.queues import at_load
 from placement.core.schema import Instance
 from placement.core.verify import verify
 from placement.core.verify.facts import SERVED_RPS
@@ -318,7 +320,9 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         ttft = tpot = mem = None
         cls = ctx.classes.get(cfg.traffic_class)
         if cls is not None and cfg.kind != "measured":
-            perf = evaluate(ctx, cfg, cls, pair_latency_s=_pair_latency(ctx, sol, col))
+            # Latencies at the load the plan gives each replica, not at the capacity it is rated for.
+            with at_load(replica_load_rps(psites)):
+                perf = evaluate(ctx, cfg, cls, pair_latency_s=_pair_latency(ctx, sol, col))
             ttft = float(perf.ttft_s) * 1e3 if part == 0 else None
             tpot = float(perf.tpot_s) * 1e3 if stage != "prefill" else None
             mem = float(perf.memory_per_chip_bytes) / 1e9 if part == 0 else None

@@ -17,8 +17,8 @@ per o steps): a share q = c̄/s of them carry s = max(min(C, p), c̄) prompt tok
 t = (1 − q)·t_0 + q·t_s. Two queues, the TTFT budget shared as in
 :mod:`placement.core.evaluate`: the chunk channel is one server of service
 p·t_C/C per prompt and latency ⌈p/C⌉·t_C (M/D/1,
-:func:`placement.core.evaluate.prefill_queue`); the B slots are each held
-o·t (:func:`placement.core.evaluate.slot_admission`); TPOT is t, the mean over
+:func:`placement.core.queues.prefill_queue`); the B slots are each held
+o·t (:func:`placement.core.queues.slot_admission`); TPOT is t, the mean over
 a request's steps; a percentile TPOT (``tpot_percentile``) counts the steps that carry
 prompt tokens among a request's o, binomially (:func:`tpot_percentile_s`). Capacity = the lower
 of the two; TTFT = the channel's wait + ⌈p/C⌉·t_C + the wait for a slot, each
@@ -50,11 +50,10 @@ from placement.core.evaluate import (
     max_context_tokens,
     memory_args,
     on_grid,
-    prefill_queue,
     prefix_reload_s,
-    slot_admission,
     step_precision_args,
 )
+from placement.core.queues import prefill_queue, slot_admission
 from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, main_sites
 from placement.modes.layouts import BATCHES, parts, weights
 
@@ -111,7 +110,7 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, lay.chips)
     latency_s = steps_per_prompt * t_chunk + reload_s + framework_latency_s(ctx)
-    channel_cap, prefill_ttft = prefill_queue(t_chunk * p / chunk, latency_s, 1.0, cls)
+    channel_cap, prefill_ttft = prefill_queue(t_chunk * p / chunk, latency_s, 1.0, cls, channels=lay.dp)
     prefill_cap = lay.dp * channel_cap
     decode_cap, slot_wait = slot_admission(b, o * t, cls)
     cap = np.minimum(prefill_cap, decode_cap)

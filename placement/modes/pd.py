@@ -10,7 +10,7 @@ Capacity rules (requests/s per replica):
 * prefill: a replica starts a step on up to b waiting prompts (b from
   :data:`PREFILL_BATCHES`, b·prompt ≤ :data:`PREFILL_TOKEN_BUDGET` tokens), so
   a MoE reads the experts the batch touches once per step. Bulk-service queue
-  (:func:`placement.core.evaluate.prefill_queue`). The step model
+  (:func:`placement.core.queues.prefill_queue`). The step model
   (:func:`costmodels.prefill_step`) runs the b prompts as n = min(pp, b)
   micro-batches on n·tp chips at once in time t, so a micro-batch takes t/pp
   per stage: the first stage is free again after I = n·t/pp (the interval
@@ -20,7 +20,7 @@ Capacity rules (requests/s per replica):
   (mean or percentile).
 * decode: B slots, a sequence holds one for H = output_tokens·TPOT seconds;
   capacity = the highest rate whose wait for a slot (M/D/c,
-  :func:`placement.core.evaluate.slot_admission`) is ≤ s·SLO, at most
+  :func:`placement.core.queues.slot_admission`) is ≤ s·SLO, at most
   MAX_UTILISATION·B/H; TPOT ≤ SLO. The pool reports that wait as its TTFT part.
 
 A measured step table of the instance (``measured_step_time``) replaces the
@@ -51,12 +51,11 @@ from placement.core.evaluate import (
     max_context_tokens,
     memory_args,
     on_grid,
-    prefill_queue,
     prefix_reload_s,
-    slot_admission,
     step_precision_args,
 )
 from placement.core.measured_steps import measured_step_s
+from placement.core.queues import prefill_queue, slot_admission
 from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec, main_sites
 from placement.modes.ids import RouteId
 from placement.modes.layouts import BATCHES, parts, weights

@@ -14,7 +14,7 @@ after every layer, so the FFN half is timed layer by layer on one stage's
 over the sending group's and the active stage's NICs, with the link's latency
 per crossing; ``dp`` attention groups of batch B: dp·B slots each held
 output_tokens·TPOT, capacity and wait for a slot by
-:func:`placement.core.evaluate.slot_admission`.
+:func:`placement.core.queues.slot_admission`.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from placement.core.evaluate import (
     layout_args,
     max_context_tokens,
     memory_args,
-    slot_admission,
     step_precision_args,
 )
+from placement.core.queues import slot_admission
 from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, attention_parts, pair_latencies, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
@@ -123,7 +123,7 @@ def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cf
     What does not depend on the class comes from :func:`_pairing_layout`; each distinct attention half
     (part, micro-batches) is timed once; every (configuration, stream count) is a row of one array through
     :func:`costmodels.af.af_pipeline_tpot_s`, a configuration's TPOT the minimum of its rows
-    (``minimum.reduceat``), and one :func:`placement.core.evaluate.slot_admission` takes them all. Every
+    (``minimum.reduceat``), and one :func:`placement.core.queues.slot_admission` takes them all. Every
     formula is elementwise, so each entry is what evaluating its configuration alone gives.
     """
     a_chip, f_chip = ctx.chips[cfgs[0].main.chip], ctx.chips[cfgs[0].partner.chip]

@@ -12,7 +12,7 @@ Capacity rule (requests/s per replica): a cycle drafts γ tokens, verifies
 them in one target step and, remote, waits a round trip; it yields
 E = :func:`costmodels.expected_tokens_per_verify` tokens, so
 TPOT = (γ·t_draft + t_verify + RTT)/E; B slots each held output_tokens·TPOT,
-capacity and wait for a slot by :func:`placement.core.evaluate.slot_admission`.
+capacity and wait for a slot by :func:`placement.core.queues.slot_admission`.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from placement.core.evaluate import (
     layout_args,
     max_context_tokens,
     memory_args,
-    slot_admission,
     step_precision_args,
 )
+from placement.core.queues import slot_admission
 from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, pair_latencies, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids

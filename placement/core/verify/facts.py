@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.plan import STAGE_OF_KIND, Plan, Pool
+from placement.core.plan import STAGE_OF_KIND, Plan, Pool, replica_load_rps
+from placement.core.queues import at_load
 from placement.core.schema import TrafficClass
 from placement.modes import enabled_modes, pool_kind
 from placement.modes import transfers as mode_transfers
@@ -153,7 +154,8 @@ def _pool_facts(ctx: Context, plan: Plan, index: int, pool: Pool) -> PoolFacts:
         return f
     cls = ctx.classes[cfg.traffic_class]
     try:
-        perf = evaluate(ctx, cfg, cls, pair_latency_s=f.latency_s)
+        with at_load(replica_load_rps(pool.sites)):  # waits at the plan's load; capacities are unchanged
+            perf = evaluate(ctx, cfg, cls, pair_latency_s=f.latency_s)
         level_perf, f.latency_level_s = perf, None
         if cfg.partner is not None:
             level_perf, f.latency_level_s = _level(ctx, cfg, cls, pool, f.latency_s, perf)
