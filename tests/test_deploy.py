@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -25,15 +26,33 @@ ROOT = Path(__file__).parents[1]
 #: Small shipped instances covering P/D on H100 + Bertha, speculative decoding on H200, Trainium + CS-3.
 SMALL = ("bertha-lpddr", "spec-decode-draft", "trainium-cerebras")
 SCHEMA_OF_KIND = {"Deployment": "k8s-deployment", "LeaderWorkerSet": "leaderworkerset", "ConfigMap": "configmap",
-                  "DynamoGraphDeployment": "dynamo-graph-deployment", "PlacementPool": "vendor-neutral"}
+                  "DynamoGraphDeployment": "dynamo-graph-deployment", "PlacementPool": "vendor-neutral",
+                  "Service": "service", "HTTPRoute": "httproute"}
+#: The published schemas (``schemas/deploy/real/``, SOURCES.md: Kubernetes 1.31 OpenAPI, the LWS, Dynamo and
+#: Gateway API CRDs, converted strictly: an unknown field is an error) and this project's own.
+SCHEMA_FILES = {"k8s-deployment": "real/deployment-apps-v1.json", "service": "real/service-v1.json",
+                "configmap": "real/configmap-v1.json", "leaderworkerset": "real/leaderworkerset-v1.json",
+                "dynamo-graph-deployment": "real/dynamographdeployment-v1alpha1.json",
+                "httproute": "real/httproute-v1.json", "vendor-neutral": "vendor-neutral.schema.json",
+                "llm-d-modelservice-values": "llm-d-modelservice-values.schema.json"}
 
 
 @cache
-def schema(name: str) -> jsonschema.Draft202012Validator:
-    doc = json.loads((ROOT / "schemas/deploy" / f"{name}.schema.json").read_text())
-    jsonschema.Draft202012Validator.check_schema(doc)
-    assert doc["x-source"] and doc["x-version"]  # every vendored schema cites what it was written from
-    return jsonschema.Draft202012Validator(doc)
+def schema(name: str) -> jsonschema.protocols.Validator:
+    doc = json.loads((ROOT / "schemas/deploy" / SCHEMA_FILES[name]).read_text())
+    validator = jsonschema.validators.validator_for(doc)
+    validator.check_schema(doc)
+    assert doc["x-source"]  # every vendored schema cites what it was written from
+    return validator(doc)
+
+
+def test_the_published_schemas_are_their_sources_converted():
+    block = (ROOT / "schemas/deploy/real/SOURCES.md").read_text().split("```sh\n")[1].split("```")[0]
+    commands = block.replace(" --out $R", " --check --out $R")
+    assert commands.count("--check") == 5   # the Service and ConfigMap share one loop
+    done = subprocess.run(["bash", "-ec", commands.replace(".venv/bin/python", sys.executable)], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @cache
@@ -78,7 +97,7 @@ def test_every_document_passes_its_schema(name, fmt, engine):
 def _replicas_by_pool(docs: list[tuple[str, dict]]) -> dict[str, int]:
     count: dict[str, int] = defaultdict(int)
     for name, d in docs:
-        if name in ("k8s-deployment", "leaderworkerset", "vendor-neutral"):
+        if name in ("k8s-deployment", "leaderworkerset", "vendor-neutral") and "placement.io/pool" in d["metadata"]["labels"]:
             count[d["metadata"]["labels"]["placement.io/pool"]] += d["spec"]["replicas"]
         elif name == "dynamo-graph-deployment":
             for svc in d["spec"]["services"].values():
@@ -132,6 +151,8 @@ def test_speculative_pools_carry_the_draft():
     spec_pools = {p.id for p in plan.pools if p.config.kind == "decode-spec" and p.stage == "decode"}
     assert spec_pools
     for _, d in documents(files):
+        if d["kind"] != "Deployment":
+            continue
         args = d["spec"]["template"]["spec"]["containers"][0]["args"]
         has = "--speculative-config" in args
         assert has == (d["metadata"]["labels"]["placement.io/pool"] in spec_pools)

@@ -124,7 +124,7 @@ def test_the_leader_sh_c_command_of_a_multi_node_replica_runs_the_model_name_as_
     plan = plan_of(plan_doc())
     unit = next(u for u in units_of(plan, "vllm", kv="fp8", chips_per_node={"h100": 1})
                 if u.layout is not None and u.nodes > 1)
-    (lws,) = unit_objects(unit, plan.instance, "vllm", engine_args("vllm", unit.layout, PAYLOAD), None)
+    lws, _service = unit_objects(unit, plan.instance, "vllm", engine_args("vllm", unit.layout, PAYLOAD), None)
     command = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     assert command["command"] == ["sh"] and command["args"][0] == "-c"
     line = command["args"][1]
@@ -169,8 +169,11 @@ def test_names_that_normalise_alike_stay_distinct_objects_and_files():
     for pool, new in zip(h100, ids, strict=True):
         pool["id"] = new
     plan = plan_of(doc)
-    names = [d["metadata"]["name"] for d in _all_docs(build(plan, fmt="k8s", engine="vllm"))]
+    docs = _all_docs(build(plan, fmt="k8s", engine="vllm"))
+    names = [d["metadata"]["name"] for d in docs if d["kind"] in ("Deployment", "PlacementPool")]
     assert len(names) == len(set(names)) == len(plan.pools), names
+    kinds_names = [(d["kind"], d["metadata"]["name"]) for d in docs]   # a Service shares its Deployment's name
+    assert len(kinds_names) == len(set(kinds_names)), kinds_names
     llmd = [rel for rel in build(plan, fmt="llm-d", engine="vllm") if rel.startswith("llm-d/")]
     assert len(llmd) == len(ids), llmd
 
@@ -192,8 +195,8 @@ def test_long_names_give_valid_and_distinct_names_and_labels():
     plan = plan_of(doc)
     for fmt in ("k8s", "dynamo", "llm-d"):
         docs = _all_docs(build(plan, fmt=fmt, engine="vllm"))
-        names = [d["metadata"]["name"] for d in docs if "metadata" in d]
-        assert len(names) == len(set(names)) and all(len(n) <= 63 and DNS_1123.fullmatch(n) for n in names), names
+        names = [(d["kind"], d["metadata"]["name"]) for d in docs if "metadata" in d]
+        assert len(names) == len(set(names)) and all(len(n) <= 63 and DNS_1123.fullmatch(n) for _, n in names), names
         values = [v for d in docs for v in _label_values(d)]
         assert values and all(len(v) <= 63 and LABEL_VALUE.fullmatch(v) for v in values), values
 

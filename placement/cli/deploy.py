@@ -97,6 +97,9 @@ def deploy_command(
     image: Annotated[str | None, typer.Option("--image", help="container image (default: the engine's)")] = None,
     chips_per_node: Annotated[str | None, typer.Option("--chips-per-node", help="accelerators per node, "
                                                        "e.g. h100=8,rubin=4 (defaults in docs/deploy.md)")] = None,
+    checkpoint: Annotated[str | None, typer.Option("--checkpoint", help="Hugging Face repository the engines load "
+                                                   "(default: the model's sourced checkpoint in the plan's weight "
+                                                   "precision)")] = None,
 ) -> None:
     """Deployment manifests for a plan: engine arguments, Kubernetes/Dynamo/llm-d documents, bench.sh."""
     from placement.cli.consoles import err
@@ -124,7 +127,9 @@ def deploy_command(
             more = f" (and {n - 1} more: placement check lists them)" if n > 1 else ""
             raise VerificationError(f"{plan_path}: the plan does not verify against {instance}: "
                                     f"{result.violations[0]}{more}")
-    files = build(plan, fmt=str(fmt), engine=str(engine), instance=inst, image=image, chips_per_node=per_node)
+    files = build(plan, fmt=str(fmt), engine=str(engine), instance=inst, image=image, chips_per_node=per_node,
+                  checkpoint=checkpoint,
+                  warn=lambda w: err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True))
     write_folder_atomic(out, files, owned=written_here, executable={"bench.sh"}, field="--out")
     neutral = "vendor-neutral.yaml" in files
     console.print(f"[green]wrote[/green] {len(files)} files to {out} ({fmt}, {engine})"

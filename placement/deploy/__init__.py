@@ -5,7 +5,8 @@
 =========================  ====================================================================
 file                       what it holds
 =========================  ====================================================================
-``k8s.yaml``               (``--format k8s``) Deployments / LeaderWorkerSets (+ TRT-LLM ConfigMaps)
+``k8s.yaml``               (``--format k8s``) Deployments / LeaderWorkerSets and a Service per unit (+ TRT-LLM
+                           ConfigMaps); per class an HTTPRoute weighted by the plan's rates and a PD router
 ``dynamo.yaml``            (``--format dynamo``) DynamoGraphDeployment(s) (+ TRT-LLM ConfigMaps)
 ``llm-d/<unit>.yaml``      (``--format llm-d``) values of one llm-d-modelservice release per unit
 ``vendor-neutral.yaml``    PlacementPool records of units no engine runs (LPX, WSE-3, Corsair, Bertha…)
@@ -19,6 +20,7 @@ See ``docs/deploy.md``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import yaml
@@ -27,16 +29,18 @@ from placement.core.errors import InputError
 from placement.core.plan import Plan
 from placement.core.provenance import require_known_models
 from placement.deploy.bench import bench_script
-from placement.deploy.engines import ENGINES, engine_args, trtllm_options
+from placement.deploy.checkpoints import HF_ID, checkpoint_for
+from placement.deploy.engines import ENGINE_SPECS, ENGINES, engine_args, trtllm_options
 from placement.deploy.formats import dynamo_graphs, llmd_values, neutral_pool, trtllm_dynamo_options
 from placement.deploy.k8s import unit_objects
 from placement.deploy.names import dns_name
+from placement.deploy.routes import class_routes
 from placement.deploy.units import Unit, units_of
 
 if TYPE_CHECKING:
     from placement.core.schema import Instance
 
-__all__ = ["FORMATS", "build", "hf_id", "written_here"]
+__all__ = ["FORMATS", "build", "hf_id", "longest_request_tokens", "served_checkpoint", "written_here"]
 
 FORMATS = ("k8s", "dynamo", "llm-d")
 #: The files :func:`build` may write (besides ``llm-d/<unit>.yaml``).
@@ -58,11 +62,54 @@ def written_here(rel: str) -> bool:
 
 
 def hf_id(model: str) -> str:
-    """The Hugging Face id engines load for a catalogue model (its first ``hf_ids`` entry, else the name)."""
+    """The Hugging Face id of a catalogue model's architecture (its first ``hf_ids`` entry, else the name)."""
     from costmodels.models import load_model_catalog
 
     spec = load_model_catalog().get(model)
     return spec.hf_ids[0] if spec is not None and spec.hf_ids else model
+
+
+def served_checkpoint(model: str, weights: str, given: str | None = None) -> tuple[str, str | None]:
+    """(the checkpoint engines load, a warning or None): ``given`` (``deploy --checkpoint``), else the sourced
+    checkpoint of ``model`` in the plan's weight precision (``checkpoints.yaml``), else the architecture's
+    repository with a warning naming what to supply.
+
+    Examples
+    --------
+    >>> served_checkpoint("llama-3.1-70b", "fp8")
+    ('nvidia/Llama-3.1-70B-Instruct-FP8', None)
+    >>> served_checkpoint("llama-3.2-1b", "fp4")[1]
+    'no known fp4 checkpoint of llama-3.2-1b: the plan assumes fp4 weights; give --checkpoint ORG/NAME (serving meta-llama/Llama-3.2-1B-Instruct meanwhile)'
+    """
+    if given is not None:
+        if not HF_ID.fullmatch(given):
+            raise InputError(f"expected a Hugging Face repository id (org/name), got {given!r}", field="--checkpoint")
+        return given, None
+    if (found := checkpoint_for(model, weights)) is not None:
+        return found, None
+    base = hf_id(model)
+    return base, (f"no known {weights} checkpoint of {model}: the plan assumes {weights} weights; give --checkpoint "
+                  f"ORG/NAME (serving {base} meanwhile)")
+
+
+def longest_request_tokens(cls) -> int:
+    """Prefix + prompt + output of a class's longest request (a histogram's largest lengths, a lognormal's
+    99.9th percentiles): the context an engine must accept.
+
+    Examples
+    --------
+    >>> from placement.core.schema import TrafficClass
+    >>> longest_request_tokens(TrafficClass(name="c", rate_rps=1, prompt_tokens=200, output_tokens=100, ttft_ms=1000,
+    ...     tpot_ms=50, prompt_lengths={"histogram": [[100, 1], [300, 1]]}))
+    400
+    """
+    def top(mean: int, dist) -> float:
+        if dist is None:
+            return float(mean)
+        return float(max(t for t, _ in dist.histogram)) if dist.histogram else dist.quantile(mean, 0.999)
+
+    return int(cls.cached_prefix_tokens + -(-top(cls.prompt_tokens, cls.prompt_lengths) // 1)
+               + -(-top(cls.output_tokens, cls.output_lengths) // 1))
 
 
 class _Dumper(yaml.SafeDumper):
@@ -82,7 +129,7 @@ def _config_map(unit: Unit, data: dict) -> dict:
 
 
 def _k8s(units: list[Unit], plan: Plan, engine: str, model: str, image: str | None) -> list[dict]:
-    docs = []
+    docs: list[dict] = []
     for u in units:
         assert u.layout is not None
         cm = None
@@ -92,7 +139,10 @@ def _k8s(units: list[Unit], plan: Plan, engine: str, model: str, image: str | No
             cm = cm_doc["metadata"]["name"]
         docs += unit_objects(u, plan.instance, engine, engine_args(engine, u.layout, model, _OPTIONS_PATH), image,
                              cm)
-    return docs
+    routes, notes = class_routes(units, plan, engine, image or ENGINE_SPECS[engine].image)
+    for u in units:
+        u.notes.extend(notes)
+    return docs + routes
 
 
 def _dynamo(units: list[Unit], plan: Plan, engine: str, model: str, image: str | None) -> list[dict]:
@@ -140,8 +190,10 @@ def _readme(plan: Plan, fmt: str, engine: str, model: str, units: list[Unit]) ->
 
 
 def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None, image: str | None = None,
-          chips_per_node: dict[str, int] | None = None) -> dict[str, str]:
-    """The files of a deployment folder for ``plan`` (relative path -> text)."""
+          chips_per_node: dict[str, int] | None = None, checkpoint: str | None = None,
+          warn: Callable[[str], None] | None = None) -> dict[str, str]:
+    """The files of a deployment folder for ``plan`` (relative path -> text); ``warn`` hears what the user must
+    supply (a checkpoint in the plan's precision)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", field="--format")
     if engine not in ENGINES:
@@ -167,14 +219,16 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
         require_known_models(prov, set(), "not a catalogue model; give --instance (the instance that defines "
                              "it, against which the plan is verified)")
         model_name, kv, draft_name = prov.model, prov.precision_kv, prov.draft_model
-    model = hf_id(model_name)
-    units = units_of(plan, engine, kv=kv, draft_model=None if draft_name is None else hf_id(draft_name),
-                     chips_per_node=chips_per_node)
     weights = instance.precision.weights if instance is not None else prov.precision_weights  # type: ignore[union-attr]
-    if weights != "bf16":
+    model, missing = served_checkpoint(model_name, weights, checkpoint)
+    max_tokens = None if instance is None else {c.name: longest_request_tokens(c) for c in instance.workload.classes}
+    units = units_of(plan, engine, kv=kv, draft_model=None if draft_name is None else hf_id(draft_name),
+                     chips_per_node=chips_per_node, max_tokens=max_tokens)
+    if missing is not None:
+        if warn is not None:
+            warn(missing)
         for u in units:
-            u.notes.append(f"weights in {weights}: serve a {weights.upper()} checkpoint of {model} (the plan's "
-                           "memory and step times assume it)")
+            u.notes.append(missing)
     if kv == "fp4":
         for u in units:
             u.notes.append("KV cache planned in FP4; the engines' flags offer FP8 at most, so FP8 is set "
@@ -198,6 +252,6 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
                               round(c.prompt_tokens * c.prompt_squared_cv ** 0.5),
                               round(c.output_tokens * c.output_squared_cv ** 0.5))
             stats[c.name] = c.slo_percentile
-    files["bench.sh"] = bench_script(plan, model, tokens, stats)
+    files["bench.sh"] = bench_script(plan, model, tokens, stats, routed=fmt == "k8s", named=engine != "trtllm")
     files["README.md"] = _readme(plan, fmt, engine, model, units)
     return files

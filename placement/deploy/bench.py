@@ -13,7 +13,13 @@ documented in ai-dynamo/aiperf ``docs/cli_options.md`` (``-m``, ``--url``,
 ``--endpoint-type``, ``--streaming``, ``--synthetic-input-tokens-mean``,
 ``--synthetic-input-tokens-stddev``, ``--output-tokens-mean``,
 ``--output-tokens-stddev``, ``--request-rate``, ``--request-count``,
-``--artifact-dir``).
+``--artifact-dir``, ``--tokenizer``, ``--extra-inputs``). ``ignore_eos`` makes
+the engine emit every output token asked for, so the lengths are the class's.
+
+Each class is addressed as the deployment serves it: the engines serve it under
+its name (``--served-model-name``; TRT-LLM under the checkpoint's), and under
+``--format k8s`` at the class's route prefix ``$ENDPOINT/<class>`` (the
+Gateway's HTTPRoute); the prompts are tokenized with the checkpoint's tokenizer.
 """
 
 from __future__ import annotations
@@ -49,14 +55,17 @@ def _fmt(ms: float | None) -> str:
     return "n/a" if ms is None else f"{ms:.3g}"
 
 
-def bench_script(plan: Plan, model: str, tokens: dict[str, tuple], slo_stat: dict[str, str]) -> str:
+def bench_script(plan: Plan, model: str, tokens: dict[str, tuple], slo_stat: dict[str, str], *,
+                 routed: bool = False, named: bool = True) -> str:
     """The script: ``tokens`` maps class -> (prompt tokens, output tokens[, their standard deviations]);
-    ``slo_stat`` class -> percentile."""
+    ``slo_stat`` class -> percentile; ``routed``: each class at ``$ENDPOINT/<class>``; ``named``: the engines
+    serve each class under its name (else under ``model``, the checkpoint)."""
     lines = ["#!/usr/bin/env bash",
              shell_comment(f"Benchmark of the deployment of plan {plan.instance!r}: one aiperf run per traffic class "
                            "at its"),
              "# planned rate, then TTFT / TPOT against the plan's prediction and the SLO.",
-             "# ENDPOINT: the OpenAI-compatible address of the deployment (frontend or gateway).",
+             "# ENDPOINT: the OpenAI-compatible address of the deployment (frontend or gateway)"
+             + (", each class under its route /<class>." if routed else "."),
              "set -euo pipefail",
              'ENDPOINT="${ENDPOINT:-localhost:8000}"',
              'OUT="${OUT:-artifacts}"',
@@ -71,7 +80,9 @@ def bench_script(plan: Plan, model: str, tokens: dict[str, tuple], slo_stat: dic
             continue
         count = max(MIN_REQUESTS, round(c.rate_rps * 60))
         art = ShellWord('"$OUT"/' + shell_line([c.name]))
-        cmd = ["aiperf", "profile", "-m", model, "--url", ShellWord('"$ENDPOINT"'), "--endpoint-type", "chat",
+        url = ShellWord('"$ENDPOINT"' + ("/" + shell_line([c.name]) if routed else ""))
+        cmd = ["aiperf", "profile", "-m", c.name if named else model, "--tokenizer", model, "--url", url,
+               "--endpoint-type", "chat", "--extra-inputs", "ignore_eos:true",
                "--streaming", "--synthetic-input-tokens-mean", str(prompt),
                "--synthetic-input-tokens-stddev", str(prompt_sd),
                "--output-tokens-mean", str(output), "--output-tokens-stddev", str(output_sd),

@@ -23,29 +23,30 @@ from __future__ import annotations
 
 from placement.core.plan import step_records
 from placement.deploy.engines import EngineLayout, trtllm_options, vllm_args
-from placement.deploy.k8s import node_affinity, pod_labels
+from placement.deploy.k8s import HF_TOKEN_SECRET, SHM_SIZE, node_affinity, pod_labels
 from placement.deploy.names import dns_name, label_value, require_unique
 from placement.deploy.units import LABEL_DOMAIN, Unit
 
-__all__ = ["DYNAMO_IMAGE", "MAX_DYNAMO_SERVICES", "dynamo_graphs", "dynamo_worker_command", "llmd_values",
+__all__ = ["DYNAMO_IMAGE", "DYNAMO_VERSION", "LLMD_IMAGE", "MAX_DYNAMO_SERVICES", "dynamo_graphs", "dynamo_worker_command", "llmd_values",
            "neutral_pool"]
 
-#: Dynamo runtime images per engine (override with ``deploy --image``).
-DYNAMO_IMAGE = {"vllm": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest",
-                "sglang": "nvcr.io/nvidia/ai-dynamo/sglang-runtime:latest",
-                "trtllm": "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:latest"}
+#: Dynamo runtime images per engine, at the release whose DynamoGraphDeployment CRD the documents are
+#: validated against (0.8.0, ``schemas/deploy/real/SOURCES.md``; override with ``deploy --image``).
+DYNAMO_VERSION = "0.8.0"
+DYNAMO_IMAGE = {"vllm": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{DYNAMO_VERSION}",
+                "sglang": f"nvcr.io/nvidia/ai-dynamo/sglang-runtime:{DYNAMO_VERSION}",
+                "trtllm": f"nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:{DYNAMO_VERSION}"}
+#: The llm-d engine image (CUDA build) of the llm-d release the chart values are written for.
+LLMD_IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.9.0"
 #: ``spec.services`` holds at most 25 entries (``MaxProperties: 25``).
 MAX_DYNAMO_SERVICES = 25
 _ACCELERATOR_TYPE = {"NVIDIA": "nvidia", "AMD": "amd", "AWS": "nvidia"}
 
 
 def _engine_flags(a: EngineLayout, model: str) -> list[str]:
-    """vLLM's flags without the ``vllm serve MODEL`` head and the NIXL connector (Dynamo sets its own)."""
-    flags = vllm_args(a, model)[3:]
-    if "--kv-transfer-config" in flags:
-        i = flags.index("--kv-transfer-config")
-        del flags[i:i + 2]
-    return flags
+    """vLLM's flags without the ``vllm serve MODEL`` head, the HTTP binding (the chart's or Dynamo's) and the
+    NIXL connector (Dynamo and the chart set their own)."""
+    return _drop_values(vllm_args(a, model)[3:], ("--host", "--port", "--kv-transfer-config"))
 
 
 def dynamo_worker_command(engine: str, a: EngineLayout, model: str, options_path: str) -> list[str]:
@@ -56,7 +57,7 @@ def dynamo_worker_command(engine: str, a: EngineLayout, model: str, options_path
     if engine == "sglang":
         from placement.deploy.engines import sglang_args
 
-        return ["python3", "-m", "dynamo.sglang", *sglang_args(a, model)[3:]]
+        return ["python3", "-m", "dynamo.sglang", *_drop_values(sglang_args(a, model)[3:], ("--host", "--port"))]
     cmd = ["python3", "-m", "dynamo.trtllm", "--model-path", model, "--extra-engine-args", options_path]
     return cmd + ([] if a.role == "aggregated" else ["--disaggregation-mode", a.role])
 
@@ -79,6 +80,7 @@ def _dynamo_service(unit: Unit, plan_name: str, engine: str, model: str, image: 
         "labels": {**{k: v for k, v in pod_labels(unit, plan_name).items() if k.startswith("placement.io/")},
                    "placement.io/unit": unit.name},
         "resources": {"limits": {"gpu": str(unit.pod_chips)}, "requests": {"gpu": str(unit.pod_chips)}},
+        "envFromSecret": HF_TOKEN_SECRET, "sharedMemory": {"size": SHM_SIZE},
         "extraPodSpec": {"affinity": node_affinity(unit),
                          "mainContainer": {"image": image or DYNAMO_IMAGE[engine], "command": cmd[:1],
                                            "args": cmd[1:]}}}
@@ -134,7 +136,7 @@ def llmd_values(unit: Unit, model: str, image: str | None) -> dict:
                "parallelism": {"tensor": a.tp, "data": a.dp, "dataLocal": max(1, a.dp // unit.nodes),
                                "workers": unit.nodes},
                "acceleratorTypes": {"labelKey": LABEL_DOMAIN, "labelValues": unit.domain_values},
-               "containers": [{"name": "vllm", "image": image or "ghcr.io/llm-d/llm-d:latest",
+               "containers": [{"name": "vllm", "image": image or LLMD_IMAGE,
                                "modelCommand": "vllmServe", "args": args,
                                "resources": {"limits": {resource: unit.pod_chips},
                                              "requests": {resource: unit.pod_chips}}}]},

@@ -1,4 +1,12 @@
-"""Kubernetes objects for deployable units: pod templates with node affinity, Deployments, LeaderWorkerSets.
+"""Kubernetes objects for deployable units: pod templates with node affinity, Deployments, LeaderWorkerSets,
+a Service per unit.
+
+Every serving pod binds 0.0.0.0:8000 (the engines' flags say so), gets the Hugging Face token from the
+secret :data:`HF_TOKEN_SECRET` (key ``HF_TOKEN``; optional, for gated checkpoints), a memory-backed
+``/dev/shm`` of :data:`SHM_SIZE` (NCCL and the engines' IPC), and startup, readiness and liveness probes
+on the engine's health path — the startup probe allows :data:`STARTUP_S` for weights to load, as the
+HTTP servers start only once the model is loaded. Workers of a multi-node replica serve no HTTP and get
+no probes. Images default to the pinned :data:`placement.deploy.engines.ENGINE_SPECS` ones.
 
 A unit whose replica fits on one node is an ``apps/v1`` Deployment; a replica
 spanning several nodes is a LeaderWorkerSet (``leaderworkerset.x-k8s.io/v1``,
@@ -12,18 +20,24 @@ asks for exclusive placement per domain (annotation
 
 from __future__ import annotations
 
-from placement.deploy.engines import ACCELERATOR_RESOURCE
+from placement.deploy.engines import ACCELERATOR_RESOURCE, ENGINE_SPECS, PORT
 from placement.deploy.names import ShellWord, label_value, shell_line
 from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, Unit
 
-__all__ = ["ENGINE_IMAGE", "PORT", "deployment", "leader_worker_set", "node_affinity", "pod_labels", "pod_spec",
-           "unit_objects"]
+__all__ = ["HF_TOKEN_SECRET", "PORT", "SGLANG_BOOTSTRAP_PORT", "SHM_SIZE", "STARTUP_S", "deployment", "leader_worker_set", "node_affinity",
+           "pod_labels", "pod_spec", "service", "unit_objects"]
 
-#: Default container images per engine (override with ``deploy --image``).
-ENGINE_IMAGE = {"vllm": "vllm/vllm-openai:latest", "sglang": "lmsysorg/sglang:latest",
-                "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:latest"}
-#: The OpenAI-compatible port every engine container listens on.
-PORT = 8000
+#: The Secret (key ``HF_TOKEN``) the pods read ``HF_TOKEN`` from: create it for gated checkpoints
+#: (``kubectl create secret generic hf-token --from-literal=HF_TOKEN=hf_…``); optional, so open ones need none.
+#: Dynamo's ``envFromSecret`` reads the same Secret.
+HF_TOKEN_SECRET = "hf-token"
+#: Shared memory per pod (NCCL buffers, the engines' IPC): what NVIDIA aiconfigurator 0.12's generated Dynamo
+#: files mount.
+SHM_SIZE = "64Gi"
+#: Seconds the startup probe waits for an engine to load its weights and open its port (a 700 GB checkpoint
+#: read at ~1 GB/s).
+STARTUP_S = 3600
+_STARTUP_PERIOD_S = 30
 _EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 
 
@@ -49,17 +63,57 @@ def _resources(unit: Unit) -> dict:
     return {"limits": {name: unit.pod_chips}, "requests": {name: unit.pod_chips}}
 
 
+def _probes(path: str) -> dict:
+    """Startup (weights loading), readiness and liveness probes on the engine's health path."""
+    get = {"httpGet": {"path": path, "port": "http"}}
+    return {"startupProbe": {**get, "periodSeconds": _STARTUP_PERIOD_S,
+                             "failureThreshold": STARTUP_S // _STARTUP_PERIOD_S},
+            "readinessProbe": {**get, "periodSeconds": 10, "failureThreshold": 3},
+            "livenessProbe": {**get, "periodSeconds": 30, "failureThreshold": 4, "timeoutSeconds": 10}}
+
+
 def pod_spec(unit: Unit, engine: str, command: list[str], image: str | None,
-             config_map: str | None = None) -> dict:
-    """A pod spec running ``command`` on the unit's accelerators, pinned to its domains."""
-    container = {"name": engine, "image": image or ENGINE_IMAGE[engine], "command": command[:1],
-                 "args": command[1:], "ports": [{"containerPort": PORT, "name": "http"}],
-                 "resources": _resources(unit)}
-    spec: dict = {"affinity": node_affinity(unit), "containers": [container]}
+             config_map: str | None = None, serves: bool = True) -> dict:
+    """A pod spec running ``command`` on the unit's accelerators, pinned to its domains; ``serves``: the pod
+    answers HTTP (a Deployment's pods, a multi-node replica's leader), so it gets the port and the probes."""
+    container: dict = {"name": engine, "image": image or ENGINE_SPECS[engine].image, "command": command[:1],
+                       "args": command[1:],
+                       "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+                           "name": HF_TOKEN_SECRET, "key": "HF_TOKEN", "optional": True}}}],
+                       "resources": _resources(unit),
+                       "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]}
+    volumes: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}}]
+    if serves:
+        container["ports"] = [{"containerPort": PORT, "name": "http"}, *_extra_ports(unit, engine)]
+        container.update(_probes(ENGINE_SPECS[engine].health_path))
     if config_map:
-        container["volumeMounts"] = [{"name": "engine-config", "mountPath": "/etc/placement"}]
-        spec["volumes"] = [{"name": "engine-config", "configMap": {"name": config_map}}]
-    return spec
+        container["volumeMounts"].append({"name": "engine-config", "mountPath": "/etc/placement"})
+        volumes.append({"name": "engine-config", "configMap": {"name": config_map}})
+    return {"affinity": node_affinity(unit), "containers": [container], "volumes": volumes}
+
+
+#: SGLang's prefill servers answer the PD router's KV bootstrap on this port (``--disaggregation-bootstrap-port``
+#: default).
+SGLANG_BOOTSTRAP_PORT = 8998
+
+
+def _extra_ports(unit: Unit, engine: str) -> list[dict]:
+    if engine == "sglang" and unit.role == "prefill":
+        return [{"containerPort": SGLANG_BOOTSTRAP_PORT, "name": "bootstrap"}]
+    return []
+
+
+def service(unit: Unit, plan_name: str, engine: str) -> dict:
+    """A ClusterIP Service in front of the unit's serving pods (a multi-node replica's leader)."""
+    selector = {"app.kubernetes.io/instance": unit.name}
+    if unit.nodes > 1:
+        selector["placement.io/rank"] = "leader"
+    ports = [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]
+    ports += [{"name": p["name"], "port": p["containerPort"], "targetPort": p["name"], "protocol": "TCP"}
+              for p in _extra_ports(unit, engine)]
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": unit.name, "labels": pod_labels(unit, plan_name)},
+            "spec": {"type": "ClusterIP", "selector": selector, "ports": ports}}
 
 
 def deployment(unit: Unit, plan_name: str, spec: dict) -> dict:
@@ -99,9 +153,11 @@ def _multinode(engine: str, command: list[str]) -> tuple[list[str], list[str]]:
 
 def unit_objects(unit: Unit, plan_name: str, engine: str, command: list[str], image: str | None,
                  config_map: str | None = None) -> list[dict]:
-    """The Deployment or LeaderWorkerSet of a unit."""
+    """The Deployment or LeaderWorkerSet of a unit, and its Service."""
     if unit.nodes <= 1:
-        return [deployment(unit, plan_name, pod_spec(unit, engine, command, image, config_map))]
-    lead, work = _multinode(engine, command)
-    return [leader_worker_set(unit, plan_name, pod_spec(unit, engine, lead, image, config_map),
-                              pod_spec(unit, engine, work, image, config_map))]
+        workload = deployment(unit, plan_name, pod_spec(unit, engine, command, image, config_map))
+    else:
+        lead, work = _multinode(engine, command)
+        workload = leader_worker_set(unit, plan_name, pod_spec(unit, engine, lead, image, config_map),
+                                     pod_spec(unit, engine, work, image, config_map, serves=False))
+    return [workload, service(unit, plan_name, engine)]

@@ -103,8 +103,11 @@ def _chip_vendor(chip: str) -> str:
 
 
 def units_of(plan: Plan, engine: str, *, kv: str, draft_model: str | None = None,
-             chips_per_node: dict[str, int] | None = None) -> list[Unit]:
-    """The plan's pools split by domain group, each with its engine layout or the reason it has none."""
+             chips_per_node: dict[str, int] | None = None, max_tokens: dict[str, int] | None = None) -> list[Unit]:
+    """The plan's pools split by domain group, each with its engine layout or the reason it has none.
+
+    Each layout serves its class under the class's name; ``max_tokens`` (class -> the longest request's
+    prefix + prompt + output) sets the engine's context limit (left to the engine's default without it)."""
     per_node = {**CHIPS_PER_NODE, **(chips_per_node or {})}
     units = []
     for pool in plan.pools:
@@ -132,7 +135,8 @@ def units_of(plan: Plan, engine: str, *, kv: str, draft_model: str | None = None
         layout = None if reason else EngineLayout(
             tp=pool.tp, pp=pool.pp, dp=pool.config.main.dp, ep=pool.ep, batch=pool.batch,
             chunk_tokens=pool.chunk_tokens, kv=kv, role=_ROLE_OF_STAGE[pool.stage], draft_model=draft,
-            draft_tokens=tokens, nodes=nodes)
+            draft_tokens=tokens, nodes=nodes, served_name=pool.traffic_class,
+            max_model_len=(max_tokens or {}).get(pool.traffic_class))
         for site in pool.sites:
             if site.replicas <= 0:
                 continue

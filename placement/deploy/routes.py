@@ -1,0 +1,131 @@
+"""Traffic as planned (``--format k8s``): per class, a Gateway API route splitting its requests by the plan's rates.
+
+A class is reached at ``/<class>/v1/…`` on the Gateway :data:`GATEWAY` (the cluster's, not written
+here); the prefix is rewritten to ``/`` and the request goes to one of the class's entry backends with
+the weight of the rate the plan sends it:
+
+* an **aggregated** unit: its own Service, weight = the unit's planned requests/s;
+* the class's **prefill → decode** pairs: a router that sends each request to a prefill unit, then its
+  KV and decoding to a decode unit — SGLang's PD router (``sglang_router.launch_router
+  --pd-disaggregation``) or TensorRT-LLM's disaggregated server (``trtllm-serve disaggregated``) — in
+  front of the class's prefill and decode Services, weight = the planned rate of its prefill units.
+  vLLM ships no such router: those classes' PD share is left out of the route and said so (``--format
+  llm-d``'s routing sidecar or ``--format dynamo``'s frontend route them).
+
+Weights are the rates in milli-requests/s (HTTPRoute weights are integers ≤ 1,000,000; a positive
+rate keeps weight ≥ 1). Engines serve the class under its name (``--served-model-name``), so a
+request's ``model`` is the class name.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from placement.core.plan import Plan
+from placement.deploy.engines import PORT
+from placement.deploy.k8s import SGLANG_BOOTSTRAP_PORT
+from placement.deploy.names import dns_name, label_value
+from placement.deploy.units import Unit
+
+__all__ = ["GATEWAY", "class_routes", "unit_rate_rps"]
+
+#: The Gateway (gateway.networking.k8s.io/v1) the routes attach to: the cluster's, named so.
+GATEWAY = "inference-gateway"
+_MAX_WEIGHT = 1_000_000
+
+
+def unit_rate_rps(unit: Unit) -> float:
+    """Requests/s the plan sends to a unit: its pool's load in the unit's domain group."""
+    return sum(r for s in unit.pool.sites if s.site == unit.site for r in s.load_rps.values())
+
+
+def _weight(rate_rps: float) -> int:
+    return min(_MAX_WEIGHT, max(1, round(rate_rps * 1000))) if rate_rps > 0 else 0
+
+
+def _labels(plan: Plan, cls: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "placement", "placement.io/plan": label_value(plan.instance),
+            "placement.io/class": label_value(cls)}
+
+
+def _sglang_router(name: str, plan: Plan, cls: str, prefill: list[Unit], decode: list[Unit], image: str) -> dict:
+    args = ["-m", "sglang_router.launch_router", "--pd-disaggregation", "--host", "0.0.0.0", "--port", str(PORT)]
+    for u in prefill:
+        args += ["--prefill", f"http://{u.name}:{PORT}", str(SGLANG_BOOTSTRAP_PORT)]
+    for u in decode:
+        args += ["--decode", f"http://{u.name}:{PORT}"]
+    return _router_deployment(name, plan, cls, image, ["python3"], args, None)
+
+
+def _trtllm_router(name: str, plan: Plan, cls: str, prefill: list[Unit], decode: list[Unit],
+                   image: str) -> list[dict]:
+    config = {"hostname": "0.0.0.0", "port": PORT,
+              "context_servers": {"num_instances": len(prefill), "urls": [f"{u.name}:{PORT}" for u in prefill]},
+              "generation_servers": {"num_instances": len(decode), "urls": [f"{u.name}:{PORT}" for u in decode]}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": dns_name(name, "config"),
+                                                                 "labels": _labels(plan, cls)},
+          "data": {"disagg.yaml": yaml.safe_dump(config, sort_keys=False)}}
+    # The workers must answer before the proxy gives up on them: as long as their startup probes allow.
+    args = ["disaggregated", "-c", "/etc/placement/disagg.yaml", "--server_start_timeout", "3600"]
+    return [cm, _router_deployment(name, plan, cls, image, ["trtllm-serve"], args, cm["metadata"]["name"])]
+
+
+def _router_deployment(name: str, plan: Plan, cls: str, image: str, command: list[str], args: list[str],
+                       config_map: str | None) -> dict:
+    labels = {**_labels(plan, cls), "app.kubernetes.io/instance": name, "placement.io/role": "router"}
+    container: dict = {"name": "router", "image": image, "command": command, "args": args,
+                       "ports": [{"containerPort": PORT, "name": "http"}],
+                       "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}}
+    spec: dict = {"containers": [container]}
+    if config_map:
+        container["volumeMounts"] = [{"name": "router-config", "mountPath": "/etc/placement"}]
+        spec["volumes"] = [{"name": "router-config", "configMap": {"name": config_map}}]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/instance": name}},
+                     "template": {"metadata": {"labels": labels}, "spec": spec}}}
+
+
+def _router_service(name: str, plan: Plan, cls: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": _labels(plan, cls)},
+            "spec": {"type": "ClusterIP", "selector": {"app.kubernetes.io/instance": name},
+                     "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]}}
+
+
+def class_routes(units: list[Unit], plan: Plan, engine: str, image: str) -> tuple[list[dict], list[str]]:
+    """(documents, notes): per class an HTTPRoute over its aggregated units and its PD router, the router's
+    Deployment and Service (and TRT-LLM's config), in class order; notes say what is not routed. The
+    routers run the engine's own ``image`` (SGLang's ships ``sglang_router``, TRT-LLM's ``trtllm-serve``)."""
+    docs: list[dict] = []
+    notes: list[str] = []
+    for cp in plan.classes:
+        mine = [u for u in units if u.pool.traffic_class == cp.name]
+        backends = [(u.name, unit_rate_rps(u)) for u in mine if u.role == "aggregated"]
+        prefill = [u for u in mine if u.role == "prefill"]
+        decode = [u for u in mine if u.role == "decode"]
+        if prefill and decode:
+            name = dns_name(plan.instance, cp.name, "pd-router")
+            pd_rate = sum(unit_rate_rps(u) for u in prefill)
+            if engine == "sglang":
+                docs += [_sglang_router(name, plan, cp.name, prefill, decode, image),
+                         _router_service(name, plan, cp.name)]
+                backends.append((name, pd_rate))
+            elif engine == "trtllm":
+                docs += [*_trtllm_router(name, plan, cp.name, prefill, decode, image),
+                         _router_service(name, plan, cp.name)]
+                backends.append((name, pd_rate))
+            else:
+                notes.append(f"class {cp.name}: {pd_rate:.4g} req/s planned through prefill→decode pools are not "
+                             f"in its route: vLLM ships no PD router (use --format llm-d or --format dynamo)")
+        refs = [{"name": n, "port": PORT, "weight": _weight(r)} for n, r in backends if _weight(r) > 0]
+        if not refs:
+            continue
+        prefix = f"/{cp.name}/"
+        docs.append({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": dns_name(plan.instance, cp.name), "labels": _labels(plan, cp.name)},
+            "spec": {"parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY}],
+                     "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
+                                "filters": [{"type": "URLRewrite", "urlRewrite": {
+                                    "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}],
+                                "backendRefs": refs}]}})
+    return docs, notes
