@@ -84,8 +84,10 @@ def check_all(files: dict[str, str]) -> list[tuple[str, dict]]:
     return docs
 
 
-CASES = [(n, f, "vllm") for n in SMALL for f in ("k8s", "dynamo", "llm-d")]
-CASES += [("spec-decode-draft", f, e) for f in ("k8s", "dynamo") for e in ("sglang", "trtllm")]
+#: Every shipped instance in every format with every engine it takes.
+SHIPPED = sorted(p.stem for p in (ROOT / "instances").glob("*.yaml"))
+CASES = [(n, f, e) for n in SHIPPED for f in ("k8s", "dynamo") for e in ("vllm", "sglang", "trtllm")]
+CASES += [(n, "llm-d", "vllm") for n in SHIPPED]
 
 
 @pytest.mark.parametrize(("name", "fmt", "engine"), CASES)
