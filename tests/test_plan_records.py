@@ -33,7 +33,7 @@ def test_layout_1_objects_are_read_and_written_back_as_records():
     assert out["capacity_rps_per_replica"] == [{"class": "c", "mode": "aggregated", "stage": "serve",
                                                 "rate_rps": 4.0}]
     assert parse_plan(json.loads(plan.model_dump_json())) == plan
-    assert PLAN_SCHEMA_VERSION == "2"
+    assert PLAN_SCHEMA_VERSION == "3"
 
 
 @pytest.mark.parametrize(("records", "phrase"), [

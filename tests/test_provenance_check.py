@@ -44,7 +44,7 @@ INVALID = [("model", "$(touch x)", "should match pattern"),
            ("precision_weights", "fp3", "input should be 'fp4', 'fp8' or 'bf16'"),
            ("precision_kv", "int4", "input should be 'fp4', 'fp8' or 'bf16'"),
            ("precision_activations", "fp4", "input should be 'fp8' or 'bf16'"),
-           ("schema_version", "9", "input should be '1' or '2'"),
+           ("schema_version", "9", "input should be '1', '2' or '3'"),
            ("tool_version", "0.1.0; rm -rf ~", "should match pattern"), ("tool_version", "", "should match pattern"),
            ("framework", "tgi", "unknown serving framework 'tgi'")]
 MISMATCHED = [("model", "llama-3.1-8b"), ("draft_model", "llama-3.2-1b"), ("precision_weights", "bf16"),

@@ -293,3 +293,27 @@ def test_verifier_checks_the_route_ttft_end_to_end(small_plan):
     violations = check_slos_and_memory(ctx, plan, facts)
     assert any(f"class {cls.name}: TTFT" in v and "worst route" in v for v in violations), violations
     assert not any(v.startswith("pool") for v in violations)
+
+
+def test_busy_is_the_servers_share_of_time_at_the_plans_load(small_plan):
+    inst, plan = small_plan
+    ctx = Context.of(inst)
+    for pool in plan.pools:
+        if pool.part:
+            continue
+        cfg, load = pool.config, replica_load_rps(pool.sites)
+        cls = ctx.classes[pool.traffic_class]
+        perf = evaluate(ctx, cfg, cls)
+        if pool.stage == "decode":   # slots each held o·TPOT: λ·H/B
+            want = load * cls.output_tokens * float(perf.tpot_s) / cfg.batch
+            assert pool.busy == pytest.approx(want, rel=1e-5)
+        assert 0 < pool.busy <= MAX_UTILISATION * (1 + 1e-6) and pool.busy <= pool.utilisation + 1e-6
+    tampered = plan.model_copy(deep=True)
+    tampered.pools[0].busy = 0.0
+    assert any("busy" in v for v in verify(ctx, tampered))
+    # a plan of layout 2 states waits at capacity, and is checked so
+    old = plan.model_copy(deep=True, update={"provenance": plan.provenance.model_copy(update={"schema_version": "2"})})
+    for f in derive(ctx, old):
+        if f.main and f.ttft_ms is not None:
+            rated = float(evaluate(ctx, f.pool.config, ctx.classes[f.pool.traffic_class]).ttft_s) * 1e3
+            assert f.ttft_ms == pytest.approx(rated, rel=1e-12) and f.busy == f.pool.busy

@@ -52,23 +52,25 @@ def print_plan(console: Console, plan: Plan) -> None:
         console.print(f"  note: {note}", highlight=False, markup=False)
     if plan.pools:
         t = Table(title="pools")
-        for col in ("pool", "class", "stage", "chip", "replicas", "chips", "tp/ep/pp", "batch", "util",
+        for col in ("pool", "class", "stage", "chip", "replicas", "chips", "tp/ep/pp", "batch", "util (busy)",
                     "TTFT ms", "TPOT ms", "$/h", "domain groups"):
             t.add_column(col)
         for p in plan.pools:
             t.add_row(p.id + (f"↔{p.paired_with}" if p.paired_with else ""), p.traffic_class, p.stage, p.chip,
                       str(p.replicas), str(p.chips), f"{p.tp}/{p.ep}/{p.pp}" + _dp(p), str(p.batch),
-                      f"{p.utilisation:.0%}" if p.part == 0 else "",
-                      _banded(p.ttft_ms, p.bands and p.bands.ttft_ms), _banded(p.tpot_ms, p.bands and p.bands.tpot_ms),
+                      f"{p.utilisation:.0%} ({p.busy:.0%})" if p.part == 0 else "",
+                      ("wait " if p.stage != "prefill" and p.stage != "aggregated" and p.ttft_ms is not None else "")
+                      + _banded(p.ttft_ms, p.bands and p.bands.ttft_ms), _banded(p.tpot_ms, p.bands and p.bands.tpot_ms),
                       f"{p.usd_per_hour:,.2f}", ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
         console.print(t)
         if any(p.bands for p in plan.pools):
             at = "nominal prediction" if plan.confidence is None else f"priced at confidence {plan.confidence:g}"
             console.print(f"TTFT / TPOT: {at} [p10–p90 band of the chip family's held-out error, "
                           "benchmarks/CALIBRATION.md]", highlight=False, markup=False)
-        console.print("TTFT at the plan's load (waits included; a decode pool's is its wait for a slot); util: load "
-                      "÷ rated capacity, which keeps each server busy at most 90 % of the time (less where the "
-                      "SLO's queueing binds)", highlight=False, markup=False)
+        console.print("TTFT at the plan's load, waits included (a decode pool's: its wait for a slot); util: load ÷ "
+                      "rated capacity, the rate at which the SLOs hold with each server busy at most 90 % of the time; "
+                      "busy: the busiest server's share of time working at the plan's load", highlight=False,
+                      markup=False)
         measured = [f"{p.id} ({p.step_table})" for p in plan.pools if p.step_table]
         if measured:
             console.print(f"step times from measured tables: {', '.join(measured)}", highlight=False)

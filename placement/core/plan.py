@@ -78,7 +78,7 @@ TIMING_FIELDS = frozenset({"seconds", "build_seconds"})
 #: 2: per-step rates (a site's ``load_rps``, a pool's ``capacity_rps_per_replica``) are lists of
 #: ``{class, mode, stage, rate_rps}`` records, no longer objects keyed by ``"class|mode|stage"``;
 #: ``prefill_to_decode`` and ``max_pools_per_stage`` added.
-PLAN_SCHEMA_VERSION = "2"
+PLAN_SCHEMA_VERSION = "3"
 #: A release version as PEP 440 writes it (``0.1.0``, ``1.2rc1``, ``0.3.dev4+g1a2b3c``), or ``unknown`` (a tree
 #: that was never installed, :func:`placement.core.provenance.tool_version`).
 VERSION_PATTERN = (r"^(unknown|[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?"
@@ -224,7 +224,10 @@ class Pool(MutableRecord):
     paired_with: DerivedName | None = None
     capacity_rps_per_replica: StepRates = Field(default_factory=dict, description="requests/s one replica "
                                                 "serves of each step it can run (alone)")
-    utilisation: float = 0.0
+    utilisation: float = Field(default=0.0, description="load ÷ rated capacity (the rate at which the SLOs still "
+                               "hold, each server busy at most 90 % of the time)")
+    busy: float = Field(default=0.0, description="the physical utilisation at the plan's load: the busiest server's "
+                        "fraction of time working (a prefill step's λ·I/b, the decode slots' λ·H/B)")
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     memory_per_chip_gb: float | None = None
@@ -376,7 +379,7 @@ class Comparison(MutableRecord):
 class Provenance(MutableRecord):
     """What a plan answers: the layout version, the tool, the instance (by hash), the model and precision."""
 
-    schema_version: Literal["1", "2"] = Field(default=PLAN_SCHEMA_VERSION, description="version of the plan "
+    schema_version: Literal["1", "2", "3"] = Field(default=PLAN_SCHEMA_VERSION, description="version of the plan "
                                               "JSON layout")
     tool_version: str = Field(pattern=VERSION_PATTERN, max_length=64, description="placement version that wrote "
                               "the plan")

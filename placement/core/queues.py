@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +43,7 @@ __all__ = [
     "ADMISSION_SHARE",
     "MAX_UTILISATION",
     "MIN_SLOT_UTILISATION",
+    "Load",
     "at_load",
     "prefill_queue",
     "prompt_tail_ratio",
@@ -104,36 +106,55 @@ def prompt_tail_ratio(cls: TrafficClass) -> float:
     return 1.0 if tail is None or cls.prompt_squared_cv == 0 else max(cls.prompt_quantile_ratio(1.0 - tail), 1.0)
 
 
-#: The arrival rate per replica (req/s) :func:`at_load` reports waits at; None: at each queue's capacity.
-_LOAD_RPS: ContextVar[float | None] = ContextVar("load_rps", default=None)
+@dataclass
+class Load:
+    """A replica's arrival rate (req/s) and, once evaluated at it, the busiest of its servers' busy fraction
+    (the physical utilisation: a prefill step's λ·I/b, the decode slots' λ·H/B)."""
+
+    rate_rps: float
+    busy: float = 0.0
+
+
+#: The load :func:`at_load` reports waits at; None: at each queue's capacity.
+_LOAD: ContextVar[Load | None] = ContextVar("load", default=None)
 
 
 @contextmanager
-def at_load(rate_rps: float) -> Iterator[None]:
+def at_load(rate_rps: float) -> Iterator[Load]:
     """Within: the queues of an evaluation report their waits at ``rate_rps`` arrivals per replica (a
-    plan's load) instead of at their capacity; capacities are unchanged. A load above a queue's
-    capacity is taken at its capacity.
+    plan's load) instead of at their capacity, and record how busy each server is there
+    (:class:`Load`); capacities are unchanged. A load above a queue's capacity is taken at its capacity.
 
     Examples
     --------
     >>> from types import SimpleNamespace as NS
     >>> cls = NS(ttft_s=100.0, slo_percentile="mean", prompt_squared_cv=0.0)
-    >>> with at_load(0.45):   # half the capacity: M/D/1 wait ρS/(2(1 − ρ)) = 0.45/1.1
+    >>> with at_load(0.45) as load:   # half the capacity: M/D/1 wait ρS/(2(1 − ρ)) = 0.45/1.1
     ...     [round(float(x), 4) for x in prefill_queue(1.0, 1.0, 1.0, cls)]
     [0.9, 1.4091]
+    >>> load.busy
+    0.45
     """
-    token = _LOAD_RPS.set(float(rate_rps))
+    load = Load(float(rate_rps))
+    token = _LOAD.set(load)
     try:
-        yield
+        yield load
     finally:
-        _LOAD_RPS.reset(token)
+        _LOAD.reset(token)
 
 
 def _waited_at(capacity_rps, channels=1.0):
     """The rate per queue the waits are reported at: its capacity, or the :func:`at_load` rate shared by
     ``channels`` identical queues (no more than the capacity)."""
-    load = _LOAD_RPS.get()
-    return capacity_rps if load is None else np.minimum(capacity_rps, load / np.asarray(channels, dtype=float))
+    load = _LOAD.get()
+    return capacity_rps if load is None else np.minimum(capacity_rps, load.rate_rps / np.asarray(channels, dtype=float))
+
+
+def _record_busy(rate_rps, service_s, servers) -> None:
+    """Within :func:`at_load`: the busiest server's fraction of time busy, λ·S/c, kept on the load."""
+    if (load := _LOAD.get()) is not None:
+        busy = np.asarray(rate_rps, dtype=float) * np.asarray(service_s, dtype=float) / np.asarray(servers, dtype=float)
+        load.busy = max(load.busy, float(np.max(busy, initial=0.0)))
 
 
 def prefill_queue(interval_s, latency_s, batch, cls: TrafficClass, channels=1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -162,7 +183,9 @@ def prefill_queue(interval_s, latency_s, batch, cls: TrafficClass, channels=1.0)
     budget = (1.0 - ADMISSION_SHARE) * cls.ttft_s - latency_s
     rate = np.minimum(bulk_max_rate_per_s(interval_s, batch, budget, tail, cv2), MAX_UTILISATION * batch / interval_s)
     rate = np.where(budget > 0, rate, 0.0)
-    return rate, latency_s + np.asarray(bulk_wait_s(interval_s, batch, _waited_at(rate, channels), tail, cv2))
+    at = _waited_at(rate, channels)
+    _record_busy(at, interval_s, batch)
+    return rate, latency_s + np.asarray(bulk_wait_s(interval_s, batch, at, tail, cv2))
 
 
 def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.ndarray]:
@@ -183,7 +206,9 @@ def slot_admission(slots, hold_s, cls: TrafficClass) -> tuple[np.ndarray, np.nda
     rate, wait = slot_max_rate_per_s(slots, hold_s, ADMISSION_SHARE * cls.ttft_s, ttft_tail(cls),
                                      max_utilisation=MAX_UTILISATION, hold_squared_cv=cls.output_squared_cv)
     rate = np.where(np.asarray(rate) * hold_s >= MIN_SLOT_UTILISATION * slots * (1 - 1e-12), rate, 0.0)
-    if _LOAD_RPS.get() is not None:
-        wait = np.where(rate > 0, slot_wait_s(slots, hold_s, _waited_at(rate), ttft_tail(cls),
+    if _LOAD.get() is not None:
+        at = _waited_at(rate)
+        _record_busy(at, hold_s, slots)
+        wait = np.where(rate > 0, slot_wait_s(slots, hold_s, at, ttft_tail(cls),
                                               hold_squared_cv=cls.output_squared_cv), 0.0)
     return np.asarray(rate, dtype=float), np.asarray(wait, dtype=float)

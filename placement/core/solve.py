@@ -318,11 +318,13 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
                   for s, n in sorted(where.items())]
         used = sum(r / cap[st] for ps in psites for st, r in ps.load_rps.items() if st in cap)
         ttft = tpot = mem = None
+        busy = 0.0
         cls = ctx.classes.get(cfg.traffic_class)
         if cls is not None and cfg.kind != "measured":
             # Latencies at the load the plan gives each replica, not at the capacity it is rated for.
-            with at_load(replica_load_rps(psites)):
+            with at_load(replica_load_rps(psites)) as load:
                 perf = evaluate(ctx, cfg, cls, pair_latency_s=_pair_latency(ctx, sol, col))
+            busy = round(load.busy, 6) if part == 0 else 0.0
             ttft = float(perf.ttft_s) * 1e3 if part == 0 else None
             tpot = float(perf.tpot_s) * 1e3 if stage != "prefill" else None
             mem = float(perf.memory_per_chip_bytes) / 1e9 if part == 0 else None
@@ -334,7 +336,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
             replicas=replicas, chips=replicas * lay.chips, chips_per_replica=lay.chips, tp=lay.tp, ep=lay.ep,
             pp=lay.pp, batch=cfg.batch, chunk_tokens=cfg.chunk_tokens, micro_batches=cfg.micro_batches,
             paired_with=partner, capacity_rps_per_replica=dict(sorted(cap.items())) if part == 0 else {},
-            utilisation=round(used / replicas, 6) if part == 0 and replicas else 0.0,
+            utilisation=round(used / replicas, 6) if part == 0 and replicas else 0.0, busy=busy,
             ttft_ms=ttft, tpot_ms=tpot, memory_per_chip_gb=mem, step_table=table_field(ctx, cfg, part),
             usd_per_hour=usd, power_w=power,
             domains=[ps.site for ps in psites], sites=psites, config=cfg, part=part,

@@ -113,6 +113,7 @@ class PoolFacts:
     #: Per-replica capacity per step at the pairs' actual latency (what the loads must fit).
     actual_capacity_rps: dict[str, float] = field(default_factory=dict)
     ttft_ms: float | None = None
+    busy: float = 0.0
     tpot_ms: float | None = None
     memory_per_chip_gb: float | None = None
     fits: bool = True
@@ -128,6 +129,12 @@ class PoolFacts:
     @property
     def main(self) -> bool:
         return self.pool.part == 0
+
+
+def rated_latencies(plan: Plan) -> bool:
+    """Whether the plan states its pools' waits at their rated capacity (layouts 1 and 2) rather than at its
+    load (layout 3, :func:`placement.core.queues.at_load`)."""
+    return plan.provenance is not None and plan.provenance.schema_version in ("1", "2")
 
 
 def derive(ctx: Context, plan: Plan) -> list[PoolFacts]:
@@ -154,8 +161,13 @@ def _pool_facts(ctx: Context, plan: Plan, index: int, pool: Pool) -> PoolFacts:
         return f
     cls = ctx.classes[cfg.traffic_class]
     try:
-        with at_load(replica_load_rps(pool.sites)):  # waits at the plan's load; capacities are unchanged
+        if rated_latencies(plan):  # a plan of layout 1 or 2 states its waits at capacity and no busy share
             perf = evaluate(ctx, cfg, cls, pair_latency_s=f.latency_s)
+            f.busy = pool.busy
+        else:
+            with at_load(replica_load_rps(pool.sites)) as load:  # waits at the plan's load; capacities unchanged
+                perf = evaluate(ctx, cfg, cls, pair_latency_s=f.latency_s)
+            f.busy = round(load.busy, 6) if pool.part == 0 else 0.0
         level_perf, f.latency_level_s = perf, None
         if cfg.partner is not None:
             level_perf, f.latency_level_s = _level(ctx, cfg, cls, pool, f.latency_s, perf)

@@ -75,6 +75,8 @@ def check_pool_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[
                 v.append(mismatch(f"pool {p.id}", name, says, gives))
         if abs(p.utilisation - utilisation) > _UTILISATION_TOL + RTOL * utilisation:
             v.append(mismatch(f"pool {p.id}", "utilisation", p.utilisation, utilisation, "its loads and capacity"))
+        if abs(p.busy - f.busy) > _UTILISATION_TOL + RTOL * f.busy:
+            v.append(mismatch(f"pool {p.id}", "busy", p.busy, f.busy, "its loads and its servers' service times"))
     return v
 
 
