@@ -27,13 +27,14 @@ ROOT = Path(__file__).parents[1]
 SMALL = ("bertha-lpddr", "spec-decode-draft", "trainium-cerebras")
 SCHEMA_OF_KIND = {"Deployment": "k8s-deployment", "LeaderWorkerSet": "leaderworkerset", "ConfigMap": "configmap",
                   "DynamoGraphDeployment": "dynamo-graph-deployment", "PlacementPool": "vendor-neutral",
-                  "Service": "service", "HTTPRoute": "httproute"}
+                  "Service": "service", "HTTPRoute": "httproute", "InferencePool": "inferencepool"}
 #: The published schemas (``schemas/deploy/real/``, SOURCES.md: Kubernetes 1.31 OpenAPI, the LWS, Dynamo and
 #: Gateway API CRDs, converted strictly: an unknown field is an error) and this project's own.
 SCHEMA_FILES = {"k8s-deployment": "real/deployment-apps-v1.json", "service": "real/service-v1.json",
                 "configmap": "real/configmap-v1.json", "leaderworkerset": "real/leaderworkerset-v1.json",
                 "dynamo-graph-deployment": "real/dynamographdeployment-v1alpha1.json",
-                "httproute": "real/httproute-v1.json", "vendor-neutral": "vendor-neutral.schema.json",
+                "httproute": "real/httproute-v1.json", "inferencepool": "real/inferencepool-v1.json",
+                "vendor-neutral": "vendor-neutral.schema.json",
                 "llm-d-modelservice-values": "llm-d-modelservice-values.schema.json"}
 
 
@@ -49,7 +50,7 @@ def schema(name: str) -> jsonschema.protocols.Validator:
 def test_the_published_schemas_are_their_sources_converted():
     block = (ROOT / "schemas/deploy/real/SOURCES.md").read_text().split("```sh\n")[1].split("```")[0]
     commands = block.replace(" --out $R", " --check --out $R")
-    assert commands.count("--check") == 5   # the Service and ConfigMap share one loop
+    assert commands.count("--check") == 6   # the Service and ConfigMap share one loop
     done = subprocess.run(["bash", "-ec", commands.replace(".venv/bin/python", sys.executable)], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

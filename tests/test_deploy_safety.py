@@ -221,7 +221,7 @@ def test_a_second_deploy_replaces_the_folder_leaving_no_stale_file(tmp_path):
     assert r.exit_code == 0, r.output
     files = set(_tree(out))
     assert "k8s.yaml" not in files and {"bench.sh", "README.md", "vendor-neutral.yaml"} <= files
-    assert all(f.startswith("llm-d/") for f in files - {"bench.sh", "README.md", "vendor-neutral.yaml"})
+    assert all(f.startswith("llm-d/") for f in files - {"bench.sh", "README.md", "vendor-neutral.yaml", "inference-pools.yaml"})
     assert os.access(out / "bench.sh", os.X_OK)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bertha-lpddr.json", "deploy"]  # no temporary folder
 

@@ -4,6 +4,7 @@ means, each class's traffic is routed by the plan's rates, and the checkpoint ha
 
 from __future__ import annotations
 
+import math
 import shlex
 from pathlib import Path
 
@@ -24,8 +25,7 @@ from placement.deploy.engines import (
     trtllm_args,
     vllm_args,
 )
-from placement.deploy.routes import unit_rate_rps
-from placement.deploy.units import units_of
+from placement.deploy.units import replica_bounds, unit_rate_rps, units_of
 
 ROOT = Path(__file__).parents[1]
 FLAGS = ROOT / "placement/deploy/flags"
@@ -247,3 +247,44 @@ def test_the_benchmark_addresses_each_class_as_it_is_served(plans):
         assert argv[argv.index("--url") + 1] == url.replace('"$ENDPOINT"', "ENDPOINT")
         assert argv[argv.index("-m") + 1] == model
         assert argv[argv.index("--extra-inputs") + 1] == "ignore_eos:true"
+
+
+def test_llmd_classes_reach_their_pods_through_an_inference_pool(plans):
+    inst, plan = plans["bertha-lpddr"]
+    files = build(plan, fmt="llm-d", engine="vllm", instance=inst)
+    docs = list(yaml.safe_load_all(files["inference-pools.yaml"]))
+    pools = {d["metadata"]["labels"]["placement.io/class"]: d for d in docs if d["kind"] == "InferencePool"}
+    routes = {d["metadata"]["labels"]["placement.io/class"]: d for d in docs if d["kind"] == "HTTPRoute"}
+    values = [yaml.safe_load(t) for rel, t in files.items() if rel.startswith("llm-d/")]
+    for v in values:
+        label = v["modelArtifacts"]["labels"]["llm-d.ai/model"]
+        cls = next(c for c, d in pools.items() if d["spec"]["selector"]["matchLabels"]["llm-d.ai/model"] == label)
+        (ref,) = routes[cls]["spec"]["rules"][0]["backendRefs"]
+        assert ref == {"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                       "name": pools[cls]["metadata"]["name"]}
+    assert set(pools) == {u.pool.traffic_class for u in units_of(plan, "vllm", kv="fp8") if u.neutral_reason is None}
+
+
+def test_autoscaling_hints_bracket_the_plan_by_its_capacity_band(plans):
+    inst, plan = plans["spec-decode-draft"]
+    k8s = _docs(build(plan, fmt="k8s", engine="vllm", instance=inst))
+    dyn = _docs(build(plan, fmt="dynamo", engine="vllm", instance=inst))
+    units = {u.name: u for u in units_of(plan, "vllm", kv="fp8")}
+    hinted = 0
+    for d in k8s:
+        if d["kind"] != "Deployment" or d["metadata"]["name"] not in units:
+            continue
+        u = units[d["metadata"]["name"]]
+        fewest, most = (int(d["metadata"]["annotations"][f"placement.io/{k}-replicas"]) for k in ("min", "max"))
+        assert fewest <= d["spec"]["replicas"] == u.replicas <= most
+        band = u.pool.bands.capacity_rps_per_replica
+        loads = {st: r for s in u.pool.sites if s.site == u.site for st, r in s.load_rps.items() if r > 0}
+        need = [sum(r / band[st][i] for st, r in loads.items()) for i in range(len(u.pool.bands.levels))]
+        assert most == max(u.replicas, math.ceil(max(need) - 1e-9)) and (fewest, most) == replica_bounds(u)
+        assert fewest == min(u.replicas, max(1, math.ceil(min(need) - 1e-9)))
+        hinted += most > fewest
+    assert hinted  # the band is wide enough to matter somewhere
+    services = [s for d in dyn for s in d["spec"]["services"].values() if s["componentType"] == "worker"]
+    assert services and all(s["autoscaling"]["enabled"] is False
+                            and s["autoscaling"]["minReplicas"] <= s["replicas"] <= s["autoscaling"]["maxReplicas"]
+                            for s in services)

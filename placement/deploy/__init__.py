@@ -9,6 +9,7 @@ file                       what it holds
                            ConfigMaps); per class an HTTPRoute weighted by the plan's rates and a PD router
 ``dynamo.yaml``            (``--format dynamo``) DynamoGraphDeployment(s) (+ TRT-LLM ConfigMaps)
 ``llm-d/<unit>.yaml``      (``--format llm-d``) values of one llm-d-modelservice release per unit
+``inference-pools.yaml``   (``--format llm-d``) per class an InferencePool and the HTTPRoute to it
 ``vendor-neutral.yaml``    PlacementPool records of units no engine runs (LPX, WSE-3, Corsair, Bertha…)
 ``bench.sh``               per class, aiperf at the planned rate and a TTFT / TPOT check
 ``README.md``              what was written, per unit, and what is vendor-neutral and why
@@ -31,11 +32,17 @@ from placement.core.provenance import require_known_models
 from placement.deploy.bench import bench_script
 from placement.deploy.checkpoints import HF_ID, checkpoint_for
 from placement.deploy.engines import ENGINE_SPECS, ENGINES, engine_args, trtllm_options
-from placement.deploy.formats import dynamo_graphs, llmd_values, neutral_pool, trtllm_dynamo_options
+from placement.deploy.formats import (
+    dynamo_graphs,
+    llmd_model_label,
+    llmd_values,
+    neutral_pool,
+    trtllm_dynamo_options,
+)
 from placement.deploy.k8s import unit_objects
 from placement.deploy.names import dns_name
-from placement.deploy.routes import class_routes, unit_rate_rps
-from placement.deploy.units import Unit, units_of
+from placement.deploy.routes import class_routes, inference_pools
+from placement.deploy.units import Unit, unit_rate_rps, units_of
 
 if TYPE_CHECKING:
     from placement.core.schema import Instance
@@ -44,7 +51,7 @@ __all__ = ["FORMATS", "build", "hf_id", "longest_request_tokens", "served_checkp
 
 FORMATS = ("k8s", "dynamo", "llm-d")
 #: The files :func:`build` may write (besides ``llm-d/<unit>.yaml``).
-_FILES = frozenset({"k8s.yaml", "dynamo.yaml", "vendor-neutral.yaml", "bench.sh", "README.md"})
+_FILES = frozenset({"k8s.yaml", "dynamo.yaml", "inference-pools.yaml", "vendor-neutral.yaml", "bench.sh", "README.md"})
 _OPTIONS_PATH = "/etc/placement/engine.yaml"
 
 
@@ -170,8 +177,9 @@ def _dynamo(units: list[Unit], plan: Plan, engine: str, model: str, image: str |
 _ROUTING = {"k8s": "A request for class C is sent to `/C/v1/…` on the Gateway with model `C`; the class's HTTPRoute "
                    "weighs its aggregated units and its prefill→decode router by these rates.",
             "dynamo": "A request names its class as the model; the Frontend routes it to that class's workers.",
-            "llm-d": "Each class's releases share one `llm-d.ai/model` label: one InferencePool per class routes "
-                     "them."}
+            "llm-d": "Each class's releases share one `llm-d.ai/model` label; the class's InferencePool "
+                     "(inference-pools.yaml), reached at `/C/` on the Gateway, routes them through its endpoint "
+                     "picker."}
 
 
 def _readme(plan: Plan, fmt: str, engine: str, model: str, units: list[Unit]) -> str:
@@ -255,6 +263,8 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
     elif fmt == "llm-d":
         for u in runnable:
             files[f"llm-d/{u.name}.yaml"] = _dump([llmd_values(u, model, image)])
+        if runnable:
+            files["inference-pools.yaml"] = _dump(inference_pools(runnable, plan, lambda c: llmd_model_label(model, c)))
     neutral = [u for u in units if u.neutral_reason]
     if neutral:
         files["vendor-neutral.yaml"] = _dump([neutral_pool(u, plan.instance) for u in neutral])

@@ -25,9 +25,10 @@ from placement.core.plan import step_records
 from placement.deploy.engines import EngineLayout, trtllm_options, vllm_args
 from placement.deploy.k8s import HF_TOKEN_SECRET, SHM_SIZE, node_affinity, pod_labels
 from placement.deploy.names import dns_name, label_value, require_unique
-from placement.deploy.units import LABEL_DOMAIN, Unit
+from placement.deploy.units import LABEL_DOMAIN, Unit, replica_bounds
 
-__all__ = ["DYNAMO_IMAGE", "DYNAMO_VERSION", "LLMD_IMAGE", "MAX_DYNAMO_SERVICES", "dynamo_graphs", "dynamo_worker_command", "llmd_values",
+__all__ = ["DYNAMO_IMAGE", "DYNAMO_VERSION", "LLMD_IMAGE", "MAX_DYNAMO_SERVICES", "dynamo_graphs", "dynamo_worker_command",
+           "llmd_model_label", "llmd_values",
            "neutral_pool"]
 
 #: Dynamo runtime images per engine, at the release whose DynamoGraphDeployment CRD the documents are
@@ -81,6 +82,7 @@ def _dynamo_service(unit: Unit, plan_name: str, engine: str, model: str, image: 
                    "placement.io/unit": unit.name},
         "resources": {"limits": {"gpu": str(unit.pod_chips)}, "requests": {"gpu": str(unit.pod_chips)}},
         "envFromSecret": HF_TOKEN_SECRET, "sharedMemory": {"size": SHM_SIZE},
+        "autoscaling": dict(zip(("minReplicas", "maxReplicas"), replica_bounds(unit), strict=True), enabled=False),
         "extraPodSpec": {"affinity": node_affinity(unit),
                          "mainContainer": {"image": image or DYNAMO_IMAGE[engine], "command": cmd[:1],
                                            "args": cmd[1:]}}}
@@ -128,7 +130,7 @@ def llmd_values(unit: Unit, model: str, image: str | None) -> dict:
     return {
         "modelArtifacts": {"name": model, "uri": f"hf://{model}",
                            "labels": {"llm-d.ai/inferenceServing": "true",
-                                      "llm-d.ai/model": dns_name(model, unit.pool.traffic_class)}},
+                                      "llm-d.ai/model": llmd_model_label(model, unit.pool.traffic_class)}},
         "multinode": unit.nodes > 1,
         "accelerator": {"type": _ACCELERATOR_TYPE.get(unit.vendor, "nvidia")},
         "routing": {"servicePort": 8000, "proxy": {"enabled": unit.role != "aggregated", "connector": "nixlv2"}},
@@ -142,6 +144,11 @@ def llmd_values(unit: Unit, model: str, image: str | None) -> dict:
                                              "requests": {resource: unit.pod_chips}}}]},
         other: {"create": False, "replicas": 0},
     }
+
+
+def llmd_model_label(model: str, cls: str) -> str:
+    """The ``llm-d.ai/model`` label the releases of one class share (their InferencePool selects on it)."""
+    return dns_name(model, cls)
 
 
 def _drop_values(flags: list[str], names: tuple[str, ...]) -> list[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from placement.deploy.engines import ACCELERATOR_RESOURCE, ENGINE_SPECS, PORT
 from placement.deploy.names import ShellWord, label_value, shell_line
-from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, Unit
+from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, Unit, replica_bounds
 
 __all__ = ["HF_TOKEN_SECRET", "PORT", "SGLANG_BOOTSTRAP_PORT", "SHM_SIZE", "STARTUP_S", "deployment", "leader_worker_set", "node_affinity",
            "pod_labels", "pod_spec", "service", "unit_objects"]
@@ -116,11 +116,18 @@ def service(unit: Unit, plan_name: str, engine: str) -> dict:
             "spec": {"type": "ClusterIP", "selector": selector, "ports": ports}}
 
 
+def _scaling_hints(unit: Unit) -> dict[str, str]:
+    """Annotations bounding an autoscaler: the replicas the planned load needs at the capacity band's p90 and p10
+    (:func:`placement.deploy.units.replica_bounds`)."""
+    fewest, most = replica_bounds(unit)
+    return {"placement.io/min-replicas": str(fewest), "placement.io/max-replicas": str(most)}
+
+
 def deployment(unit: Unit, plan_name: str, spec: dict) -> dict:
     """An ``apps/v1`` Deployment of the unit's replicas."""
     labels = pod_labels(unit, plan_name)
     return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": unit.name, "labels": labels},
+            "metadata": {"name": unit.name, "labels": labels, "annotations": _scaling_hints(unit)},
             "spec": {"replicas": unit.replicas, "selector": {"matchLabels": {"app.kubernetes.io/instance": unit.name}},
                      "template": {"metadata": {"labels": labels}, "spec": spec}}}
 
@@ -128,9 +135,9 @@ def deployment(unit: Unit, plan_name: str, spec: dict) -> dict:
 def leader_worker_set(unit: Unit, plan_name: str, leader: dict, worker: dict) -> dict:
     """A LeaderWorkerSet: one group of ``unit.nodes`` pods per replica."""
     labels = pod_labels(unit, plan_name)
-    meta: dict = {"name": unit.name, "labels": labels}
+    meta: dict = {"name": unit.name, "labels": labels, "annotations": _scaling_hints(unit)}
     if unit.domain_chips == unit.pool.chips_per_replica:  # one replica fills one domain: one group per domain
-        meta["annotations"] = {_EXCLUSIVE: LABEL_DOMAIN}
+        meta["annotations"][_EXCLUSIVE] = LABEL_DOMAIN
     return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta,
             "spec": {"replicas": unit.replicas, "startupPolicy": "LeaderCreated",
                      "leaderWorkerTemplate": {

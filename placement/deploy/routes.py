@@ -15,6 +15,16 @@ the weight of the rate the plan sends it:
 Weights are the rates in milli-requests/s (HTTPRoute weights are integers ≤ 1,000,000; a positive
 rate keeps weight ≥ 1). Engines serve the class under its name (``--served-model-name``), so a
 request's ``model`` is the class name.
+
+``--format llm-d``: per class an ``InferencePool`` (``inference.networking.k8s.io/v1``, Gateway API
+Inference Extension) selecting the pods of the class's releases (their shared ``llm-d.ai/model``
+label) with the endpoint picker :func:`epp_name` (the one llm-d's charts install), and an HTTPRoute
+from ``/<class>/`` to it: the picker, not a weight, spreads requests over the class's pods.
+
+Autoscaling hints (:func:`placement.deploy.units.replica_bounds`): the replicas a unit needs for its planned load at the
+capacity band's p90 (optimistic) and p10 (pessimistic) — written as annotations
+(``placement.io/min-replicas``, ``placement.io/max-replicas``) and as the Dynamo services'
+``autoscaling`` bounds (left disabled: the metric to scale on is the operator's choice).
 """
 
 from __future__ import annotations
@@ -25,18 +35,51 @@ from placement.core.plan import Plan
 from placement.deploy.engines import PORT
 from placement.deploy.k8s import SGLANG_BOOTSTRAP_PORT
 from placement.deploy.names import dns_name, label_value
-from placement.deploy.units import Unit
+from placement.deploy.units import Unit, unit_rate_rps
 
-__all__ = ["GATEWAY", "class_routes", "unit_rate_rps"]
+__all__ = ["EPP_PORT", "GATEWAY", "class_routes", "epp_name", "inference_pools"]
+
+#: The endpoint picker's gRPC (ext-proc) port, the Inference Extension's default.
+EPP_PORT = 9002
 
 #: The Gateway (gateway.networking.k8s.io/v1) the routes attach to: the cluster's, named so.
 GATEWAY = "inference-gateway"
 _MAX_WEIGHT = 1_000_000
 
 
-def unit_rate_rps(unit: Unit) -> float:
-    """Requests/s the plan sends to a unit: its pool's load in the unit's domain group."""
-    return sum(r for s in unit.pool.sites if s.site == unit.site for r in s.load_rps.values())
+def epp_name(plan: Plan, cls: str) -> str:
+    """The endpoint picker Service of a class's InferencePool (installed with llm-d's charts under this name)."""
+    return dns_name(plan.instance, cls, "epp")
+
+
+def inference_pools(units: list[Unit], plan: Plan, model_label) -> list[dict]:
+    """Per class with engine-run units: its InferencePool over the pods labelled ``model_label(class)`` and an
+    HTTPRoute from ``/<class>/`` to it."""
+    docs: list[dict] = []
+    for cp in plan.classes:
+        if not any(u.pool.traffic_class == cp.name for u in units):
+            continue
+        name = dns_name(plan.instance, cp.name)
+        docs.append({"apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
+                     "metadata": {"name": name, "labels": _labels(plan, cp.name)},
+                     "spec": {"selector": {"matchLabels": {"llm-d.ai/model": model_label(cp.name)}},
+                              "targetPorts": [{"number": PORT}],
+                              "endpointPickerRef": {"name": epp_name(plan, cp.name), "port": {"number": EPP_PORT}}}})
+        docs.append(_route(plan, cp.name, [{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                                            "name": name}]))
+    return docs
+
+
+def _route(plan: Plan, cls: str, refs: list[dict]) -> dict:
+    """The HTTPRoute of a class: ``/<cls>/`` on the Gateway, the prefix rewritten to ``/``, to ``refs``."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": dns_name(plan.instance, cls), "labels": _labels(plan, cls)},
+        "spec": {"parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY}],
+                 "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": f"/{cls}/"}}],
+                            "filters": [{"type": "URLRewrite", "urlRewrite": {
+                                "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}],
+                            "backendRefs": refs}]}}
 
 
 def _weight(rate_rps: float) -> int:
@@ -117,15 +160,6 @@ def class_routes(units: list[Unit], plan: Plan, engine: str, image: str) -> tupl
                 notes.append(f"class {cp.name}: {pd_rate:.4g} req/s planned through prefill→decode pools are not "
                              f"in its route: vLLM ships no PD router (use --format llm-d or --format dynamo)")
         refs = [{"name": n, "port": PORT, "weight": _weight(r)} for n, r in backends if _weight(r) > 0]
-        if not refs:
-            continue
-        prefix = f"/{cp.name}/"
-        docs.append({
-            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-            "metadata": {"name": dns_name(plan.instance, cp.name), "labels": _labels(plan, cp.name)},
-            "spec": {"parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY}],
-                     "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
-                                "filters": [{"type": "URLRewrite", "urlRewrite": {
-                                    "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}],
-                                "backendRefs": refs}]}})
+        if refs:
+            docs.append(_route(plan, cp.name, refs))
     return docs, notes

@@ -25,6 +25,7 @@ domains' values.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from placement.core.errors import InputError
@@ -32,7 +33,7 @@ from placement.core.plan import Plan, Pool
 from placement.deploy.engines import CHIPS_PER_NODE, EngineLayout, target_engines
 from placement.deploy.names import dns_name, label_value, require_unique
 
-__all__ = ["LABEL_CHIP", "LABEL_DOMAIN", "LABEL_GROUP", "Unit", "units_of"]
+__all__ = ["LABEL_CHIP", "LABEL_DOMAIN", "LABEL_GROUP", "Unit", "replica_bounds", "unit_rate_rps", "units_of"]
 
 LABEL_CHIP = "placement.io/chip"
 LABEL_GROUP = "placement.io/domain-group"
@@ -148,3 +149,28 @@ def units_of(plan: Plan, engine: str, *, kv: str, draft_model: str | None = None
                 layout=layout, neutral_reason=reason, notes=list(notes)))
     require_unique(((u.name, f"pool {u.pool.id} in {u.site}") for u in units), "object name", "pools")
     return units
+
+
+def unit_rate_rps(unit: Unit) -> float:
+    """Requests/s the plan sends to a unit: its pool's load in the unit's domain group."""
+    return sum(r for s in unit.pool.sites if s.site == unit.site for r in s.load_rps.values())
+
+
+def replica_bounds(unit: Unit) -> tuple[int, int]:
+    """(fewest, most) replicas the unit's planned load needs across its pool's capacity band — ⌈Σ_s λ_s / c_s⌉
+    over the steps it serves, at each level (which end is the fast one depends on the stage's band) — the plan's
+    own count when the pool has no band; the fewest never above, the most never below, the plan's count."""
+    bands = unit.pool.bands
+    loads = {st: r for s in unit.pool.sites if s.site == unit.site for st, r in s.load_rps.items() if r > 0}
+    if bands is None or not loads or any(st not in bands.capacity_rps_per_replica for st in loads):
+        return unit.replicas, unit.replicas
+
+    def needed(level: float) -> int:
+        i = bands.levels.index(level)
+        caps = {st: bands.capacity_rps_per_replica[st][i] for st in loads}
+        if any(c <= 0 for c in caps.values()):
+            return unit.replicas
+        return math.ceil(sum(r / caps[st] for st, r in loads.items()) * (1 - 1e-12))
+
+    counts = [needed(level) for level in bands.levels]
+    return min(max(1, min(counts)), unit.replicas), max(max(counts), unit.replicas)
