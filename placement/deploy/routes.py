@@ -5,10 +5,11 @@ here); the prefix is rewritten to ``/`` and the request goes to one of the class
 the weight of the rate the plan sends it:
 
 * an **aggregated** unit: its own Service, weight = the unit's planned requests/s;
-* the class's **prefill → decode** pairs: a router that sends each request to a prefill unit, then its
-  KV and decoding to a decode unit — SGLang's PD router (``sglang_router.launch_router
-  --pd-disaggregation``) or TensorRT-LLM's disaggregated server (``trtllm-serve disaggregated``) — in
-  front of the class's prefill and decode Services, weight = the planned rate of its prefill units.
+* the class's **prefill → decode** pairs: per prefill unit, a router that sends each request to it, then
+  its KV and decoding to the decode units the plan's ``prefill_to_decode`` says it feeds — SGLang's PD
+  router (``sglang_router.launch_router --pd-disaggregation``) or TensorRT-LLM's disaggregated server
+  (``trtllm-serve disaggregated``) — weight = the rate those feeds carry (the router balances its
+  decode units itself).
   vLLM ships no such router: those classes' PD share is left out of the route and said so (``--format
   llm-d``'s routing sidecar or ``--format dynamo``'s frontend route them).
 
@@ -134,6 +135,27 @@ def _router_service(name: str, plan: Plan, cls: str) -> dict:
                      "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]}}
 
 
+def _pd_pairs(plan: Plan, cls: str, mine: list[Unit]) -> list[tuple[str, list[Unit], list[Unit], float, float]]:
+    """(router name, prefill units, decode units, req/s it routes, req/s lost) per prefill unit of a class: the
+    decode units the plan's ``prefill_to_decode`` says it feeds (all the class's, when the plan states no feeds),
+    the lost rate that which goes to decode units not in ``mine`` (vendor-neutral ones)."""
+    decode = {(u.pool.id, u.site): u for u in mine if u.role == "decode"}
+    feeds = [f for f in plan.prefill_to_decode if f.traffic_class == cls]
+    out = []
+    for u in (u for u in mine if u.role == "prefill"):
+        if not feeds:
+            targets, rate, lost = list(decode.values()), unit_rate_rps(u), 0.0
+        else:
+            mine_feeds = [f for f in feeds if (f.prefill_pool, f.prefill_site) == (u.pool.id, u.site)]
+            keys = list(dict.fromkeys((f.decode_pool, f.decode_site) for f in mine_feeds if f.rate_rps > 0))
+            targets = [decode[k] for k in keys if k in decode]
+            rate = sum(f.rate_rps for f in mine_feeds if (f.decode_pool, f.decode_site) in decode)
+            lost = sum(f.rate_rps for f in mine_feeds if (f.decode_pool, f.decode_site) not in decode)
+        if targets:
+            out.append((dns_name(u.name, "router"), [u], targets, rate, lost))
+    return out
+
+
 def class_routes(units: list[Unit], plan: Plan, engine: str, image: str) -> tuple[list[dict], list[str]]:
     """(documents, notes): per class an HTTPRoute over its aggregated units and its PD router, the router's
     Deployment and Service (and TRT-LLM's config), in class order; notes say what is not routed. The
@@ -143,22 +165,21 @@ def class_routes(units: list[Unit], plan: Plan, engine: str, image: str) -> tupl
     for cp in plan.classes:
         mine = [u for u in units if u.pool.traffic_class == cp.name]
         backends = [(u.name, unit_rate_rps(u)) for u in mine if u.role == "aggregated"]
-        prefill = [u for u in mine if u.role == "prefill"]
-        decode = [u for u in mine if u.role == "decode"]
-        if prefill and decode:
-            name = dns_name(plan.instance, cp.name, "pd-router")
-            pd_rate = sum(unit_rate_rps(u) for u in prefill)
+        for name, prefill, decode, rate, lost in _pd_pairs(plan, cp.name, mine):
+            if lost > 0:
+                notes.append(f"class {cp.name}: {lost:.4g} req/s the plan hands from {prefill[0].name} to decode "
+                             "pools no engine here runs are not in its route")
             if engine == "sglang":
                 docs += [_sglang_router(name, plan, cp.name, prefill, decode, image),
                          _router_service(name, plan, cp.name)]
-                backends.append((name, pd_rate))
+                backends.append((name, rate))
             elif engine == "trtllm":
                 docs += [*_trtllm_router(name, plan, cp.name, prefill, decode, image),
                          _router_service(name, plan, cp.name)]
-                backends.append((name, pd_rate))
+                backends.append((name, rate))
             else:
-                notes.append(f"class {cp.name}: {pd_rate:.4g} req/s planned through prefill→decode pools are not "
-                             f"in its route: vLLM ships no PD router (use --format llm-d or --format dynamo)")
+                notes.append(f"class {cp.name}: {rate:.4g} req/s planned through {prefill[0].name} are not in its "
+                             "route: vLLM ships no PD router (use --format llm-d or --format dynamo)")
         refs = [{"name": n, "port": PORT, "weight": _weight(r)} for n, r in backends if _weight(r) > 0]
         if refs:
             docs.append(_route(plan, cp.name, refs))
