@@ -44,3 +44,16 @@ def test_the_table_names_the_unit(toy):
     print_comparison(console, compare(toy.model_copy(update={"objective": "power"})))
     text = console.export_text()
     assert "full plan saves (power)" in text and "($/h)" not in text
+
+
+def test_every_objective_an_instance_may_name_has_its_plan_field():
+    from typing import get_args
+
+    from placement.core.plan import Plan
+    from placement.core.schema import Instance
+    from placement.studies.compare import OBJECTIVE_FIELDS, objective_value
+
+    assert set(OBJECTIVE_FIELDS) == set(get_args(Instance.model_fields["objective"].annotation))
+    assert set(OBJECTIVE_FIELDS.values()) <= set(Plan.model_fields)
+    with pytest.raises(ValueError, match="unknown objective 'latency'"):
+        objective_value(Plan(instance="t", status="infeasible", objective="cost"), "latency")

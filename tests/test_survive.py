@@ -85,3 +85,9 @@ def test_cli_solve_survive(tmp_path):
     assert runner.invoke(app, ["check", toy, str(out)]).exit_code == 0
     r = runner.invoke(app, ["solve", toy, "--survive", "rack:2"])
     assert r.exit_code == 2 and "--survive" in r.output
+
+
+@pytest.mark.parametrize("flag", [["--certify"], ["--kv-policy", "tiered"]])
+def test_flags_the_survival_solve_cannot_honour_are_refused_not_dropped(flag):
+    r = CliRunner().invoke(app, ["solve", "instances/melange-toy.yaml", "--survive", "domain:1", *flag])
+    assert r.exit_code == 2 and flag[0] in r.output and "--survive" in r.output and "Traceback" not in r.output

@@ -180,6 +180,12 @@ def solve(
     if survive is not None:
         from placement.core.survive import parse_survive, solve_surviving
 
+        # The survival solve is one MILP over every failure scenario: it has no two-level certificate and no KV
+        # tiers (yet), so these are refused rather than silently dropped.
+        for flag, given in (("--certify", certify), ("--kv-policy", kv_policy is not None)):
+            if given:
+                raise InputError(f"{flag} is not available with --survive; solve without --survive to use it",
+                                 field=flag)
         parse_survive(survive)
         plan = solve_surviving(inst if objective is None else inst.model_copy(update={"objective": objective}),
                                survive=survive, backend=solver, time_limit_s=time_limit, gap=gap,

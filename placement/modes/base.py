@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -49,7 +49,10 @@ class PoolKind:
     """A kind of replica: the stage its main (and partner) part runs and how it is evaluated.
 
     ``where`` says, for a diagnosis, what chips a configuration of this kind
-    runs on; ``measured`` marks kinds whose capacity is measured, not modelled.
+    runs on; ``measured`` marks kinds whose capacity is measured, not modelled;
+    ``partner`` whether a configuration has a second part: ``"never"``,
+    ``"always"`` (attention–FFN) or ``"optional"`` (a draft beside the target or
+    remote) — what the verifier holds each configuration to.
     """
 
     name: str
@@ -57,6 +60,7 @@ class PoolKind:
     evaluate: Evaluator
     where: Callable[[PoolConfig], str] = _main_chip
     measured: bool = False
+    partner: Literal["never", "always", "optional"] = "never"
 
 
 @dataclass(frozen=True)

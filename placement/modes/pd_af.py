@@ -303,7 +303,7 @@ def _where(cfg: PoolConfig) -> str:
     return f"{cfg.main.chip} attention + {cfg.partner.chip} FFN"
 
 
-DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af, where=_where)
+DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af, where=_where, partner="always")
 
 
 def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict) -> list[PoolConfig]:

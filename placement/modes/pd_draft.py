@@ -98,7 +98,7 @@ def _where(cfg: PoolConfig) -> str:
     return f"{cfg.main.chip} with a draft on {cfg.partner.chip}" if cfg.partner else cfg.main.chip
 
 
-DECODE_SPEC = PoolKind("decode-spec", ("decode", "draft"), _decode_spec, where=_where)
+DECODE_SPEC = PoolKind("decode-spec", ("decode", "draft"), _decode_spec, where=_where, partner="optional")
 
 
 def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:

@@ -26,7 +26,7 @@ from placement.core.schema import Instance
 from placement.core.solve import solve
 from solvers.backends import DEFAULT_BACKEND
 
-__all__ = ["compare", "kv_variants", "objective_value", "reason_of", "variants", "with_comparisons"]
+__all__ = ["OBJECTIVE_FIELDS", "compare", "kv_variants", "objective_value", "reason_of", "variants", "with_comparisons"]
 
 
 def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
@@ -54,11 +54,17 @@ def kv_variants(inst: Instance) -> list[tuple[str, str]]:
     return [(f"KV policy {p}", p) for p in ("tiered", "hbm-only", "none") if p != default]
 
 
+#: The plan field each objective of ``Instance.objective`` measures ($/h, W, chips); a test holds the two equal.
+OBJECTIVE_FIELDS = {"cost": "cost_usd_per_hour", "power": "power_w", "chips": "chips"}
+
+
 def objective_value(plan: Plan, objective: str) -> float | None:
-    """What ``objective`` (``cost``, ``power`` or ``chips``) measures of a verified plan: $/h, W or chips."""
+    """What ``objective`` (:data:`OBJECTIVE_FIELDS`) measures of a verified plan: $/h, W or chips."""
+    if objective not in OBJECTIVE_FIELDS:
+        raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVE_FIELDS)}")
     if not plan.verified:
         return None
-    value = {"cost": plan.cost_usd_per_hour, "power": plan.power_w, "chips": plan.chips}[objective]
+    value = getattr(plan, OBJECTIVE_FIELDS[objective])
     return None if value is None else float(value)
 
 

@@ -22,13 +22,10 @@ from placement.core.context import Context
 from placement.core.evaluate import PartLayout, PoolConfig
 from placement.core.plan import Plan, bad_numbers
 from placement.core.verify.facts import transfers
-from placement.modes import enabled_modes
+from placement.modes import enabled_modes, pool_kind
 
 __all__ = ["check_configurations", "check_numbers", "check_references"]
 
-#: Kinds that run on one part only / on two paired parts / on either.
-_SINGLE = frozenset({"prefill", "decode", "aggregated", "measured"})
-_PAIRED = frozenset({"decode-af"})
 
 
 def check_numbers(plan: Plan) -> list[str]:
@@ -133,9 +130,10 @@ _DP_KINDS = ("decode", "aggregated")
 
 def _config_problems(ctx: Context, pid: str, cfg: PoolConfig) -> list[str]:
     v: list[str] = []
-    if cfg.kind in _SINGLE and cfg.partner is not None:
+    partner = pool_kind(cfg.kind).partner  # the kind's own record says whether it has a second part
+    if partner == "never" and cfg.partner is not None:
         v.append(f"pool {pid}: config kind {cfg.kind!r} has no partner part, but one is given")
-    if cfg.kind in _PAIRED and cfg.partner is None:
+    if partner == "always" and cfg.partner is None:
         v.append(f"pool {pid}: config kind {cfg.kind!r} needs a partner part")
     if cfg.kind == "measured":
         if cfg.traffic_class != "*":
