@@ -36,12 +36,12 @@ Needs only the standard library and PyYAML.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 
 import yaml
+from schema_output import emit
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 KEEP = {"type", "enum", "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum", "multipleOf",
@@ -264,20 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                                  args.keep_descriptions)
     for warning in conv.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-    if args.check:
-        if args.out is None or not args.out.exists() or args.out.read_text(encoding="utf-8") != text:
-            print(f"{args.out}: differs from the conversion of {args.crd}", file=sys.stderr)
-            return 1
-        return 0
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
-        print(f"wrote {args.out} ({len(text)} bytes); dropped: "
-              + ", ".join(f"{k} x{n}" for k, n in sorted(conv.dropped.items())), file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0
-
+    return emit(schema, args.out, args.check, args.crd,
+                "; dropped: " + ", ".join(f"{k} x{n}" for k, n in sorted(conv.dropped.items())))
 
 if __name__ == "__main__":
     sys.exit(main())

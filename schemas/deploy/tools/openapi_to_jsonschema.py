@@ -38,6 +38,8 @@ import json
 import sys
 from pathlib import Path
 
+from schema_output import emit
+
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 REF_PREFIX = "#/components/schemas/"
 OVERLAY = {"description", "default"}  # wrapper keys laid over an inlined $ref
@@ -136,19 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     doc = json.loads(args.openapi.read_text(encoding="utf-8"))
     schema, _ = kind_schema(doc, args.component, args.source, "schemas/deploy/tools/openapi_to_jsonschema.py")
-    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-    if args.check:
-        if args.out is None or not args.out.exists() or args.out.read_text(encoding="utf-8") != text:
-            print(f"{args.out}: differs from the conversion of {args.openapi}", file=sys.stderr)
-            return 1
-        return 0
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
-        print(f"wrote {args.out} ({len(text)} bytes)", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0
-
+    return emit(schema, args.out, args.check, args.openapi)
 
 if __name__ == "__main__":
     sys.exit(main())
