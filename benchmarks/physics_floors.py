@@ -54,6 +54,10 @@ def pool_rows(path: Path, solver: str = "highs", plans: Path | None = None) -> l
         rejected = verify(ctx, plan)
         if rejected:
             raise SystemExit(f"{path.stem}: the plan in {plans} does not verify: {rejected[:3]}")
+    from placement.core.verify.kv import check_kv, has_sessions
+
+    if has_sessions(ctx):  # session classes are served as outcome classes: floors are of those
+        ctx, _ = check_kv(ctx, plan)
     violations = check_floors(plan, ctx)
     rows = []
     for pool in plan.pools:

@@ -234,9 +234,10 @@ def test_check_accepts_the_plan_and_rejects_tampered_retention(tiny_plans, tmp_p
     code, out = _check(tmp_path, bad)
     assert code == 5 and "kv_retention[0].window_s" in out
     bad = json.loads(json.dumps(doc))
-    bad["kv_tiers"][0]["used_gb"] *= 0.5
+    used = next(i for i, t in enumerate(bad["kv_tiers"]) if t["used_gb"] > 0)
+    bad["kv_tiers"][used]["used_gb"] *= 0.5
     code, out = _check(tmp_path, bad)
-    assert code == 5 and "kv_tiers[0].used_gb" in out
+    assert code == 5 and f"kv_tiers[{used}].used_gb" in out
 
 
 def test_instances_without_sessions_are_unchanged():
@@ -316,3 +317,42 @@ def test_solve_summary_shows_retention_and_tiers(tiny_plans):
     print_plan(console, tiny_plans["tiered"])
     text = console.export_text()
     assert "KV retention (--kv-policy tiered)" in text and "KV tiers in use" in text
+
+
+def test_a_replica_reloads_no_faster_than_its_own_links_read():
+    """Llama-3.1-8B's KV in BF16 (the instance's) is 32 layers x 8 KV heads x 128 x 2 x 2 B = 131 kB a token:
+    a 30,000-token prefix is 3.9 GB, and one H100 reads local flash at 7 GB/s — at most ~1.8 reloads/s, however
+    fast it prefills. Host memory (63 GB/s) allows ~16/s. The tiny instance's hits therefore move from flash to
+    host."""
+    from placement.core.context import Context
+    from placement.core.evaluate import PartLayout, PoolConfig, evaluate
+    from placement.core.kvmodel import outcome_class, resolve_tiers
+
+    ctx = Context.of(parse_instance(TINY))
+    tiers = resolve_tiers(ctx)
+    for tier, gb_per_s in (("flash", 7.0), ("host", 63.0)):
+        cls = outcome_class(ctx, ctx.instance.workload.classes[0], tier, tiers, 1.0)
+        prefix_bytes = 32 * 8 * 128 * 2 * 2 * cls.cached_prefix_tokens   # BF16 KV of the session's mean prefix
+        assert cls.prefix_reload_gb_per_s == gb_per_s and prefix_bytes > 3e9
+        part = PartLayout(chip="h100", site_resource="h100@8", chips=1, tp=1, ep=1, pp=1)
+        best = max(float(evaluate(ctx, PoolConfig(kind="aggregated", traffic_class=cls.name, main=part, batch=b,
+                                                  chunk_tokens=c), cls).capacity_rps)
+                   for b in (8, 32, 128) for c in (512, 2048, 8192))
+        assert best <= gb_per_s * 1e9 / prefix_bytes * (1 + 1e-9)
+    assert best > 7.0 * 1e9 / prefix_bytes   # host: the link is no longer what binds
+
+
+def test_the_independent_floor_caps_reloads_at_the_links():
+    from placement.core.context import Context
+    from placement.core.evaluate import PartLayout, PoolConfig
+    from placement.core.floors import config_floors
+    from placement.core.kvmodel import outcome_class, resolve_tiers
+
+    ctx = Context.of(parse_instance(TINY))
+    cls = outcome_class(ctx, ctx.instance.workload.classes[0], "flash", resolve_tiers(ctx), 1.0)
+    ctx.classes[cls.name] = cls
+    part = PartLayout(chip="h100", site_resource="h100@8", chips=2, tp=2, ep=1, pp=1)
+    f = config_floors(PoolConfig(kind="aggregated", traffic_class=cls.name, main=part, batch=8, chunk_tokens=2048), ctx)
+    prefix_bytes = 32 * 8 * 128 * 2 * 2 * cls.cached_prefix_tokens   # BF16 KV
+    assert f.capacity_rps_per_replica == pytest.approx(2 * 7e9 / prefix_bytes, rel=1e-9)
+    assert "links" in f.capacity_basis

@@ -62,6 +62,7 @@ __all__ = [
     "memory_args",
     "on_grid",
     "precision_args",
+    "prefix_reload_link_s",
     "prefix_reload_s",
     "rank_sequence_ceiling",
     "shared_memo",
@@ -348,10 +349,31 @@ def prefix_reload_s(ctx: Context, cls: TrafficClass, chips: int, batch=1.0) -> n
     b = np.asarray(batch, dtype=float)
     if cls.prefix_reload_gb_per_s is None or cls.cached_prefix_tokens == 0:
         return np.zeros(b.shape)
+    return cls.prefix_reload_latency_us * 1e-6 + prefix_reload_link_s(ctx, cls, chips, b)
+
+
+def prefix_reload_link_s(ctx: Context, cls: TrafficClass, chips, batch=1.0) -> np.ndarray:
+    """Seconds the replica's links to the KV tier are busy reading ``batch`` prefixes: b·K / (chips × bandwidth)
+    (0 when the class reloads none).
+
+    The links are a server of their own: a replica admits prompts no faster than its links read their
+    prefixes, so a prefill step's interval is at least this (``pd``, ``aggregated``) and a replica's rate
+    at most chips × bandwidth / K. 4 H100 at 7 GB/s each and 1.3 GB prefixes: ≤ 21.5 prompts/s.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> ctx = NS(model=None, instance=NS(precision=NS(kv="fp8")))
+    >>> float(prefix_reload_link_s(ctx, NS(prefix_reload_gb_per_s=None, cached_prefix_tokens=0), 4))
+    0.0
+    """
+    b = np.asarray(batch, dtype=float)
+    if cls.prefix_reload_gb_per_s is None or cls.cached_prefix_tokens == 0:
+        return np.zeros(b.shape)
     from costmodels import kv_transfer_bytes
 
     prefix = float(kv_transfer_bytes(ctx.model, 0, cls.cached_prefix_tokens, ctx.instance.precision.kv))
-    return cls.prefix_reload_latency_us * 1e-6 + b * prefix / (chips * cls.prefix_reload_gb_per_s * 1e9)
+    return b * prefix / (np.asarray(chips, dtype=float) * cls.prefix_reload_gb_per_s * 1e9)
 
 
 class _Scratch(dict):

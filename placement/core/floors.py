@@ -297,15 +297,37 @@ def _prompt_work(s: Shape, cls: TrafficClass, steps: int, lay: PartLayout, weigh
     return replace(w, weight_bytes=w.weight_bytes * steps)
 
 
+def _reload_ceiling(s: Shape, cls: TrafficClass, chips: int) -> tuple[float, str] | None:
+    """Prompts/s a replica's links to a KV tier can reload: chips × bandwidth / prefix bytes (None: no reloads).
+
+    The prefix's KV is kv_tokens(c0) (token, layer) entries of ``kv_bytes_per_token_layer`` each; each chip
+    reads over its own link. Llama-3.1-8B FP8, 30,000 tokens: 32 × 30,000 × 2,048 B = 1.97 GB; 1 H100 at
+    7 GB/s: 3.56/s.
+    """
+    if cls.prefix_reload_gb_per_s is None or cls.cached_prefix_tokens == 0:
+        return None
+    prefix = s.kv_tokens(float(cls.cached_prefix_tokens)) * s.kv_bytes_per_token_layer
+    link = chips * cls.prefix_reload_gb_per_s * 1e9
+    return link / prefix, f"{chips} links × {cls.prefix_reload_gb_per_s:g} GB/s / {_gb(prefix)} prefix reloads"
+
+
+def _lower(cap: float | None, basis: str, other: tuple[float, str] | None) -> tuple[float | None, str]:
+    """The lower of a capacity ceiling and another (None: none)."""
+    if other is None or (cap is not None and cap <= other[0]):
+        return cap, basis
+    return other
+
+
 def _prefill(ctx, cfg, cls, s, prec) -> Floors:
     on = _Chips(ctx.chips[cfg.main.chip], cfg.main.chips, *prec)
     one = _prompt_work(s, cls, 1, cfg.main, on.weights)
     chain = _token_path(_Chain(), s, "full", on, tp=cfg.main.tp, pp=cfg.main.pp, context=_decode_span(cls)[0])
     ttft = Bound((*_work_terms(one, on), chain.term()))
-    # Throughput: every prompt's FLOPs and KV, the weights once per batch of prompts.
+    # Throughput: every prompt's FLOPs and KV, the weights once per batch of prompts; and the reload links.
     per_prompt = Bound(tuple(_work_terms(replace(one, weight_bytes=one.weight_bytes / cfg.batch), on)))
     basis = f"1 prompt per {per_prompt.seconds * 1e3:.4g} ms ({per_prompt.binding.name}: {per_prompt.binding.detail})"
-    return Floors("prefill", ttft=ttft, capacity_rps_per_replica=1.0 / per_prompt.seconds, capacity_basis=basis)
+    cap, basis = _lower(1.0 / per_prompt.seconds, basis, _reload_ceiling(s, cls, cfg.main.chips))
+    return Floors("prefill", ttft=ttft, capacity_rps_per_replica=cap, capacity_basis=basis)
 
 
 def _aggregated(ctx, cfg, cls, s, prec) -> Floors:
@@ -330,6 +352,7 @@ def _aggregated(ctx, cfg, cls, s, prec) -> Floors:
     # Little's law on the decode slots, with steps carrying only decode tokens (the fastest they can be).
     decode_only, _ = _decode_bound(s, cls, on, lay, cfg.batch)
     cap, basis = _little_ceiling(cfg.batch, cls, Bound((*decode_only, path.term())))
+    cap, basis = _lower(cap, basis, _reload_ceiling(s, cls, cfg.main.chips))
     return Floors("aggregated", tpot=tpot, ttft=ttft, capacity_rps_per_replica=cap, capacity_basis=basis)
 
 

@@ -50,6 +50,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     memory_args,
     on_grid,
+    prefix_reload_link_s,
     prefix_reload_s,
     step_precision_args,
 )
@@ -108,9 +109,11 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     tpot = t if cls.tpot_percentile == "mean" else tpot_percentile_s(cls, t, t_plain, t_carry, q)
     steps_per_prompt = np.ceil(p / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
-    reload_s = prefix_reload_s(ctx, cls, lay.chips)
+    reload_s = prefix_reload_s(ctx, cls, lay.chips / lay.dp)  # a group's chips read its prompt's prefix
     latency_s = steps_per_prompt * t_chunk + reload_s + framework_latency_s(ctx)
-    channel_cap, prefill_ttft = prefill_queue(t_chunk * p / chunk, latency_s, 1.0, cls, channels=lay.dp)
+    # Each channel's prompts reload their prefixes over its group's chips' links: no faster than those read.
+    interval_s = np.maximum(t_chunk * p / chunk, prefix_reload_link_s(ctx, cls, lay.chips / lay.dp))
+    channel_cap, prefill_ttft = prefill_queue(interval_s, latency_s, 1.0, cls, channels=lay.dp)
     prefill_cap = lay.dp * channel_cap
     decode_cap, slot_wait = slot_admission(b, o * t, cls)
     cap = np.minimum(prefill_cap, decode_cap)

@@ -51,6 +51,7 @@ from placement.core.evaluate import (
     max_context_tokens,
     memory_args,
     on_grid,
+    prefix_reload_link_s,
     prefix_reload_s,
     step_precision_args,
 )
@@ -116,7 +117,8 @@ def _prefill_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layout
     n_mb = np.minimum(pp, b)
     latency = (t * (n_mb + pp - 1) / pp + transfer_s + prefix_reload_s(ctx, cls, lay.chips, b)
                + framework_latency_s(ctx))
-    cap, ttft = prefill_queue(t * n_mb / pp, latency, b, cls)
+    # A step is admitted every t·n/pp, and no faster than the links to a KV tier read its b prefixes.
+    cap, ttft = prefill_queue(np.maximum(t * n_mb / pp, prefix_reload_link_s(ctx, cls, lay.chips, b)), latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
                                 **lay.args(), dp=lay.dp, **memory_args(ctx))
     return Perf(cap, ttft, np.zeros(b.shape), np.asarray(fits(chip, mem)) & covered, np.zeros(b.shape),
