@@ -68,7 +68,7 @@ class Study:
 
 LPX_TPOT = "tpot_ms=6,8,10,15,20,30"
 CS3_TPOT = "tpot_ms=2,3,4,6,8,16,50"
-DRAFT_TPOT = "tpot_ms=2,3,4,8,20"
+DRAFT_TPOT = "tpot_ms=0.5,1,1.5,2,3,4,8,20"
 
 FAST_CHAT = {"name": "fast-chat", "rate_rps": 10, "prompt_tokens": 2000, "output_tokens": 400, "ttft_ms": 1500,
              "tpot_ms": 4}
