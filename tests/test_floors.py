@@ -60,15 +60,16 @@ def test_llama_70b_fp8_on_8_h100_at_batch_1_is_weight_bound_by_hand():
     assert f.capacity_rps_per_replica == pytest.approx(1 / f.tpot.seconds, rel=1e-12)
 
 
-def test_deepseek_v3_moe_reads_at_least_k_experts_whatever_the_batch():
+def test_deepseek_v3_moe_reads_the_experts_its_batch_touches():
     """DeepSeek-V3 FP8 on 8 × B200 (8 TB/s, 4.5 PFLOP/s FP8).
 
     Per layer MLA: q 7168·1536 + 1536·128·192 = 48,758,784; kv 7168·576 + 512·128·256
     = 20,905,984; o 128·128·7168 = 117,440,512 → 187,105,280 × 61 = 11,413,422,080.
     3 dense FFN layers × 3·7168·18432 = 1,189,085,184. 58 MoE layers × (9 experts
     (8 routed + 1 shared) × 3·7168·2048 + router 7168·256) = 23,095,410,688. LM head
-    129,280·7168 = 926,679,040. Total certainly read: 36,624,596,992 B — B tokens may
-    all pick the same 8 experts, so the other 248 (≈ 634 GB) are not certainly read.
+    129,280·7168 = 926,679,040. One token reads 36,624,596,992 B. A step of B tokens routed
+    uniformly touches 256·(1 − (1 − 8/256)^B) routed experts per layer: at B = 4096 all 256, so the other
+    248 × 58 × 3·7168·2048 = 633,474,121,728 B are read too — 10.5 ms of memory, above the 8.3 ms of compute.
     """
     weights = 11_413_422_080 + 1_189_085_184 + 23_095_410_688 + 926_679_040
     kv_per_seq = 576 * 61  # (512 latent + 64 RoPE) B per layer at FP8, one token of context
@@ -79,13 +80,17 @@ def test_deepseek_v3_moe_reads_at_least_k_experts_whatever_the_batch():
     assert one.tpot.binding.name == "memory"
     assert one.tpot.seconds == pytest.approx((weights + kv_per_seq) / (8 * 8e12), rel=1e-12)
     big = config_floors(_decode("b200", 8, 4096), ctx)
+    touched = 256 * (1 - (1 - 8 / 256) ** 4096)
+    extra = 58 * (touched - 8) * 3 * 7168 * 2048
+    assert extra == pytest.approx(633_474_121_728, rel=1e-9)
     mem = next(t for t in big.tpot.terms if t.name == "memory")
-    assert mem.seconds == pytest.approx((weights + 4096 * kv_per_seq) / (8 * 8e12), rel=1e-12)
-    # At 4096 tokens compute binds: 2·4096·36.6e9 matmul FLOPs plus 4096 tokens × 61 layers × 1 key
-    # × 2·128·min(576 + 512, 192 + 128) attention FLOPs, over 8 × 4.5e15.
+    assert mem.seconds == pytest.approx((weights + extra + 4096 * kv_per_seq) / (8 * 8e12), rel=1e-12)
+    # Compute: 2·4096·36.6e9 matmul FLOPs (k experts per token) plus 4096 tokens × 61 layers × 1 key
+    # × 2·128·min(576 + 512, 192 + 128) attention FLOPs, over 8 × 4.5e15: below the memory term now.
     flops = 2 * 4096 * weights + 4096 * 61 * 2 * 128 * 320
-    assert big.tpot.binding.name == "compute"
-    assert big.tpot.seconds == pytest.approx(flops / (8 * 4.5e15), rel=1e-12)
+    compute = next(t for t in big.tpot.terms if t.name == "compute")
+    assert compute.seconds == pytest.approx(flops / (8 * 4.5e15), rel=1e-12)
+    assert big.tpot.binding.name == "memory" and big.tpot.seconds == pytest.approx(mem.seconds, rel=1e-12)
 
 
 def test_pipeline_chain_on_sram_chips_adds_every_stage():

@@ -36,7 +36,9 @@ class Shape:
     low-rank factors); ``ffn_min_params`` the FFN parameters one token
     certainly multiplies by (dense FFNs, routers, k routed + shared experts per
     MoE layer); ``flops_per_pair`` the attention-core FLOPs per query–key pair
-    and layer; ``kv_bytes_per_token_layer`` the cache one token adds to one layer.
+    and layer; ``kv_bytes_per_token_layer`` the cache one token adds to one layer;
+    ``moe_layers``, ``experts`` (E), ``experts_per_token`` (k) and ``expert_params``
+    (one routed expert of one layer) what a batch's routing reads beyond the k.
     """
 
     layers: int
@@ -49,6 +51,35 @@ class Shape:
     window_tokens: float
     kv_bytes_per_token_layer: float
     flops_per_pair: float
+    moe_layers: int = 0
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_params: float = 0.0
+
+    def touched_experts(self, tokens: float) -> float:
+        """Distinct routed experts a step of ``tokens`` tokens reads per MoE layer, in expectation under
+        independent uniform routing (each token k of E): E·(1 − (1 − k/E)^T), at least k for T ≥ 1.
+
+        Skewed routing touches fewer; the cost model prices the same expectation, and expert-load balancing
+        (EPLB) serves close to it. Past T ≈ (E/k)·ln E nearly every expert is read: DeepSeek-V3 (E = 256, k = 8)
+        reads 251.6 of 256 at 128 tokens, all but 2e-5 of one at 512.
+
+        Examples
+        --------
+        >>> s = Shape(1, 1, 0.0, 0.0, 0.0, 1, 0, math.inf, 1.0, 1.0, moe_layers=1, experts=256,
+        ...           experts_per_token=8, expert_params=1.0)
+        >>> round(s.touched_experts(1), 3), round(s.touched_experts(64), 1), round(s.touched_experts(2048), 2)
+        (8.0, 222.4, 256.0)
+        """
+        if not self.moe_layers or tokens <= 0:
+            return float(self.experts_per_token)
+        k, e = self.experts_per_token, self.experts
+        return max(float(k), e * (1.0 - (1.0 - k / e) ** tokens))
+
+    def extra_expert_params(self, tokens: float) -> float:
+        """Routed-expert parameters a step of ``tokens`` reads beyond the k of ``ffn_min_params`` (all MoE
+        layers): (touched − k) × expert × layers."""
+        return self.moe_layers * (self.touched_experts(tokens) - self.experts_per_token) * self.expert_params
 
     def part_params(self, part: str) -> float:
         """Parameters one token multiplies by in ``full``, ``attention`` (no LM head) or ``ffn``."""
@@ -108,6 +139,7 @@ def model_shape(model: ModelSpec, kv_precision: str) -> Shape:
     moe = model.moe
     dense_layers = model.layers if moe is None else (model.layers if model.dense_layers is None else model.dense_layers)
     ffn = dense_layers * matrices * d * model.ffn_intermediate_size
+    expert = 0.0
     if moe is not None:
         expert = matrices * d * moe.expert_intermediate_size
         ffn += (model.layers - dense_layers) * ((moe.active_experts + moe.shared_experts) * expert + d * moe.experts)
@@ -118,4 +150,7 @@ def model_shape(model: ModelSpec, kv_precision: str) -> Shape:
         full_layers=model.layers - window, window_layers=window,
         window_tokens=float(a.sliding_window_tokens) if window else math.inf,
         kv_bytes_per_token_layer=kv_layer * BYTES_PER_VALUE[kv_precision], flops_per_pair=float(per_pair),
+        moe_layers=0 if moe is None else model.layers - dense_layers,
+        experts=0 if moe is None else moe.experts, experts_per_token=0 if moe is None else moe.active_experts,
+        expert_params=float(expert),
     )

@@ -204,11 +204,18 @@ def _exchange(s: Shape, tokens: float, tp: int, pp: int, weights: str) -> float:
 
 
 def _step_work(s: Shape, part: str, *, tokens: float, kv_tokens: float, pairs: float, tp: int, pp: int,
-               weights: str, dp: int = 1) -> _Work:
-    """One step of ``tokens`` new tokens reading ``kv_tokens`` cached (token, layer) entries, tokens/dp a group."""
+               weights: str, dp: int = 1, routed_tokens: float | None = None) -> _Work:
+    """One step of ``tokens`` new tokens reading ``kv_tokens`` cached (token, layer) entries, tokens/dp a group.
+
+    Weights read: the part's parameters with the k routed experts of every MoE layer, plus the other experts
+    ``routed_tokens`` (default ``tokens``) touch (:meth:`Shape.extra_expert_params`): a MoE step of many tokens
+    reads every expert. The touched count is concave in the tokens, so a mean over steps of different sizes
+    takes the fewest tokens every step carries (Jensen), not the mean.
+    """
     b = BYTES_PER_VALUE[weights]
+    routed = s.extra_expert_params(tokens if routed_tokens is None else routed_tokens) if part in ("full", "ffn") else 0.0
     return _Work(
-        weight_bytes=s.part_params(part) * b,
+        weight_bytes=(s.part_params(part) + routed) * b,
         kv_bytes=0.0 if part == "ffn" else kv_tokens * s.kv_bytes_per_token_layer,
         matmul_flops=FLOPS_PER_MAC * tokens * s.part_params(part),
         attention_flops=0.0 if part == "ffn" else pairs * s.flops_per_pair,
@@ -290,10 +297,13 @@ def _decode(ctx, cfg, cls, s, prec) -> Floors:
 
 
 def _prompt_work(s: Shape, cls: TrafficClass, steps: int, lay: PartLayout, weights: str) -> _Work:
-    """One prompt's own work: its FLOPs, its KV written and prefix read once, weights read each step."""
+    """One prompt's own work: its FLOPs, its KV written and prefix read once, weights read each step.
+
+    One step (the whole prompt) reads the experts its p tokens touch; over several chunk steps only the k
+    of each token are certain (a small chunk may touch few, and the counts do not add)."""
     p, c0 = float(cls.prompt_tokens), float(cls.cached_prefix_tokens)
     w = _step_work(s, "full", tokens=p, kv_tokens=s.kv_tokens(c0 + p), pairs=s.prefill_pairs(p, c0),
-                   tp=lay.tp, pp=lay.pp, weights=weights)
+                   tp=lay.tp, pp=lay.pp, weights=weights, routed_tokens=p if steps == 1 else 0.0)
     return replace(w, weight_bytes=w.weight_bytes * steps)
 
 
@@ -343,7 +353,7 @@ def _aggregated(ctx, cfg, cls, s, prec) -> Floors:
     step = _step_work(s, "full", tokens=cfg.batch + carried,
                       kv_tokens=decode_kv + share * s.kv_tokens(c0 + p),
                       pairs=decode_kv + share * s.prefill_pairs(p, c0), tp=lay.tp, pp=lay.pp, weights=on.weights,
-                      dp=lay.dp)
+                      dp=lay.dp, routed_tokens=cfg.batch)  # every step carries the batch's tokens, some a chunk more
     path = _token_path(_Chain(), s, "full", on, tp=lay.tp, pp=lay.pp, context=mean)
     tpot = Bound((*_work_terms(step, on), path.term()))
     n = max(math.ceil(p / chunk), 1) if chunk else 1
@@ -366,7 +376,7 @@ def _spec(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
     n = gamma + 1
     kv_t = cfg.batch * s.mean_kv_tokens(first, steps)
     verify = _step_work(s, "full", tokens=cfg.batch * n, kv_tokens=kv_t, pairs=n * kv_t,
-                        tp=cfg.main.tp, pp=cfg.main.pp, weights=target.weights)
+                        tp=cfg.main.tp, pp=cfg.main.pp, weights=target.weights, routed_tokens=cfg.batch)
     kv_d = cfg.batch * ds.mean_kv_tokens(first, steps)
     one_draft = _step_work(ds, "full", tokens=cfg.batch, kv_tokens=kv_d, pairs=kv_d, tp=dlay.tp, pp=dlay.pp,
                            weights=draft.weights)
