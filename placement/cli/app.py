@@ -135,6 +135,8 @@ def solve(
                                                   "equal cost, the one with fewer pools")] = None,
     confidence: Annotated[float | None, typer.Option(help="plan robustly: price every step at this quantile "
                                                      "of its chip's held-out error band, e.g. 0.9")] = None,
+    headroom: Annotated[float | None, typer.Option(help="plan to this share of every class's TTFT and TPOT SLO, "
+                                                   "e.g. 0.8 (the instance's slo_headroom)")] = None,
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="keep candidate generations here and "
                                                    "reuse them in later runs (also PLACEMENT_CACHE_DIR)")] = None,
     executor: ExecutorOpt = Executor.local,
@@ -176,6 +178,10 @@ def solve(
         if not 0 < confidence < 1:
             raise InputError(f"expected a confidence level in (0, 1), got {confidence}", field="--confidence")
         inst = inst.model_copy(update={"confidence": confidence})
+    if headroom is not None:
+        if not 0 < headroom <= 1:
+            raise InputError(f"expected a share of the SLOs in (0, 1], got {headroom}", field="--headroom")
+        inst = inst.model_copy(update={"slo_headroom": headroom})
     left_after(time_limit, began, "reading the instance")
     if survive is not None:
         from placement.core.survive import parse_survive, solve_surviving

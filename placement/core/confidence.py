@@ -101,4 +101,5 @@ def at_confidence(ctx: Context, plan: Plan) -> Context:
         return ctx
     from placement.core.context import Context
 
-    return Context.of(ctx.instance.model_copy(update={"confidence": plan.confidence}), ctx.source)
+    given = ctx.instance if ctx.given is None else ctx.given
+    return Context.of(given.model_copy(update={"confidence": plan.confidence}), ctx.source)

@@ -70,9 +70,12 @@ class Context:
     kv_usd_per_hour: float = 0.0
     #: Domain group -> indices of its failed domains (unusable; see :mod:`placement.core.failures`).
     failed_domains: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: The instance as given, when ``instance`` is it as planned (``slo_headroom`` applied): what provenance hashes.
+    given: Instance | None = None
 
     @classmethod
     def of(cls, inst: Instance, source: str = "<instance>") -> Context:
+        given, inst = inst, inst.planned()  # every class at its SLOs × slo_headroom from here on
         chips = chips_of(inst)
         sites: dict[str, SiteInfo] = {}
         for d in inst.hardware.domains:
@@ -104,6 +107,7 @@ class Context:
             graph=graph,
             source=source,
             classes={c.name: c for c in inst.workload.classes},
+            given=given if given is not inst else None,
         )
 
     @cached_property

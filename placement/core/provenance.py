@@ -75,7 +75,8 @@ def instance_sha256(inst: Instance) -> str:
 def provenance(ctx: Context) -> Provenance:
     """The provenance record of a plan solved from ``ctx``."""
     p = ctx.instance.precision
-    return Provenance(tool_version=tool_version(), instance_sha256=instance_sha256(ctx.instance),
+    given = ctx.instance if ctx.given is None else ctx.given  # the instance as written, headroom and all
+    return Provenance(tool_version=tool_version(), instance_sha256=instance_sha256(given),
                       model=ctx.model.name, draft_model=None if ctx.draft_model is None else ctx.draft_model.name,
                       precision_weights=p.weights, precision_attention=p.attention_for(ctx.model),
                       precision_kv=p.kv, precision_activations=p.activations,

@@ -531,6 +531,31 @@ class Instance(Record):
     confidence: float | None = Field(
         default=None, gt=0, lt=1, description="plan robustly: every roofline step time is taken at this "
         "quantile of its chip family's held-out error band (costmodels/bands.py); None: the nominal prediction")
+    slo_headroom: float = Field(
+        default=1.0, gt=0, le=1, allow_inf_nan=False, description="plan to this share of every class's TTFT and "
+        "TPOT SLO (0.8: each class planned and checked at 80 % of its SLOs, the plan's SLO fields the tightened "
+        "ones); 1: the SLOs as written")
+
+    def planned(self) -> Instance:
+        """The instance as planned: every class's SLOs × ``slo_headroom`` (itself then 1), or this one.
+
+        Examples
+        --------
+        >>> inst = Instance.model_validate({"name": "t", "model": "llama-3.1-8b", "slo_headroom": 0.8,
+        ...     "workload": {"classes": [{"name": "c", "rate_rps": 1, "prompt_tokens": 10, "output_tokens": 10,
+        ...                               "ttft_ms": 1000, "tpot_ms": 50}]},
+        ...     "hardware": {"domains": [{"name": "h", "chip": "h100", "count": 1}]}})
+        >>> c = inst.planned().workload.classes[0]
+        >>> c.ttft_ms, c.tpot_ms, inst.planned().slo_headroom
+        (800.0, 40.0, 1.0)
+        """
+        h = self.slo_headroom
+        if h == 1.0:
+            return self
+        classes = [c.model_copy(update={"ttft_ms": c.ttft_ms * h, "tpot_ms": c.tpot_ms * h})
+                   for c in self.workload.classes]
+        return self.model_copy(update={"slo_headroom": 1.0,
+                                       "workload": self.workload.model_copy(update={"classes": classes})})
 
     @field_validator("modes")
     @classmethod

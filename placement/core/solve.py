@@ -257,6 +257,14 @@ def _solver_stats(sol: Solution) -> SolverStats:
     )
 
 
+def headroom_notes(ctx: Context) -> list[str]:
+    """The plan note saying its SLOs are the instance's × ``slo_headroom`` (none without a headroom)."""
+    if ctx.given is None or ctx.given.slo_headroom == 1.0:
+        return []
+    return [(f"planned at {ctx.given.slo_headroom:.0%} of every class's SLOs (slo_headroom): the classes' SLO "
+             "fields are the tightened ones")]
+
+
 def framework_notes(inst) -> list[str]:
     """The plan note naming the serving framework whose request latency every pool's TTFT includes (none if
     the instance names no framework)."""
@@ -289,7 +297,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         "instance": inst.name,
         "objective": inst.objective,
         "confidence": inst.confidence,
-        "notes": framework_notes(inst) + _network_free_notes(cands),
+        "notes": headroom_notes(ctx) + framework_notes(inst) + _network_free_notes(cands),
         "max_pools_per_stage": inst.limits.max_pools_per_stage,
         "solver": _solver_stats(sol),
         "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),
