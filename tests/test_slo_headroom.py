@@ -30,6 +30,7 @@ def test_a_headroom_plans_to_the_tightened_slos_and_verifies_there(plans):
     plain, tight, p0, p1 = plans
     assert p0.verified and p1.verified
     (c0,), (c1,) = p0.classes, p1.classes
+    assert (c0.ttft_slo_ms, c0.tpot_slo_ms) == (1000.0, 30.0) and plain.slo_headroom == 1.0
     assert (c1.ttft_slo_ms, c1.tpot_slo_ms) == pytest.approx((700.0, 21.0))
     assert c1.tpot_ms <= 21.0 * (1 + 1e-9) and c1.ttft_ms <= 700.0 * (1 + 1e-9)
     assert p1.cost_usd_per_hour >= p0.cost_usd_per_hour
