@@ -22,8 +22,8 @@ Inference Extension) selecting the pods of the class's releases (their shared ``
 label) with the endpoint picker :func:`epp_name` (the one llm-d's charts install), and an HTTPRoute
 from ``/<class>/`` to it: the picker, not a weight, spreads requests over the class's pods.
 
-Autoscaling hints (:func:`placement.deploy.units.replica_bounds`): the replicas a unit needs for its planned load at the
-capacity band's p90 (optimistic) and p10 (pessimistic) — written as annotations
+Autoscaling hints (:func:`placement.deploy.units.replica_bounds`): the fewest and most replicas a
+unit's planned load needs across its pool's capacity band — written as annotations
 (``placement.io/min-replicas``, ``placement.io/max-replicas``) and as the Dynamo services'
 ``autoscaling`` bounds (left disabled: the metric to scale on is the operator's choice).
 """
