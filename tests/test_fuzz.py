@@ -68,6 +68,17 @@ def traffic_class(draw, name: str) -> dict:
     if draw(st.booleans()):
         c["cached_prefix_tokens"] = draw(st.integers(0, 60_000))
         c["prefix_cached_on_decode"] = draw(st.booleans())
+    if draw(st.integers(0, 3)) == 0:
+        c["slo_percentile"] = draw(st.sampled_from(["mean", "p50", "p90", "p99"]))
+        c["tpot_percentile"] = draw(st.sampled_from(["mean", "p90", "p99"]))
+    for length, shape in (("prompt_tokens", "prompt_lengths"), ("output_tokens", "output_lengths")):
+        kind = draw(st.integers(0, 5))
+        if kind == 0:
+            c[shape] = {"cv": draw(_finite(0.0, 3.0))}
+        elif kind == 1:  # two points around the class's length: their mean is it (to a token)
+            n, spread = c[length], draw(_finite(0.05, 0.9))
+            c[shape] = {"histogram": [[max(1, round(n * (1 - spread))), 1], [max(1, round(n * (1 + spread))), 1]]}
+            c[length] = max(1, round(sum(t for t, _ in c[shape]["histogram"]) / 2))
     return c
 
 
