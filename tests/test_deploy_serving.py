@@ -23,6 +23,7 @@ from placement.deploy.engines import (
     EngineLayout,
     sglang_args,
     trtllm_args,
+    vendored_list,
     vllm_args,
 )
 from placement.deploy.units import replica_bounds, unit_rate_rps, units_of
@@ -31,10 +32,6 @@ ROOT = Path(__file__).parents[1]
 FLAGS = ROOT / "placement/deploy/flags"
 #: Flags Dynamo's own worker launchers add to the engine's (not in the engine's parser).
 DYNAMO_OWN = {"--is-prefill-worker"}
-
-
-def _flag_set(name: str) -> set[str]:
-    return {ln.strip() for ln in (FLAGS / name).read_text().splitlines() if ln.strip() and not ln.startswith("#")}
 
 
 def _flags_of(argv: list[str]) -> list[str]:
@@ -111,7 +108,7 @@ def test_every_command_is_one_its_engine_parses(plans, name, fmt, engine):
             assert not unknown, (doc["metadata"]["name"], which, sorted(unknown))
             checked += 1
         if doc["kind"] == "ConfigMap" and "engine.yaml" in doc["data"]:
-            keys = _flag_set("trtllm-llm-args.txt")
+            keys = vendored_list("trtllm-llm-args.txt")
             opts = yaml.safe_load(doc["data"]["engine.yaml"])
             for k, v in opts.items():
                 assert k in keys, k

@@ -20,6 +20,7 @@ See ``docs/deploy.md``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -115,8 +116,8 @@ def longest_request_tokens(cls) -> int:
             return float(mean)
         return float(max(t for t, _ in dist.histogram)) if dist.histogram else dist.quantile(mean, 0.999)
 
-    return int(cls.cached_prefix_tokens + -(-top(cls.prompt_tokens, cls.prompt_lengths) // 1)
-               + -(-top(cls.output_tokens, cls.output_lengths) // 1))
+    return (cls.cached_prefix_tokens + math.ceil(top(cls.prompt_tokens, cls.prompt_lengths))
+            + math.ceil(top(cls.output_tokens, cls.output_lengths)))
 
 
 class _Dumper(yaml.SafeDumper):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -54,6 +55,7 @@ __all__ = [
     "target_engines",
     "trtllm_args",
     "trtllm_options",
+    "vendored_list",
     "vllm_args",
 ]
 
@@ -87,8 +89,14 @@ class EngineSpec:
 
     def flags(self) -> frozenset[str]:
         """The flags the engine's parser accepts at :attr:`version` (from :attr:`flags_file`)."""
-        lines = (_FLAGS / self.flags_file).read_text().splitlines()
-        return frozenset(ln.strip() for ln in lines if ln.strip() and not ln.startswith("#"))
+        return vendored_list(self.flags_file)
+
+
+@cache
+def vendored_list(name: str) -> frozenset[str]:
+    """The entries of a vendored list in ``placement/deploy/flags/`` (one per line; ``#`` lines are its header)."""
+    lines = (_FLAGS / name).read_text().splitlines()
+    return frozenset(ln.strip() for ln in lines if ln.strip() and not ln.startswith("#"))
 
 
 #: The engines at their pinned versions (``placement/deploy/flags/*-notes.md`` quote the sources).

@@ -24,7 +24,7 @@ from placement.deploy.engines import ACCELERATOR_RESOURCE, ENGINE_SPECS, PORT
 from placement.deploy.names import ShellWord, label_value, shell_line
 from placement.deploy.units import LABEL_CHIP, LABEL_DOMAIN, Unit, replica_bounds
 
-__all__ = ["HF_TOKEN_SECRET", "PORT", "SGLANG_BOOTSTRAP_PORT", "SHM_SIZE", "STARTUP_S", "deployment", "leader_worker_set", "node_affinity",
+__all__ = ["HF_TOKEN_SECRET", "PORT", "SGLANG_BOOTSTRAP_PORT", "SHM_SIZE", "STARTUP_S", "cluster_service", "deployment", "leader_worker_set", "node_affinity",
            "pod_labels", "pod_spec", "service", "unit_objects"]
 
 #: The Secret (key ``HF_TOKEN``) the pods read ``HF_TOKEN`` from: create it for gated checkpoints
@@ -103,17 +103,20 @@ def _extra_ports(unit: Unit, engine: str) -> list[dict]:
     return []
 
 
+def cluster_service(name: str, labels: dict[str, str], selector: dict[str, str], extra_ports=()) -> dict:
+    """A ClusterIP Service ``name`` on :data:`PORT` (``http``) and ``extra_ports`` (container ports, named)."""
+    ports = [{"name": p["name"], "port": p["containerPort"], "targetPort": p["name"], "protocol": "TCP"}
+             for p in ({"containerPort": PORT, "name": "http"}, *extra_ports)]
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
+            "spec": {"type": "ClusterIP", "selector": selector, "ports": ports}}
+
+
 def service(unit: Unit, plan_name: str, engine: str) -> dict:
     """A ClusterIP Service in front of the unit's serving pods (a multi-node replica's leader)."""
     selector = {"app.kubernetes.io/instance": unit.name}
     if unit.nodes > 1:
         selector["placement.io/rank"] = "leader"
-    ports = [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]
-    ports += [{"name": p["name"], "port": p["containerPort"], "targetPort": p["name"], "protocol": "TCP"}
-              for p in _extra_ports(unit, engine)]
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": unit.name, "labels": pod_labels(unit, plan_name)},
-            "spec": {"type": "ClusterIP", "selector": selector, "ports": ports}}
+    return cluster_service(unit.name, pod_labels(unit, plan_name), selector, _extra_ports(unit, engine))
 
 
 def _scaling_hints(unit: Unit) -> dict[str, str]:

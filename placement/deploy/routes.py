@@ -34,7 +34,7 @@ import yaml
 
 from placement.core.plan import Plan
 from placement.deploy.engines import PORT
-from placement.deploy.k8s import SGLANG_BOOTSTRAP_PORT
+from placement.deploy.k8s import SGLANG_BOOTSTRAP_PORT, cluster_service
 from placement.deploy.names import dns_name, label_value
 from placement.deploy.units import Unit, unit_rate_rps
 
@@ -130,9 +130,7 @@ def _router_deployment(name: str, plan: Plan, cls: str, image: str, command: lis
 
 
 def _router_service(name: str, plan: Plan, cls: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": _labels(plan, cls)},
-            "spec": {"type": "ClusterIP", "selector": {"app.kubernetes.io/instance": name},
-                     "ports": [{"name": "http", "port": PORT, "targetPort": "http", "protocol": "TCP"}]}}
+    return cluster_service(name, _labels(plan, cls), {"app.kubernetes.io/instance": name})
 
 
 def _pd_pairs(plan: Plan, cls: str, mine: list[Unit]) -> list[tuple[str, list[Unit], list[Unit], float, float]]:
