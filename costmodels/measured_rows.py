@@ -14,7 +14,8 @@ Mapping of a measured row (documented once, here)
 --------------------------------------------------
 System → chip
     ``h100_sxm → h100``, ``h200_sxm → h200``, ``b200_sxm → b200``,
-    ``gb200 → gb200`` (:data:`SYSTEM_CHIPS`). ``b300_sxm`` (HGX B300) is
+    ``gb200 → gb200`` (:data:`SYSTEM_CHIPS`); a catalogue chip's own name is
+    that chip (the points a user imports, :mod:`placement.measure`). ``b300_sxm`` (HGX B300) is
     skipped: the catalogue's ``gb300`` is the B300 in a GB300 NVL72 (1400 W,
     Grace-attached), a different power/clock envelope, so calibrating it from
     HGX rows would fit the wrong record.
@@ -324,8 +325,8 @@ def map_row(row: MeasuredRow, chips: dict[str, ChipSpec] | None = None,
     """Map a measured row to cost-model inputs, or return the reason it is skipped."""
     chips = load_chip_catalog() if chips is None else chips
     models = load_model_catalog() if models is None else models
-    chip_name = SYSTEM_CHIPS.get(row.system)
-    if chip_name is None or chip_name not in chips:
+    chip_name = SYSTEM_CHIPS.get(row.system, row.system)  # a measured system's chip, or a catalogue chip named
+    if chip_name not in chips:
         return f"system {row.system} not in catalogue"
     model_name = catalogue_model_name(row.model, models)
     if model_name is None:

@@ -6,7 +6,8 @@
   neither ``placement`` nor ``solvers``.
 * The arrows inside ``placement``: ``core`` imports none of ``studies``, ``cli``, ``bench``;
   ``studies`` imports ``core`` only; ``deploy`` imports ``core`` only; ``bench`` imports ``core`` and
-  ``studies``; ``report`` imports ``core`` and ``studies``; ``cli`` imports anything. So nothing outside
+  ``studies``; ``report`` imports ``core`` and ``studies``; ``measure`` imports ``core``; ``cli`` imports
+  anything. So nothing outside
   ``placement.cli`` imports the CLI.
 * Studies return results: no module of ``placement.studies`` calls ``print``, builds a rich
   ``Console``, or imports ``rich``, ``typer`` or ``matplotlib``.
@@ -46,9 +47,10 @@ ALLOWED_SUB = {
     "bench": {"core", "modes", "studies"},
     "deploy": {"core"},  # plans to deployment documents
     "report": {"core", "modes", "studies"},  # the HTML plan report: reads plans and study results
-    "cli": {"core", "modes", "studies", "bench", "deploy", "report"},
+    "measure": {"core"},  # measurements in, calibration overlays out (the overlay record itself is core's)
+    "cli": {"core", "modes", "studies", "bench", "deploy", "report", "measure"},
 }
-SUBPACKAGES = {"core", "modes", "studies", "bench", "deploy", "report", "cli"}
+SUBPACKAGES = {"core", "modes", "studies", "bench", "deploy", "report", "measure", "cli"}
 
 
 def _modules() -> list[Path]:

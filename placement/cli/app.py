@@ -23,10 +23,12 @@ from placement.cli.guard import guarded
 from placement.cli.html_report import report_command
 from placement.cli.init import init_command
 from placement.cli.kv import kv_prices_command
+from placement.cli.measure import calibrate_command, measure_app
 from placement.cli.ops import replan_command, schedule_command
 from placement.cli.options import (
     DEFAULT_SOLVER,
     Addr,
+    CalibrationOpt,
     Executor,
     ExecutorOpt,
     InstanceArg,
@@ -66,10 +68,10 @@ def _options(
     """Placement optimizer for heterogeneous LLM inference."""
 
 
-def _load(path: Path):
+def _load(path: Path, calibration: Path | None = None):
     from placement.core.loading import load_instance
 
-    return load_instance(path)
+    return load_instance(path, calibration)
 
 
 def _plan_exit(plan) -> int:
@@ -88,12 +90,12 @@ def _plan_exit(plan) -> int:
 
 @app.command()
 @guarded
-def validate(instance: InstanceArg) -> None:
+def validate(instance: InstanceArg, calibration: CalibrationOpt = None) -> None:
     """Check an instance file and summarise it."""
     from placement.cli.consoles import out
     from placement.core.context import Context
 
-    inst = _load(instance)
+    inst = _load(instance, calibration)
     ctx = Context.of(inst, str(instance))
     chips = sum(s.chips for s in ctx.sites.values())
     out.print(f"[green]ok[/green] {instance}: model {ctx.model.name}, {len(inst.workload.classes)} classes, "
@@ -141,6 +143,7 @@ def solve(
                                                    "reuse them in later runs (also PLACEMENT_CACHE_DIR)")] = None,
     executor: ExecutorOpt = Executor.local,
     address: Addr = None,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Find the cheapest verified placement of an instance.
 
@@ -170,8 +173,8 @@ def solve(
         from placement.core.output import check_writable, refuse_inputs
 
         check_writable(json_path)  # before the solve, not after it
-        refuse_inputs({"--json": json_path}, [instance])
-    inst = _load(instance)
+        refuse_inputs({"--json": json_path}, [instance, *([calibration] if calibration else [])])
+    inst = _load(instance, calibration)
     if max_pools is not None:
         inst = inst.model_copy(update={"limits": inst.limits.model_copy(update={"max_pools_per_stage": max_pools})})
     if confidence is not None:
@@ -223,7 +226,7 @@ def solve(
 
 @app.command()
 @guarded
-def check(instance: InstanceArg, plan_path: PlanArg) -> None:
+def check(instance: InstanceArg, plan_path: PlanArg, calibration: CalibrationOpt = None) -> None:
     """Verify a plan against an instance with the cost models (not the MILP), and its provenance."""
     from rich.markup import escape
 
@@ -231,7 +234,7 @@ def check(instance: InstanceArg, plan_path: PlanArg) -> None:
     from placement.core.api import check as run
     from placement.core.plan import read_plan
 
-    inst = _load(instance)
+    inst = _load(instance, calibration)
     plan = read_plan(plan_path)
     result = run(inst, plan, source=str(instance), plan_source=str(plan_path))
     for w in result.warnings:
@@ -250,6 +253,7 @@ def compare(
     solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: Annotated[float | None, typer.Option("--time-limit")] = None,
     json_path: Annotated[Path | None, typer.Option("--json")] = None,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Heterogeneous fleet vs each homogeneous fleet and each single mode."""
     from placement.cli.consoles import out
@@ -262,7 +266,7 @@ def compare(
 
         check_writable(json_path)  # before the solves, not after them
         refuse_inputs({"--json": json_path}, [instance])
-    inst = _load(instance)
+    inst = _load(instance, calibration)
     from placement.cli.studies import ProgressBar
     from placement.studies.compare import kv_variants, variants
 
@@ -291,6 +295,8 @@ app.command("deploy")(guarded(deploy_command))
 app.command("init")(guarded(init_command))
 app.command("report")(guarded(report_command))
 app.command("capacity")(guarded(capacity_command))
+app.command("calibrate")(guarded(calibrate_command))
+app.add_typer(measure_app, name="measure")
 
 
 def main() -> None:  # pragma: no cover

@@ -12,6 +12,7 @@ import typer
 
 from placement.cli.options import (
     DEFAULT_SOLVER,
+    CalibrationOpt,
     Gap,
     InstanceArg,
     JsonPath,
@@ -40,6 +41,7 @@ def capacity_command(
     gap: Gap = None,
     json_path: JsonPath = None,
     quiet: Quiet = False,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Largest servable rate per class (or the mix) under its SLOs, with the verified plan that serves it."""
     from placement.cli.consoles import out
@@ -53,7 +55,7 @@ def capacity_command(
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance])
-    inst = load_instance(instance)
+    inst = load_instance(instance, calibration)
     targets = [*(class_ or []), *([MIX] if mix else [])] or None
     results = capacity(inst, targets=targets, backend=solver, rtol=rtol, band=band, time_limit_s=time_limit,
                        gap=gap, source=str(instance))

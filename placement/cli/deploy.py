@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from placement.cli.options import PlanArg
+from placement.cli.options import CalibrationOpt, PlanArg
 from placement.core.errors import InputError, VerificationError
 
 __all__ = ["DeployFormat", "Engine", "check_image", "deploy_command", "parse_chips_per_node"]
@@ -100,6 +100,7 @@ def deploy_command(
     checkpoint: Annotated[str | None, typer.Option("--checkpoint", help="Hugging Face repository the engines load "
                                                    "(default: the model's sourced checkpoint in the plan's weight "
                                                    "precision)")] = None,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Deployment manifests for a plan: engine arguments, Kubernetes/Dynamo/llm-d documents, bench.sh."""
     from placement.cli.consoles import err
@@ -118,7 +119,7 @@ def deploy_command(
         from placement.core.api import check
         from placement.core.provenance import read_plan_instance
 
-        inst = read_plan_instance(plan, plan_path, instance)
+        inst = read_plan_instance(plan, plan_path, instance, calibration)
         result = check(inst, plan, source=str(instance), plan_source=str(plan_path))
         for w in result.warnings:
             err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from placement.cli.options import PlanArg
+from placement.cli.options import CalibrationOpt, PlanArg
 
 __all__ = ["report_command"]
 
@@ -23,6 +23,7 @@ def report_command(
                                                   "fleet (default: the fleet seen by the plan)")] = None,
     sweep: Annotated[Path | None, typer.Option("--sweep", help="JSON written by pareto --json or sweep --json: "
                                                "add its chart")] = None,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Write an HTML report of a plan: fleet and placement, cost and power, latency vs SLOs, sweep chart."""
     from pydantic import ValidationError
@@ -43,7 +44,7 @@ def report_command(
         from placement.core.context import Context
         from placement.core.provenance import read_plan_instance
 
-        graph = Context.of(read_plan_instance(plan, plan_path, instance), str(instance)).graph
+        graph = Context.of(read_plan_instance(plan, plan_path, instance, calibration), str(instance)).graph
     study = None
     if sweep is not None:
         try:

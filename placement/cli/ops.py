@@ -5,7 +5,14 @@ from typing import Annotated
 
 import typer
 
-from placement.cli.options import DEFAULT_SOLVER, InstanceArg, PlanArg, SolverOpt, check_run_options
+from placement.cli.options import (
+    DEFAULT_SOLVER,
+    CalibrationOpt,
+    InstanceArg,
+    PlanArg,
+    SolverOpt,
+    check_run_options,
+)
 from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
 
 __all__ = ["print_migration", "print_schedule", "replan_command", "schedule_command"]
@@ -61,6 +68,7 @@ def replan_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="read (and keep) candidate generations "
                                                    "here, e.g. the solve's (also PLACEMENT_CACHE_DIR)")] = None,
+    calibration: CalibrationOpt = None,
 ) -> None:
     """Re-plan a running plan after failures or changes, counting what each move costs."""
     from rich.markup import escape
@@ -86,7 +94,7 @@ def replan_command(
 
         set_cache_dir(cache_dir)
     failed = parse_failures(fail or [])
-    inst, _ = apply_overrides(load_instance(instance), list(set_ or []), str(instance))
+    inst, _ = apply_overrides(load_instance(instance, calibration), list(set_ or []), str(instance))
     current = read_plan(plan_path)
     new = replan(inst, current, Events(failed_domains=failed, move_usd=move_usd, amortise_h=amortise_h),
                  backend=solver, time_limit_s=time_limit, gap=gap, source=str(instance))

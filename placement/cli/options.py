@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_SOLVER",
     "SOLVER_HELP",
     "Addr",
+    "CalibrationOpt",
     "CatalogKind",
     "CsvPath",
     "DryRun",
@@ -128,6 +129,10 @@ class CatalogKind(StrEnum):
 
 
 InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]
+#: A calibration overlay (``placement calibrate --out``) in place of the instance's own ``calibration``.
+CalibrationOpt = Annotated[Path | None, typer.Option(
+    "--calibration", help="a calibration overlay (placement calibrate): the chips it lists take the factors and "
+    "error bands fitted on your measurements (replaces the instance's calibration)")]
 PlanArg = Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")]
 #: The CLI's default backend: solvers.backends.DEFAULT_BACKEND, named here so that ``--help`` needs no solver
 #: import (tests/test_limits.py checks that the two agree).

@@ -65,8 +65,11 @@ def print_plan(console: Console, plan: Plan) -> None:
         console.print(t)
         if any(p.bands for p in plan.pools):
             at = "nominal prediction" if plan.confidence is None else f"priced at confidence {plan.confidence:g}"
+            own = plan.provenance.calibration if plan.provenance else None
             console.print(f"TTFT / TPOT: {at} [p10–p90 band of the chip family's held-out error, "
-                          "benchmarks/CALIBRATION.md]", highlight=False, markup=False)
+                          "benchmarks/CALIBRATION.md" + (f"; the chips of the calibration overlay {own}: its bands, "
+                                                         "from your measurements" if own else "") + "]",
+                          highlight=False, markup=False)
         console.print("TTFT at the plan's load, waits included (a decode pool's: its wait for a slot); util: load ÷ "
                       "rated capacity, the rate at which the SLOs hold with each server busy at most 90 % of the time; "
                       "busy: the busiest server's share of time working at the plan's load", highlight=False,

@@ -69,15 +69,18 @@ def with_framework(band: ChipBand, framework: str) -> ChipBand:
                    quantiles={**band.quantiles, "ttft": fb[1]})
 
 
-def pool_bands(pool: Pool, confidence: float | None, framework: str = DEFAULT_FRAMEWORK) -> PoolBands | None:
+def pool_bands(pool: Pool, confidence: float | None, framework: str = DEFAULT_FRAMEWORK,
+               own: ChipBand | None = None) -> PoolBands | None:
     """The bands of ``pool`` from its stated figures, or None for a pool priced from measurements.
 
-    ``framework`` (the instance's ``serving.framework``) selects the TTFT band: its own when it has one.
+    ``own`` is the calibration overlay's band of the pool's chip (:func:`placement.core.calibration_overlay.
+    overlay_band`), which is used as it is; else ``framework`` (the instance's ``serving.framework``) selects
+    the TTFT band of the chip family's: the framework's own when it has one.
     """
     cfg = pool.config
     if cfg.kind == "measured" or pool.step_table is not None:
         return None
-    band = with_framework(chip_band(pool.chip), framework)
+    band = own or with_framework(chip_band(pool.chip), framework)
     level = confidence
 
     def factor(metric: str) -> float:

@@ -20,7 +20,9 @@ from functools import cached_property
 
 import networkx as nx
 
+from costmodels.bands import ChipBand, chip_band
 from costmodels.models import ModelSpec
+from placement.core.calibration_overlay import overlay_band
 from placement.core.loading import chips_of, draft_model_of, model_of
 from placement.core.schema import DomainGroup, Instance, TrafficClass
 from topology.chips import ChipSpec
@@ -109,6 +111,10 @@ class Context:
             classes={c.name: c for c in inst.workload.classes},
             given=given if given is not inst else None,
         )
+
+    def band(self, chip: str) -> ChipBand:
+        """The error band ``chip`` is priced with: the calibration overlay's, else its catalogue family's."""
+        return overlay_band(self.instance.calibration, chip) or chip_band(chip)
 
     @cached_property
     def routing(self) -> Routing:

@@ -210,16 +210,21 @@ def step_precision_args(ctx: Context) -> dict:
 
 def step_factor(ctx: Context, part: PartLayout, stage: str) -> float:
     """What a roofline ``stage`` step time on ``part`` is multiplied by: the pessimistic error-band factor
-    at the instance's ``confidence`` (:func:`costmodels.bands.step_factor`), 1 without one. A prefill step
+    at the instance's ``confidence`` (:func:`costmodels.bands.step_factor`; a chip of the calibration overlay
+    at the overlay's band), 1 without one. A prefill step
     on a calibrated chip of an instance naming its serving framework takes that framework's TTFT band
     (the residuals of the model that knows the framework); an uncalibrated chip keeps its wider band."""
-    from costmodels.bands import chip_band
-    from costmodels.bands import step_factor as band_factor
+    from costmodels.bands import stage_metric
+    from placement.core.calibration_overlay import overlay_band
 
+    if ctx.instance.confidence is None:
+        return 1.0
+    if (own := overlay_band(ctx.instance.calibration, part.chip)) is not None:  # the user's measurements first
+        return own.factor(stage_metric(stage), ctx.instance.confidence)
     if (stage == "prefill" and (f := _framework_ttft_factor(ctx)) is not None
-            and chip_band(part.chip).family != "uncalibrated"):
+            and ctx.band(part.chip).family != "uncalibrated"):
         return f
-    return band_factor(part.chip, stage, ctx.instance.confidence)
+    return ctx.band(part.chip).factor(stage_metric(stage), ctx.instance.confidence)
 
 
 def banded_step_s(ctx: Context, part: PartLayout, stage: str, step) -> np.ndarray:

@@ -395,6 +395,8 @@ class Provenance(MutableRecord):
     precision_activations: ActivationPrecision
     framework: Framework | None = Field(default=None, description="the serving framework the TTFTs assume "
                                         "(serving.framework; None: a plan written before it was recorded)")
+    calibration: str | None = Field(default=None, max_length=400, description="the calibration overlay the plan "
+                                    "was priced with: its file name and sha256 (None: the catalogue alone)")
 
 
 class Plan(MutableRecord):

@@ -7,8 +7,8 @@ the same hash, and ``placement deploy PLAN --instance F`` can check that a plan
 answers ``F`` (:func:`read_plan_instance`).
 
 ``placement check`` compares a plan's provenance with the one re-derived from
-the instance (:func:`compare_provenance`): a different model, draft, precision
-or framework is a violation — the plan answers another question than the
+the instance (:func:`compare_provenance`): a different model, draft, precision,
+framework or calibration overlay is a violation — the plan answers another question than the
 instance asks, whatever its figures say. A different tool version, plan layout
 or instance hash is a warning only: the verifier re-derives every figure from
 the instance with this version's cost models, so a plan from another version
@@ -41,12 +41,12 @@ if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import Instance
 
-__all__ = ["compare_provenance", "instance_sha256", "provenance", "read_plan_instance", "require_known_models",
+__all__ = ["compare_provenance", "instance_sha256", "overlay_name", "provenance", "read_plan_instance", "require_known_models",
            "tool_version"]
 
 #: Provenance fields a plan must share with its instance (``framework`` only when the plan records it).
 MATCHED_FIELDS = ("model", "draft_model", "precision_weights", "precision_attention", "precision_kv",
-                  "precision_activations", "framework")
+                  "precision_activations", "framework", "calibration")
 #: Matched fields older plans may lack (None: not compared).
 _OPTIONAL_FIELDS = ("precision_attention", "framework")
 #: Provenance fields that may differ in a plan that re-verifies, and what a difference means.
@@ -80,7 +80,13 @@ def provenance(ctx: Context) -> Provenance:
                       model=ctx.model.name, draft_model=None if ctx.draft_model is None else ctx.draft_model.name,
                       precision_weights=p.weights, precision_attention=p.attention_for(ctx.model),
                       precision_kv=p.kv, precision_activations=p.activations,
-                      framework=ctx.instance.serving.framework)
+                      framework=ctx.instance.serving.framework, calibration=overlay_name(ctx.instance))
+
+
+def overlay_name(inst: Instance) -> str | None:
+    """How provenance names the instance's calibration overlay: ``<file> sha256:<hex>``, None without one."""
+    ov = inst.calibration
+    return None if ov is None else f"{ov.source or 'inline'} sha256:{ov.sha256 or 'none'}"
 
 
 def compare_provenance(ctx: Context, plan: Plan, source: str = "<plan>") -> tuple[list[str], list[str]]:
@@ -100,6 +106,8 @@ def compare_provenance(ctx: Context, plan: Plan, source: str = "<plan>") -> tupl
     require_known_models(says, {wants.model, wants.draft_model}, "neither a catalogue model nor the instance's",
                          source)
     violations = [f"provenance.{name}: the plan says {getattr(says, name)!r}, the instance {getattr(wants, name)!r}"
+                  + (" (check with the overlay the plan was priced with: --calibration FILE)"
+                     if name == "calibration" else "")
                   for name in MATCHED_FIELDS
                   if getattr(says, name) != getattr(wants, name)
                   and not (name in _OPTIONAL_FIELDS and getattr(says, name) is None)]
@@ -119,15 +127,17 @@ def require_known_models(prov: Provenance, also: set[str | None], why: str, sour
             raise InputError(f"unknown model {model!r}: {why}", file=source, field=f"provenance.{name}")
 
 
-def read_plan_instance(plan: Plan, plan_path: str | Path, instance_path: str | Path) -> Instance:
-    """The instance at ``instance_path``, refused (naming the plan file) when ``plan`` answers another one.
+def read_plan_instance(plan: Plan, plan_path: str | Path, instance_path: str | Path,
+                       calibration: str | Path | None = None) -> Instance:
+    """The instance at ``instance_path`` (with the overlay ``calibration`` in place of its own, when given),
+    refused (naming the plan file) when ``plan`` answers another one.
 
     Another one: another name, or — when the plan records its provenance — another SHA-256 (the
     instance was edited since the plan was solved).
     """
     from placement.core.loading import load_instance
 
-    inst = load_instance(instance_path)
+    inst = load_instance(instance_path, calibration)
     if plan.instance != inst.name:
         raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
                          field="instance")

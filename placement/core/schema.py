@@ -51,6 +51,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec, default_attention_precision
+from placement.core.calibration_overlay import CalibrationOverlay
 from placement.core.sessions import KvTierSpec, Sessions
 from placement.core.user_chips import UserChip, user_chip
 from placement.modes import check_option, options
@@ -531,6 +532,9 @@ class Instance(Record):
     confidence: float | None = Field(
         default=None, gt=0, lt=1, description="plan robustly: every roofline step time is taken at this "
         "quantile of its chip family's held-out error band (costmodels/bands.py); None: the nominal prediction")
+    calibration: CalibrationOverlay | str | None = Field(
+        default=None, description="a calibration overlay file (placement calibrate), a path relative to the "
+        "instance file: the chips it lists take the factors and error bands fitted on your measurements")
     slo_headroom: float = Field(
         default=1.0, gt=0, le=1, allow_inf_nan=False, description="plan to this share of every class's TTFT and "
         "TPOT SLO (0.8: each class planned and checked at 80 % of its SLOs, the plan's SLO fields the tightened "
@@ -556,6 +560,14 @@ class Instance(Record):
                    for c in self.workload.classes]
         return self.model_copy(update={"slo_headroom": 1.0,
                                        "workload": self.workload.model_copy(update={"classes": classes})})
+
+    @field_validator("calibration")
+    @classmethod
+    def _overlay_read(cls, v: CalibrationOverlay | str | None) -> CalibrationOverlay | None:
+        if isinstance(v, str):  # the loader reads the file a path names; a record built in code has none
+            raise ValueError(f"the overlay path {v!r} is read when the instance is loaded from its file "  # noqa: TRY004 - pydantic reports ValueError
+                             "(placement.load_instance); here give the overlay's contents")
+        return v
 
     @field_validator("modes")
     @classmethod

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+from placement.core.calibration_overlay import overlay_band
 from placement.core.candidates import Candidates, build_problem
 from placement.core.confidence import pool_bands
 from placement.core.context import Context
@@ -350,7 +351,8 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
             domains=[ps.site for ps in psites], sites=psites, config=cfg, part=part,
         ))
     for pool in pools:
-        pool.bands = pool_bands(pool, inst.confidence, inst.serving.framework)
+        pool.bands = pool_bands(pool, inst.confidence, inst.serving.framework,
+                                overlay_band(inst.calibration, pool.chip))
     _assign_domains(ctx, pools)
     classes = _class_plans(ctx, sol, pools)
     edge_load = {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads}
@@ -384,7 +386,24 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         **base,
     )
     plan.prefill_to_decode = kv_feeds_of(ctx, plan)
+    plan.notes = [*plan.notes, *overlay_range_notes(inst, pools)]
     return plan
+
+
+def overlay_range_notes(inst, pools: list[Pool]) -> list[str]:
+    """Plan notes for pools on a chip of the calibration overlay run beyond the batches it was measured at:
+    the overlay's factors and band are extrapolated there."""
+    ov = inst.calibration
+    out = []
+    for p in pools:
+        cal = None if ov is None else ov.chips.get(p.chip)
+        if cal is None or cal.batch_per_replica is None or p.part:
+            continue
+        lo, hi = cal.batch_per_replica
+        if not lo <= p.batch <= hi:
+            out.append(f"{p.id} runs batch {p.batch:,} on {p.chip}, outside the {lo:g}–{hi:g} sequences per replica "
+                       f"its calibration overlay was measured at: the overlay's factors and band are extrapolated")
+    return out
 
 
 def _pair_latency(ctx: Context, sol: Solution, column: str) -> float:

@@ -276,6 +276,7 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
                               round(c.prompt_tokens * c.prompt_squared_cv ** 0.5),
                               round(c.output_tokens * c.output_squared_cv ** 0.5))
             stats[c.name] = c.slo_percentile
-    files["bench.sh"] = bench_script(plan, model, tokens, stats, routed=fmt == "k8s", named=engine != "trtllm")
+    files["bench.sh"] = bench_script(plan, model, tokens, stats, routed=fmt == "k8s", named=engine != "trtllm",
+                                     engine=engine)
     files["README.md"] = _readme(plan, fmt, engine, model, units)
     return files

@@ -27,7 +27,7 @@ from __future__ import annotations
 from placement.core.plan import Plan
 from placement.deploy.names import ShellWord, shell_comment, shell_line
 
-__all__ = ["bench_script"]
+__all__ = ["bench_script", "import_hint"]
 
 #: Requests per class: enough for a p99 to be more than one sample, over at least a minute at the planned rate.
 MIN_REQUESTS = 1000
@@ -55,11 +55,28 @@ def _fmt(ms: float | None) -> str:
     return "n/a" if ms is None else f"{ms:.3g}"
 
 
+def import_hint(plan: Plan, name: str, art: str, engine: str) -> str:
+    """The ``placement measure import`` line for a class's aiperf results (docs/closed-loop.md), or why there is
+    none: calibration needs a run against one engine layout, so a class served by one aggregated pool gets the
+    command with that pool's chip, layout and chips; any other class a comment saying so."""
+    pools = [p for p in plan.pools if p.traffic_class == name and p.part == 0]
+    if len(pools) != 1 or pools[0].stage != "aggregated":
+        return shell_comment(f"{name}: served by {len(pools)} pools ({', '.join(sorted({p.stage for p in pools}))}): "
+                             "to calibrate, benchmark one engine on its own (docs/closed-loop.md)")
+    p = pools[0]
+    return shell_comment("calibrate from it: " + shell_line([
+        "placement", "measure", "import", ShellWord(art + "/profile_export_aiperf.json"), "--chip", p.chip,
+        "--framework", engine, "--tp", str(p.tp), "--pp", str(p.pp), "--ep", str(p.ep),
+        "--dp", str(p.config.main.dp), "--chips", str(p.chips),
+        "--out", ShellWord(f'"$OUT"/{shell_line([name])}.measured.yaml')]))
+
+
 def bench_script(plan: Plan, model: str, tokens: dict[str, tuple], slo_stat: dict[str, str], *,
-                 routed: bool = False, named: bool = True) -> str:
+                 routed: bool = False, named: bool = True, engine: str = "vllm") -> str:
     """The script: ``tokens`` maps class -> (prompt tokens, output tokens[, their standard deviations]);
     ``slo_stat`` class -> percentile; ``routed``: each class at ``$ENDPOINT/<class>``; ``named``: the engines
-    serve each class under its name (else under ``model``, the checkpoint)."""
+    serve each class under its name (else under ``model``, the checkpoint); after each class the
+    ``placement measure import`` line that takes its results back (:func:`import_hint`)."""
     lines = ["#!/usr/bin/env bash",
              shell_comment(f"Benchmark of the deployment of plan {plan.instance!r}: one aiperf run per traffic class "
                            "at its"),
@@ -92,6 +109,6 @@ def bench_script(plan: Plan, model: str, tokens: dict[str, tuple], slo_stat: dic
         check = ["check", c.name, art, stat, _fmt(c.ttft_ms), f"{c.ttft_slo_ms:g}", _fmt(c.tpot_ms),
                  f"{c.tpot_slo_ms:g}", ShellWord("|| status=1")]
         lines += [shell_comment(f"class {c.name}: {c.rate_rps:g} req/s, {prompt} prompt + {output} output tokens"),
-                  shell_line(cmd), shell_line(check)]
+                  shell_line(cmd), shell_line(check), import_hint(plan, c.name, str(art), engine)]
     lines.append('exit "$status"')
     return "\n".join(lines) + "\n"

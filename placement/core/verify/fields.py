@@ -19,6 +19,7 @@ from collections import defaultdict
 from itertools import pairwise
 from typing import Any
 
+from placement.core.calibration_overlay import overlay_band
 from placement.core.confidence import pool_bands
 from placement.core.context import Context
 from placement.core.measured_steps import table_field
@@ -66,7 +67,8 @@ def check_pool_fields(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[
             "step_table": table_field(ctx, cfg, p.part), "usd_per_hour": f.usd_per_hour,
             "power_w": f.power_w, "domains": [s.site for s in p.sites],
         }
-        bands = pool_bands(p, plan.confidence, ctx.instance.serving.framework)
+        bands = pool_bands(p, plan.confidence, ctx.instance.serving.framework,
+                           overlay_band(ctx.instance.calibration, p.chip))
         if (None if p.bands is None else p.bands.model_dump()) != (None if bands is None else bands.model_dump()):
             v.append(mismatch(f"pool {p.id}", "bands", p.bands, bands, "its stated TPOT, TTFT and capacity"))
         for name, gives in want.items():
