@@ -33,7 +33,7 @@ import numpy as np
 
 from costmodels.bands import ratio_quantiles
 from costmodels.calibration import chip_with, fit_chip
-from costmodels.roofline import prefill_step
+from costmodels.framework_fit import fit_latency_s, one_prefill_s
 
 __all__ = ["BAND_SPLIT", "SPLITS", "TARGET_PCT", "error_table", "fit_latency_s", "framework_bands", "framework_evaluation",
            "framework_section"]
@@ -46,38 +46,6 @@ SPLITS = ("leave-one-campaign-out", "leave-one-model-out", "leave-one-source-out
 BAND_SPLIT = "leave-one-campaign-out"
 
 
-def fit_latency_s(prefill_s, measured_s, groups) -> float:
-    """The request latency ≥ 0 minimising the group-weighted mean |ln((prefill + L)/measured)|; nan if no rows.
-
-    Searched over every row's break point ``measured − prefill`` and a 1 ms grid up to the largest one
-    (exact to the millisecond: between break points the loss is a sum of ±ln terms).
-    """
-    p, m, g = np.asarray(prefill_s, dtype=float), np.asarray(measured_s, dtype=float), np.asarray(groups)
-    if p.size == 0:
-        return float("nan")
-    _, inv, counts = np.unique(g, return_inverse=True, return_counts=True)
-    w = 1.0 / counts[inv]
-    brk = np.maximum(m - p, 0.0)
-    cand = np.unique(np.concatenate([brk, np.arange(0.0, brk.max() + 1e-3, 1e-3)]))
-    loss = np.abs(np.log((p[None, :] + cand[:, None]) / m[None, :])) @ w
-    return float(cand[int(np.argmin(loss))])
-
-
-def _one_prefill_s(chip, rows, models) -> np.ndarray:
-    """One prefill of each row's prompt alone on ``chip`` (vectorised per model and precision)."""
-    out = np.full(len(rows), np.nan)
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, m in enumerate(rows):
-        groups[(m.model, m.precision, m.kv_precision)].append(i)
-    for (model, prec, kv), idx in groups.items():
-        rs = [rows[i] for i in idx]
-        st = prefill_step(chip, models[model], prompt=np.array([m.row.isl for m in rs], dtype=float), batch=1,
-                          tp=np.array([m.tp for m in rs], dtype=float), pp=np.array([m.pp for m in rs], dtype=float),
-                          ep=np.array([m.ep for m in rs], dtype=float), precision=prec, kv_precision=kv)
-        out[idx] = np.asarray(st.time_s, dtype=float)
-    return out
-
-
 def _chip_prefills(chip_spec, rows, models, fit_kw: dict) -> dict:
     """One-prefill times of the TTFT-eligible ``rows`` under the chip's in-sample fit and every refit
     without one framework (``("source", f)``) or one model (``("model", M)``)."""
@@ -87,7 +55,7 @@ def _chip_prefills(chip_spec, rows, models, fit_kw: dict) -> dict:
         for g in sorted(names) if len(names) > 1 else []:
             fits[(kind, g)] = fit_chip(chip_spec, [m for m in rows if key(m) != g], models, **fit_kw).fitted
     elig = [m for m in rows if m.ttft_eligible]
-    return {k: _one_prefill_s(chip_with(chip_spec, **asdict(f)), elig, models) for k, f in fits.items()}
+    return {k: one_prefill_s(chip_with(chip_spec, **asdict(f)), elig, models) for k, f in fits.items()}
 
 
 def framework_evaluation(by_chip: dict, chips: dict, models: dict, fit_kwargs, family) -> dict:

@@ -37,6 +37,7 @@ Examples
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -44,6 +45,7 @@ import numpy as np
 from costmodels.calibration import FitFactors, chip_with, fit_chip, predict_rows
 from costmodels.measured_rows import MappedRow
 from costmodels.models import ModelSpec
+from costmodels.roofline import prefill_step
 from topology.chips import ChipSpec
 
 __all__ = [
@@ -51,9 +53,11 @@ __all__ = [
     "JOINT_ROUNDS",
     "JointFit",
     "fit_joint",
+    "fit_latency_s",
     "framework_of",
     "heldout_joint",
     "normalised",
+    "one_prefill_s",
     "predict_joint",
     "weighted_median",
 ]
@@ -199,4 +203,36 @@ def heldout_joint(rows_by_chip: dict[str, list[MappedRow]], chips: dict[str, Chi
         for c, idx in test.items():
             if idx.size and c in fit.chips:
                 out[c][idx] = predict_joint(fit, chips[c], [rows_by_chip[c][i] for i in idx], models)
+    return out
+
+
+def fit_latency_s(prefill_s, measured_s, groups) -> float:
+    """The request latency ≥ 0 minimising the group-weighted mean |ln((prefill + L)/measured)|; nan if no rows.
+
+    Searched over every row's break point ``measured − prefill`` and a 1 ms grid up to the largest one
+    (exact to the millisecond: between break points the loss is a sum of ±ln terms).
+    """
+    p, m, g = np.asarray(prefill_s, dtype=float), np.asarray(measured_s, dtype=float), np.asarray(groups)
+    if p.size == 0:
+        return float("nan")
+    _, inv, counts = np.unique(g, return_inverse=True, return_counts=True)
+    w = 1.0 / counts[inv]
+    brk = np.maximum(m - p, 0.0)
+    cand = np.unique(np.concatenate([brk, np.arange(0.0, brk.max() + 1e-3, 1e-3)]))
+    loss = np.abs(np.log((p[None, :] + cand[:, None]) / m[None, :])) @ w
+    return float(cand[int(np.argmin(loss))])
+
+
+def one_prefill_s(chip, rows, models) -> np.ndarray:
+    """One prefill of each row's prompt alone on ``chip`` (vectorised per model and precision)."""
+    out = np.full(len(rows), np.nan)
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, m in enumerate(rows):
+        groups[(m.model, m.precision, m.kv_precision)].append(i)
+    for (model, prec, kv), idx in groups.items():
+        rs = [rows[i] for i in idx]
+        st = prefill_step(chip, models[model], prompt=np.array([m.row.isl for m in rs], dtype=float), batch=1,
+                          tp=np.array([m.tp for m in rs], dtype=float), pp=np.array([m.pp for m in rs], dtype=float),
+                          ep=np.array([m.ep for m in rs], dtype=float), precision=prec, kv_precision=kv)
+        out[idx] = np.asarray(st.time_s, dtype=float)
     return out

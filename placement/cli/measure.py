@@ -187,3 +187,4 @@ def calibrate_command(
             console.print(f"  skipped {n}: {why}", highlight=False)
         for note in r.notes:
             console.print(f"  {note}", highlight=False)
+

@@ -9,7 +9,10 @@ commands that price a plan) and the overlay then sits on top of the catalogue:
   sourced as "calibration overlay <file>";
 * its error band (measured ÷ predicted quantiles of TPOT, TTFT and
   throughput, :mod:`costmodels.bands`) replaces the chip family's band, in the
-  plan's p10–p90 figures and, at ``confidence``, in the step prices.
+  plan's p10–p90 figures and, at ``confidence``, in the step prices;
+* on those chips, a serving framework it lists takes the overlay's request
+  latency (the part of TTFT outside the forward steps) when the instance
+  names that framework.
 
 Chips the overlay does not list are untouched: an overlay fitted on H100
 measurements leaves a B200 plan exactly as it was. The overlay travels inside
@@ -41,8 +44,8 @@ from costmodels.bands import LEVELS, METRICS, ChipBand
 from topology.chips import ChipSpec
 from topology.records import Record
 
-__all__ = ["FACTOR_FIELDS", "BandRecord", "CalibrationOverlay", "ChipCalibration", "Factors", "MeasurementFile",
-           "overlay_band", "overlay_chips"]
+__all__ = ["FACTOR_FIELDS", "BandRecord", "CalibrationOverlay", "ChipCalibration", "Factors", "FrameworkCalibration",
+           "MeasurementFile", "overlay_band", "overlay_chips", "overlay_framework_latency_s"]
 
 
 class Factors(Record):
@@ -70,6 +73,16 @@ class BandRecord(Record):
     quantiles: list[float] = Field(min_length=1)
 
 
+class FrameworkCalibration(Record):
+    """A serving framework's request latency refitted on the user's light-load TTFTs
+    (:mod:`costmodels.frameworks`: TTFT = one prefill of the prompt + this latency)."""
+
+    ttft_request_latency_s: float = Field(ge=0, le=10)
+    points: int = Field(ge=1, description="light-load TTFT points it was fitted on")
+    heldout_median_abs_error: float | None = Field(default=None, ge=0, description="median |TTFT error| of the "
+                                                   "points, each predicted with a latency fitted without its group")
+
+
 class ChipCalibration(Record):
     """What the overlay says of one chip: its factors, its bands, and what they rest on."""
 
@@ -78,6 +91,9 @@ class ChipCalibration(Record):
     points: int = Field(ge=1, description="measured points the factors were fitted on")
     heldout: str = Field(default="", description="how the bands' points were held out")
     frameworks: list[str] = Field(default_factory=list, description="serving frameworks of the measurements")
+    request_latency: dict[str, FrameworkCalibration] = Field(
+        default_factory=dict, description="per serving framework, its request latency refitted on this chip's "
+        "light-load TTFTs (the other chips keep the catalogue's)")
     models: list[str] = Field(default_factory=list, description="catalogue models of the measurements")
     batch_per_replica: tuple[float, float] | None = Field(default=None, description="the least and most sequences "
                                                           "per replica measured (beyond them a plan extrapolates)")
@@ -148,6 +164,14 @@ def overlay_chips(chips: dict[str, ChipSpec], overlay: CalibrationOverlay | None
             "heldout_tpot_error": chip.heldout_tpot_error if tpot is None else tpot,
             "sources": {**chip.sources, **{k: why for k in set_}, "calibration": why}})
     return out
+
+
+def overlay_framework_latency_s(overlay: CalibrationOverlay | None, framework: str, chip: str | None
+                                ) -> float | None:
+    """The overlay's request latency (s) of ``framework`` on ``chip``, None when it has none."""
+    cal = None if overlay is None or chip is None else overlay.chips.get(chip)
+    fw = None if cal is None else cal.request_latency.get(framework)
+    return None if fw is None else fw.ttft_request_latency_s
 
 
 def overlay_band(overlay: CalibrationOverlay | None, chip: str) -> ChipBand | None:

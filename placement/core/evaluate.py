@@ -330,17 +330,21 @@ def engine_admits(ctx: Context, sequences_per_rank, chips_per_rank=1) -> np.ndar
     return np.asarray(sequences_per_rank, dtype=float) <= rank_sequence_ceiling(ctx, chips_per_rank)
 
 
-def framework_latency_s(ctx: Context) -> float:
+def framework_latency_s(ctx: Context, chip: str | None = None) -> float:
     """The serving framework's request latency (s) every prompt pays before its first token.
 
     The instance's ``serving.framework`` entry of ``costmodels/catalog/frameworks.yaml``
-    (:mod:`costmodels.frameworks`); 0 for ``pooled`` (no framework named). Added to the prefill latency
+    (:mod:`costmodels.frameworks`), or on ``chip`` the calibration overlay's refit of it; 0 for ``pooled``
+    (no framework named). Added to the prefill latency
     of prefill and aggregated pools, so it both raises their TTFT and shrinks the SLO budget left for
     queueing. With a ``confidence``, taken at that quantile of the framework's TTFT band, as prefill steps are.
     """
     from costmodels.frameworks import framework_entry
+    from placement.core.calibration_overlay import overlay_framework_latency_s
 
-    latency_s = framework_entry(ctx.instance.serving.framework).ttft_request_latency_s
+    name = ctx.instance.serving.framework
+    own = overlay_framework_latency_s(ctx.instance.calibration, name, chip)
+    latency_s = framework_entry(name).ttft_request_latency_s if own is None else own
     factor = _framework_ttft_factor(ctx)
     return latency_s if factor is None else latency_s * factor
 

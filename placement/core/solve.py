@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from placement.core.calibration_overlay import overlay_band
+from placement.core.calibration_overlay import overlay_band, overlay_framework_latency_s
 from placement.core.candidates import Candidates, build_problem
 from placement.core.confidence import pool_bands
 from placement.core.context import Context
@@ -275,8 +275,13 @@ def framework_notes(inst) -> list[str]:
     if name == DEFAULT_FRAMEWORK:
         return []
     latency_ms = framework_entry(name).ttft_request_latency_s * 1e3
+    fleet = {d.chip for d in inst.hardware.domains}
+    own = {chip: ms for chip in sorted(fleet)
+           if (ms := overlay_framework_latency_s(inst.calibration, name, chip)) is not None}
+    mine = "".join(f"; on {chip} {ms * 1e3:.4g} ms (the calibration overlay {inst.calibration.label}, from your "
+                   "light-load TTFTs)" for chip, ms in sorted(own.items()))
     return [(f"serving framework {name}: every pool's TTFT includes its request latency of {latency_ms:g} ms "
-            "(costmodels/catalog/frameworks.yaml)")]
+            f"(costmodels/catalog/frameworks.yaml){mine}")]
 
 
 def _network_free_notes(cands: Candidates) -> list[str]:

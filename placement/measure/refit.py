@@ -24,6 +24,10 @@ For every chip the measured points cover, :func:`refit`
    a larger √(1 + 1/n)) or noisier ones (a larger sd) give a wider band. A metric with fewer than
    :data:`MIN_BAND_POINTS` held-out points keeps the catalogue's band for the chip, and says so.
 
+5. refits, per chip, each serving framework's request latency (TTFT = one prefill + L, on the chip's
+   light-load points with its refitted factors; :func:`_refit_frameworks`), scored held out by the same
+   groups: the latency of a framework on this deployment, which the other chips do not take.
+
 The factors go into the overlay as fitted on *all* the chip's points; the bands describe how far a
 point the fit has not seen falls from it.
 
@@ -46,13 +50,16 @@ import numpy as np
 from costmodels.bands import LEVELS, METRICS, chip_band
 from costmodels.calibration import FitFactors, fit_chip, heldout_predictions, predict_rows
 from costmodels.efficiency import DEFAULT_SEQUENCE_OVERHEAD_S
+from costmodels.framework_fit import fit_latency_s, one_prefill_s
 from costmodels.measured_rows import MappedRow, map_row
 from costmodels.models import ModelSpec, load_model_catalog
+from costmodels.row_costs import chip_with
 from placement.core.calibration_overlay import (
     BandRecord,
     CalibrationOverlay,
     ChipCalibration,
     Factors,
+    FrameworkCalibration,
     MeasurementFile,
 )
 from placement.core.errors import InputError
@@ -125,6 +132,9 @@ class ChipRefit:
     #: metric -> ((catalogue p10, p90), (overlay p10, p90)) of measured ÷ predicted
     spans: dict[str, tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the mapped rows and each one's held-out group (the framework refit reads them)
+    rows: list[MappedRow] = field(default_factory=list, repr=False)
+    groups: list = field(default_factory=list, repr=False)
 
 
 def _median_abs(pred: np.ndarray, meas: np.ndarray) -> float | None:
@@ -215,20 +225,23 @@ def _refit_chip(chip: ChipSpec, pts: list[MeasuredPoint], chips: dict[str, ChipS
             report.notes.append(f"{metric}: {int(ok.sum())} held-out points (< {MIN_BAND_POINTS}): the catalogue's "
                                 f"{catalogue_band.family} band kept")
         report.spans[metric] = (_span(catalogue_band.quantiles[metric]), _span(q))
+    report.rows, report.groups = rows, [key(m) for m in rows]
+    latency, notes = _refit_frameworks(report, chip, models)
+    report.notes.extend(notes)
     cal = ChipCalibration(
         factors=Factors(**{f: round(float(report.fitted[f]), 9) for f in report.freed}), bands=bands,
         points=len(rows),
         heldout=report.heldout, frameworks=sorted({m.row.backend for m in rows}),
         models=sorted({m.model for m in rows}),
-        batch_per_replica=(min(m.batch for m in rows), max(m.batch for m in rows)))
+        batch_per_replica=(min(m.batch for m in rows), max(m.batch for m in rows)), request_latency=latency)
     return cal, report
 
 
 def refit(measurements: list[Measurements], chips: dict[str, ChipSpec] | None = None,
           models: dict[str, ModelSpec] | None = None, *, only: set[str] | None = None
           ) -> tuple[CalibrationOverlay, list[ChipRefit]]:
-    """The overlay fitted on ``measurements`` (module docstring) and a report per chip; ``only``: these
-    chips alone (the other points are left out, and said so).
+    """The overlay fitted on ``measurements`` (module docstring) and a report per chip; ``only``: these chips
+    alone (the other points are left out).
 
     Raises
     ------
@@ -265,3 +278,48 @@ def refit(measurements: list[Measurements], chips: dict[str, ChipSpec] | None = 
         raise InputError(f"no measured point could be priced ({why}); nothing to calibrate")
     return CalibrationOverlay(levels=list(LEVELS), measurements=sorted(files.values(), key=lambda f: f.path),
                               chips=out), reports
+
+
+def _refit_frameworks(report: ChipRefit, chip: ChipSpec, models: dict[str, ModelSpec]
+                      ) -> tuple[dict[str, FrameworkCalibration], list[str]]:
+    """Each framework's request latency on the chip's light-load TTFT points (≤ 8 sequences per replica),
+    with the chip's refitted factors: ``TTFT = one prefill + L`` (:func:`costmodels.framework_fit.
+    fit_latency_s`, each model weighted equally), scored held out by the chip's groups; a framework with
+    fewer than :data:`MIN_BAND_POINTS` such points keeps the catalogue's latency."""
+    from costmodels.frameworks import framework_entry, framework_names
+
+    fitted = chip_with(chip, **report.fitted)
+    by_fw: dict[str, list[tuple]] = {}
+    elig = [(m, g) for m, g in zip(report.rows, report.groups, strict=True) if m.ttft_eligible]
+    prefill = one_prefill_s(fitted, [m for m, _ in elig], models) if elig else []
+    for (m, g), p in zip(elig, prefill, strict=True):
+        by_fw.setdefault(m.row.backend, []).append((float(p), m.row.ttft_ms / 1e3, m.model, str(g)))
+    out: dict[str, FrameworkCalibration] = {}
+    notes = []
+    for fw, pts in sorted(by_fw.items()):
+        if fw not in framework_names():
+            notes.append(f"framework {fw}: not in costmodels/catalog/frameworks.yaml, its latency not refitted")
+            continue
+        if len(pts) < MIN_BAND_POINTS:
+            notes.append(f"framework {fw}: {len(pts)} light-load TTFT points (< {MIN_BAND_POINTS}): its catalogue "
+                         "request latency kept")
+            continue
+        p = np.array([x[0] for x in pts])
+        m = np.array([x[1] for x in pts])
+        w = [x[2] for x in pts]
+        keys = [x[3] for x in pts]
+        latency = fit_latency_s(p, m, w)
+        held = np.full(len(pts), np.nan)
+        for k in sorted(set(keys)):
+            test = np.array([x == k for x in keys])
+            if not test.all():
+                held[test] = p[test] + fit_latency_s(p[~test], m[~test], [x for x, t in zip(w, test, strict=True)
+                                                                          if not t])
+        err = _median_abs(held, m)
+        out[fw] = FrameworkCalibration(ttft_request_latency_s=round(latency, 6), points=len(pts),
+                                       heldout_median_abs_error=err)
+        catalogue_s = framework_entry(fw).ttft_request_latency_s
+        notes.append(f"framework {fw}: request latency {catalogue_s * 1e3:.0f} → {latency * 1e3:.0f} ms on "
+                     f"{len(pts)} light-load TTFT points; TTFT |error| {_pct(_median_abs(p + catalogue_s, m))} → "
+                     f"{_pct(err)} held out")
+    return out, notes

@@ -110,7 +110,7 @@ def _aggregated_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Lay
     steps_per_prompt = np.ceil(p / chunk)
     # Each data-parallel group prefills its own prompts: dp channels, each at 1/dp of the rate.
     reload_s = prefix_reload_s(ctx, cls, lay.chips / lay.dp)  # a group's chips read its prompt's prefix
-    latency_s = steps_per_prompt * t_chunk + reload_s + framework_latency_s(ctx)
+    latency_s = steps_per_prompt * t_chunk + reload_s + framework_latency_s(ctx, part.chip)
     # Each channel's prompts reload their prefixes over its group's chips' links: no faster than those read.
     interval_s = np.maximum(t_chunk * p / chunk, prefix_reload_link_s(ctx, cls, lay.chips / lay.dp))
     channel_cap, prefill_ttft = prefill_queue(interval_s, latency_s, 1.0, cls, channels=lay.dp)

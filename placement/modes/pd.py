@@ -116,7 +116,7 @@ def _prefill_perf(ctx: Context, part: PartLayout, cls: TrafficClass, lay: Layout
     pp = lay.pp
     n_mb = np.minimum(pp, b)
     latency = (t * (n_mb + pp - 1) / pp + transfer_s + prefix_reload_s(ctx, cls, lay.chips, b)
-               + framework_latency_s(ctx))
+               + framework_latency_s(ctx, part.chip))
     # A step is admitted every t·n/pp, and no faster than the links to a KV tier read its b prefixes.
     cap, ttft = prefill_queue(np.maximum(t * n_mb / pp, prefix_reload_link_s(ctx, cls, lay.chips, b)), latency, b, cls)
     mem = memory_per_chip_bytes(chip, m, stage="prefill", batch=b, context=cls.cached_prefix_tokens + cls.prompt_tokens,
