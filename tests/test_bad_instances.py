@@ -97,7 +97,7 @@ def test_missing_file_and_directory_are_input_errors(tmp_path):
 
 
 def test_oversized_file_is_refused_before_parsing(tmp_path):
-    from placement.core.loading import MAX_FILE_BYTES
+    from placement.core.documents import MAX_FILE_BYTES
 
     big = tmp_path / "huge.yaml"
     with open(big, "wb") as f:  # sparse: no disk used

@@ -18,16 +18,19 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
 
 from placement.core.errors import InputError
 
-__all__ = ["MAX_FILE_BYTES", "describe_error", "input_error_of", "read_bounded", "read_document",
-           "reject_non_finite"]
+__all__ = ["MAX_FILE_BYTES", "describe_error", "input_error_of", "parse_document", "read_bounded", "read_document",
+           "read_record", "read_text", "reject_non_finite"]
+
+M = TypeVar("M")
 
 #: Instance files larger than this are refused before parsing (absurd sizes).
 MAX_FILE_BYTES = 20_000_000
@@ -155,16 +158,27 @@ def read_bounded(path: str | Path, cap_bytes: int) -> bytes:
     return data
 
 
-def read_document(path: str | Path) -> Any:
-    """Parse a YAML or JSON file (by suffix; YAML otherwise) with clear errors."""
+def read_text(path: str | Path) -> tuple[str, bytes]:
+    """(UTF-8 text, raw bytes) of a file, bounded by :data:`MAX_FILE_BYTES`; a directory or bad UTF-8 is an
+    input error naming the file."""
     p = Path(path)
     if p.is_dir():
         raise InputError("expected a file, got a directory", file=str(p))
     data = read_bounded(p, MAX_FILE_BYTES)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8"), data
     except UnicodeDecodeError as e:
         raise InputError(f"cannot read file as UTF-8 text: {e}", file=str(p)) from None
+
+
+def read_document(path: str | Path) -> Any:
+    """Parse a YAML or JSON file (by suffix; YAML otherwise) with clear errors."""
+    return parse_document(read_text(path)[0], path)
+
+
+def parse_document(text: str, path: str | Path) -> Any:
+    """Parse ``text`` as the file ``path`` names it: JSON by its suffix, YAML otherwise."""
+    p = Path(path)
     try:
         if p.suffix.lower() == ".json":
             return json.loads(text, object_pairs_hook=_unique_json_object, parse_int=_int_literal)
@@ -181,6 +195,24 @@ def read_document(path: str | Path) -> Any:
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
         raise InputError(f"invalid YAML{where}: {problem}", file=str(p)) from None
+
+
+def read_record(path: str | Path, record: type[M], expected: str, *, marker: str | None = None,
+                extra: Callable[[bytes], dict] | None = None) -> M:
+    """A file of one ``record``: parsed, its numbers finite, validated with errors naming the file and field.
+
+    ``expected`` says what the file should be (the error when it is not a mapping, or lacks the ``marker``
+    key); ``extra(raw bytes)`` adds fields the file itself does not hold (its name, its hash).
+    """
+    text, raw = read_text(path)
+    doc = parse_document(text, path)
+    if not isinstance(doc, dict) or (marker is not None and marker not in doc):
+        raise InputError(f"expected {expected}", file=str(path))
+    reject_non_finite(doc, str(path), "", [0])
+    try:
+        return record.model_validate({**doc, **(extra(raw) if extra else {})})
+    except ValidationError as e:
+        raise input_error_of(e, str(path)) from None
 
 
 def _parse_yaml(text: str) -> Any:

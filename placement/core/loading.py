@@ -29,11 +29,11 @@ from pydantic import ValidationError
 from costmodels.models import ModelSpec, load_model_catalog
 from placement.core.calibration_overlay import CalibrationOverlay, overlay_chips
 from placement.core.documents import (
-    MAX_FILE_BYTES,
     describe_error,
     input_error_of,
     read_bounded,
     read_document,
+    read_record,
     reject_non_finite,
 )
 from placement.core.errors import InputError
@@ -98,16 +98,8 @@ def read_overlay(path: str | Path) -> CalibrationOverlay:
         Naming the file and the field.
     """
     p = Path(path)
-    doc = read_document(p)
-    if not isinstance(doc, dict):
-        raise InputError("expected a calibration overlay (a mapping with placement_calibration: 1 and chips), "
-                         f"got {type(doc).__name__}", file=str(p))
-    reject_non_finite(doc, str(p), "", [0])
-    digest = hashlib.sha256(read_bounded(p, MAX_FILE_BYTES)).hexdigest()
-    try:
-        return CalibrationOverlay.model_validate({**doc, "source": p.name, "sha256": digest})
-    except ValidationError as e:
-        raise input_error_of(e, str(p)) from None
+    return read_record(p, CalibrationOverlay, "a calibration overlay (a mapping with placement_calibration: 1 and "
+                       "chips)", extra=lambda raw: {"source": p.name, "sha256": hashlib.sha256(raw).hexdigest()})
 
 
 def _with_overlay(data: dict, source: str) -> dict:

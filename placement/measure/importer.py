@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from costmodels.measured_rows import catalogue_model_name
-from placement.core.documents import MAX_FILE_BYTES, input_error_of, read_bounded
+from placement.core.documents import input_error_of, read_text
 from placement.core.errors import InputError
 from placement.core.loading import model_aliases
 from placement.measure.formats import FORMATS, detect_format
@@ -56,13 +56,7 @@ _PRECISION_SUFFIXES = (("nvfp4", "fp4"), ("mxfp4", "fp4"), ("fp4", "fp4"), ("fp8
 def read_result_file(path: str | Path) -> tuple[Any, bytes, bool]:
     """(parsed document, raw bytes, is JSON Lines) of a result file; JSON Lines by suffix or by content."""
     p = Path(path)
-    if p.is_dir():
-        raise InputError("expected a result file, got a directory", file=str(p))
-    raw = read_bounded(p, MAX_FILE_BYTES)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"cannot read file as UTF-8 text: {e}", file=str(p)) from None
+    text, raw = read_text(p)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise InputError("the file is empty; expected a benchmark result (JSON or JSON Lines)", file=str(p))

@@ -41,10 +41,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from costmodels.measured_rows import MeasuredRow
-from placement.core.errors import InputError
 from topology.records import Record
 
 __all__ = ["MeasuredPoint", "Measurements", "SourceFile", "Stats", "read_measurements"]
@@ -145,14 +144,8 @@ def read_measurements(path: str | Path) -> Measurements:
     InputError
         Naming the file and the field.
     """
-    from placement.core.documents import input_error_of, read_document
+    from placement.core.documents import read_record
 
-    doc = read_document(path)
-    if not isinstance(doc, dict) or "placement_measurements" not in doc:
-        raise InputError("expected a measurements file (placement_measurements: 1, points: [...]) as "
-                         "`placement measure import --out` writes; a benchmark's own result file is read by "
-                         "`placement measure import`", file=str(path))
-    try:
-        return Measurements.model_validate(doc)
-    except ValidationError as e:
-        raise input_error_of(e, str(path)) from None
+    return read_record(path, Measurements, "a measurements file (placement_measurements: 1, points: [...]) as "
+                       "`placement measure import --out` writes; a benchmark's own result file is read by "
+                       "`placement measure import`", marker="placement_measurements")
