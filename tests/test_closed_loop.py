@@ -22,7 +22,7 @@ from placement.measure.refit import band_quantiles, refit, t_quantile
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCE = ROOT / "instances" / "closed-loop.yaml"
-SWEEP = ROOT / "tests" / "data" / "measure" / "inferencex" / "agg_gptoss_1k1k.json"
+SWEEP = ROOT / "instances" / "measured" / "agg_gptoss_1k1k.json"
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from placement.measure.importer import import_files, read_result_file
 
 runner = CliRunner()
 DATA = Path(__file__).parent / "data" / "measure"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _one(path: Path, **given):
@@ -114,7 +115,7 @@ def test_inferencex_runner_labels_and_speculative_decoding():
 
 
 def test_inferencex_collected_array_is_one_point_per_entry():
-    m = import_files([DATA / "inferencex/agg_gptoss_1k1k.json"], {})
+    m = import_files([ROOT / "instances/measured/agg_gptoss_1k1k.json"], {})
     assert len(m.points) == 124 and sum(p.chip == "h100" for p in m.points) == 15
 
 
@@ -149,13 +150,13 @@ def test_malformed_files_exit_2_naming_the_file(tmp_path, text, field):
 
 def test_cli_writes_a_measurements_file_that_reads_back(tmp_path):
     out = tmp_path / "m.yaml"
-    r = runner.invoke(app, ["measure", "import", str(DATA / "inferencex/agg_gptoss_1k1k.json"), "--out", str(out)])
+    r = runner.invoke(app, ["measure", "import", str(ROOT / "instances/measured/agg_gptoss_1k1k.json"), "--out", str(out)])
     assert r.exit_code == 0, r.output
     doc = yaml.safe_load(out.read_text())
     assert doc["placement_measurements"] == 1 and len(doc["points"]) == 124
     from placement.measure.points import read_measurements
 
     assert len(read_measurements(out).points) == 124
-    r = runner.invoke(app, ["calibrate", str(DATA / "inferencex/agg_gptoss_1k1k.json"), "--out",
+    r = runner.invoke(app, ["calibrate", str(ROOT / "instances/measured/agg_gptoss_1k1k.json"), "--out",
                             str(tmp_path / "o.yaml")])
     assert r.exit_code == 2 and "measure import" in r.output  # a raw result file is not a measurements file

@@ -19,6 +19,7 @@ import typer
 from placement.cli.bench import bench_command, export_command, generate_command
 from placement.cli.capacity import capacity_command
 from placement.cli.deploy import deploy_command
+from placement.cli.examples import examples_command
 from placement.cli.guard import guarded
 from placement.cli.html_report import report_command
 from placement.cli.init import init_command
@@ -293,6 +294,7 @@ app.command("schedule")(guarded(schedule_command))
 app.command("schema")(guarded(schema_command))
 app.command("deploy")(guarded(deploy_command))
 app.command("init")(guarded(init_command))
+app.command("examples")(guarded(examples_command))
 app.command("report")(guarded(report_command))
 app.command("capacity")(guarded(capacity_command))
 app.command("calibrate")(guarded(calibrate_command))

@@ -128,9 +128,30 @@ def parse_instance(data: Any, source: str = "<instance>") -> Instance:
     try:
         inst = Instance.model_validate(data)
     except ValidationError as e:
-        raise input_error_of(e, source) from None
+        err = input_error_of(e, source)
+        more = "".join(f"\n  and {f}: {why}" for f, why in _catalogue_errors(data) if f"{f}:" not in err.detail)
+        raise InputError(err.detail + more, file=source, field=err.field) from None
     cross_check(inst, source)
     return inst
+
+
+def _catalogue_errors(data: dict) -> Iterator[tuple[str, str]]:
+    """(field, problem) for the references to the catalogue a document that failed its schema still shows —
+    unknown chips, an unknown model, undeclared switches — so one run reports them with the schema's errors."""
+    hw = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    own = {c.get("name") for c in hw.get("chips") or [] if isinstance(c, dict)}
+    known = set(load_chip_catalog()) | own
+    switches = set(hw.get("switches") or []) if isinstance(hw.get("switches"), list) else set()
+    for i, d in enumerate(hw.get("domains") or []):
+        if not isinstance(d, dict):
+            continue
+        if isinstance(d.get("chip"), str) and d["chip"] not in known:
+            yield f"hardware.domains[{i}].chip", f"unknown chip {d['chip']!r} (placement catalog chips lists them)"
+        if isinstance(d.get("switch"), str) and d["switch"] not in switches:
+            yield f"hardware.domains[{i}].switch", f"switch {d['switch']!r} is not declared in hardware.switches"
+    model = data.get("model")
+    if isinstance(model, str) and model.strip().lower() not in model_aliases():
+        yield "model", f"unknown model {model!r} (placement catalog models lists them)"
 
 
 def chips_of(inst: Instance) -> dict[str, ChipSpec]:
@@ -287,6 +308,9 @@ def _cross_errors(inst: Instance, source: str) -> Iterator[InputError]:
                          file=source, field="hardware.switches")
     for i, d in enumerate(hw.domains):
         f = f"hardware.domains[{i}]"
+        if d.switch is not None and d.switch not in switches:
+            yield InputError(f"switch {d.switch!r} is not declared in hardware.switches", file=source,
+                             field=f"{f}.switch")
         if d.chip not in chips:
             yield InputError(f"unknown chip {d.chip!r}; expected one of {', '.join(sorted(chips))} "
                              "or a record under hardware.chips", file=source, field=f"{f}.chip")
@@ -299,9 +323,6 @@ def _cross_errors(inst: Instance, source: str) -> Iterator[InputError]:
         if d.chips_per_domain is not None and d.chips_per_domain > limit:
             yield InputError(f"{d.chips_per_domain} chips per domain exceeds the largest {d.chip} scale-up "
                              f"domain ({limit})", file=source, field=f"{f}.chips_per_domain")
-        if d.switch is not None and d.switch not in switches:
-            yield InputError(f"switch {d.switch!r} is not declared in hardware.switches", file=source,
-                             field=f"{f}.switch")
     for i, link in enumerate(hw.links):
         for end in ("source", "target"):
             name = getattr(link, end)
