@@ -151,3 +151,16 @@ def test_standard_output_for_generate_out_and_roofline_plot():
     assert yaml.safe_load(r.stdout)["name"].startswith("bench-uniform-d4") and "wrote" not in r.stdout
     r = runner.invoke(app, ["roofline", "--chip", "h100", "--model", "llama-3.1-8b", "--plot", "-"])
     assert r.exit_code == 0 and r.stdout_bytes.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_the_starter_writes_percentile_slos(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from placement.cli.app import app
+
+    out = tmp_path / "s.yaml"
+    r = CliRunner().invoke(app, ["init", "--model", "llama-3.1-8b", "--chips", "h100", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    classes = yaml.safe_load(out.read_text())["workload"]["classes"]
+    assert {(c["slo_percentile"], c["tpot_percentile"]) for c in classes} == {("p90", "p90")}

@@ -1,7 +1,8 @@
 """``placement init --model M --chips h100,bertha [--out F]``: a starter instance that validates and solves.
 
-The starter has two traffic classes (an interactive one and a loose-SLO batch
-one), one domain group per chip type on one switch, and as many domains of
+The starter has two traffic classes (an interactive one and a loose-SLO batch one, each SLO a p90 as
+service levels are written in practice; ``mean`` bounds the mean instead), one domain group per chip
+type on one switch, and as many domains of
 each as hold the model's weights four times over (at least two), so that the
 solver has room to choose. The model may be a catalogue name or a Hugging Face
 id, in any case; weights and KV are FP8 when every chip runs FP8, else BF16.
@@ -19,11 +20,13 @@ from placement.core.errors import InputError
 __all__ = ["init_command", "starter_instance"]
 
 #: The starter's classes: a chat-like interactive class and a report-like batch class.
+#: Their SLOs are percentiles, as service levels are written in practice (p90 TTFT and TPOT over requests,
+#: waits included); ``slo_percentile: mean`` / ``tpot_percentile: mean`` bound the means instead.
 STARTER_CLASSES = (
     {"name": "interactive", "rate_rps": 5, "prompt_tokens": 1500, "output_tokens": 300, "ttft_ms": 1000,
-     "tpot_ms": 50},
+     "tpot_ms": 50, "slo_percentile": "p90", "tpot_percentile": "p90"},
     {"name": "batch", "rate_rps": 5, "prompt_tokens": 1000, "output_tokens": 1500, "ttft_ms": 20000,
-     "tpot_ms": 150},
+     "tpot_ms": 150, "slo_percentile": "p90", "tpot_percentile": "p90"},
 )
 #: Each chip type gets domains holding this many copies of the weights (room for the solver to choose).
 WEIGHT_COPIES = 4
@@ -93,5 +96,6 @@ def init_command(
     doc = starter_instance(model, comma_list(chips))
     parse_instance(doc, source="<starter>")  # the starter must validate
     head = ("# Starter instance written by `placement init`; reference: docs/instance-format.md.\n"
+            "# SLOs are p90s (slo_percentile, tpot_percentile); `mean` bounds the means instead.\n"
             "# Next: placement validate FILE; placement solve FILE --json plan.json\n")
     write_atomic("-" if out is None else out, head + yaml.safe_dump(doc, sort_keys=False, width=100))
