@@ -216,3 +216,14 @@ def test_bench_sh_says_how_to_take_a_single_pool_class_back(tmp_path):
 def test_every_planning_command_takes_an_overlay(command):
     r = runner.invoke(app, [command, "--help"], terminal_width=200)
     assert r.exit_code == 0 and "--calibration" in r.output
+
+
+def test_dash_outputs_own_standard_output(loop):
+    r = runner.invoke(app, ["calibrate", str(loop / "measured.yaml"), "--chip", "h100", "--out", "-"])
+    assert r.exit_code == 0, r.output
+    assert list(yaml.safe_load(r.stdout)["chips"]) == ["h100"]  # the table went to standard error
+    r = runner.invoke(app, ["measure", "compare", str(loop / "measured.yaml"), "--instance", str(INSTANCE),
+                            "--json", "-"])
+    assert r.exit_code == 0 and len(json.loads(r.stdout)) == 104
+    r = runner.invoke(app, ["measure", "import", str(SWEEP), "--out", "-"])
+    assert r.exit_code == 0 and len(yaml.safe_load(r.stdout)["points"]) == 124

@@ -91,9 +91,12 @@ def compare_command(
 
     from rich.table import Table
 
-    from placement.cli.consoles import out
+    from placement.cli.consoles import err, out
     from placement.core.loading import load_instance
     from placement.measure.agreement import agreement, inside_share
+
+    if str(json_path) == "-":  # the JSON owns standard output; the table goes to standard error
+        out = err
     from placement.measure.points import read_measurements
 
     if json_path is not None:
@@ -151,6 +154,7 @@ def calibrate_command(
     """Refit the factors and error bands of the chips the measurements cover: a calibration overlay."""
     from rich.table import Table
 
+    from placement.cli.consoles import err
     from placement.cli.consoles import out as console
     from placement.core.output import check_writable
     from placement.measure.points import read_measurements
@@ -162,6 +166,8 @@ def calibrate_command(
     _write(out, _yaml(doc, "# Calibration overlay (placement calibrate): factors and error bands refitted on the "
                            "measurements listed.\n# Use: placement solve INSTANCE --calibration THIS_FILE, or "
                            "`calibration: THIS_FILE` in the instance.\n"), list(measurements))
+    if str(out) == "-":  # the overlay owns standard output; the table goes to standard error
+        console = err
     t = Table(title=f"calibration overlay {out}")
     for col in ("chip", "points", "factors refitted", "TPOT |err| catalogue → held out",
                 "TPOT p10–p90 catalogue → yours", "TTFT |err|", "TTFT p10–p90"):

@@ -137,9 +137,7 @@ def read_vllm(doc: Any, path: str) -> list[dict]:
     """The run of a ``vllm bench serve --save-result`` file (module docstring)."""
     if not isinstance(doc, dict):
         raise InputError("expected one JSON object (vllm bench serve --save-result)", file=path)
-    rec = _serve_record(doc, path, "vllm", 0)
-    rec["notes"].append("framework: not stated (vLLM's client also drives other servers); give --framework")
-    return [rec]
+    return [_serve_record(doc, path, "vllm", 0)]  # the framework is not stated: vLLM's client drives any server
 
 
 def read_sglang(doc: Any, path: str) -> list[dict]:
@@ -340,10 +338,8 @@ def read_genai_perf(doc: Any, path: str) -> list[dict]:
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object (profile_export_genai_perf.json)", file=path)
     cfg = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
-    rec = _profile_record(doc, cfg, path, "genai-perf")
-    rec["notes"].append("framework: not stated (input_config.backend is the client's request format); "
-                        "give --framework")
-    return [rec]
+    # input_config.backend is the client's request format, not the server: the framework is not stated
+    return [_profile_record(doc, cfg, path, "genai-perf")]
 
 
 #: InferenceX ``framework`` → this project's; disaggregated frameworks are refused (see :func:`read_inferencex`).

@@ -146,6 +146,8 @@ def _complete(rec: dict, given: dict, path: str) -> dict:
             continue
         if key in rec and rec[key] is not None and rec[key] != value:
             raise InputError(f"the file states {key} = {rec[key]!r}, --{key} says {value!r}", file=path, field=key)
+        if rec.get(key) is None:
+            notes.append(f"{key}: {value} (--{key}; the file does not state it)")
         rec[key] = value
     if rec.get("chip") is None:
         raise InputError("the file does not state the hardware; give --chip (a catalogue chip, e.g. h100)",
