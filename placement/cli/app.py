@@ -255,6 +255,9 @@ def compare(
     time_limit: Annotated[float | None, typer.Option("--time-limit")] = None,
     json_path: Annotated[Path | None, typer.Option("--json")] = None,
     calibration: CalibrationOpt = None,
+    priors: Annotated[str, typer.Option("--priors", help="low | nominal | high: every uncalibrated chip's "
+                                        "efficiencies, step cost and all-reduce speed at that end of its prior "
+                                        "(the range of its calibrated peers, costmodels/priors.py)")] = "nominal",
 ) -> None:
     """Heterogeneous fleet vs each homogeneous fleet and each single mode."""
     from placement.cli.consoles import out
@@ -267,7 +270,11 @@ def compare(
 
         check_writable(json_path)  # before the solves, not after them
         refuse_inputs({"--json": json_path}, [instance])
-    inst = _load(instance, calibration)
+    if priors not in ("low", "nominal", "high"):
+        raise InputError(f"expected low, nominal or high, got {priors!r}", field="--priors")
+    from placement.studies.priors import with_priors
+
+    inst = with_priors(_load(instance, calibration), priors)
     from placement.cli.studies import ProgressBar
     from placement.studies.compare import kv_variants, variants
 

@@ -1,0 +1,78 @@
+"""Priors, not constants: the range an uncalibrated chip's step factors may take, derived from calibrated peers.
+
+An uncalibrated chip's efficiencies and fixed step cost are the catalogue's defaults (η_c 0.70, η_m 0.50,
+τ 2 ms for GPUs and ASICs; η_m 0.90, τ 0.1–0.5 ms for SRAM and LPDDR parts), and its serving all-reduce
+runs at full bandwidth (η_ar 1). A verdict resting on them is only as good as they are. The prior of each
+factor here is a **range**: the factor's fitted values over the chip's *peers* — the calibrated chips
+that keep weights in the same memory (SRAM-only or not) and come from the same vendor (its software
+stack: NVIDIA's CUDA/TensorRT, AMD's ROCm), or from any vendor when none of its chips is calibrated —
+together with the chip's own catalogue value. ``low`` is the pessimistic end of every factor (lowest
+efficiencies, highest fixed cost), ``high`` the optimistic end, ``nominal`` the catalogue's value.
+
+Fitted values behind the ranges (``topology/catalog/chips.yaml``, benchmarks/CALIBRATION.md): NVIDIA
+B200/H100/H200 η_c 0.81–0.93, η_m 0.51–0.97, τ 1.2–2.2 ms, η_ar 0.22–0.33; AMD MI300X/MI355X η_c 0.21–0.38,
+τ 4.3–14.7 ms; SRAM Groq LPU / WSE-3 τ 0.07–0.47 ms (their efficiencies are not fitted: a few % of a step).
+
+Examples
+--------
+>>> from topology.chips import load_chip_catalog
+>>> cat = load_chip_catalog()
+>>> sorted(c.name for c in prior_peers(cat["rubin"], cat))
+['b200', 'h100', 'h200']
+>>> lo, nom, hi = prior_range(cat["rubin"], cat)["step_overhead_s"]
+>>> lo >= nom >= hi
+True
+>>> prior_range(cat["h100"], cat)  # a calibrated chip has no prior: its factors are fitted
+{}
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from topology.chips import ChipSpec
+
+__all__ = ["LEVELS", "PRIOR_FIELDS", "at_prior", "prior_peers", "prior_range"]
+
+#: The factors a prior covers, and whether a larger value makes the chip faster.
+PRIOR_FIELDS: dict[str, bool] = {"compute_efficiency": True, "memory_efficiency": True, "step_overhead_s": False,
+                                 "allreduce_efficiency": True}
+#: The levels a prior is taken at.
+LEVELS = ("low", "nominal", "high")
+Level = Literal["low", "nominal", "high"]
+
+
+def prior_peers(chip: ChipSpec, catalogue: dict[str, ChipSpec]) -> list[ChipSpec]:
+    """The calibrated chips a prior of ``chip`` is drawn from (module docstring)."""
+    same_memory = [c for c in catalogue.values() if c.calibration == "calibrated" and c.sram_only == chip.sram_only
+                   and c.name != chip.name]
+    same_vendor = [c for c in same_memory if c.vendor == chip.vendor]
+    return same_vendor or same_memory
+
+
+def prior_range(chip: ChipSpec, catalogue: dict[str, ChipSpec]) -> dict[str, tuple[float, float, float]]:
+    """Per prior factor of an uncalibrated ``chip``: (pessimistic, nominal, optimistic) value; {} for a
+    calibrated chip or one with no peers.
+
+    SRAM parts take only the fixed step cost from their peers: their peers' efficiencies are not fitted.
+    """
+    if chip.calibration == "calibrated":
+        return {}
+    peers = prior_peers(chip, catalogue)
+    if not peers:
+        return {}
+    out = {}
+    for name, faster_up in PRIOR_FIELDS.items():
+        if chip.sram_only and name != "step_overhead_s":
+            continue
+        nominal = float(getattr(chip, name))
+        values = [float(getattr(c, name)) for c in peers] + [nominal]
+        worst, best = (min(values), max(values)) if faster_up else (max(values), min(values))
+        out[name] = (worst, nominal, best)
+    return out
+
+
+def at_prior(chip: ChipSpec, catalogue: dict[str, ChipSpec], level: Level) -> dict[str, float]:
+    """The prior factors of ``chip`` at ``level`` (an empty dict for a calibrated chip)."""
+    i = LEVELS.index(level)
+    return {name: v[i] for name, v in prior_range(chip, catalogue).items()}
