@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from placement.core.plan import Plan
@@ -70,6 +71,10 @@ def print_plan(console: Console, plan: Plan) -> None:
                           "benchmarks/CALIBRATION.md" + (f"; the chips of the calibration overlay {own}: its bands, "
                                                          "from your measurements" if own else "") + "]",
                           highlight=False, markup=False)
+            from placement.core.confidence import slos_inside_bands
+
+            for line in slos_inside_bands(plan):
+                console.print(f"[yellow]SLO inside the band:[/yellow] {escape(line)}", highlight=False)
         console.print("TTFT at the plan's load, waits included (a decode pool's: its wait for a slot); util: load ÷ "
                       "rated capacity, the rate at which the SLOs hold with each server busy at most 90 % of the time; "
                       "busy: the busiest server's share of time working at the plan's load", highlight=False,

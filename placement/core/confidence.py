@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.plan import Plan, Pool
 
-__all__ = ["PoolBands", "at_confidence", "pool_bands", "scaled", "with_framework"]
+__all__ = ["PoolBands", "at_confidence", "pool_bands", "scaled", "slos_inside_bands", "with_framework"]
 
 
 class PoolBands(MutableRecord):
@@ -106,3 +106,27 @@ def at_confidence(ctx: Context, plan: Plan) -> Context:
 
     given = ctx.instance if ctx.given is None else ctx.given
     return Context.of(given.model_copy(update={"confidence": plan.confidence}), ctx.source)
+
+
+def slos_inside_bands(plan: Plan) -> list[str]:
+    """One sentence per pool whose p90 TTFT or TPOT lies beyond its class's SLO: the SLO is inside the pool's
+    p10–p90 band, so about one deployment in ten like it would miss it (prefill and aggregated pools' TTFT;
+    a decode pool's is a slot wait, not the class's).
+
+    Examples
+    --------
+    >>> from placement.core.plan import Plan
+    >>> slos_inside_bands(Plan(instance="x", status="infeasible", objective="cost"))
+    []
+    """
+    slo = {c.name: c for c in plan.classes}
+    out = []
+    for p in plan.pools:
+        c, b = slo.get(p.traffic_class), p.bands
+        if c is None or b is None:
+            continue
+        if b.tpot_ms and b.tpot_ms[-1] > c.tpot_slo_ms * (1 + 1e-9):
+            out.append(f"{p.id} ({p.chip}, {c.name}): TPOT p90 {b.tpot_ms[-1]:.3g} ms > SLO {c.tpot_slo_ms:g} ms")
+        if b.ttft_ms and p.stage in ("prefill", "aggregated") and b.ttft_ms[-1] > c.ttft_slo_ms * (1 + 1e-9):
+            out.append(f"{p.id} ({p.chip}, {c.name}): TTFT p90 {b.ttft_ms[-1]:,.4g} ms > SLO {c.ttft_slo_ms:g} ms")
+    return out

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
+from placement.core.confidence import slos_inside_bands
 from placement.core.plan import ClassPlan, Plan
 from placement.report.fleet import STAGE_COLOURS, fleet_svg, stage_colour
 from placement.report.labels import axis_label
@@ -201,7 +202,8 @@ def render_html(plan: Plan, graph: nx.DiGraph | None = None, sweep: SweepResult 
                 fmt(c.ttft_ms), f"{c.ttft_slo_ms:g}", fmt(c.tpot_ms), f"{c.tpot_slo_ms:g}") for c in plan.classes]
     busy = [(f"{lk.source} → {lk.target}", fmt(lk.load_bytes_per_s / 1e9), fmt(lk.capacity_bytes_per_s / 1e9),
              f"{lk.utilisation:.1%}") for lk in plan.links if lk.load_bytes_per_s > 0]
-    notes = [*plan.notes, *(f"violation: {v}" for v in plan.violations), *plan.diagnosis]
+    notes = [*(f"SLO inside the band: {line}" for line in slos_inside_bands(plan)), *plan.notes,
+             *(f"violation: {v}" for v in plan.violations), *plan.diagnosis]
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
