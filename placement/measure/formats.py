@@ -71,10 +71,12 @@ def _optional(doc: dict, key: str) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
 
 
-def _stats_ms(doc: dict, metric: str) -> Stats:
-    """vLLM/SGLang ``mean_<metric>_ms``, ``median_…``, ``p90_…``, ``p99_…`` (ms)."""
-    return Stats(mean=_optional(doc, f"mean_{metric}_ms"), p50=_optional(doc, f"median_{metric}_ms"),
-                 p90=_optional(doc, f"p90_{metric}_ms"), p99=_optional(doc, f"p99_{metric}_ms"))
+def _stats_ms(doc: dict, metric: str, suffix: str = "_ms", to_ms: float = 1.0) -> Stats:
+    """``mean_<metric><suffix>``, ``median_…``, ``p90_…``, ``p99_…`` in ms (vLLM/SGLang: ``_ms``; InferenceX:
+    no suffix, seconds, ``to_ms`` 1e3)."""
+    value = {k: _optional(doc, f"{s}_{metric}{suffix}") for k, s in
+             (("mean", "mean"), ("p50", "median"), ("p90", "p90"), ("p99", "p99"))}
+    return Stats(**{k: None if v is None else v * to_ms for k, v in value.items()})
 
 
 def _infinite_rate(rate: Any) -> bool:
@@ -382,12 +384,7 @@ def read_inferencex(doc: Any, path: str) -> list[dict]:
         tp, pp = int(_number(d, "tp", where)), int(d.get("pp") or 1)
         chips = tp * pp * int(d.get("pcp_size") or 1)
         conc = _number(d, "conc", where)
-        ttft = Stats(**{k: (float(d[f"{s}_ttft"]) * 1e3 if _optional(d, f"{s}_ttft") else None)
-                        for k, s in (("mean", "mean"), ("p50", "median"), ("p90", "p90"), ("p99", "p99"))})
-        tpot = Stats(**{k: (float(d[f"{s}_tpot"]) * 1e3 if _optional(d, f"{s}_tpot") else None)
-                        for k, s in (("mean", "mean"), ("p50", "median"), ("p90", "p90"), ("p99", "p99"))})
-        itl = Stats(**{k: (float(d[f"{s}_itl"]) * 1e3 if _optional(d, f"{s}_itl") else None)
-                       for k, s in (("mean", "mean"), ("p50", "median"), ("p90", "p90"), ("p99", "p99"))})
+        ttft, tpot, itl = (_stats_ms(d, metric, "", 1e3) for metric in ("ttft", "tpot", "itl"))
         if tpot.central is None or ttft.central is None:
             raise InputError("no mean_tpot/median_tpot or mean_ttft/median_ttft", file=where, field="mean_tpot")
         e2el = _optional(d, "mean_e2el")
