@@ -31,6 +31,7 @@ __all__ = [
     "decode_attention_pairs",
     "experts_touched_per_layer",
     "kv_bytes_per_sequence",
+    "kv_bytes_read_per_sequence",
     "kv_duplication",
     "matmul_params_per_token",
     "prefill_attention_pairs",
@@ -87,7 +88,7 @@ def _attention_bytes_per_value(precision: str, attention_precision: str | None) 
 
 
 def stored_weight_bytes(model: ModelSpec, part: Part, precision: str, attention_precision: str | None = None) -> float:
-    """Weight bytes a part stores: attention (+ embeddings), FFN, or all.
+    """Weight bytes a part stores: attention (+ embeddings and a multimodal encoder), FFN, or all.
 
     ``precision`` is the FFN's (dense layers and experts); ``attention_precision`` (default the same) that of
     the attention projections, embeddings and LM head — FP4 checkpoints of MoE models keep them at 8 or 16 bits.
@@ -99,7 +100,8 @@ def stored_weight_bytes(model: ModelSpec, part: Part, precision: str, attention_
     >>> round(stored_weight_bytes(m, "full", "fp4") / 1e9, 1), round(stored_weight_bytes(m, "full", "fp4", "fp8") / 1e9, 1)
     (377.5, 383.3)
     """
-    a = (model.attention_params + model.embedding_params) * _attention_bytes_per_value(precision, attention_precision)
+    a = ((model.attention_params + model.embedding_params + model.encoder_params)
+         * _attention_bytes_per_value(precision, attention_precision))
     f = model.ffn_params * BYTES_PER_VALUE[precision]
     return {"attention": a, "ffn": f}.get(part, a + f)
 
@@ -210,14 +212,22 @@ def attention_flops_per_pair(model: ModelSpec, *, absorbed: bool) -> float:
 
 
 def _layer_split(model: ModelSpec) -> tuple[int, int, float]:
+    """Attention layers by the cached tokens one query reads: (full, capped, cap).
+
+    Full layers read every cached token; capped layers at most ``cap``:
+    sliding-window layers their window, sparse-attention layers (an indexer)
+    the top-k tokens it selects. Linear-mixer layers read no KV.
+    """
     a = model.attention
+    if a.indexer is not None:
+        return 0, model.attention_layers, float(a.indexer.topk_tokens)
     swa = a.sliding_window_layers
     window = float(a.sliding_window_tokens) if swa else np.inf
-    return model.layers - swa, swa, window
+    return model.attention_layers - swa, swa, window
 
 
 def decode_attention_pairs(model: ModelSpec, context: ArrayLike):
-    """Query–key pairs of one decode token summed over layers: L_full·c + L_swa·min(c, w)."""
+    """Query–key pairs of one decode token summed over layers: L_full·c + L_capped·min(c, w)."""
     full, swa, w = _layer_split(model)
     c = np.asarray(context, dtype=float)
     return as_result(full * c + (swa * np.minimum(c, w) if swa else 0.0))
@@ -231,8 +241,8 @@ def _causal_pairs(x: np.ndarray, w: float) -> np.ndarray:
 def prefill_attention_pairs(model: ModelSpec, prompt: ArrayLike, cached: ArrayLike = 0):
     """Query–key pairs of prefilling p tokens after c0 cached ones, summed over layers.
 
-    Full layers: p·c0 + p²/2 (causal); sliding-window layers cap each query at
-    w keys: F(c0 + p) − F(c0) with F(x) = ∫₀ˣ min(t, w) dt.
+    Full layers: p·c0 + p²/2 (causal); capped layers (sliding window, sparse
+    top-k) cap each query at w keys: F(c0 + p) − F(c0) with F(x) = ∫₀ˣ min(t, w) dt.
     """
     full, swa, w = _layer_split(model)
     p = np.asarray(prompt, dtype=float)
@@ -243,37 +253,83 @@ def prefill_attention_pairs(model: ModelSpec, prompt: ArrayLike, cached: ArrayLi
     return as_result(out)
 
 
+def _mixer_and_indexer_flops(model: ModelSpec, new_tokens: ArrayLike, context: ArrayLike, decode: bool):
+    # Linear mixers: a constant cost per token and layer. An indexer scores every cached token (2·h_i·d_i per
+    # pair and layer): c per decode token, p·c0 + p²/2 per prefill.
+    p = np.asarray(new_tokens, dtype=float)
+    mixer = model.linear_mixer
+    out = 0.0 * p if mixer is None else p * mixer.layers * mixer.flops_per_token_per_layer
+    ix = model.attention.indexer
+    if ix is not None:
+        c = np.asarray(context, dtype=float)
+        pairs = c if decode else p * c + 0.5 * p * p
+        out = out + pairs * model.attention_layers * FLOPS_PER_MAC * ix.heads * ix.head_dim
+    return out
+
+
 def attention_core_flops(model: ModelSpec, *, new_tokens: ArrayLike, context: ArrayLike, decode: bool):
-    """Attention-core FLOPs (QKᵀ, AV) of one sequence, all layers.
+    """Token-mixer FLOPs beyond the projections (QKᵀ, AV, an indexer's scores, linear-mixer recurrences) of one
+    sequence, all layers.
 
     Decode (one new token at context c): pairs·2·h·(d_qk + d_v), which for GQA is
     4·L·h·d_head·c over all layers; MLA uses the absorbed dims. Prefill (p new tokens
     after c0 cached): pairs = p·c0 + p²/2 per layer; MLA takes the cheaper of
     the non-absorbed form, which must also decompress the cached prefix's K/V
-    (2·c0·r_kv·h·(d_nope + d_v) per layer), and the absorbed form.
+    (2·c0·r_kv·h·(d_nope + d_v) per layer), and the absorbed form. An indexer adds
+    2·h_i·d_i per full-context pair and attention layer, a linear mixer its
+    per-token step (:attr:`costmodels.models.LinearMixer.flops_per_token_per_layer`).
     """
+    extra = _mixer_and_indexer_flops(model, 1 if decode else new_tokens, context, decode)
     if decode:
-        return as_result(np.asarray(decode_attention_pairs(model, context)) * attention_flops_per_pair(model, absorbed=True))
+        return as_result(np.asarray(decode_attention_pairs(model, context)) * attention_flops_per_pair(model, absorbed=True)
+                         + extra)
     pairs = np.asarray(prefill_attention_pairs(model, new_tokens, context))
     flops = pairs * attention_flops_per_pair(model, absorbed=False)
     a = model.attention
     if a.kind == "mla":
         c0 = np.asarray(context, dtype=float)
-        decompress = FLOPS_PER_MAC * c0 * a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim) * model.layers
+        decompress = FLOPS_PER_MAC * c0 * a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim) * model.attention_layers
         flops = np.minimum(flops + decompress, pairs * attention_flops_per_pair(model, absorbed=True))
-    return as_result(flops)
+    return as_result(flops + extra)
 
 
 def kv_bytes_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLike):
     """KV bytes one sequence of ``context`` tokens holds (vectorised ``model.kv_bytes``).
 
-    κ_layer·(L_full·c + L_swa·min(c, w)); κ_layer = 2·kv_heads·head_dim·b (GQA)
-    or (kv_lora_rank + rope_dim)·b (MLA).
+    κ_layer·(L_full·c + L_swa·min(c, w)) + S; κ_layer = 2·kv_heads·head_dim·b (GQA)
+    or (kv_lora_rank + rope_dim [+ indexer head_dim])·b (MLA); S the linear
+    mixers' constant state (:meth:`costmodels.models.ModelSpec.state_bytes_per_sequence`).
+    Sparse attention holds every token (it reads only some: :func:`kv_bytes_read_per_sequence`).
     """
-    full, swa, w = _layer_split(model)
+    a = model.attention
+    swa = a.sliding_window_layers
     c = np.asarray(context, dtype=float)
-    tokens = full * c + (swa * np.minimum(c, w) if swa else 0.0)
-    return as_result(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
+    tokens = (model.attention_layers - swa) * c + (swa * np.minimum(c, a.sliding_window_tokens) if swa else 0.0)
+    return as_result(model.kv_bytes_per_token_per_layer(kv_precision) * tokens
+                     + model.state_bytes_per_sequence(kv_precision))
+
+
+def kv_bytes_read_per_sequence(model: ModelSpec, kv_precision: str, context: ArrayLike):
+    """KV and state bytes one decode token of a sequence at ``context`` reads.
+
+    What the sequence holds (:func:`kv_bytes_per_sequence`), except under sparse
+    attention: each layer reads the attention cache of its top-k tokens only,
+    κ_attn·L·min(c, k), plus the indexer's keys of every token, d_i·b·L·c.
+
+    Examples
+    --------
+    >>> from costmodels.examples import llama_70b
+    >>> kv_bytes_read_per_sequence(llama_70b(), "bf16", 1000) == kv_bytes_per_sequence(llama_70b(), "bf16", 1000)
+    True
+    """
+    ix = model.attention.indexer
+    if ix is None:
+        return kv_bytes_per_sequence(model, kv_precision, context)
+    b = BYTES_PER_VALUE[kv_precision]
+    c = np.asarray(context, dtype=float)
+    attn_per_token = model.kv_bytes_per_token_per_layer(kv_precision) - ix.head_dim * b
+    out = model.attention_layers * (attn_per_token * np.minimum(c, ix.topk_tokens) + ix.head_dim * b * c)
+    return as_result(out + model.state_bytes_per_sequence(kv_precision))
 
 
 def kv_duplication(model: ModelSpec, tp: ArrayLike):

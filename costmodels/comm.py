@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.arithmetic import kv_bytes_per_sequence
 from costmodels.arrays import as_result
 from costmodels.collectives import SCALE_OUT_LATENCY_S, allreduce_s, link_for_span
 from costmodels.models import BYTES_PER_VALUE, ModelSpec
@@ -230,7 +231,9 @@ def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro
         slices = stage_chips / ep_a
         x_e = x * np.minimum(1.0, k / ep_a)
         moe_s = ar + a2a + np.where(slices > 1, np.asarray(tp_allreduce_s(chip, x_e, slices)), 0.0)
-    total = dense * 2.0 * ar + moe * moe_s
+    # One all-reduce after each layer's token mixer (``ar`` in moe_s for a MoE layer's), one after each dense
+    # FFN; MoE layers dispatch instead. Layers without an FFN (hybrids' mixer-only blocks) add their mixer's.
+    total = dense * 2.0 * ar + moe * moe_s + (model.layers - model.ffn_layer_count) * ar
     hops = (pp_a - 1.0) * np.asarray(pp_hop_s(chip, x, stage_chips, pp_a))
     return as_result(total + hops)
 
@@ -240,8 +243,8 @@ def kv_transfer_bytes(model: ModelSpec, prompt, cached=0, kv_precision: str = "b
     """KV bytes a request moves from its prefill pool to its decode pool (PD).
 
     ``(c0 + p)·κ`` — the whole cache the decode side needs — or, when the decode
-    side already holds the prefix, only the new tokens' ``p·κ``. Sliding-window
-    layers hold at most w tokens: their share is min(c0 + p, w), resp. min(p, w).
+    side already holds the prefix, only the new tokens' ``p·κ``: what that many tokens hold
+    (:func:`costmodels.arithmetic.kv_bytes_per_sequence`: sliding windows capped, a linear mixer's state whole).
 
     Examples
     --------
@@ -251,12 +254,9 @@ def kv_transfer_bytes(model: ModelSpec, prompt, cached=0, kv_precision: str = "b
     >>> kv_transfer_bytes(llama_70b(), 1000, 3000, "bf16", True)
     327680000.0
     """
-    a = model.attention
     p = np.asarray(prompt, dtype=float)
     c = p if prefix_cached_on_decode else p + np.asarray(cached, dtype=float)
-    swa = a.sliding_window_layers
-    tokens = (model.layers - swa) * c + (swa * np.minimum(c, a.sliding_window_tokens) if swa else 0.0)
-    return as_result(model.kv_bytes_per_token_per_layer(kv_precision) * tokens)
+    return kv_bytes_per_sequence(model, kv_precision, c)
 
 
 def kv_transfer_s(bytes_, bandwidth_bytes_per_s, latency_s=0.0):

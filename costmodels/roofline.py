@@ -99,6 +99,7 @@ from costmodels.arithmetic import (
     decode_attention_pairs,
     experts_touched_per_layer,
     kv_bytes_per_sequence,
+    kv_bytes_read_per_sequence,
     kv_duplication,
     matmul_params_per_token,
     prefill_attention_pairs,
@@ -128,6 +129,7 @@ __all__ = [
     "experts_touched_per_layer",
     "forward_cost",
     "kv_bytes_per_sequence",
+    "kv_bytes_read_per_sequence",
     "kv_duplication",
     "matmul_params_per_token",
     "prefill_attention_pairs",
@@ -340,7 +342,7 @@ def _decode(chip, model, part, batch, context, tp, ep, pp, precision, kv_precisi
     return forward_cost(
         chip, model, part=part, sequences=bt, tokens=bt,
         attention_flops=bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)),
-        kv_bytes=bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)),
+        kv_bytes=bt * np.asarray(kv_bytes_read_per_sequence(model, kv_prec, c)),
         tp=tp, ep=ep, pp=pp, dp=dp, precision=precision, activation_precision=activation_precision,
         attention_precision=attention_precision,
     )
@@ -538,7 +540,7 @@ def aggregated_step(
     attn = bt * np.asarray(attention_core_flops(model, new_tokens=1, context=c, decode=True)) + seqs * np.asarray(
         attention_core_flops(model, new_tokens=per_prompt, context=cc, decode=False)
     )
-    kv = bt * np.asarray(kv_bytes_per_sequence(model, kv_prec, c)) + seqs * np.where(
+    kv = bt * np.asarray(kv_bytes_read_per_sequence(model, kv_prec, c)) + seqs * np.where(
         ch > 0, np.asarray(kv_bytes_per_sequence(model, kv_prec, cc + per_prompt)), 0.0
     )
     return forward_cost(

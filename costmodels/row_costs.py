@@ -27,6 +27,7 @@ from costmodels.roofline import (
     attention_core_flops,
     forward_cost,
     kv_bytes_per_sequence,
+    kv_bytes_read_per_sequence,
     prefill_step,
 )
 from topology.chips import ChipSpec
@@ -123,7 +124,7 @@ def _chunked_part(chip: ChipSpec, model: ModelSpec, part: str, batch, context, c
     """One aggregated step of ``part`` (attention or FFN): ``batch`` decode tokens + a ``chunk`` of prompt."""
     attn = batch * np.asarray(attention_core_flops(model, new_tokens=1, context=context, decode=True)) + np.asarray(
         attention_core_flops(model, new_tokens=chunk, context=chunk_ctx, decode=False))
-    kv = batch * np.asarray(kv_bytes_per_sequence(model, kv_precision, context)) + np.where(
+    kv = batch * np.asarray(kv_bytes_read_per_sequence(model, kv_precision, context)) + np.where(
         chunk > 0, np.asarray(kv_bytes_per_sequence(model, kv_precision, chunk_ctx + chunk)), 0.0)
     return forward_cost(chip, model, part=part, sequences=batch + (chunk > 0), tokens=batch + chunk,
                         attention_flops=attn, kv_bytes=kv, tp=tp, ep=ep, precision=precision,

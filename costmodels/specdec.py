@@ -43,7 +43,7 @@ from costmodels.roofline import (
     attention_core_flops,
     decode_step,
     forward_cost,
-    kv_bytes_per_sequence,
+    kv_bytes_read_per_sequence,
 )
 from topology.chips import ChipSpec
 
@@ -139,7 +139,7 @@ def verify_step(
     return forward_cost(
         chip, model, part="full", sequences=b, tokens=b * n,
         attention_flops=b * n * per_token_flops,
-        kv_bytes=b * np.asarray(kv_bytes_per_sequence(model, kv_prec, c + n)),
+        kv_bytes=b * np.asarray(kv_bytes_read_per_sequence(model, kv_prec, c + n)),
         tp=tp, ep=ep, pp=pp, precision=precision, activation_precision=activation_precision,
         attention_precision=attention_precision,
     )

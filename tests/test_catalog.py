@@ -16,7 +16,7 @@ from costmodels.models import load_model_catalog
 from topology.chips import load_chip_catalog
 
 CHIP_NAMES = {
-    "h100", "h200", "b200", "gb200", "gb300", "rubin", "lp30", "groq-lpu-v1",
+    "h100", "h200", "b200", "b300", "gb200", "gb300", "rubin", "lp30", "groq-lpu-v1",
     "trainium2", "trainium3", "wse3", "bertha", "corsair", "mi300x", "mi355x",
     "a10g", "a100-80gb", "l4",
 }
@@ -25,6 +25,7 @@ MODEL_NAMES = {
     "llama-2-7b", "llama-2-70b", "deepseek-v3", "deepseek-v3-mtp",
     "gpt-oss-120b", "gpt-oss-20b", "qwen3-235b-a22b", "qwen3-32b", "kimi-k2",
     "eagle3-llama-3.1-8b", "eagle3-llama-3.3-70b",
+    "deepseek-v3.2", "qwen3-30b-a3b", "qwen3-next-80b-a3b", "nemotron-h-56b", "llama-4-scout", "mixtral-8x7b",
 }
 
 #: Numeric ChipSpec fields; each needs a source (scale_up_latency_s included,
@@ -125,7 +126,7 @@ def test_bertha_effective_bandwidth(chips):
 # Bidirectional NVLink / Infinity Fabric / C2C totals per chip from the vendor
 # figures (hardware_and_models.md): the catalogue must hold half of each.
 BIDIR_SCALE_UP = {
-    "h100": 900e9, "h200": 900e9, "b200": 1.8e12, "gb200": 1.8e12, "gb300": 1.8e12,
+    "h100": 900e9, "h200": 900e9, "b200": 1.8e12, "b300": 1.8e12, "gb200": 1.8e12, "gb300": 1.8e12,
     "rubin": 3.6e12, "lp30": 2.5e12, "a100-80gb": 600e9, "mi300x": 896e9, "mi355x": 1075.2e9,
 }
 
@@ -140,7 +141,7 @@ def test_scale_up_bandwidth_is_per_direction(chips, name, bidir):
 # 26-51:1 for Trainium UltraServers (200 Gb/s EFA per chip).
 @pytest.mark.parametrize(
     "name,lo,hi",
-    [("h100", 9, 9), ("h200", 9, 9), ("gb300", 9, 9), ("rubin", 9, 9), ("b200", 18, 18),
+    [("h100", 9, 9), ("h200", 9, 9), ("b300", 9, 9), ("gb300", 9, 9), ("rubin", 9, 9), ("b200", 18, 18),
      ("gb200", 18, 18), ("mi355x", 10.5, 11), ("trainium2", 25, 52), ("trainium3", 25, 52)],
 )
 def test_scale_up_to_scale_out_ratio(chips, name, lo, hi):
@@ -311,3 +312,12 @@ def test_eagle3_heads_with_unmodeled_parts(models, name, expected):
     extra_qkv = d * (a.heads + 2 * a.kv_heads) * a.head_dim  # q/k/v read 2*d, not d
     fc = 3 * d * d                                            # fuse 3 target layers
     assert m.total_params + extra_qkv + fc == pytest.approx(expected, rel=0.015)
+
+
+def test_calibrated_models_are_exactly_those_the_chip_fits_used():
+    import json
+
+    results = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "calibration_results.json").read_text())
+    fitted = {m for f in results["fits"] for m in f["models"]}
+    flagged = {n for n, m in load_model_catalog().items() if m.calibration == "calibrated"}
+    assert flagged == fitted

@@ -476,6 +476,9 @@ def build(inferencex: Path | None, existing: Path = OUT_PATH) -> list[dict[str, 
     elif existing.exists():
         with open(existing, newline="") as f:
             ix = [r for r in csv.DictReader(f) if r["campaign"].startswith("inferencex-")]
+        for r in ix:  # the catalogue may have grown since the captures were read
+            r.update(chip_catalogued="yes" if r["chip"] in chips else "no",
+                     model_catalogued="yes" if r["model"] in models else "no")
     else:
         ix = []
     return sorted(rows + ix, key=_sort_key)

@@ -394,13 +394,32 @@ def catalog(
     kind: Annotated[CatalogKind, typer.Argument(help="what to list")] = CatalogKind.chips,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows as JSON here ('-': standard "
                                                   "output, instead of the table)")] = None,
+    config: Annotated[list[Path] | None, typer.Option("--config", help="models: a Hugging Face config.json "
+                      "instead of the catalogue, every derived size shown (repeatable)")] = None,
+    quant_config: Annotated[Path | None, typer.Option("--quant-config", help="with --config: a ModelOpt "
+                            "hf_quant_config.json giving the checkpoint's precisions")] = None,
 ) -> None:
-    """List the shipped chip or model catalogue."""
+    """List the shipped chip or model catalogue, or the model a Hugging Face config.json describes."""
     from rich.table import Table
 
     from placement.cli.consoles import out
 
     kind = str(kind)
+    if config or quant_config is not None:
+        from placement.cli.model_config import config_rows, print_config_rows
+
+        if kind != "models" or not config:
+            raise InputError("--config and --quant-config describe models: placement catalog models --config "
+                             "config.json [--quant-config hf_quant_config.json]", field="--config")
+        rows = config_rows(list(config), quant_config)
+        if json_out is not None:
+            from placement.core.output import write_atomic
+
+            write_atomic(json_out, json.dumps(rows, indent=2) + "\n")
+            if str(json_out) == "-":
+                return
+        print_config_rows(out, rows)
+        return
     caption = ("held-out (benchmarks/CALIBRATION.md): TPOT, the chip's median |error|, the worse of "
                "leave-one-source-out and leave-one-model-out; TTFT, its family's leave-one-source-out median; "
                "band: measured ÷ predicted at p10–p90 of the chip family's held-out points "

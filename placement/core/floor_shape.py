@@ -38,7 +38,8 @@ class Shape:
     MoE layer); ``flops_per_pair`` the attention-core FLOPs per query–key pair
     and layer; ``kv_bytes_per_token_layer`` the cache one token adds to one layer;
     ``moe_layers``, ``experts`` (E), ``experts_per_token`` (k) and ``expert_params``
-    (one routed expert of one layer) what a batch's routing reads beyond the k.
+    (one routed expert of one layer) what a batch's routing reads beyond the k;
+    ``ffn_layers`` the layers with an FFN (None: all).
     """
 
     layers: int
@@ -55,6 +56,12 @@ class Shape:
     experts: int = 0
     experts_per_token: int = 0
     expert_params: float = 0.0
+    ffn_layers: int | None = None
+
+    @property
+    def crossing_layers(self) -> int:
+        """Layers whose hidden state crosses between an attention and an FFN pool: those with an FFN."""
+        return self.layers if self.ffn_layers is None else min(self.layers, self.ffn_layers)
 
     def touched_experts(self, tokens: float) -> float:
         """Distinct routed experts a step of ``tokens`` tokens reads per MoE layer, in expectation under
@@ -131,26 +138,36 @@ def model_shape(model: ModelSpec, kv_precision: str) -> Shape:
         q = d * q_dim if a.q_lora_rank is None else d * a.q_lora_rank + a.q_lora_rank * q_dim
         kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * a.heads * (a.head_dim + a.v_head_dim)
         attn = q + kv + a.heads * a.v_head_dim * d
-        kv_layer = a.kv_lora_rank + a.qk_rope_head_dim
+        kv_layer = a.kv_lora_rank + a.qk_rope_head_dim  # an indexer's keys left out: the floor stays below
         absorbed = (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
         plain = (a.head_dim + a.qk_rope_head_dim) + a.v_head_dim
         per_pair = FLOPS_PER_MAC * a.heads * min(absorbed, plain)
+    mixer = model.linear_mixer
+    mixer_layers = 0 if mixer is None else mixer.layers
+    attention_layers = model.layers - mixer_layers
+    mixer_params = 0.0
+    if mixer is not None:  # in/out projections only: the convolution's taps are left out
+        mixer_params = d * (2 * mixer.key_dim + 2 * mixer.value_dim) + mixer.value_dim * d
     matrices = 3 if model.ffn_gated else 2
     moe = model.moe
-    dense_layers = model.layers if moe is None else (model.layers if model.dense_layers is None else model.dense_layers)
+    ffn_layers = model.layers if model.ffn_layers is None else model.ffn_layers
+    dense_layers = ffn_layers if moe is None else (ffn_layers if model.dense_layers is None else model.dense_layers)
     ffn = dense_layers * matrices * d * model.ffn_intermediate_size
     expert = 0.0
     if moe is not None:
         expert = matrices * d * moe.expert_intermediate_size
-        ffn += (model.layers - dense_layers) * ((moe.active_experts + moe.shared_experts) * expert + d * moe.experts)
-    window = a.sliding_window_layers
+        ffn += (ffn_layers - dense_layers) * ((moe.active_experts + moe.shared_experts) * expert + d * moe.experts)
+    # Sparse attention reads at most its top-k tokens per query, as a window of k would.
+    window = attention_layers if a.indexer is not None else a.sliding_window_layers
+    window_tokens = a.indexer.topk_tokens if a.indexer is not None else a.sliding_window_tokens
     return Shape(
-        layers=model.layers, hidden=d, attention_params=float(model.layers * attn),
+        layers=model.layers, hidden=d,
+        attention_params=float(attention_layers * attn + mixer_layers * mixer_params),
         lm_head_params=float(model.vocab_size * d), ffn_min_params=float(ffn),
-        full_layers=model.layers - window, window_layers=window,
-        window_tokens=float(a.sliding_window_tokens) if window else math.inf,
+        full_layers=attention_layers - window, window_layers=window,
+        window_tokens=float(window_tokens) if window else math.inf,
         kv_bytes_per_token_layer=kv_layer * BYTES_PER_VALUE[kv_precision], flops_per_pair=float(per_pair),
-        moe_layers=0 if moe is None else model.layers - dense_layers,
+        moe_layers=0 if moe is None else ffn_layers - dense_layers,
         experts=0 if moe is None else moe.experts, experts_per_token=0 if moe is None else moe.active_experts,
-        expert_params=float(expert),
+        expert_params=float(expert), ffn_layers=ffn_layers,
     )

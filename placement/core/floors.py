@@ -407,14 +407,14 @@ def _attention_ffn(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
     # The FFN's combine can happen on the attention side as the results come back: no certain FFN exchange.
     ffn_work = replace(_step_work(s, "ffn", tokens=tokens, kv_tokens=0.0, pairs=0.0, tp=1, pp=1, weights=ffn.weights),
                        exchange_bytes_per_chip=0.0)
-    one_way = s.layers * s.hidden * _activation_bytes(prec[0])  # bytes per token per direction
+    one_way = s.crossing_layers * s.hidden * _activation_bytes(prec[0])  # bytes per token per direction
     crossing = [
         Term("crossing (attention side)", b * one_way / (group.count * group.link),
              f"{_gb(b * one_way)} each way per attention group over {group.where()} × {group.link / 1e9:.4g} GB/s"),
         Term("crossing (FFN side)", tokens * one_way / (ffn.count * ffn.link),
              f"{_gb(tokens * one_way)} each way over {ffn.where()} × {ffn.link / 1e9:.4g} GB/s"),
     ]
-    chain = _Chain().plus(2 * s.layers * crossing_s, f"{2 * s.layers} crossings × {_us(crossing_s)}")
+    chain = _Chain().plus(2 * s.crossing_layers * crossing_s, f"{2 * s.crossing_layers} crossings × {_us(crossing_s)}")
     chain = _token_path(chain, s, "attention", group, tp=a_lay.tp, pp=1, context=ctx_mean, tp_latency=False)
     # A token reaches layer l's FFN stage only through the attention side: no stage hops, one stage at a time.
     chain = _token_path(chain, s, "ffn", ffn, tp=f_lay.chips // f_lay.pp, pp=1, context=0.0, tp_latency=False)

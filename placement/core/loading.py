@@ -107,13 +107,38 @@ def _with_overlay(data: dict, source: str) -> dict:
     ref = data.get("calibration")
     if not isinstance(ref, str):
         return data
-    base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
-    path = Path(ref) if Path(ref).is_absolute() else base / ref
+    path = _relative_to(source, ref)
     try:
         overlay = read_overlay(path)
     except InputError as e:
         raise InputError(f"calibration: {e.detail}", file=e.file or source, field="calibration") from None
     return {**data, "calibration": overlay.model_dump(mode="json")}
+
+
+def _relative_to(source: str, ref: str) -> Path:
+    base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
+    return Path(ref) if Path(ref).is_absolute() else base / ref
+
+
+def _with_model_config(data: dict, source: str) -> dict:
+    """``data`` with a ``model: {config: PATH}`` replaced by the record read from that Hugging Face config."""
+    from costmodels.hf_config import HFConfigError, read_hf_config
+    from placement.core.schema import ModelConfig
+
+    ref = data.get("model")
+    if not (isinstance(ref, dict) and "config" in ref):
+        return data
+    try:
+        want = ModelConfig.model_validate(ref)
+    except ValidationError as e:
+        err = input_error_of(e, source)
+        raise InputError(err.detail, file=source, field=f"model.{err.field}" if err.field else "model") from None
+    path = _relative_to(source, want.config)
+    try:
+        spec, _ = read_hf_config(path, name=want.name)
+    except HFConfigError as e:
+        raise InputError(f"{e} (the model.config of {source})", file=str(path), field=e.key or None) from None
+    return {**data, "model": spec.model_dump(mode="json", exclude_defaults=True)}
 
 
 def parse_instance(data: Any, source: str = "<instance>") -> Instance:
@@ -123,7 +148,7 @@ def parse_instance(data: Any, source: str = "<instance>") -> Instance:
                          "(name, model, workload, hardware)", file=source)
     if not isinstance(data, dict):
         raise InputError(f"expected a mapping of instance fields at the top level, got {type(data).__name__}", file=source)
-    data = _with_overlay(data, source)
+    data = _with_model_config(_with_overlay(data, source), source)
     reject_non_finite(data, source, "", [0])
     try:
         inst = Instance.model_validate(data)
@@ -233,9 +258,11 @@ def _check_model_sizes(model: ModelSpec, source: str, field: str) -> Iterator[In
                 yield from walk(v, f"{path}[{i}]")
 
     yield from walk(model.model_dump(exclude={"sources", "estimates", "published_total_params"}), field)
-    if model.attention.sliding_window_layers > model.layers:
+    if model.attention.sliding_window_layers > model.attention_layers:
         yield InputError(f"{model.attention.sliding_window_layers} sliding-window layers in a model of "
-                         f"{model.layers} layers; expected at most {model.layers}", file=source,
+                         f"{model.attention_layers} {'attention ' if model.linear_mixer else ''}layers; expected at "
+                         f"most {model.attention_layers}",
+                         file=source,
                          field=f"{field}.attention.sliding_window_layers")
 
 

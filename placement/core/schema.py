@@ -296,6 +296,14 @@ class Workload(Record):
         return v
 
 
+class ModelConfig(Record):
+    """A model read from a Hugging Face ``config.json`` (path relative to the instance file) when the instance is
+    loaded (:mod:`costmodels.hf_config`); ``name`` defaults to the config's ``_name_or_path`` tail."""
+
+    config: str = Field(min_length=1)
+    name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.\-]*$", max_length=64)
+
+
 class Draft(Record):
     """A draft model for speculative decoding with per-position acceptance.
 
@@ -515,7 +523,8 @@ class Instance(Record):
 
     name: Name
     description: str = ""
-    model: str | ModelSpec
+    model: str | ModelSpec = Field(description="a catalogue name or Hugging Face id, a model record, or, in a "
+                                   "file, {config: path of a Hugging Face config.json} (ModelConfig)")
     draft: Draft | None = None
     precision: Precision = Precision()
     workload: Workload

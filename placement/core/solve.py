@@ -391,8 +391,19 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         **base,
     )
     plan.prefill_to_decode = kv_feeds_of(ctx, plan)
-    plan.notes = [*plan.notes, *overlay_range_notes(inst, pools)]
+    plan.notes = [*plan.notes, *overlay_range_notes(inst, pools), *uncalibrated_model_notes(ctx.model)]
     return plan
+
+
+def uncalibrated_model_notes(model) -> list[str]:
+    """A plan note when no serving measurement of the model stands behind the chip factors."""
+    if model.calibration == "calibrated":
+        return []
+    kinds = [k for k, on in (("linear-attention layers", model.linear_mixer is not None),
+                             ("sparse attention", model.attention.indexer is not None)) if on]
+    extra = f"; its {' and '.join(kinds)} are priced by the roofline alone" if kinds else ""
+    return [(f"model {model.name} is uncalibrated: the chip factors were fitted on other models' measurements"
+            f"{extra} (placement measure import / placement calibrate fit yours)")]
 
 
 def overlay_range_notes(inst, pools: list[Pool]) -> list[str]:
