@@ -4,17 +4,27 @@ The public names are imported on first use (module ``__getattr__``), so that
 ``import placement`` — and with it ``placement --help`` — does not load the
 cost models, NetworkX or the solvers.
 
-The library API (each function's docstring has a runnable example):
+The library API: one function per command, with the command's options as keyword arguments
+(:mod:`placement.api`, docs/api.md):
 
-==============================================  ===========================================================
-``load_instance(path) -> Instance``             read and validate an instance file
-``solve(instance, ...) -> Plan``                the cheapest verified plan (``plan.status`` says what happened)
-``replan(instance, plan, events, ...) -> Plan`` the cheapest plan from a running one, counting migration;
-                                                ``Events``: failed domains, $ per move, amortisation hours
-``check(instance, plan) -> CheckResult``        re-verify a plan (``ok``, ``violations``, ``warnings``)
-``schedule(instance, periods, ...) -> Schedule`` one plan per period (``read_profile(csv)``) with reserved
-                                                capacity and reconfiguration $, beside its references
-==============================================  ===========================================================
+================================================  =========================================================
+``load_instance(path) -> Instance``               read and validate an instance file
+``inst.with_changes({path: value}) -> Instance``  the instance with ``--set`` paths changed, validated
+``solve(instance, ...) -> Plan``                  the cheapest verified plan (``plan.status`` says what
+                                                  happened); ``survive=``, ``compare=``, ``confidence=``…
+``check(instance, plan) -> CheckResult``          re-verify a plan (``ok``, ``violations``, ``warnings``)
+``capacity(instance, ...) -> list[Capacity]``     the largest servable rate per class (or the mix)
+``compare(instance, ...) -> list[Comparison]``    beside each homogeneous fleet and single mode
+``sweep`` / ``pareto`` ``-> SweepResult``         a grid of any fields / an SLO sweep with frontiers
+``marginal(instance, plan) -> MarginalResult``    the value of one more domain or more bandwidth
+``replan(instance, plan, events, ...) -> Plan``   the cheapest plan from a running one, counting migration;
+                                                  ``Events``: failed domains, $ per move, amortisation hours
+``schedule(instance, periods, ...) -> Schedule``  one plan per period (``read_profile(csv)``) with reserved
+                                                  capacity and reconfiguration $, beside its references
+``kv_prices(instance) -> list[KvPrices]``         cached vs uncached token prices per KV tier and window
+``deployment(plan, fmt=...) -> dict[str, str]``   the deployment folder's files (``deploy``)
+``html_report(plan, ...) -> str``                 the HTML report (``report``)
+================================================  =========================================================
 
 Exceptions: :class:`InputError` (a bad file, field, option or plan; exit code 2)
 for what the caller must fix; a plan the solver could not find or the verifier
@@ -42,15 +52,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from placement.core.api import CheckResult, check
+    from placement.api import (
+        CheckResult,
+        capacity,
+        check,
+        compare,
+        deployment,
+        html_report,
+        kv_prices,
+        marginal,
+        pareto,
+        replan,
+        solve,
+        sweep,
+        with_changes,
+    )
     from placement.core.errors import InputError, PlacementError, SolverError, VerificationError
     from placement.core.loading import load_instance, parse_instance
     from placement.core.plan import Plan
     from placement.core.profile import read_profile
-    from placement.core.replan import Events, replan
+    from placement.core.replan import Events
     from placement.core.schedule import Schedule, schedule
     from placement.core.schema import Instance
-    from placement.core.solve import solve
 
 __all__ = [
     "CheckResult",
@@ -62,13 +85,22 @@ __all__ = [
     "Schedule",
     "SolverError",
     "VerificationError",
+    "capacity",
     "check",
+    "compare",
+    "deployment",
+    "html_report",
+    "kv_prices",
     "load_instance",
+    "marginal",
+    "pareto",
     "parse_instance",
     "read_profile",
     "replan",
     "schedule",
     "solve",
+    "sweep",
+    "with_changes",
 ]
 
 #: Public name -> the module that defines it.
@@ -81,14 +113,13 @@ _HOME = {
     "parse_instance": "placement.core.loading",
     "Plan": "placement.core.plan",
     "Instance": "placement.core.schema",
-    "solve": "placement.core.solve",
-    "replan": "placement.core.replan",
     "Events": "placement.core.replan",
     "schedule": "placement.core.schedule",
     "Schedule": "placement.core.schedule",
     "read_profile": "placement.core.profile",
-    "check": "placement.core.api",
-    "CheckResult": "placement.core.api",
+    **{name: "placement.api" for name in ("solve", "check", "CheckResult", "capacity", "compare", "sweep", "pareto",
+                                          "marginal", "replan", "kv_prices", "deployment", "html_report",
+                                          "with_changes")},
 }
 
 

@@ -6,8 +6,8 @@
   neither ``placement`` nor ``solvers``.
 * The arrows inside ``placement``: ``core`` imports none of ``studies``, ``cli``, ``bench``;
   ``studies`` imports ``core`` only; ``deploy`` imports ``core`` only; ``bench`` imports ``core`` and
-  ``studies``; ``report`` imports ``core`` and ``studies``; ``measure`` imports ``core``; ``cli`` imports
-  anything. So nothing outside
+  ``studies``; ``report`` imports ``core`` and ``studies``; ``measure`` imports ``core``; ``api`` (the library facade, one function per command) imports
+  ``core``, ``modes``, ``studies``, ``deploy`` and ``report``; ``cli`` imports anything. So nothing outside
   ``placement.cli`` imports the CLI.
 * Studies return results: no module of ``placement.studies`` calls ``print``, builds a rich
   ``Console``, or imports ``rich``, ``typer`` or ``matplotlib``.
@@ -40,7 +40,8 @@ FORBIDDEN_TOP = {
 
 #: Subpackage of placement -> subpackages of placement it may import (itself always).
 ALLOWED_SUB = {
-    "": {"core"},  # placement/__init__.py: the public API, from core
+    "": {"core", "api"},  # placement/__init__.py: the public names, from core and the API facade
+    "api": {"core", "modes", "studies", "deploy", "report"},  # one function per command, for library callers
     "core": {"modes"},  # the serving modes are core's extension point: generation and the verifier read them
     "modes": {"core"},
     "studies": {"core", "modes"},
@@ -48,9 +49,9 @@ ALLOWED_SUB = {
     "deploy": {"core"},  # plans to deployment documents
     "report": {"core", "modes", "studies"},  # the HTML plan report: reads plans and study results
     "measure": {"core"},  # measurements in, calibration overlays out (the overlay record itself is core's)
-    "cli": {"core", "modes", "studies", "bench", "deploy", "report", "measure"},
+    "cli": {"core", "modes", "studies", "bench", "deploy", "report", "measure", "api"},
 }
-SUBPACKAGES = {"core", "modes", "studies", "bench", "deploy", "report", "measure", "cli"}
+SUBPACKAGES = {"core", "modes", "studies", "bench", "deploy", "report", "measure", "api", "cli"}
 
 
 def _modules() -> list[Path]:

@@ -252,8 +252,8 @@ def test_instances_without_sessions_are_unchanged():
 def test_kv_prices_marginal_hits_cost_more_with_longer_windows(tmp_path):
     """The hits a longer window adds cost more to hold per hit (the gap tail thins out), in every tier; the
     command prints the table with the uncached price."""
-    from placement.cli.kv import price_rows
     from placement.core.context import Context
+    from placement.studies.kv_prices import price_rows
 
     ctx = Context.of(parse_instance(TINY))
     rows = price_rows(ctx, ctx.classes["agent"])

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from placement.cli.app import app
 from placement.core.errors import InputError
 from placement.core.loading import parse_instance
+from placement.core.paths import instance_document
 from placement.core.solve import solve
 from placement.studies.marginal import marginal, variants
-from placement.studies.whatif import instance_document
 
 runner = CliRunner()
 

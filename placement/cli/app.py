@@ -43,7 +43,7 @@ from placement.cli.options import (
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.schema import schema_command
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
-from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
+from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY
 
 # Plain click help and usage errors (rich_markup_mode=None): typer's rich help costs ~0.3 s of imports
 # (rich.markdown, markdown_it) on every `placement --help`.
@@ -154,61 +154,23 @@ def solve(
     began = time.monotonic()  # --time-limit bounds the whole command: imports, reading, candidates, solver
     from rich.markup import escape
 
+    from placement.api import solve as run
     from placement.cli.consoles import err, out
     from placement.cli.report import print_plan
-    from placement.core.deadline import left_after
-    from placement.core.solve import solve as run
 
-    objective = None if objective is None else str(objective)
     check_run_options(time_limit_s=time_limit, gap=gap)
     memory_bytes = memory_limit_bytes(memory_limit)
-    if cache_dir is not None:
-        from placement.core.candidate_cache import set_cache_dir
-
-        set_cache_dir(cache_dir)
-    if executor is Executor.ray:
-        from placement.studies.executor import set_generation_executor
-
-        set_generation_executor(str(executor), address)
     if json_path is not None:
         from placement.core.output import check_writable, refuse_inputs
 
         check_writable(json_path)  # before the solve, not after it
         refuse_inputs({"--json": json_path}, [instance, *([calibration] if calibration else [])])
-    inst = _load(instance, calibration)
-    if max_pools is not None:
-        inst = inst.model_copy(update={"limits": inst.limits.model_copy(update={"max_pools_per_stage": max_pools})})
-    if confidence is not None:
-        if not 0 < confidence < 1:
-            raise InputError(f"expected a confidence level in (0, 1), got {confidence}", field="--confidence")
-        inst = inst.model_copy(update={"confidence": confidence})
-    if headroom is not None:
-        if not 0 < headroom <= 1:
-            raise InputError(f"expected a share of the SLOs in (0, 1], got {headroom}", field="--headroom")
-        inst = inst.model_copy(update={"slo_headroom": headroom})
-    left_after(time_limit, began, "reading the instance")
-    if survive is not None:
-        from placement.core.survive import parse_survive, solve_surviving
-
-        # The survival solve is one MILP over every failure scenario: it has no two-level certificate and no KV
-        # tiers (yet), so these are refused rather than silently dropped.
-        for flag, given in (("--certify", certify), ("--kv-policy", kv_policy is not None)):
-            if given:
-                raise InputError(f"{flag} is not available with --survive; solve without --survive to use it",
-                                 field=flag)
-        parse_survive(survive)
-        plan = solve_surviving(inst if objective is None else inst.model_copy(update={"objective": objective}),
-                               survive=survive, backend=solver, time_limit_s=time_limit, gap=gap,
-                               slo_factor=survive_slo_factor, source=str(instance))
-    else:
-        plan = run(inst, backend=solver, objective=objective, time_limit_s=time_limit, gap=gap,
-                   source=str(instance), began=began, certify=certify,
-                   kv_policy=None if kv_policy is None else str(kv_policy), memory_limit_bytes=memory_bytes)
-    if with_compare and plan.verified:
-        from placement.studies.compare import with_comparisons
-
-        plan = with_comparisons(plan, inst if objective is None else inst.model_copy(update={"objective": objective}),
-                                backend=solver, time_limit_s=time_limit, source=str(instance))
+    plan = run(_load(instance, calibration), backend=solver, objective=None if objective is None else str(objective),
+               time_limit_s=time_limit, memory_limit_bytes=memory_bytes, gap=gap, compare=with_compare,
+               certify=certify, kv_policy=None if kv_policy is None else str(kv_policy), survive=survive,
+               survive_slo_factor=survive_slo_factor, max_pools_per_stage=max_pools, confidence=confidence,
+               headroom=headroom, cache_dir=cache_dir, executor=str(executor), address=address,
+               source=str(instance), began=began)
     if json_path is not None:
         from placement.core.output import write_atomic
 
@@ -260,9 +222,9 @@ def compare(
                                         "(the range of its calibrated peers, costmodels/priors.py)")] = "nominal",
 ) -> None:
     """Heterogeneous fleet vs each homogeneous fleet and each single mode."""
+    from placement.api import compare as run
     from placement.cli.consoles import out
     from placement.cli.report import print_comparison
-    from placement.studies.compare import compare as run
 
     check_run_options(time_limit_s=time_limit)
     if json_path is not None:
@@ -270,16 +232,12 @@ def compare(
 
         check_writable(json_path)  # before the solves, not after them
         refuse_inputs({"--json": json_path}, [instance])
-    if priors not in ("low", "nominal", "high"):
-        raise InputError(f"expected low, nominal or high, got {priors!r}", field="--priors")
-    from placement.studies.priors import with_priors
-
-    inst = with_priors(_load(instance, calibration), priors)
     from placement.cli.studies import ProgressBar
     from placement.studies.compare import kv_variants, variants
 
+    inst = _load(instance, calibration)
     with ProgressBar(f"compare {inst.name}", len(variants(inst)) + len(kv_variants(inst))) as bar:
-        rows = run(inst, backend=solver, time_limit_s=time_limit, source=str(instance), progress=bar)
+        rows = run(inst, backend=solver, time_limit_s=time_limit, priors=priors, source=str(instance), progress=bar)
     if json_path is not None:
         from placement.core.output import write_atomic
 

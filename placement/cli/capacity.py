@@ -44,10 +44,10 @@ def capacity_command(
     calibration: CalibrationOpt = None,
 ) -> None:
     """Largest servable rate per class (or the mix) under its SLOs, with the verified plan that serves it."""
+    from placement.api import capacity
     from placement.cli.consoles import out
     from placement.core.errors import EXIT_INFEASIBLE, EXIT_SOLVER
     from placement.core.loading import load_instance
-    from placement.studies.capacity import MIX, capacity
 
     check_run_options(time_limit_s=time_limit, gap=gap)
     if json_path is not None:
@@ -56,8 +56,7 @@ def capacity_command(
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance])
     inst = load_instance(instance, calibration)
-    targets = [*(class_ or []), *([MIX] if mix else [])] or None
-    results = capacity(inst, targets=targets, backend=solver, rtol=rtol, band=band, time_limit_s=time_limit,
+    results = capacity(inst, classes=class_, mix=mix, backend=solver, rtol=rtol, band=band, time_limit_s=time_limit,
                        gap=gap, source=str(instance))
     if json_path is not None:
         import json

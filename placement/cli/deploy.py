@@ -8,7 +8,6 @@ and output lengths. The folder is written whole or not at all, replacing an earl
 (:func:`placement.core.output.write_folder_atomic`).
 """
 
-import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -18,14 +17,7 @@ import typer
 from placement.cli.options import CalibrationOpt, PlanArg
 from placement.core.errors import InputError, VerificationError
 
-__all__ = ["DeployFormat", "Engine", "check_image", "deploy_command", "parse_chips_per_node"]
-
-#: A container image reference (the distribution/reference grammar): ``[domain[:port]/]path[:tag][@digest]``,
-#: e.g. ``nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1``.
-_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_DOMAIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?"
-_IMAGE = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_PART}(?:/{_PATH_PART})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
-                    r"(?:@sha256:[0-9a-f]{64})?")
+__all__ = ["DeployFormat", "Engine", "deploy_command"]
 
 
 class DeployFormat(StrEnum):
@@ -42,47 +34,6 @@ class Engine(StrEnum):
     vllm = "vllm"
     sglang = "sglang"
     trtllm = "trtllm"
-
-
-def parse_chips_per_node(value: str | None) -> dict[str, int]:
-    """``"h100=8,rubin=4"`` → ``{"h100": 8, "rubin": 4}``; errors name ``--chips-per-node``.
-
-    Examples
-    --------
-    >>> parse_chips_per_node("h100=8, rubin=4")
-    {'h100': 8, 'rubin': 4}
-    >>> parse_chips_per_node("h100")
-    Traceback (most recent call last):
-    ...
-    placement.core.errors.InputError: --chips-per-node: expected chip=N (N >= 1), got 'h100'
-    """
-    from placement.core.schema import NAME_PATTERN
-
-    out: dict[str, int] = {}
-    for item in (v.strip() for v in (value or "").split(",")):
-        if not item:
-            continue
-        chip, _, n = item.partition("=")
-        if not n.strip().isdigit() or int(n) < 1 or not re.fullmatch(NAME_PATTERN, chip.strip()):
-            raise InputError(f"expected chip=N (N >= 1), got {item!r}", field="--chips-per-node")
-        out[chip.strip()] = int(n)
-    return out
-
-
-def check_image(image: str | None) -> None:
-    """Refuse an ``--image`` that is not a container image reference (``registry/path:tag``).
-
-    Examples
-    --------
-    >>> check_image("nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest")
-    >>> check_image("vllm/vllm-openai:v0.9; rm -rf /")
-    Traceback (most recent call last):
-    ...
-    placement.core.errors.InputError: --image: expected a container image reference (registry/path:tag), got 'vllm/vllm-openai:v0.9; rm -rf /'
-    """
-    if image is not None and not (len(image) <= 255 and _IMAGE.fullmatch(image)):
-        raise InputError(f"expected a container image reference (registry/path:tag), got {image!r}",
-                         field="--image")
 
 
 def deploy_command(
@@ -108,6 +59,7 @@ def deploy_command(
     from placement.core.output import write_folder_atomic
     from placement.core.plan import read_plan
     from placement.deploy import build, written_here
+    from placement.deploy.names import check_image, parse_chips_per_node
 
     per_node = parse_chips_per_node(chips_per_node)
     check_image(image)

@@ -73,13 +73,14 @@ def replan_command(
     """Re-plan a running plan after failures or changes, counting what each move costs."""
     from rich.markup import escape
 
+    from placement.api import replan
     from placement.cli.consoles import err, out
     from placement.cli.report import print_plan
     from placement.core.failures import parse_failures
     from placement.core.loading import load_instance
     from placement.core.migration import check_move_terms
     from placement.core.plan import read_plan
-    from placement.core.replan import Events, replan
+    from placement.core.replan import Events
     from placement.studies.whatif import apply_overrides
 
     check_run_options(time_limit_s=time_limit, gap=gap)
@@ -89,15 +90,11 @@ def replan_command(
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance, plan_path])
-    if cache_dir is not None:
-        from placement.core.candidate_cache import set_cache_dir
-
-        set_cache_dir(cache_dir)
     failed = parse_failures(fail or [])
     inst, _ = apply_overrides(load_instance(instance, calibration), list(set_ or []), str(instance))
     current = read_plan(plan_path)
     new = replan(inst, current, Events(failed_domains=failed, move_usd=move_usd, amortise_h=amortise_h),
-                 backend=solver, time_limit_s=time_limit, gap=gap, source=str(instance))
+                 backend=solver, time_limit_s=time_limit, gap=gap, cache_dir=cache_dir, source=str(instance))
     if json_path is not None:
         from placement.core.output import write_atomic
 

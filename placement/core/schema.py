@@ -570,6 +570,11 @@ class Instance(Record):
         return self.model_copy(update={"slo_headroom": 1.0,
                                        "workload": self.workload.model_copy(update={"classes": classes})})
 
+    def with_changes(self, changes: dict, *, source: str = "<instance>") -> Instance:
+        """This instance with each ``--set`` path changed, validated (:func:`placement.core.paths.with_changes`)."""
+        from placement.core.paths import with_changes
+        return with_changes(self, changes, source=source)
+
     @field_validator("calibration")
     @classmethod
     def _overlay_read(cls, v: CalibrationOverlay | str | None) -> CalibrationOverlay | None:

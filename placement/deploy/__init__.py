@@ -41,7 +41,7 @@ from placement.deploy.formats import (
     trtllm_dynamo_options,
 )
 from placement.deploy.k8s import unit_objects
-from placement.deploy.names import dns_name
+from placement.deploy.names import check_chips_per_node, check_image, dns_name
 from placement.deploy.routes import class_routes, inference_pools
 from placement.deploy.units import Unit, unit_rate_rps, units_of
 
@@ -220,6 +220,8 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
         raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}", field="--format")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}", field="--engine")
+    check_image(image)  # a library caller's image and node sizes are checked as the CLI's are
+    check_chips_per_node(chips_per_node)
     if fmt == "llm-d" and engine != "vllm":
         raise InputError(f"the llm-d modelservice chart runs vLLM; expected --engine vllm with --format llm-d, "
                          f"got {engine}", field="--engine")

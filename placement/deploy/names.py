@@ -40,7 +40,8 @@ from collections.abc import Iterable
 
 from placement.core.errors import InputError
 
-__all__ = ["MAX_NAME", "ShellWord", "dns_name", "label_value", "require_unique", "shell_comment", "shell_line"]
+__all__ = ["MAX_NAME", "ShellWord", "check_chips_per_node", "check_image", "dns_name", "label_value",
+           "parse_chips_per_node", "require_unique", "shell_comment", "shell_line"]
 
 #: Longest Kubernetes object name and label value written (an RFC 1123 label).
 MAX_NAME = 63
@@ -127,3 +128,61 @@ def shell_comment(text: str) -> str:
     '# class chat?touch x'
     """
     return "# " + re.sub(r"[\x00-\x1f\x7f]", "?", text)
+
+
+#: A container image reference (the distribution/reference grammar): ``[domain[:port]/]path[:tag][@digest]``,
+#: e.g. ``nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1``.
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?"
+_IMAGE = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_PART}(?:/{_PATH_PART})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+                    r"(?:@sha256:[0-9a-f]{64})?")
+
+
+def parse_chips_per_node(value: str | None) -> dict[str, int]:
+    """``"h100=8,rubin=4"`` → ``{"h100": 8, "rubin": 4}``; errors name ``--chips-per-node``.
+
+    Examples
+    --------
+    >>> parse_chips_per_node("h100=8, rubin=4")
+    {'h100': 8, 'rubin': 4}
+    >>> parse_chips_per_node("h100")
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: --chips-per-node: expected chip=N (N >= 1), got 'h100'
+    """
+    from placement.core.schema import NAME_PATTERN
+
+    out: dict[str, int] = {}
+    for item in (v.strip() for v in (value or "").split(",")):
+        if not item:
+            continue
+        chip, _, n = item.partition("=")
+        if not n.strip().isdigit() or int(n) < 1 or not re.fullmatch(NAME_PATTERN, chip.strip()):
+            raise InputError(f"expected chip=N (N >= 1), got {item!r}", field="--chips-per-node")
+        out[chip.strip()] = int(n)
+    return out
+
+
+def check_chips_per_node(chips_per_node: dict[str, int] | None) -> None:
+    """Refuse a chips-per-node map whose keys are not names or whose counts are not whole numbers ≥ 1."""
+    from placement.core.schema import NAME_PATTERN
+
+    for chip, n in (chips_per_node or {}).items():
+        if not (isinstance(chip, str) and re.fullmatch(NAME_PATTERN, chip)) or not isinstance(n, int) or n < 1:
+            raise InputError(f"expected chip=N (N >= 1), got {chip!r}={n!r}", field="--chips-per-node")
+
+
+def check_image(image: str | None) -> None:
+    """Refuse an ``--image`` that is not a container image reference (``registry/path:tag``).
+
+    Examples
+    --------
+    >>> check_image("nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest")
+    >>> check_image("vllm/vllm-openai:v0.9; rm -rf /")
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: --image: expected a container image reference (registry/path:tag), got 'vllm/vllm-openai:v0.9; rm -rf /'
+    """
+    if image is not None and not (len(image) <= 255 and _IMAGE.fullmatch(image)):
+        raise InputError(f"expected a container image reference (registry/path:tag), got {image!r}",
+                         field="--image")

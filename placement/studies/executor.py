@@ -112,9 +112,9 @@ def _generation_mapper(executor: str, address: str | None):
         raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
     if executor == "local":
         return None
-    from placement.studies.ray_executor import generation_mapper
+    from placement.studies.ray_executor import generation_mapper as ray_mapper
 
-    return generation_mapper(address)
+    return ray_mapper(address)
 
 
 def set_generation_executor(executor: str = "local", address: str | None = None) -> None:

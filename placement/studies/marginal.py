@@ -45,8 +45,8 @@ from typing import Any
 from pydantic import Field
 
 from placement.core.errors import InputError, VerificationError
+from placement.core.paths import instance_document, set_path
 from placement.studies.sweep import Job, run_jobs
-from placement.studies.whatif import instance_document, set_path
 from solvers.backends import DEFAULT_BACKEND
 from topology.records import MutableRecord
 
