@@ -38,6 +38,7 @@ from placement.core.schema import (
     Framework,
     Name,
     StoragePrecision,
+    WeightPrecision,
 )
 from placement.modes import STAGE_OF_KIND, StepId, check_stage
 from topology.records import MutableRecord
@@ -387,8 +388,8 @@ class Provenance(MutableRecord):
                                  "JSON (placement.core.provenance.instance_sha256)")
     model: Name = Field(description="the served model's catalogue name")
     draft_model: Name | None = None
-    precision_weights: StoragePrecision
-    precision_attention: StoragePrecision | None = Field(default=None, description="the attention projections' "
+    precision_weights: WeightPrecision
+    precision_attention: WeightPrecision | None = Field(default=None, description="the attention projections' "
                                                          "resolved precision (None: a plan written before it was "
                                                          "recorded)")
     precision_kv: StoragePrecision
