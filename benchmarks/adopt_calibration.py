@@ -7,7 +7,8 @@ chip's ``[fit]`` source line states the fit's current errors. It edits the YAML 
 block by chip block, keeping every comment; a factor line a chip lacks is added after
 ``step_overhead_s`` with its source pointing at the chip's ``[fit]`` anchor — unless the fit left it at
 its starting value (a factor the chip's data cannot see: the chip keeps the code's prior). GB200's fit is reported,
-not adopted (:data:`benchmarks.calibrate.FAMILIES`).
+not adopted (:data:`benchmarks.calibrate.FAMILIES`); GB200, B300 and GB300 take B200's fitted factors as their
+prior instead (:data:`SIBLINGS`).
 
 Run after ``python benchmarks/calibrate.py``::
 
@@ -31,13 +32,16 @@ FRAMEWORKS = ROOT / "costmodels" / "catalog" / "frameworks.yaml"
 NOT_ADOPTED = {"gb200"}
 #: Factor -> significant digits written.
 DIGITS = {"compute_efficiency": 3, "memory_efficiency": 3, "step_overhead_s": 3, "memory_half_bytes": 3,
-          "compute_half_tokens": 4, "layer_overhead_s": 3, "allreduce_efficiency": 3, "sequence_overhead_s": 3}
+          "compute_half_tokens": 4, "layer_overhead_s": 3, "allreduce_efficiency": 3, "sequence_overhead_s": 3,
+          "kv_memory_efficiency": 3}
 #: Factors whose line may be absent from a chip block (added when the fit gives them a value).
 OPTIONAL = ("memory_half_bytes", "compute_half_tokens", "layer_overhead_s", "allreduce_efficiency",
-            "sequence_overhead_s")
+            "sequence_overhead_s", "kv_memory_efficiency")
+#: Factors whose fitted value means "unset" (the chip's field then falls back: η_kv to η_m).
+UNSET_AT = {"kv_memory_efficiency": 0.0}
 #: Factors that keep their default (and need no source) at these values.
 DEFAULTS = {"memory_half_bytes": 0.0, "compute_half_tokens": 0.0, "layer_overhead_s": 0.0,
-            "allreduce_efficiency": 1.0}
+            "allreduce_efficiency": 1.0, "kv_memory_efficiency": 0.0}
 
 
 def _fmt(value: float, digits: int) -> str:
@@ -84,6 +88,10 @@ def adopt(text: str, results: dict) -> str:
                 continue
             line = f"  {name}: {_fmt(value, DIGITS[name])}\n"
             pattern = re.compile(rf"^  {name}: .*\n", re.MULTILINE)
+            if name in UNSET_AT and value == UNSET_AT[name]:  # the fit left the field to its fallback: no line
+                block = pattern.sub("", block, count=1)
+                block = re.sub(rf"^    {name}: \*fit_[a-z0-9_]+\n", "", block, count=1, flags=re.MULTILINE)
+                continue
             if pattern.search(block):
                 block = pattern.sub(line, block, count=1)
             elif name in OPTIONAL and value != DEFAULTS.get(name, None) and value != fit["default"].get(name, None):
@@ -105,6 +113,59 @@ def adopt(text: str, results: dict) -> str:
         if heldout is not None:
             block = re.sub(r"^  heldout_tpot_error: .*\n", f"  heldout_tpot_error: {heldout / 100:.2f}\n", block,
                            count=1, flags=re.MULTILINE)
+        text = text[:start] + block + text[end:]
+    return text
+
+
+#: Uncalibrated chips that take a calibrated sibling's fitted factors as their prior: the same tensor cores,
+#: HBM generation, NVLink generation and serving software (GB200 is the B200 die beside a Grace CPU; B300 and
+#: GB300 are Blackwell Ultra, the same architecture with more FP4 throughput and memory). They stay
+#: ``uncalibrated`` (their band is the uncalibrated one) and list the factors among their estimates.
+SIBLINGS = {"gb200": "b200", "b300": "b200", "gb300": "b200"}
+#: The factors a sibling takes.
+SIBLING_FACTORS = ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency", "step_overhead_s",
+                   "sequence_overhead_s", "memory_half_bytes", "compute_half_tokens", "layer_overhead_s",
+                   "allreduce_efficiency")
+
+
+def _sibling_source(parent: str) -> str:
+    return (f"[prior] estimate: {parent}'s fitted factor (benchmarks/calibration_results.json, "
+            "benchmarks/adopt_calibration.py SIBLINGS): the same Blackwell tensor cores, HBM3e, NVLink 5 and serving "
+            "software; not measured on this chip")
+
+
+def adopt_siblings(text: str, results: dict) -> str:
+    """Each :data:`SIBLINGS` chip with its parent's fitted factors, sourced as a prior and listed as estimates."""
+    fits = {f["chip"]: f["fitted"] for f in results["fits"]}
+    for chip, parent in SIBLINGS.items():
+        if f"\n- name: {chip}\n" not in text or parent not in fits:
+            continue
+        start, end = _block(text, chip)
+        block = text[start:end]
+        for name in SIBLING_FACTORS:
+            value = fits[parent].get(name)
+            line_re = re.compile(rf"^  {name}: .*\n", re.MULTILINE)
+            source_re = re.compile(rf"^    {name}: .*\n", re.MULTILINE)
+            if value is None or (name in UNSET_AT and value == UNSET_AT[name]) or value == DEFAULTS.get(name):
+                block = source_re.sub("", line_re.sub("", block, count=1), count=1)
+                continue
+            line = f"  {name}: {_fmt(value, DIGITS[name])}\n"
+            if line_re.search(block):
+                block = line_re.sub(line, block, count=1)
+            else:
+                at = re.search(r"^  step_overhead_s: .*\n", block, re.MULTILINE).end()
+                block = block[:at] + line + block[at:]
+            source = f'    {name}: "{_sibling_source(parent)}"\n'
+            if source_re.search(block):
+                block = source_re.sub(source, block, count=1)
+            else:
+                at = block.index("  sources:\n") + len("  sources:\n")
+                block = block[:at] + source + block[at:]
+        listed = re.search(r"^  estimates: \[(.*)\]\n", block, re.MULTILINE)
+        names = [n.strip() for n in listed.group(1).split(",") if n.strip()]
+        present = [n for n in SIBLING_FACTORS if re.search(rf"^  {n}: ", block, re.MULTILINE)]
+        names += [n for n in present if n not in names]
+        block = block[:listed.start()] + f"  estimates: [{', '.join(names)}]\n" + block[listed.end():]
         text = text[:start] + block + text[end:]
     return text
 
@@ -133,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     results = json.loads(JSON_PATH.read_text())
     changed = []
-    for path, update in ((CATALOG, adopt), (FRAMEWORKS, adopt_frameworks)):
+    for path, update in ((CATALOG, lambda t, r: adopt_siblings(adopt(t, r), r)), (FRAMEWORKS, adopt_frameworks)):
         old = path.read_text()
         new = update(old, results)
         if new != old:

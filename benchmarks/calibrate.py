@@ -49,6 +49,7 @@ from costmodels import calibration
 from costmodels.bands import BANDS_PATH, LEVELS, ratio_quantiles
 from costmodels.calibration import (
     GPU_FACTORS,
+    OFFLINE_FIT_CHIPS,
     PER_MODEL_WEIGHTS,
     PRIOR_WEIGHT,
     PUBLIC_FIT_PLAN,
@@ -70,6 +71,7 @@ from costmodels.measured_rows import (
     read_scale_csv,
 )
 from costmodels.models import load_model_catalog
+from costmodels.offline_rows import read_offline_csv
 from topology.chips import load_chip_catalog
 
 JSON_PATH = Path(__file__).with_name("calibration_results.json")
@@ -132,15 +134,35 @@ def chip_rows(chips, models) -> tuple[dict[str, list], dict, int, int]:
     kept, skipped = map_rows(measured, chips, models)
     public = read_public_csv(models=models)
     scale = [m for m in read_scale_csv(chips=chips, models=models)[0] if m.chip in SCALE_FIT_CHIPS]
+    scale += [m for m in read_offline_csv(chips=chips, models=models)[0] if m.chip in OFFLINE_FIT_CHIPS]
     by_chip: dict[str, list] = {}
     for m in [*kept, *public, *scale]:
+        if m.precision == "mxfp4" and "fp4" not in chips[m.chip].flops_per_s:
+            # MXFP4 weights on a chip without FP4 units run a dequantising (W4A16) kernel: its cost measures
+            # that kernel, not the chip's factors. The points stay held-out test points (capacity_eval.py).
+            skipped["MXFP4 weights on a chip without FP4 units (an emulation kernel)"] += 1
+            continue
         by_chip.setdefault(m.chip, []).append(m)
     n = len(kept) + len(public) + len(scale)
     return by_chip, skipped, len(measured) + len(public) + len(scale), n
 
 
+def campaign_fitted(chip: str) -> bool:
+    """Whether the calibration fits ``chip`` on campaigns of ``throughput_at_scale.csv`` (then an evaluation on
+    those campaigns must hold each out: :func:`fit_without`)."""
+    return chip in SCALE_FIT_CHIPS or chip in OFFLINE_FIT_CHIPS
+
+
+def fit_without(chip: str, campaign: str, by_chip: dict[str, list], chips, models):
+    """``chip``'s fitted factors on every calibration row (:func:`chip_rows`) but those of ``campaign``, with the
+    calibration's own settings (:func:`fit_kwargs`): the chip as a fit that never saw the campaign prices it.
+    Returns (factors, the rows fitted)."""
+    rows = [m for m in by_chip.get(chip, []) if m.row.backend != campaign]
+    return fit_chip(chips[chip], rows, models, **fit_kwargs(chip)).fitted, rows
+
+
 def fit_kwargs(chip: str) -> dict:
-    """What :func:`fit_chip` fits for ``chip``: all seven factors on GPU serving data, else the public plan."""
+    """What :func:`fit_chip` fits for ``chip``: every factor of GPU_FACTORS on GPU serving data, else the public plan."""
     if chip in PUBLIC_FIT_PLAN:
         factors, reference = PUBLIC_FIT_PLAN[chip]
         return {"factors": factors, "reference": reference, "system": chip}
@@ -437,12 +459,18 @@ def markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_k
         f"db dump 2026-04; sha256 `{shas[0][:16]}…`) and `benchmarks/data/public_measurements.csv` "
         f"(published measurements with URL, date and what was measured; sha256 `{shas[1][:16]}…`); for "
         f"{', '.join(SCALE_FIT_CHIPS)} also the closed-loop campaigns of `benchmarks/data/throughput_at_scale.csv` "
-        f"(InferenceX, one source per monthly campaign; sha256 `{shas[2][:16]}…`). "
+        f"(InferenceX, one source per monthly campaign; sha256 `{shas[2][:16]}…`), and for "
+        f"{', '.join(OFFLINE_FIT_CHIPS)} its offline maximum-throughput campaigns (the TensorRT-LLM perf overview's "
+        "trtllm-bench tables, one source each; a row is the mean step at the batch the engine ran, "
+        "`costmodels/offline_rows.py`). "
         f"{n_read} rows read, {n_kept} kept."),
         "",
         "## Model in one paragraph",
         "",
-        ("A step costs `Σ max(FLOPs/(F·η_c(t)), (x + x½)/(BW·η_m)) + AR/η_ar + comm + τ + L·τ_layer`: achieved "
+        ("A step costs `max(GEMM FLOPs/(F·η_c(t)), (W + x½)/(BW·η_m)) + max(core FLOPs/(F·η_c), KV/(BW·η_kv)) + "
+        "AR/η_ar + comm + τ + L·τ_layer + B·h`: the weight GEMMs' roofline plus the attention core's (each "
+        "kernel bound by its own resource; η_kv the fraction of bandwidth the KV-cache reads reach, η_m where "
+        "a chip has none fitted), achieved "
         "bandwidth saturates with the bytes `x` one chip moves per step (`BW·η_m·x/(x + x½)`), GEMM "
         "efficiency grows with the tokens per micro-batch `t` (`η_c·t/(t + t½)`), `τ` is the per-step "
         "framework cost and `τ_layer` the per-layer kernel-launch cost (`L` layers); `AR` is the "
@@ -456,7 +484,7 @@ def markdown(evals, fam, per_chip, chips_tab, worst, resid, skipped, n_read, n_k
         "",
         ("Fit: per chip, minimise the per-model-weighted mean |ln(pred/measured)| of TPOT + "
         f"{TTFT_WEIGHT:g}·TTFT + a weak log-prior (λ = {PRIOR_WEIGHT:g}) on η_c, η_m by deterministic "
-        f"coordinate descent. aiconfigurator chips fit all seven factors; per-model weights: {PER_MODEL_WEIGHTS}. "
+        f"coordinate descent. aiconfigurator chips fit every factor of GPU_FACTORS (η_c, η_m, η_kv, τ, x½, t½, τ_layer, η_ar, h); per-model weights: {PER_MODEL_WEIGHTS}. "
         "Public-data chips fit only what their data can see: WSE-3 and Groq LPU v1 the fixed costs τ and "
         "τ_layer (memory and compute are a few % of their step), MI300X (one model, a batch sweep) "
         "η_c, η_m, τ and t½."),

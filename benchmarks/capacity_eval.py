@@ -6,8 +6,12 @@ measured system's chips as the fleet, one class with the measured ISL/OSL, its T
 TPOT (offline runs: no latency bound) — and asks ``placement.studies.capacity`` for the largest output
 rate the fleet serves, any layout. Predicted ÷ measured output tokens/s per GPU is the capacity error a
 capacity planner sees. Nothing in the cost models was fitted on these campaigns (the chip factors come
-from ``measured_aggregated_serving.csv``), so every figure here is held out; rows that repeat points of
-that file (``overlaps_measured_aggregated``) are reported apart.
+from ``measured_aggregated_serving.csv`` and, for the chips :data:`costmodels.calibration.SCALE_FIT_CHIPS` and
+:data:`costmodels.calibration.OFFLINE_FIT_CHIPS`, from these campaigns too). Every figure is held out by campaign:
+a point of campaign X on such a chip is planned with a calibration overlay — the chip's factors fitted without
+X and a p10–p90 band from the other campaigns' own leave-one-campaign-out residuals
+(:func:`heldout_overlays`) — so no factor or band that prices it saw X; rows that repeat points of
+``measured_aggregated_serving.csv`` (``overlaps_measured_aggregated``) are reported apart.
 
 Points kept per series (campaign, chip, model, precision, framework, ISL/OSL): by default its highest
 measured throughput per GPU (``--points saturated``: the server at the load the campaign drove hardest — a
@@ -155,9 +159,6 @@ def frontier(cases: list[Case]) -> list[Case]:
     return sorted(kept, key=lambda c: int(c.key))
 
 
-#: Models published only with MXFP4 experts (openai/gpt-oss-*): a row labelled FP8 (the TensorRT-LLM perf
-#: overview's Hopper columns) still serves the MXFP4 checkpoint.
-MXFP4_ONLY = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
 
 
 def checkpoint_precision(c: Case) -> tuple[str, str]:
@@ -173,17 +174,20 @@ def checkpoint_precision(c: Case) -> tuple[str, str]:
     ...             concurrency=None, tpot_ms=None, ttft_ms=None, measured_tok_s_per_gpu=1.0, overlaps_fit=False,
     ...             layout="tp1 ep1")
     >>> checkpoint_precision(Case(chip="h200", model="gpt-oss-120b", precision="fp8", **base))
-    ('fp4', 'bf16')
+    ('mxfp4', 'bf16')
     >>> checkpoint_precision(Case(chip="b200", model="gpt-oss-120b", precision="fp4", **base))
-    ('fp4', 'fp8')
+    ('mxfp4', 'fp8')
     >>> checkpoint_precision(Case(chip="h100", model="llama-3.1-70b", precision="fp8", **base))
     ('fp8', 'fp8')
     """
+    from costmodels.measured_rows import (
+        MXFP4_MODELS,  # gpt-oss: a row labelled FP8 still serves MXFP4
+    )
     from topology.chips import load_chip_catalog
 
-    if c.model in MXFP4_ONLY:
+    if c.model in MXFP4_MODELS:
         has_fp4 = "fp4" in load_chip_catalog()[c.chip].flops_per_s
-        return "fp4", "fp8" if has_fp4 else "bf16"
+        return "mxfp4", "fp8" if has_fp4 else "bf16"
     return c.precision, "fp8" if c.precision in ("fp8", "fp4") else "bf16"
 
 
@@ -220,8 +224,54 @@ def class_lengths(c: Case, lengths: str = "as-run") -> dict:
     return out
 
 
+def heldout_overlays(cases: list[Case]) -> dict[tuple[str, str], dict]:
+    """(chip, campaign) → the calibration overlay a point of that campaign on that chip is planned with.
+
+    For each chip the calibration fits on campaigns (:data:`costmodels.calibration.SCALE_FIT_CHIPS`,
+    :data:`costmodels.calibration.OFFLINE_FIT_CHIPS`) and each of its campaigns X among ``cases``: the chip's
+    factors fitted on every calibration row but X's (:func:`benchmarks.calibrate.chip_rows`, the fit's own
+    settings), and bands from a nested leave-one-source-out over those rows (each remaining source predicted by
+    a fit without it and without X): TPOT measured ÷ predicted, throughput its inverse, TTFT the chip family's
+    catalogue band. Nothing that prices a point of X was fitted on X.
+    """
+    from dataclasses import asdict
+
+    from calibrate import campaign_fitted, chip_rows, fit_kwargs, fit_without
+
+    from costmodels.bands import LEVELS, chip_band, ratio_quantiles
+    from costmodels.calibration import heldout_predictions
+    from costmodels.models import load_model_catalog
+    from topology.chips import load_chip_catalog
+
+    chips, models = load_chip_catalog(), load_model_catalog()
+    by_chip = chip_rows(chips, models)[0]
+    out = {}
+    for chip, campaign in sorted({(c.chip, c.campaign) for c in cases if campaign_fitted(c.chip)}):
+        fitted, rows = fit_without(chip, campaign, by_chip, chips, models)
+        if len(rows) == len(by_chip.get(chip, [])):
+            continue  # the calibration never saw this campaign: the catalogue already holds it out
+        f = asdict(fitted)
+        pred, _ = heldout_predictions(chips[chip], rows, models, lambda m: m.row.backend, **fit_kwargs(chip))
+        meas = np.array([m.row.tpot_ms for m in rows]) / 1e3
+        tpot = ratio_quantiles(meas, pred)
+        thr = ratio_quantiles(pred, meas)
+        band = chip_band(chip)
+        factors = {k: v for k, v in f.items() if k != "request_overhead_s"
+                   and not (k == "kv_memory_efficiency" and v == 0.0)}
+        per_rank = [m.batch / m.attn_dp for m in rows]
+        out[(chip, campaign)] = {
+            "levels": list(LEVELS),
+            "chips": {chip: {
+                "factors": factors, "points": len(rows), "batch_per_replica": (min(per_rank), max(per_rank)),
+                "heldout": f"fitted without {campaign}; bands: leave-one-source-out over the other sources",
+                "bands": {"tpot": {"n": int(np.isfinite(pred).sum()), "quantiles": tpot},
+                          "throughput": {"n": int(np.isfinite(pred).sum()), "quantiles": thr},
+                          "ttft": {"n": 0, "quantiles": list(band.quantiles["ttft"])}}}}}
+    return out
+
+
 def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: float | None = None,
-                 lengths: str = "as-run") -> dict:
+                 lengths: str = "as-run", overlay: dict | None = None) -> dict:
     per_domain = min(c.gpus, DOMAIN_CHIPS.get(c.chip, 8))
     ttft_ms = LOOSE_TTFT_MS if ttft == "loose" or c.ttft_ms is None else max(c.ttft_ms, 1.0)
     weights, kv = checkpoint_precision(c)
@@ -233,10 +283,11 @@ def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: 
                                       "ttft_ms": ttft_ms, "tpot_ms": c.tpot_ms or OFFLINE_TPOT_MS}]},
             "hardware": {"domains": [{"name": "g", "chip": c.chip, "chips_per_domain": per_domain,
                                       "count": max(c.gpus // per_domain, 1)}]},
-            "modes": ["aggregated"]}
+            "modes": ["aggregated"], **({"calibration": overlay} if overlay else {})}
 
 
-def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None, lengths: str = "as-run") -> tuple[float, str]:
+def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None, lengths: str = "as-run",
+                             overlay: dict | None = None) -> tuple[float, str]:
     """Output tokens/s per GPU at the point's own layout (tp, ep, DP attention, pp as measured), the batch the
     best the SLO allows — held to ``per_chip`` sequences per chip when given, as plans are — and every chunk size,
     from :func:`placement.core.evaluate.evaluate` (no MILP: one replica's capacity times the replicas).
@@ -252,7 +303,8 @@ def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None, lengths
     chips = tp * c.pp
     if c.gpus % chips:
         return 0.0, f"{c.gpus} GPUs are not whole replicas of {chips}"
-    ctx = Context.of(parse_instance(instance_doc(c, ttft, per_chip=per_chip, lengths=lengths), c.key))
+    ctx = Context.of(parse_instance(instance_doc(c, ttft, per_chip=per_chip, lengths=lengths, overlay=overlay),
+                                    c.key))
     cls = ctx.instance.workload.classes[0]
     if ctx.model.moe is None:
         ep = 1
@@ -275,14 +327,14 @@ def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None, lengths
     return best, how
 
 
-def predict(args: tuple[Case, str, bool, int | None, float | None, str]) -> dict:
-    c, ttft, band, max_per_rank, per_chip, lengths = args
+def predict(args: tuple[Case, str, bool, int | None, float | None, str, dict | None]) -> dict:
+    c, ttft, band, max_per_rank, per_chip, lengths, overlay = args
     from placement.core.loading import parse_instance
     from placement.studies.capacity import capacity
 
     began = time.perf_counter()
     try:
-        inst = parse_instance(instance_doc(c, ttft, max_per_rank, per_chip, lengths), c.key)
+        inst = parse_instance(instance_doc(c, ttft, max_per_rank, per_chip, lengths, overlay), c.key)
         cap = capacity(inst, backend="highs", band=band, rtol=1e-2)[0]
         pool = cap.plan.pools[0] if cap.plan is not None and cap.plan.pools else None
         out = {"status": cap.status, "predicted_tok_s_per_gpu": cap.output_tokens_per_s / c.gpus,
@@ -290,10 +342,14 @@ def predict(args: tuple[Case, str, bool, int | None, float | None, str]) -> dict
                "plan_layout": None if pool is None else
                f"tp{pool.tp} ep{pool.ep} pp{pool.pp} dp{pool.chips_per_replica // (pool.tp * pool.pp)} "
                f"b{pool.batch} x{pool.replicas}"}
+        if pool is not None and overlay is not None:  # beyond the largest batch per rank the held-out fit saw?
+            seen = overlay["chips"][c.chip]["batch_per_replica"][1]
+            out["beyond_fit_batch"] = pool.batch / (pool.chips_per_replica // (pool.tp * pool.pp)) > seen
     except Exception as e:  # noqa: BLE001 - a failed point is reported, never dropped
         out = {"status": f"error: {type(e).__name__}: {e}"[:200], "predicted_tok_s_per_gpu": float("nan"), "band": {}}
     try:
-        out["layout_tok_s_per_gpu"], out["layout_config"] = measured_layout_capacity(c, ttft, per_chip, lengths)
+        out["layout_tok_s_per_gpu"], out["layout_config"] = measured_layout_capacity(c, ttft, per_chip, lengths,
+                                                                                     overlay)
     except Exception as e:  # noqa: BLE001 - reported beside the plan's figure, never dropped
         out["layout_tok_s_per_gpu"], out["layout_config"] = float("nan"), f"error: {type(e).__name__}: {e}"[:200]
     out["seconds"] = round(time.perf_counter() - began, 2)
@@ -339,6 +395,9 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
         groups[f"regime {x['regime']}"].append(x)
         if x["overlaps_fit"]:
             groups["rows that repeat fit data"].append(x)
+        if "beyond_fit_batch" in x:
+            groups["plan batch per rank " + ("beyond" if x["beyond_fit_batch"] else "within")
+                   + " the held-out fit's"].append(x)
     return {k: stats(v) for k, v in sorted(groups.items())}
 
 
@@ -460,11 +519,15 @@ def main(argv: list[str] | None = None) -> int:
         step = len(cases) / a.limit
         cases = [cases[int(i * step)] for i in range(a.limit)]
     ceilings = fit_ceilings() if a.cap_at_fit_batch else {}
+    began = time.perf_counter()
+    overlays = heldout_overlays(cases)
+    print(f"held-out overlays: {len(overlays)} (chip, campaign) fits in {time.perf_counter() - began:.0f} s")
     modes = ("measured", "free") if a.concurrency == "both" else (a.concurrency,)
     results: dict[str, dict] = {}
     for mode in modes:
         jobs = [(c, a.ttft, a.band, _cap(a.max_batch_per_rank, ceilings.get((c.chip, c.model))),
-                 measured_per_chip(c) if mode == "measured" else None, a.lengths) for c in cases]
+                 measured_per_chip(c) if mode == "measured" else None, a.lengths,
+                 overlays.get((c.chip, c.campaign))) for c in cases]
         rows = run(jobs, a.workers)
         results[mode] = {"summary": summarise(rows), "rows": rows}
         print(f"-- concurrency {mode}")

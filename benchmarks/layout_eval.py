@@ -9,9 +9,10 @@ error with the layout taken from the measurement — the part of a capacity erro
 planner's choice of layout. The throughput ratio is the same TPOT seen as output tokens/s per GPU at the
 measured TTFT: ``conc·osl / (gpus·(TTFT + (osl − 1)·TPOT))``.
 
-Held out, and how: no chip factor was fitted on these campaigns (the fit reads
-``measured_aggregated_serving.csv``, one publisher's database); rows that repeat points of that file
-(``overlaps_measured_aggregated``) are reported apart. *Beyond the fit's batches* marks points whose
+Held out, and how: a point of campaign X is priced by a chip no factor of which was fitted on X — the
+catalogue's for chips the calibration fits on ``measured_aggregated_serving.csv`` alone, and for chips it also
+fits on these campaigns the chip refitted without X (:func:`calibrate.fit_without`); rows that repeat points of
+``measured_aggregated_serving.csv`` (``overlaps_measured_aggregated``) are reported apart. *Beyond the fit's batches* marks points whose
 sequences per replica (per attention rank with DP attention) exceed the largest the fit saw for that chip
 and model — an extrapolation in batch, not only in campaign.
 
@@ -33,6 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 DATA = ROOT / "benchmarks" / "data" / "throughput_at_scale.csv"
 
 
@@ -62,30 +64,29 @@ def mapped_points(path: Path = DATA) -> tuple[list, list[dict], dict[str, int]]:
 
 
 def price(rows: list) -> np.ndarray:
-    """Predicted mean TPOT (s) of every row on its catalogue chip; on a chip these campaigns calibrate
-    (:data:`costmodels.calibration.SCALE_FIT_CHIPS`), from the chip refitted without the row's campaign."""
-    from costmodels.calibration import PUBLIC_FIT_PLAN, SCALE_FIT_CHIPS, heldout_predictions
-    from costmodels.measured_rows import read_public_csv
+    """Predicted mean TPOT (s) of every row on its catalogue chip; on a chip the calibration fits on these
+    campaigns (:func:`calibrate.campaign_fitted`), from the chip refitted without the row's campaign
+    (:func:`calibrate.fit_without`)."""
+    from dataclasses import asdict
+
+    from calibrate import campaign_fitted, chip_rows, fit_without
+
     from costmodels.models import load_model_catalog
-    from costmodels.row_costs import row_costs
+    from costmodels.row_costs import chip_with, row_costs
     from topology.chips import load_chip_catalog
 
     chips, models = load_chip_catalog(), load_model_catalog()
     out = np.full(len(rows), np.nan)
-    by_chip: dict[str, list[int]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, m in enumerate(rows):
-        by_chip[m.chip].append(i)
-    public = read_public_csv(models=models)
-    for chip, idx in by_chip.items():
-        if chip not in SCALE_FIT_CHIPS:
-            out[idx] = row_costs(chips[chip], models, [rows[i] for i in idx]).tpot_s
-            continue
-        # the calibration's rows of the chip: its other published rows stay in every training set
-        others = [m for m in public if m.chip == chip]
-        factors, reference = PUBLIC_FIT_PLAN[chip]
-        held, _ = heldout_predictions(chips[chip], [rows[i] for i in idx] + others, models,
-                                      lambda m: m.row.backend, factors=factors, reference=reference, system=chip)
-        out[idx] = held[:len(idx)]
+        groups[(m.chip, m.row.backend if campaign_fitted(m.chip) else "")].append(i)
+    by_chip = chip_rows(chips, models)[0]
+    for (chip, campaign), idx in groups.items():
+        chip_spec = chips[chip]
+        if campaign:
+            factors, _ = fit_without(chip, campaign, by_chip, chips, models)
+            chip_spec = chip_with(chip_spec, **asdict(factors))
+        out[idx] = row_costs(chip_spec, models, [rows[i] for i in idx]).tpot_s
     return out
 
 
@@ -141,7 +142,7 @@ def _batch_bin(batch_per_rank: float) -> str:
 
 
 def summarise(recs: list[dict]) -> dict[str, dict]:
-    from costmodels.calibration import SCALE_FIT_CHIPS
+    from calibrate import campaign_fitted
 
     groups: dict[str, list[dict]] = defaultdict(list)
     for x in recs:
@@ -153,7 +154,7 @@ def summarise(recs: list[dict]) -> dict[str, dict]:
         groups[f"chip {x['chip']} {x['precision']}"].append(x)
         groups[f"{'DP attention' if x['dp_attention'] else 'TP attention'}"].append(x)
         groups[f"batch per rank {_batch_bin(x['batch_per_rank'])}"].append(x)
-        if x["chip"] in SCALE_FIT_CHIPS:
+        if campaign_fitted(x["chip"]):
             groups["chips these campaigns calibrate (each campaign predicted by a fit without it)"].append(x)
         elif x["fit_batch_ceiling"] is None:
             groups["chip or model not in the fit (priors only)"].append(x)

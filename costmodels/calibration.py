@@ -51,6 +51,7 @@ __all__ = [
     "FACTOR_BOUNDS",
     "GPU_FACTORS",
     "KERNEL_REFERENCE",
+    "OFFLINE_FIT_CHIPS",
     "OVERHEAD_BOUNDS_S",
     "PER_MODEL_WEIGHTS",
     "PRIOR_WEIGHT",
@@ -130,6 +131,7 @@ class FitFactors:
     request_overhead_s: float = 0.0
     allreduce_efficiency: float = 1.0
     sequence_overhead_s: float = 0.0
+    kv_memory_efficiency: float = 0.0  # 0: KV reads at memory_efficiency (the chip's field unset)
 
 
 #: Uncalibrated kernel-level factors, the fit's starting point: H100 Vidur profiles
@@ -150,8 +152,9 @@ FACTOR_BOUNDS: dict[str, tuple[float, float]] = {
     "request_overhead_s": (0.0, 0.5),
     "allreduce_efficiency": (0.05, 1.0),
     "sequence_overhead_s": (0.0, 200e-6),
+    "kv_memory_efficiency": EFFICIENCY_BOUNDS,
 }
-#: Factors fitted on measured GPU serving rows (all seven; the wave TTFT model drops request_overhead_s).
+#: Factors fitted on measured GPU serving rows (all of them; the wave TTFT model drops request_overhead_s).
 GPU_FACTORS: tuple[str, ...] = tuple(FACTOR_BOUNDS)
 #: Coordinate descent: rounds, grid points per factor and per round.
 _ROUNDS, _POINTS = 10, 41
@@ -161,8 +164,10 @@ _ROUNDS, _POINTS = 10, 41
 class _Terms:
     """Unit-chip decomposition of one metric (η = 1, flat operating point, no overhead)::
 
-        pred = scale·(Σ_k max((c_k·(1 + t_half/t_k) + a_k)/η_c, (m_k + x_half/BW)/η_m)·part_k
+        pred = scale·(Σ_k [max(c_k·(1 + t_half/t_k)/η_c, (m_k + x_half/BW)/η_m) + max(a_k/η_c, v_k/η_kv)]·part_k
                       + comm + ar·(1/η_ar − 1) + τ + layers·τ_layer + sequences·h)
+
+    (η_kv = η_m where the factor is 0: not fitted, the chip's field unset).
 
     ``ar`` is the all-reduce share of ``comm`` (:func:`costmodels.comm.tp_allreduce_s`, which divides by
     the chip's ``allreduce_efficiency`` η_ar); the rest of ``comm`` (all-to-alls, hand-offs) is fixed.
@@ -170,7 +175,8 @@ class _Terms:
 
     compute: np.ndarray  # (K, N) seconds at η_c = 1, weight GEMMs
     core: np.ndarray  # (K, N) seconds at η_c = 1, the attention core (no t½ curve)
-    memory: np.ndarray  # (K, N) seconds at η_m = 1
+    memory: np.ndarray  # (K, N) seconds at η_m = 1, the weights
+    kv: np.ndarray  # (K, N) seconds at η_kv = 1, the KV cache
     tokens: np.ndarray  # (K, N) GEMM rows
     parts: np.ndarray  # (K, N) 1 where the step exists
     comm: np.ndarray  # (N,)
@@ -188,9 +194,11 @@ class _Terms:
         """Predictions for G factor sets at once: every value of ``f`` has shape (G,); returns (G, N)."""
         g = {k: np.asarray(v, dtype=float)[:, None, None] for k, v in f.items()}
         comp = (self.compute[None] * (1.0 + g["compute_half_tokens"] / np.maximum(self.tokens[None], 1e-9))
-                + self.core[None]) / g["compute_efficiency"]
+                / g["compute_efficiency"])
         mem = (self.memory[None] + g["memory_half_bytes"] / self.bandwidth_bytes_per_s) / g["memory_efficiency"]
-        base = (np.maximum(comp, mem) * self.parts[None]).sum(axis=1)
+        eta_kv = np.where(g["kv_memory_efficiency"] > 0, g["kv_memory_efficiency"], g["memory_efficiency"])
+        attn = np.maximum(self.core[None] / g["compute_efficiency"], self.kv[None] / eta_kv)
+        base = ((np.maximum(comp, mem) + attn) * self.parts[None]).sum(axis=1)
         over = self.overhead_count * (g["step_overhead_s"][:, :, 0]
                                       + self.layers[None] * g["layer_overhead_s"][:, :, 0]
                                       + self.sequences[None] * g["sequence_overhead_s"][:, :, 0])
@@ -227,7 +235,8 @@ def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[Mapped
     ar_ttft = (rc_half.ttft_comm - rc.ttft_comm) + rc.ttft_in_flight * ar_tpot
     names = np.array([m.model for m in rows])
     bw = chip.memory_bandwidth_bytes_per_s
-    tpot = _Terms(rc.tpot_compute, rc.tpot_core, rc.tpot_memory, rc.tpot_tokens, rc.tpot_parts, rc.tpot_comm,
+    tpot = _Terms(rc.tpot_compute, rc.tpot_core, rc.tpot_memory, rc.tpot_kv, rc.tpot_tokens, rc.tpot_parts,
+                  rc.tpot_comm,
                   rc.tpot_layers, rc.tpot_sequences,
                   np.ones(len(rows)), np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model), bw,
                   allreduce=ar_tpot)
@@ -237,6 +246,7 @@ def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[Mapped
     ttft = _Terms(np.stack([rc.ttft_compute[e], rc.tpot_compute[0, e], rc.tpot_compute[2, e]]),
                   np.stack([rc.ttft_core[e], rc.tpot_core[0, e], rc.tpot_core[2, e]]),
                   np.stack([rc.ttft_memory[e], rc.tpot_memory[0, e], rc.tpot_memory[2, e]]),
+                  np.stack([rc.ttft_kv[e], rc.tpot_kv[0, e], rc.tpot_kv[2, e]]),
                   np.stack([rc.ttft_tokens[e], rc.tpot_tokens[0, e], rc.tpot_tokens[2, e]]),
                   np.stack([np.ones(int(e.sum())), rc.ttft_in_flight[e] * rc.tpot_parts[0, e],
                             rc.ttft_in_flight[e] * rc.tpot_parts[2, e]]),
@@ -284,7 +294,8 @@ def coordinate_search(objective, start: FitFactors, names: tuple[str, ...]) -> F
             lo, hi = FACTOR_BOUNDS[name]
             half = (hi - lo) / 2 ** r
             axis = np.unique(np.clip(np.linspace(cur[name] - half, cur[name] + half, _POINTS), lo, hi))
-            axis = axis[axis > 0] if name in ("compute_efficiency", "memory_efficiency") else axis
+            axis = axis[axis > 0] if name in ("compute_efficiency", "memory_efficiency", "kv_memory_efficiency") \
+                else axis
             trial = {k: np.full(axis.size, v) for k, v in cur.items()}
             trial[name] = axis
             obj = objective(trial)
@@ -420,7 +431,11 @@ PUBLIC_FIT_PLAN: dict[str, tuple[tuple[str, ...], FitFactors]] = {
 #: Chips calibrated on the closed-loop campaigns at scale (``benchmarks/data/throughput_at_scale.csv``,
 #: :func:`costmodels.measured_rows.read_scale_csv`): those without rows in the aiconfigurator database.
 #: Their campaigns are then fit data, held out one campaign (one month) at a time.
-SCALE_FIT_CHIPS: tuple[str, ...] = ("mi300x", "mi355x")
+SCALE_FIT_CHIPS: tuple[str, ...] = ("mi300x", "mi355x", "h100", "h200", "b200")
+#: Chips also calibrated on the offline maximum-throughput campaigns (:mod:`costmodels.offline_rows`: the
+#: TensorRT-LLM perf overview's trtllm-bench tables), the only public measurements of a step at the batches
+#: a capacity plan runs; each campaign is one held-out source.
+OFFLINE_FIT_CHIPS: tuple[str, ...] = ("h100", "h200", "b200")
 
 
 def heldout_predictions(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec], key, **fit_kw

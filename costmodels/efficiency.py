@@ -23,6 +23,12 @@ Compute
         η_c(t) = η_c · t / (t + t_half),   t_comp = FLOPs / (F · η_c(t))
 
     (``t_half`` = ``chip.compute_half_tokens``).
+KV reads
+    The attention kernels read each sequence's cache from its own paged blocks: they reach their own
+    fraction of the bandwidth, ``η_kv`` (``chip.kv_memory_efficiency``, default ``η_m``)::
+
+        t_kv = KV bytes / (BW · η_kv)
+
 Overhead
     A per-step framework cost (scheduling, sampling, host sync:
     ``chip.step_overhead_s``) separate from a per-layer kernel-launch cost
@@ -61,6 +67,8 @@ __all__ = [
     "achieved_compute_flops_per_s",
     "achieved_memory_bandwidth_bytes_per_s",
     "compute_time_s",
+    "kv_memory_efficiency",
+    "kv_memory_time_s",
     "memory_time_s",
     "overhead_time_s",
     "sequence_overhead_s",
@@ -129,6 +137,25 @@ def memory_time_s(chip: ChipSpec, total_bytes: ArrayLike, busy_chips: ArrayLike)
     if chip.memory_half_bytes:
         b = b + g * chip.memory_half_bytes
     return b / (g * chip.memory_bandwidth_bytes_per_s * chip.memory_efficiency)
+
+
+def kv_memory_efficiency(chip: ChipSpec) -> float:
+    """η_kv: the fraction of the working tier's bandwidth KV-cache reads reach (``memory_efficiency`` if unset)."""
+    return chip.memory_efficiency if chip.kv_memory_efficiency is None else chip.kv_memory_efficiency
+
+
+def kv_memory_time_s(chip: ChipSpec, kv_bytes: ArrayLike, busy_chips: ArrayLike) -> np.ndarray:
+    """Time for ``busy_chips`` chips to read ``kv_bytes`` of KV cache (spread evenly): ``KV / (busy·BW·η_kv)``.
+
+    Examples
+    --------
+    >>> from costmodels.examples import h100
+    >>> chip = h100().model_copy(update={"kv_memory_efficiency": 0.5})
+    >>> round(float(kv_memory_time_s(chip, 3.35e9, 1)) * 1e3, 3)
+    2.0
+    """
+    g = np.asarray(busy_chips, dtype=float)
+    return np.asarray(kv_bytes, dtype=float) / (g * chip.memory_bandwidth_bytes_per_s * kv_memory_efficiency(chip))
 
 
 def compute_time_s(chip: ChipSpec, precision: str, flops: ArrayLike, busy_chips: ArrayLike,

@@ -29,8 +29,10 @@ Precision
     checkpoint run in BF16 (Llama-3.1-8B TP1 at batch 8 runs at 7.4–7.9 ms
     TPOT on H100, a 16 GB BF16 weight read, not an 8 GB FP8 one). ``int4``
     (Kimi-K2.5's W4A16) is skipped: the roofline ties weight bytes and matmul
-    precision to one value. gpt-oss-120b ``fp4`` (MXFP4 experts, BF16
-    attention) is priced all-FP4. KV cache: FP8 for FP8/FP4 rows, BF16 for
+    precision to one value. gpt-oss ``fp4`` is its published checkpoint,
+    MXFP4 experts with BF16 attention (:data:`MXFP4_MODELS`): priced ``mxfp4``
+    (its bytes with E8M0 scales, the FP8 rate on chips with FP4 units and the
+    BF16 rate on Hopper, :meth:`topology.chips.ChipSpec.flops`). KV cache: FP8 for FP8/FP4 rows, BF16 for
     BF16 rows (:func:`kv_precision_for`) — the data does not record it.
 Layout
     Dense models and MoE rows without attention data parallelism: one replica
@@ -110,6 +112,7 @@ __all__ = [
     "ENGINE_CHUNK_TOKENS",
     "MAX_ATTENTION_TP",
     "MODEL_ALIASES",
+    "MXFP4_MODELS",
     "PRECISIONS",
     "PUBLIC_DATA_PATH",
     "SATURATED_TTFT_MS",
@@ -126,6 +129,7 @@ __all__ = [
     "read_measured_csv",
     "read_public_csv",
     "read_scale_csv",
+    "scale_rows",
     "with_prefill_regime",
 ]
 
@@ -159,6 +163,9 @@ _MODEL_SUFFIXES = ("-instruct", "-fp8", "-nvfp4", "-fp4")
 #: Measured precision → roofline precision; ``None`` = not representable (row skipped).
 PRECISIONS: dict[str, str | None] = {"": "bf16", "bf16": "bf16", "fp8": "fp8", "fp4": "fp4", "int4": None}
 
+#: Models published only as MXFP4 checkpoints (openai/gpt-oss-*): a row labelled FP4 — or FP8, as the TensorRT-LLM
+#: perf overview labels its Hopper columns — serves MXFP4 experts with BF16 attention.
+MXFP4_MODELS = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
 #: Rows with a TTFT above this are saturated (queue-dominated) and dropped.
 SATURATED_TTFT_MS = 10_000.0
 #: TTFT is compared only at light load: at most this many sequences per replica.
@@ -241,8 +248,8 @@ def catalogue_model_name(name: str, catalogue: dict[str, ModelSpec] | None = Non
 
 
 def kv_precision_for(precision: str) -> str:
-    """KV-cache precision assumed for a row: FP8 with FP8/FP4 weights, else BF16."""
-    return "fp8" if precision in ("fp8", "fp4") else "bf16"
+    """KV-cache precision assumed for a row: FP8 with FP8/FP4/MXFP4 weights, else BF16."""
+    return "fp8" if precision in ("fp8", "fp4", "mxfp4") else "bf16"
 
 
 @dataclass(frozen=True)
@@ -336,6 +343,8 @@ def map_row(row: MeasuredRow, chips: dict[str, ChipSpec] | None = None,
     precision = PRECISIONS[row.precision]
     if precision is None:
         return f"precision {row.precision} not representable"
+    if model_name in MXFP4_MODELS and precision in ("fp4", "fp8"):
+        precision = "mxfp4"
     if row.ttft_ms > SATURATED_TTFT_MS:
         return "saturated (TTFT > 10 s)"
     if row.tpot_ms <= 0 or row.ttft_ms <= 0 or row.conc < 1 or row.tp < 1 or row.pp < 1:
@@ -437,6 +446,20 @@ def _float_or_none(x: str | None) -> float | None:
     return float(x) if x not in ("", None) else None
 
 
+def scale_rows(path: str | Path, load_kind: str, skipped: Counter):
+    """(index, CSV row) of ``throughput_at_scale.csv``'s aggregated-serving rows of ``load_kind`` without
+    speculative decoding (its draft length is not published: counted in ``skipped``)."""
+    with open(path, newline="") as f:
+        table = list(csv.DictReader(f))
+    for i, r in enumerate(table):
+        if r["load_kind"] != load_kind or r["disaggregated"] != "no":
+            continue
+        if r["spec_decode"] not in ("", "none"):
+            skipped["speculative decoding (draft length not published)"] += 1
+            continue
+        yield i, r
+
+
 def read_scale_csv(path: str | Path = SCALE_DATA_PATH, chips: dict[str, ChipSpec] | None = None,
                    models: dict[str, ModelSpec] | None = None) -> tuple[list[MappedRow], list[dict], Counter]:
     """The closed-loop points of ``throughput_at_scale.csv`` as mapped rows, each row's CSV facts, skip reasons.
@@ -458,14 +481,7 @@ def read_scale_csv(path: str | Path = SCALE_DATA_PATH, chips: dict[str, ChipSpec
     chips = load_chip_catalog() if chips is None else chips
     models = load_model_catalog() if models is None else models
     kept, facts, skipped = [], [], Counter()
-    with open(path, newline="") as f:
-        table = list(csv.DictReader(f))
-    for i, r in enumerate(table):
-        if r["load_kind"] != "concurrency" or r["disaggregated"] != "no":
-            continue
-        if r["spec_decode"] not in ("", "none"):
-            skipped["speculative decoding (draft length not published)"] += 1
-            continue
+    for i, r in scale_rows(path, "concurrency", skipped):
         tpot = _float_or_none(r["tpot_ms_mean"]) or _float_or_none(r["tpot_ms_median"])
         conc = _float_or_none(r["concurrency"])
         if r["model_catalogued"] != "yes" or r["chip"] not in chips or tpot is None or conc is None:

@@ -10,8 +10,10 @@ together with the chip's own catalogue value. ``low`` is the pessimistic end of 
 efficiencies, highest fixed cost), ``high`` the optimistic end, ``nominal`` the catalogue's value.
 
 Fitted values behind the ranges (``topology/catalog/chips.yaml``, benchmarks/CALIBRATION.md): NVIDIA
-B200/H100/H200 η_c 0.81–0.93, η_m 0.51–0.97, τ 1.2–2.2 ms, η_ar 0.22–0.33; AMD MI300X/MI355X η_c 0.21–0.38,
-τ 4.3–14.7 ms; SRAM Groq LPU / WSE-3 τ 0.07–0.47 ms (their efficiencies are not fitted: a few % of a step).
+B200/H100/H200 η_c 0.58–0.63, η_m 0.45–1.0, τ 0–3.8 ms (H100's fit puts its fixed cost in the per-layer
+term), η_ar 0.31–0.58; AMD MI300X/MI355X η_c 0.21–0.38, τ 4.6–14.7 ms; SRAM Groq LPU / WSE-3 τ 0.07–0.47 ms
+(their efficiencies are not fitted: a few % of a step). GB200, B300 and GB300 take B200's factors as their
+nominal value (the same Blackwell silicon and software, benchmarks/adopt_calibration.py ``SIBLINGS``).
 
 Examples
 --------

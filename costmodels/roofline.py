@@ -2,11 +2,22 @@
 
 One forward step of a replica is priced from three quantities: the FLOPs it
 executes, the bytes it reads from the working memory tier, and the collectives
-it waits for. With ``g`` busy chips, peak F (at the weight precision) and
-working-tier bandwidth BW, achievable fractions η_c, η_m and a fixed per-step
-overhead τ::
+it waits for. A layer runs two kinds of kernel one after the other — the weight
+GEMMs (projections, FFN, experts), which stream weights, and the attention core,
+which streams each sequence's KV cache — and each is bound by its own resource.
+With ``g`` busy chips, peak F (at the weight precision; F_a at the activations'),
+working-tier bandwidth BW, achievable fractions η_c, η_m, η_kv and a fixed
+per-step overhead τ::
 
-    t = max(FLOPs / (g·F·η_c), bytes / (g·BW·η_m)) + t_comm + τ
+    t = max(GEMM FLOPs / (g·F·η_c), W / (g·BW·η_m))
+        + max(core FLOPs / (g·F_a·η_c), KV / (g·BW·η_kv)) + t_comm + τ
+
+Summing the two kernels' rooflines, not taking one roofline of their sums, is
+what a step that mixes a compute-bound GEMM (large batch, prompt chunks) with a
+memory-bound attention costs: one max over the totals would let the GEMMs' FLOPs
+hide under the KV reads, which no kernel schedule does (the roofline's "perfect
+overlap" is optimistic exactly where plans run, at large batch). Where both
+kernels are bound by the same resource the two forms agree.
 
 What the model touches (parameters, weight and KV bytes, attention FLOPs) is
 :mod:`costmodels.arithmetic`, re-exported here; collectives are
@@ -110,7 +121,7 @@ from costmodels.arithmetic import (
 )
 from costmodels.arrays import as_result
 from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, ep_imbalance, step_comm_s
-from costmodels.efficiency import compute_time_s, memory_time_s, overhead_time_s
+from costmodels.efficiency import compute_time_s, kv_memory_time_s, memory_time_s, overhead_time_s
 from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
@@ -163,8 +174,10 @@ def stage_part(stage: str) -> Part:
 class StepCost:
     """Cost of one forward step of a replica (arrays broadcast over the inputs).
 
-    ``time_s = max(compute_s, memory_s) + comm_s + overhead_s``; ``core_s`` is the attention
-    core's share of ``compute_s`` (Q·Kᵀ and P·V, at the activations' precision); ``floor_s`` is the
+    ``time_s = max(compute_s − core_s, memory_s − kv_memory_s) + max(core_s, kv_memory_s) + comm_s +
+    overhead_s`` (the weight GEMMs' roofline plus the attention core's, module notes); ``core_s`` is the
+    attention core's share of ``compute_s`` (Q·Kᵀ and P·V, at the activations' precision) and
+    ``kv_memory_s`` the KV reads' share of ``memory_s``; ``floor_s`` is the
     step at the chips' peaks, ``max(flops / (g·F), bytes / (g·BW))`` over the g busy
     chips — no efficiency, no overhead — below which no step can run. ``flops`` and
     ``bytes`` are replica totals for the step (all tokens, all layers; bytes
@@ -180,6 +193,7 @@ class StepCost:
     compute_s: ArrayLike
     core_s: ArrayLike
     memory_s: ArrayLike
+    kv_memory_s: ArrayLike
     comm_s: ArrayLike
     overhead_s: ArrayLike
     floor_s: ArrayLike
@@ -255,8 +269,9 @@ def forward_cost(
         gemm    = 2·tokens·(N_part + (ρ − 1)·N_routed)     (ρ: the hottest EP rank's load, ep_imbalance)
         core    = attention_flops
         bytes   = n_mb·(W_touched(T) + (dp − 1)·W_rep) + kv_bytes·dup(tp)
-        compute = (gemm/F_w·(1 + t½/t) + core/F_a) / (n_mb·dp·tp·η_c);  memory = bytes / (n_mb·dp·tp·BW·η_m)
-        time    = max(compute, memory) + comm + τ
+        gemm_s  = gemm/F_w·(1 + t½/t) / (n_mb·dp·tp·η_c);   weights_s = n_mb·W / (n_mb·dp·tp·BW·η_m)
+        core_s  = core/F_a / (n_mb·dp·tp·η_c);             kv_s      = kv_bytes·dup(tp) / (n_mb·dp·tp·BW·η_kv)
+        time    = max(gemm_s, weights_s) + max(core_s, kv_s) + comm + τ
 
     F_w is the peak at the weights' precision, F_a at the activations' (the attention core multiplies
     activations and KV: an FP4 model's attention still runs at the BF16 or FP8 rate).
@@ -300,20 +315,22 @@ def forward_cost(
     # The GEMM efficiency curve (t½) is one of weight GEMMs' rows; the attention core's rows are heads × queries.
     core_precision = _core_precision(chip, activation_precision, precision)
     core_s = core / (busy * chip.flops(core_precision) * chip.compute_efficiency)
-    compute_s = (compute_time_s(chip, precision, gemm, busy, tokens_mb / dp_a)
-                 + compute_time_s(chip, attn_precision, proj, busy, tokens_mb / dp_a) + core_s)
-    memory_s = memory_time_s(chip, total_bytes, busy)
+    gemm_s = (compute_time_s(chip, precision, gemm, busy, tokens_mb / dp_a)
+              + compute_time_s(chip, attn_precision, proj, busy, tokens_mb / dp_a))
+    weights_s = memory_time_s(chip, weights, busy)
+    kv_s = kv_memory_time_s(chip, kv_traffic, busy)
     comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a,
                                     dp=dp_a, activation_precision=activation_precision))
     # The sequences' host work (scheduling, sampling, detokenising) is the side's that holds them, not the FFN pool's.
     host_sequences = 0.0 if part == "ffn" else seqs
-    overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers, host_sequences), np.shape(compute_s))
-    time_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
+    overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers, host_sequences), np.shape(gemm_s + core_s))
+    time_s = np.maximum(gemm_s, weights_s) + np.maximum(core_s, kv_s) + comm_s + overhead_s
+    compute_s, memory_s = gemm_s + core_s, weights_s + kv_s
     peak_compute_s = (gemm / chip.flops(precision) + proj / chip.flops(attn_precision)
                       + core / chip.flops(core_precision)) / busy
     peak_memory_s = total_bytes / (busy * chip.memory_bandwidth_bytes_per_s)
     floor_s = np.maximum(peak_compute_s, peak_memory_s)
-    shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s)))
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (time_s, flops, total_bytes, comm_s, kv_s)))
 
     def b(x):
         return as_result(np.broadcast_to(x, shape))
@@ -323,6 +340,7 @@ def forward_cost(
         compute_s=b(compute_s),
         core_s=b(core_s),
         memory_s=b(memory_s),
+        kv_memory_s=b(kv_s),
         comm_s=b(comm_s),
         overhead_s=b(overhead_s),
         floor_s=b(floor_s),
@@ -527,7 +545,7 @@ def aggregated_step(
     >>> from costmodels.examples import h100, llama_70b
     >>> st = aggregated_step(h100(), llama_70b(), batch=32, context=2048, chunk_tokens=512, tp=8)
     >>> round(st.time_s * 1e3, 1)
-    26.0
+    26.9
     """
     kv_prec = precision if kv_precision is None else kv_precision
     bt = np.asarray(batch, dtype=float)

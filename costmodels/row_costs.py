@@ -41,10 +41,12 @@ IN_FLIGHT = 0.5
 def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: float, step_overhead_s: float,
               memory_half_bytes: float = 0.0, compute_half_tokens: float = 0.0,
               layer_overhead_s: float = 0.0, request_overhead_s: float = 0.0,
-              allreduce_efficiency: float = 1.0, sequence_overhead_s: float = 0.0) -> ChipSpec:
+              allreduce_efficiency: float = 1.0, sequence_overhead_s: float = 0.0,
+              kv_memory_efficiency: float = 0.0) -> ChipSpec:
     """A copy of ``chip`` with the calibrated factors (:class:`FitFactors`) replaced.
 
-    ``request_overhead_s`` is no catalogue field: it rides on the copy for the closed-loop TTFT model.
+    ``request_overhead_s`` is no catalogue field: it rides on the copy for the closed-loop TTFT model;
+    ``kv_memory_efficiency`` 0 leaves the chip's field unset (KV reads at ``memory_efficiency``).
     """
     return chip.model_copy(update={"compute_efficiency": float(compute_efficiency),
                                    "memory_efficiency": float(memory_efficiency),
@@ -54,7 +56,8 @@ def chip_with(chip: ChipSpec, compute_efficiency: float, memory_efficiency: floa
                                    "layer_overhead_s": float(layer_overhead_s),
                                    "request_overhead_s": float(request_overhead_s),
                                    "allreduce_efficiency": float(allreduce_efficiency),
-                                   "sequence_overhead_s": float(sequence_overhead_s)})
+                                   "sequence_overhead_s": float(sequence_overhead_s),
+                                   "kv_memory_efficiency": float(kv_memory_efficiency) or None})
 
 
 def request_overhead_s(chip: ChipSpec) -> float:
@@ -74,7 +77,8 @@ def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
 class RowCosts:
     """Per-row step costs on one chip, split so that the factors can be re-applied.
 
-    TPOT = Σ_k w_k·max(compute[k], memory[k]) + comm + overhead, over K = 4 parts: k = 0, 1 the step
+    TPOT = Σ_k w_k·[max(compute[k], memory[k]) + max(core[k], kv[k])] + comm + overhead, over K = 4 parts
+    (each part's weight GEMMs and its attention core, :mod:`costmodels.roofline`): k = 0, 1 the step
     without prompt tokens, k = 2, 3 the step that carries them (:attr:`MappedRow.carrying_tokens`); in each
     pair the first is the whole aggregated step, or the attention step of a DP-attention row, the second
     its FFN step. ``parts[k]`` is the weight w_k: the step's share of a request's decode steps
@@ -87,7 +91,8 @@ class RowCosts:
 
     tpot_compute: np.ndarray  # (4, N) s, the weight GEMMs (scaled by the t½ curve)
     tpot_core: np.ndarray  # (4, N) s, the attention core (not)
-    tpot_memory: np.ndarray  # (4, N) s
+    tpot_memory: np.ndarray  # (4, N) s, the weights (the GEMMs' bytes)
+    tpot_kv: np.ndarray  # (4, N) s, the KV-cache reads (the attention core's bytes)
     tpot_tokens: np.ndarray  # (4, N)
     tpot_parts: np.ndarray  # (4, N) the part's weight in the mean step, 0 where it does not exist
     tpot_comm: np.ndarray  # (N,) s
@@ -96,7 +101,8 @@ class RowCosts:
     tpot_s: np.ndarray  # (N,) s, as the roofline returns it on this chip
     ttft_compute: np.ndarray  # (N,) s
     ttft_core: np.ndarray  # (N,) s
-    ttft_memory: np.ndarray  # (N,) s
+    ttft_memory: np.ndarray  # (N,) s, the weights
+    ttft_kv: np.ndarray  # (N,) s, the KV cache
     ttft_tokens: np.ndarray  # (N,)
     ttft_comm: np.ndarray  # (N,) s
     ttft_layers: np.ndarray  # (N,)
@@ -111,7 +117,8 @@ class _Step:
 
     compute: np.ndarray  # (2, n) s
     core: np.ndarray  # (2, n) s
-    memory: np.ndarray  # (2, n) s
+    memory: np.ndarray  # (2, n) s, weights
+    kv: np.ndarray  # (2, n) s, KV cache
     tokens: np.ndarray  # (2, n)
     exists: np.ndarray  # (2, n) 1 where the part exists
     comm: np.ndarray  # (n,) s
@@ -141,7 +148,8 @@ def _step(chip: ChipSpec, model: ModelSpec, layout: str, rs: list[MappedRow], ch
     batch, context, tp, pp, ep = col("batch"), col("context"), col("tp"), col("pp"), col("ep")
     isl = np.array([m.row.isl for m in rs], dtype=float)
     n = len(rs)
-    c, core, mem, tok, exists = np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n)), np.ones((2, n)), np.zeros((2, n))
+    c, core, mem, kv, exists = (np.zeros((2, n)) for _ in range(5))
+    tok = np.ones((2, n))
     if layout == "tp":
         prompts = np.maximum(chunk / isl, 1.0)  # a budget above the prompt holds several
         seqs = batch + prompts * (chunk > 0)
@@ -149,10 +157,11 @@ def _step(chip: ChipSpec, model: ModelSpec, layout: str, rs: list[MappedRow], ch
                              chunk_context=np.maximum(isl - chunk, 0.0) / 2.0, chunk_prompts=prompts, tp=tp, pp=pp,
                              ep=ep,
                              precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
-        c[0], core[0], mem[0] = np.asarray(st.compute_s) - st.core_s, st.core_s, st.memory_s
+        c[0], core[0] = np.asarray(st.compute_s) - st.core_s, st.core_s
+        mem[0], kv[0] = np.asarray(st.memory_s) - st.kv_memory_s, st.kv_memory_s
         n_mb = np.minimum(pp, np.maximum(seqs, 1.0))
         tok[0], exists[0] = (batch + chunk) / n_mb, 1.0
-        return _Step(c, core, mem, tok, exists, np.asarray(st.comm_s) + 0.0 * batch, seqs,
+        return _Step(c, core, mem, kv, tok, exists, np.asarray(st.comm_s) + 0.0 * batch, seqs,
                      np.asarray(st.time_s) + 0.0 * batch)
     # ``chunk`` is one attention group's; the experts see every group's
     dp = col("attn_dp")
@@ -165,7 +174,8 @@ def _step(chip: ChipSpec, model: ModelSpec, layout: str, rs: list[MappedRow], ch
     if model.moe is not None:
         a2a = model.n_moe_layers * np.asarray(ep_alltoall_s(
             chip, batch + dp * chunk, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE, ep))
-    c[0], core[0], mem[0], tok[0] = np.asarray(att.compute_s) - att.core_s, att.core_s, att.memory_s, batch / dp + chunk
+    c[0], core[0], tok[0] = np.asarray(att.compute_s) - att.core_s, att.core_s, batch / dp + chunk
+    mem[0], kv[0] = np.asarray(att.memory_s) - att.kv_memory_s, att.kv_memory_s
     c[1], mem[1], tok[1] = ffn.compute_s, ffn.memory_s, batch + dp * chunk
     exists[:] = 1.0
     comm = np.asarray(att.comm_s) + np.asarray(ffn.comm_s) + a2a
@@ -173,7 +183,8 @@ def _step(chip: ChipSpec, model: ModelSpec, layout: str, rs: list[MappedRow], ch
     # launches, and the host work of all the step's sequences (the attention part priced a DP group's)
     h = sequence_overhead_s(chip)
     host = chip.step_overhead_s + h * (batch / dp + (chunk > 0)) - h * seqs
-    return _Step(c, core, mem, tok, exists, comm, seqs, np.asarray(att.time_s) + np.asarray(ffn.time_s) - host + a2a)
+    return _Step(c, core, mem, kv, tok, exists, comm, seqs,
+                 np.asarray(att.time_s) + np.asarray(ffn.time_s) - host + a2a)
 
 
 def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow], ttft_model: str = "wave"
@@ -181,9 +192,10 @@ def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow
     """Price every row on ``chip`` (vectorised: one roofline call per group and step kind); ``ttft_model`` as
     :data:`costmodels.calibration.TTFT_MODEL`."""
     n = len(rows)
-    c, core, mem, tok, parts = np.zeros((4, n)), np.zeros((4, n)), np.zeros((4, n)), np.ones((4, n)), np.zeros((4, n))
+    c, core, mem, kv, parts = (np.zeros((4, n)) for _ in range(5))
+    tok = np.ones((4, n))
     comm, layers, tpot, seqs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    pc, pcore, pm, ptok, pcomm, player, pscale, ttft, wait = (np.full(n, np.nan) for _ in range(9))
+    pc, pcore, pm, pkv, ptok, pcomm, player, pscale, ttft, wait = (np.full(n, np.nan) for _ in range(10))
     for (model_name, precision, kv_prec, layout), idx in _group_indices(rows).items():
         model = models[model_name]
         attn_prec = default_attention_precision(model, precision)
@@ -194,6 +206,7 @@ def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow
                       attn_prec)
         for k0, st, w in ((0, plain, 1.0 - q), (2, carry, q)):
             c[k0:k0 + 2, idx], core[k0:k0 + 2, idx], mem[k0:k0 + 2, idx] = st.compute, st.core, st.memory
+            kv[k0:k0 + 2, idx] = st.kv
             tok[k0:k0 + 2, idx], parts[k0:k0 + 2, idx] = st.tokens, st.exists * w
             comm[idx] += w * st.comm
             seqs[idx] += w * st.sequences
@@ -208,7 +221,7 @@ def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow
             pf = prefill_step(chip, model, prompt=isl[elig], batch=1, tp=tp, pp=pp, ep=ep,
                               precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
             pc[e], pcore[e] = np.asarray(pf.compute_s) - pf.core_s, pf.core_s
-            pm[e], pcomm[e] = pf.memory_s, pf.comm_s
+            pm[e], pkv[e], pcomm[e] = np.asarray(pf.memory_s) - pf.kv_memory_s, pf.kv_memory_s, pf.comm_s
             ptok[e], player[e] = isl[elig], model.layers
             if ttft_model == "wave":
                 pscale[e], wait[e] = (batch[elig] + 1.0) / 2.0, 0.0
@@ -216,8 +229,8 @@ def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow
             else:  # closed loop: a prompt arrives alone, while the others' step runs (none when b = 1)
                 pscale[e], wait[e] = 1.0, np.where(batch[elig] > 1, IN_FLIGHT, 0.0)
                 ttft[e] = np.asarray(pf.time_s) + wait[e] * tpot[e] + request_overhead_s(chip)
-    return RowCosts(c, core, mem, tok, parts, comm, layers, seqs, tpot, pc, pcore, pm, ptok, pcomm, player, pscale,
-                     ttft, wait)
+    return RowCosts(c, core, mem, kv, tok, parts, comm, layers, seqs, tpot, pc, pcore, pm, pkv, ptok, pcomm, player,
+                    pscale, ttft, wait)
 
 
 def abs_pct_error(pred, meas) -> np.ndarray:

@@ -108,6 +108,8 @@ def test_calibrated_chips_carry_their_fit(chips):
         for field, value in fits[name].items():
             # a factor the chip's data cannot see is left to the code's prior, which the fit then used
             got = sequence_overhead_s(chips[name]) if field == "sequence_overhead_s" else getattr(chips[name], field)
+            if field == "kv_memory_efficiency" and value == 0.0:  # the fit's "tied to η_m": the field unset
+                got = 0.0 if got is None else got
             assert got == pytest.approx(value, rel=5e-3, abs=1e-12), (name, field)
         assert "calibration" in chips[name].sources and "step_overhead_s" not in chips[name].estimates
 

@@ -95,7 +95,7 @@ def test_the_plan_changes_where_the_measurements_say_and_b200_stays(loop):
 def test_an_h100_overlay_leaves_a_b200_plan_unchanged(loop):
     doc = read_document(INSTANCE)
     doc["hardware"]["domains"] = [d for d in doc["hardware"]["domains"] if d["chip"] == "b200"]
-    doc["workload"]["classes"][0]["rate_rps"] = 150
+    doc["workload"]["classes"][0]["rate_rps"] = 60
     plain = solve(parse_instance(doc, str(INSTANCE)))
     calibrated = solve(load_instance_with(doc, loop / "h100.yaml"))
     assert plain.verified and calibrated.verified

@@ -137,13 +137,13 @@ def test_a_tpot_below_its_floor_is_rejected_naming_the_floor(bertha):
     pool = _decode_pool(bad)
     pool.tpot_ms = 1.0
     v = check_floors(bad, ctx)
-    # B = 76 on TP2 (the cheapest H100 decode meeting the 25 ms TPOT with the calibrated H100): at the mean
-    # context, 1,500 + 300/2 tokens × 163,840 B of FP8 KV = 270 MB a sequence, 20.53 GB for 76;
-    # (69.5 GB + 20.53 GB) / (2 × 3.35 TB/s) = 13.44 ms.
-    assert pool.batch == 76 and pool.chips_per_replica == 2, pool
-    assert (69.5e9 + 76 * 1650 * 163_840) / (2 * 3.35e12) == pytest.approx(13.44e-3, abs=0.005e-3)
-    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 13.44") and "memory: weights 69.5 GB" in m
-               and "2 × h100 × 3.35 TB/s" in m for m in v), v
+    # B = 165 on TP4 (the cheapest H100 decode meeting the 25 ms TPOT with the calibrated H100): at the mean
+    # context, 1,500 + 300/2 tokens × 163,840 B of FP8 KV = 270 MB a sequence, 44.6 GB for 165;
+    # (69.5 GB + 44.6 GB) / (4 × 3.35 TB/s) = 8.51 ms.
+    assert pool.batch == 165 and pool.chips_per_replica == 4, pool
+    assert (69.5e9 + 165 * 1650 * 163_840) / (4 * 3.35e12) == pytest.approx(8.513e-3, abs=0.005e-3)
+    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 8.513") and "memory: weights 69.5 GB" in m
+               and "4 × h100 × 3.35 TB/s" in m for m in v), v
     assert any(m in verify(ctx, bad) for m in v)
 
 

@@ -300,7 +300,9 @@ def test_catalogue_records_from_configs_equal_their_reading():
         read = model_from_hf_config(_config(stem), name=name, source="t")
         assert read.model_dump(exclude=skip) == m.model_dump(exclude=skip), name
         assert m.total_params == pytest.approx(m.published_total_params, rel=0.01), name
-        assert m.calibration == "uncalibrated", name     # no serving measurement of these fitted the chips
+        # a model is calibrated exactly when serving measurements of it fitted the chips (test_catalog.py checks
+        # the catalogue flag against benchmarks/calibration_results.json)
+        assert m.calibration in ("calibrated", "uncalibrated"), name
 
 
 def test_attention_kinds_table_is_what_its_script_writes():
@@ -323,7 +325,7 @@ def test_the_issue_models_are_catalogued_within_one_percent_of_their_published_t
     m = load_model_catalog()[name]
     assert m.published_total_params == ISSUE_MODELS[name]
     assert m.total_params == pytest.approx(m.published_total_params, rel=0.01)
-    assert m.calibration == ("calibrated" if name == "llama-3.1-70b" else "uncalibrated")
+    assert m.calibration == ("calibrated" if name in ("llama-3.1-70b", "glm-5") else "uncalibrated")
 
 
 def test_llama_3_3_70b_is_served_by_the_llama_3_1_70b_record():

@@ -175,7 +175,7 @@ def test_varied_holds_wait_as_mgc(slots, v):
 
 
 def _instance(**shape) -> dict:
-    chat = {"name": "chat", "rate_rps": 30, "prompt_tokens": 1500, "output_tokens": 300, "ttft_ms": 1500,
+    chat = {"name": "chat", "rate_rps": 60, "prompt_tokens": 1500, "output_tokens": 300, "ttft_ms": 1500,
             "tpot_ms": 40, "slo_percentile": "p99", **shape}
     return {"name": "lengths", "model": "llama-3.1-8b", "modes": ["pd", "aggregated"],
             "workload": {"classes": [chat]},

@@ -101,6 +101,9 @@ class ChipSpec(Record):
         Per chip, per direction, over the scale-out NICs.
     compute_efficiency, memory_efficiency
         Achievable fractions of peak FLOP/s and of working-tier bandwidth.
+    kv_memory_efficiency
+        Achievable fraction of working-tier bandwidth for the attention kernels' KV-cache reads (paged,
+        per-sequence blocks); unset: ``memory_efficiency``.
     step_overhead_s
         Fixed framework time added to every forward step (scheduling, sampling, sync).
     sequence_overhead_s
@@ -142,6 +145,8 @@ class ChipSpec(Record):
     price_basis: str = Field(description="what the hourly price means: rental median, TCO, amortised list price")
     compute_efficiency: float = Field(gt=0, le=1)
     memory_efficiency: float = Field(gt=0, le=1)
+    kv_memory_efficiency: float | None = Field(default=None, gt=0, le=1, description="fraction of the working "
+                                               "tier's bandwidth KV-cache reads reach (default: memory_efficiency)")
     step_overhead_s: float = Field(ge=0, le=10.0)
     memory_half_bytes: float = Field(default=0.0, ge=0, le=1e18)
     compute_half_tokens: float = Field(default=0.0, ge=0, le=1e9)
@@ -260,7 +265,7 @@ SOURCED_FIELDS = (
 #: Operating-point fields (costmodels.efficiency): a non-zero value needs a source.
 OPERATING_POINT_FIELDS = ("memory_half_bytes", "compute_half_tokens", "layer_overhead_s")
 #: Fields that may be unset (the code's prior then) and need a source when set.
-OPTIONAL_SOURCED_FIELDS = ("alltoall_floor_s", "alltoall_efficiency", "sequence_overhead_s")
+OPTIONAL_SOURCED_FIELDS = ("alltoall_floor_s", "alltoall_efficiency", "sequence_overhead_s", "kv_memory_efficiency")
 
 
 def read_records(path: str | Path, section: str, record_type: type[R]) -> dict[str, R]:

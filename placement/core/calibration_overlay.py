@@ -4,7 +4,7 @@
 instance names one (``calibration: overlay.yaml``, or ``--calibration`` on the
 commands that price a plan) and the overlay then sits on top of the catalogue:
 
-* each chip it lists takes the overlay's fitted factors (η_c, η_m, τ, x½, t½,
+* each chip it lists takes the overlay's fitted factors (η_c, η_m, η_kv, τ, x½, t½,
   τ_layer, η_ar, per-sequence host time) in place of the catalogue's, each
   sourced as "calibration overlay <file>";
 * its error band (measured ÷ predicted quantiles of TPOT, TTFT and
@@ -59,6 +59,7 @@ class Factors(Record):
     layer_overhead_s: float | None = Field(default=None, ge=0, le=1e-2)
     allreduce_efficiency: float | None = Field(default=None, gt=0, le=1)
     sequence_overhead_s: float | None = Field(default=None, ge=0, le=1e-2)
+    kv_memory_efficiency: float | None = Field(default=None, gt=0, le=1)
 
 
 #: The chip fields an overlay may set.

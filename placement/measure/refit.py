@@ -109,7 +109,8 @@ def _reference(chip: ChipSpec) -> FitFactors:
                       compute_half_tokens=chip.compute_half_tokens, layer_overhead_s=chip.layer_overhead_s,
                       allreduce_efficiency=chip.allreduce_efficiency,
                       sequence_overhead_s=(DEFAULT_SEQUENCE_OVERHEAD_S if chip.sequence_overhead_s is None
-                                           else chip.sequence_overhead_s))
+                                           else chip.sequence_overhead_s),
+                      kv_memory_efficiency=chip.kv_memory_efficiency or 0.0)
 
 
 def _freed(n: int) -> tuple[str, ...]:
