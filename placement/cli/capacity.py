@@ -16,6 +16,7 @@ from placement.cli.options import (
     Gap,
     InstanceArg,
     JsonPath,
+    PricesOpt,
     Quiet,
     SolverOpt,
     TimeLimit,
@@ -42,12 +43,13 @@ def capacity_command(
     json_path: JsonPath = None,
     quiet: Quiet = False,
     calibration: CalibrationOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Largest servable rate per class (or the mix) under its SLOs, with the verified plan that serves it."""
     from placement.api import capacity
     from placement.cli.consoles import out
     from placement.core.errors import EXIT_INFEASIBLE, EXIT_SOLVER
-    from placement.core.loading import load_instance
+    from placement.core.loading import load_instance, with_prices
 
     check_run_options(time_limit_s=time_limit, gap=gap)
     if json_path is not None:
@@ -55,7 +57,7 @@ def capacity_command(
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance])
-    inst = load_instance(instance, calibration)
+    inst = with_prices(load_instance(instance, calibration), prices)
     results = capacity(inst, classes=class_, mix=mix, backend=solver, rtol=rtol, band=band, time_limit_s=time_limit,
                        gap=gap, source=str(instance))
     if json_path is not None:

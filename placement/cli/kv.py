@@ -4,13 +4,14 @@ from typing import Annotated
 
 import typer
 
-from placement.cli.options import InstanceArg
+from placement.cli.options import InstanceArg, PricesOpt
 
 __all__ = ["kv_prices_command", "print_kv"]
 
 
 def kv_prices_command(instance: InstanceArg,
-                      quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False) -> None:
+                      quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
+                      prices: PricesOpt = None) -> None:
     """Implied price of a cached vs an uncached input token per KV tier and retention window."""
     from rich.table import Table
 
@@ -18,7 +19,8 @@ def kv_prices_command(instance: InstanceArg,
     from placement.cli.consoles import out
     from placement.core.loading import load_instance
 
-    for p in kv_prices(load_instance(instance), source=str(instance)):
+    for p in kv_prices(load_instance(instance), prices=prices,
+                       source=str(instance)):
         head = "no prefill replica meets the TTFT" if p.uncached_usd_per_million_tokens is None else \
             f"${p.uncached_usd_per_million_tokens:.4g}/M tokens ({p.uncached_by} prefill replicas)"
         table = Table(title=f"{p.class_name}: recomputing the prefix costs {head}")

@@ -10,6 +10,7 @@ from placement.cli.options import (
     CalibrationOpt,
     InstanceArg,
     PlanArg,
+    PricesOpt,
     SolverOpt,
     check_run_options,
 )
@@ -69,6 +70,7 @@ def replan_command(
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="read (and keep) candidate generations "
                                                    "here, e.g. the solve's (also PLACEMENT_CACHE_DIR)")] = None,
     calibration: CalibrationOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Re-plan a running plan after failures or changes, counting what each move costs."""
     from rich.markup import escape
@@ -94,7 +96,8 @@ def replan_command(
     inst, _ = apply_overrides(load_instance(instance, calibration), list(set_ or []), str(instance))
     current = read_plan(plan_path)
     new = replan(inst, current, Events(failed_domains=failed, move_usd=move_usd, amortise_h=amortise_h),
-                 backend=solver, time_limit_s=time_limit, gap=gap, cache_dir=cache_dir, source=str(instance))
+                 backend=solver, time_limit_s=time_limit, gap=gap, cache_dir=cache_dir,
+                 prices=prices, source=str(instance))
     if json_path is not None:
         from placement.core.output import write_atomic
 
@@ -136,6 +139,7 @@ def schedule_command(
     references: Annotated[str, typer.Option("--references", help="exact (each period solved alone as a MILP) "
                                             "| bound (only their LP relaxations: a lower bound, much faster)")]
     = "exact",
+    prices: PricesOpt = None,
 ) -> None:
     """One plan per period of a demand profile, beside independent and static-peak plans."""
     from placement.cli.consoles import out
@@ -155,7 +159,8 @@ def schedule_command(
     inst = load_instance(instance)
     result = schedule(inst, read_profile(profile), method=method, reserved_discount=reserved_discount,
                       move_usd=move_usd, backend=solver, time_limit_s=time_limit, gap=gap,
-                      keep_plans=json_path is not None, references=references, source=str(instance))
+                      keep_plans=json_path is not None, references=references,
+                      prices=prices, source=str(instance))
     if json_path is not None:
         from placement.core.output import write_atomic
 

@@ -29,9 +29,7 @@ from pydantic import (
 from placement.core.confidence import PoolBands
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
-from placement.core.loading import describe_error, read_document
-from placement.core.migration import Migration
-from placement.core.schema import (
+from placement.core.field_types import (
     NAME_RULE,
     ActivationPrecision,
     DerivedName,
@@ -39,6 +37,8 @@ from placement.core.schema import (
     Name,
     StoragePrecision,
 )
+from placement.core.loading import describe_error, read_document
+from placement.core.migration import Migration
 from placement.modes import STAGE_OF_KIND, StepId, check_stage
 from topology.records import MutableRecord
 
@@ -397,6 +397,11 @@ class Provenance(MutableRecord):
                                         "(serving.framework; None: a plan written before it was recorded)")
     calibration: str | None = Field(default=None, max_length=400, description="the calibration overlay the plan "
                                     "was priced with: its file name and sha256 (None: the catalogue alone)")
+    prices: Name | None = Field(default=None, description="the chip price set the plan was priced with "
+                                "(topology/catalog/prices.yaml; None: a plan written before it was recorded, tco)")
+    slo_headroom: float | None = Field(default=None, gt=0, le=1, description="the share of every class's SLOs the "
+                                       "plan was made to (the instance's slo_headroom; the classes' SLO fields are "
+                                       "the tightened ones; None: not recorded, 1)")
 
 
 class Plan(MutableRecord):
