@@ -242,6 +242,13 @@ class Pool(MutableRecord):
     bands: PoolBands | None = Field(default=None, description="TPOT, TTFT and capacity at p10 / p50 / p90 of "
                                     "the chip family's held-out error band (placement.core.confidence)")
 
+    @property
+    def layout(self) -> str:
+        """The replica's parallel layout, ``tp1·pp4`` (with ``·epN`` and ``·dpN`` above 1): dp·tp·pp chips."""
+        part = self.config.main if self.part == 0 else self.config.partner
+        dp = 1 if part is None else part.dp
+        return f"tp{self.tp}·pp{self.pp}" + (f"·ep{self.ep}" if self.ep > 1 else "") + (f"·dp{dp}" if dp > 1 else "")
+
 
 class KvRetention(MutableRecord):
     """One retention policy of a session class (:mod:`placement.core.kvmodel`) and what it holds."""

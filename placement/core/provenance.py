@@ -99,13 +99,9 @@ def as_solved(inst: Instance, plan: Plan) -> tuple[Instance, list[str]]:
 
     Examples
     --------
-    >>> from placement.core.schema import Instance
-    >>> inst = Instance.model_validate({
-    ...     "name": "tiny", "model": "llama-3.1-8b",
-    ...     "workload": {"classes": [{"name": "chat", "rate_rps": 2, "prompt_tokens": 500,
-    ...                               "output_tokens": 100, "ttft_ms": 1000, "tpot_ms": 50}]},
-    ...     "hardware": {"domains": [{"name": "h100", "chip": "h100", "count": 2}]}})
-    >>> plan = Plan(instance="tiny", status="optimal", objective="cost", confidence=0.9, provenance=Provenance(
+    >>> from placement.core.loading import load_instance
+    >>> inst = load_instance("instances/melange-toy.yaml")
+    >>> plan = Plan(instance="melange-toy", status="optimal", objective="cost", confidence=0.9, provenance=Provenance(
     ...     tool_version="1.0", instance_sha256="0" * 64, model="llama-3.1-8b", precision_weights="bf16",
     ...     precision_kv="bf16", precision_activations="bf16", prices="on-demand", slo_headroom=0.8))
     >>> solved, warnings = as_solved(inst, plan)
