@@ -80,8 +80,14 @@ def test_the_pareto_png_legend_lists_only_series_with_points():
 
 
 def test_the_roofline_png_marks_the_batches_that_do_not_fit():
-    from placement.cli.roofline_report import PLOT_BATCHES, _chips, _models, plot_fits, roofline_figure, \
-        roofline_summary
+    from placement.cli.roofline_report import (
+        PLOT_BATCHES,
+        _chips,
+        _models,
+        plot_fits,
+        roofline_figure,
+        roofline_summary,
+    )
 
     s = roofline_summary("h100", "llama-3.1-8b", context=8192, batch=8)
     fits = plot_fits(_chips()["h100"], _models()["llama-3.1-8b"], s)
