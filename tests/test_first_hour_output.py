@@ -76,7 +76,8 @@ def test_the_pareto_png_legend_lists_only_series_with_points():
     fig = pareto_figure(result)
     labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert labels and not any("h100" in t for t in labels)
-    assert any("no verified plan at any point (not drawn): only h100" in t.get_text() for t in fig.texts)
+    note = "not drawn, no verified plan with a predicted TPOT at any point: only h100"
+    assert any(note in t.get_text() for t in fig.texts)
 
 
 def test_the_roofline_png_marks_the_batches_that_do_not_fit():

@@ -202,7 +202,7 @@ def test_a_series_with_no_verified_plan_is_named_under_the_chart_not_in_its_lege
     html = sweep_svg(res)
     root = ET.fromstring(html[:html.index("</svg>") + 6])
     assert [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "legend"] == ["heterogeneous frontier"]
-    assert "No verified plan at any point (not drawn): only h100" in html
+    assert "Not drawn, no verified plan with a predicted TPOT at any point: only h100" in html
 
 
 def test_a_plan_without_pools_still_reports_its_diagnosis():

@@ -157,3 +157,15 @@ def test_an_instance_that_asks_for_a_price_set_refuses_a_plan_priced_with_anothe
     result = placement.check(with_prices(inst, "on-demand"), plan)
     assert not result.ok
     assert result.violations[0] == "provenance.prices: the plan says 'tco', the instance 'on-demand'"
+
+
+def test_the_catalogue_lists_every_set_with_its_sources():
+    r = runner.invoke(app, ["catalog", "prices", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    rows = {row["chip"]: row for row in json.loads(r.stdout)}
+    assert set(rows) == set(load_chip_catalog())
+    assert rows["h100"]["on-demand"] == {"usd_per_hour": 3.0, "estimate": False,
+                                         "source": load_price_sets()["on-demand"].price("h100").source}
+    assert rows["wse3"]["on-demand"]["estimate"] and rows["wse3"]["tco"]["estimate"]
+    r = runner.invoke(app, ["catalog", "prices"])
+    assert r.exit_code == 0 and "238.62*" in r.output and "--prices NAME" in r.output

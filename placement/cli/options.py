@@ -135,6 +135,7 @@ class CatalogKind(StrEnum):
 
     chips = "chips"
     models = "models"
+    prices = "prices"
 
 
 InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]

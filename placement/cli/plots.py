@@ -22,6 +22,7 @@ swept field with its unit (:func:`placement.report.labels.axis_label`).
 from __future__ import annotations
 
 import io
+import textwrap
 from pathlib import Path
 
 from placement.core.numbers import num, value
@@ -202,7 +203,7 @@ def pareto_figure(result: SweepResult, title: str | None = None):
         usd_all += [p.usd_per_million_output_tokens for p in pts]
     focus = ", ".join(result.focus_classes)
     for ax in axes:
-        ax.set_xlabel(f"interactivity: tokens/s per user (1000 / predicted TPOT of {focus})")
+        ax.set_xlabel(textwrap.fill(f"interactivity: tokens/s per user (1000 / predicted TPOT of {focus})", 60))
         _log_if_wide(ax, "x", xs_all)
         ax.grid(True, which="both", lw=0.3)
     axes[0].set_ylabel("output tokens/s per chip")
@@ -219,17 +220,18 @@ def pareto_figure(result: SweepResult, title: str | None = None):
     if faded:
         axes[0].plot([], [], ls="none", marker="o", color="tab:gray", alpha=0.3, label=DOMINATED_LABEL)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8,
-               bbox_to_anchor=(0.5, -0.06))
+    if labels:
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
+                   bbox_to_anchor=(0.5, -0.06))
     if empty:
-        fig.text(0.5, -0.1, "no verified plan at any point (not drawn): " + "; ".join(empty), ha="center",
-                 fontsize=8)
+        fig.text(0.5, -0.1, "not drawn, no verified plan with a predicted TPOT at any point: " + "; ".join(empty),
+                 ha="center", fontsize=8)
     sweep = ", ".join(f"{axis_label(a.label)} {value(a.values[0])}…{value(a.values[-1])} ({len(a.values)} points)"
                       for a in result.axes)
     fixed = "; ".join(f"{axis_label(k)} = {value(v)}" for k, v in result.overrides.items())
     fig.suptitle(title or f"{result.instance}: {sweep}" + (f"\nwith {fixed}" if fixed else ""), fontsize=11)
     if not xs_all:
-        axes[0].text(0.5, 0.5, "no feasible point", ha="center", transform=axes[0].transAxes)
+        axes[0].text(0.5, 0.5, "no point to draw", ha="center", transform=axes[0].transAxes)
     return fig
 
 

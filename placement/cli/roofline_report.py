@@ -31,7 +31,7 @@ MAX_BATCH = 65536
 _MS = 1e3
 _GB = 1e9
 _TERA = 1e12
-_CATALOG_KINDS = ("chips", "models")
+_CATALOG_KINDS = ("chips", "models", "prices")
 
 
 def _chips() -> dict[str, "ChipSpec"]:
@@ -415,6 +415,10 @@ def _heldout_cell(row: dict[str, Any]) -> str:
 def catalog_rows(kind: str) -> list[dict[str, Any]]:
     """The catalogue as JSON-ready rows: records plus derived figures (chips: their error band too)."""
     _check_choice(kind, _CATALOG_KINDS, "kind", "catalogue")
+    if kind == "prices":
+        from placement.cli.prices import price_rows
+
+        return price_rows()
     if kind == "chips":
         return [dict(c.model_dump(mode="json"),
                      ridge_flop_per_byte_bf16=c.ridge_flop_per_byte("bf16") if c.runs("bf16") else None,
@@ -434,7 +438,8 @@ def catalog(
     quant_config: Annotated[Path | None, typer.Option("--quant-config", help="with --config: a ModelOpt "
                             "hf_quant_config.json giving the checkpoint's precisions")] = None,
 ) -> None:
-    """List the shipped chip or model catalogue, or the model a Hugging Face config.json describes."""
+    """List the shipped chip or model catalogue, the chip price sets, or the model a Hugging Face config.json
+    describes."""
     from rich.table import Table
 
     from placement.cli.consoles import out
@@ -466,6 +471,11 @@ def catalog(
         write_atomic(json_out, json.dumps(rows, indent=2) + "\n")
         if str(json_out) == "-":
             return
+    if kind == "prices":
+        from placement.cli.prices import print_prices
+
+        print_prices(out, rows)
+        return
     if kind == "chips":
         t = Table(title="chips", caption=caption)
         for col in ("name", "kind", "BF16 / FP8 / FP4 TFLOP/s", "memory GB", "TB/s", "ridge", "domain",

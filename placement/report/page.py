@@ -136,8 +136,8 @@ def sweep_svg(result: SweepResult) -> str:
                            log_y=bool(ys) and max(ys) / min(ys) > 20)
         empty = [s for s in result.series if not any(p.ok and p.tokens_per_s_per_user is not None
                                                      for p in result.series_points(s))]
-        return chart + (f'<p class="chart-note">No verified plan at any point (not drawn): {esc(", ".join(empty))}'
-                        "</p>" if empty else "")
+        note = "Not drawn, no verified plan with a predicted TPOT at any point: " + ", ".join(empty)
+        return chart + (f'<p class="chart-note">{esc(note)}</p>' if empty else "")
     first = result.axes[0]
     pts = sorted((p for p in result.points if p.ok and isinstance(p.values.get(first.label), (int, float))),
                  key=lambda p: p.values[first.label])
