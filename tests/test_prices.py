@@ -169,3 +169,12 @@ def test_the_catalogue_lists_every_set_with_its_sources():
     assert rows["wse3"]["on-demand"]["estimate"] and rows["wse3"]["tco"]["estimate"]
     r = runner.invoke(app, ["catalog", "prices"])
     assert r.exit_code == 0 and "238.62*" in r.output and "--prices NAME" in r.output
+
+
+def test_a_replan_keeps_the_running_plans_price_set_unless_told(inst):
+    running = placement.solve(inst, backend="highs", prices="on-demand")
+    new = placement.replan(inst, running, backend="highs")
+    assert new.verified and new.provenance.prices == "on-demand"
+    assert any("re-planned at the plan's" in n and "on-demand" in n for n in new.notes)
+    tco = placement.replan(inst, running, backend="highs", prices="tco")
+    assert tco.provenance.prices == "tco" and not any("price set" in n for n in tco.notes)

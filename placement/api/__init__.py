@@ -263,12 +263,18 @@ def replan(instance: Instance, plan: Plan, events=None, *, changes: Mapping[str,
            cache_dir: str | Path | None = None, prices: str | None = None, source: str = "<instance>") -> Plan:
     """The cheapest plan from the running ``plan`` after ``events`` (:class:`placement.core.replan.Events`:
     failed domains, $ per move, amortisation hours) on the instance with ``changes``
-    (``placement replan --fail --set --move-usd --amortise-h``)."""
+    (``placement replan --fail --set --move-usd --amortise-h``). The running plan's confidence level, SLO
+    headroom and price set hold where the instance asks for none (:func:`placement.core.provenance.as_solved`;
+    a note says so); ``prices`` overrides its price set."""
+    from placement.core.provenance import as_solved
     from placement.core.replan import replan as run
 
+    solved, settings = as_solved(instance, plan, "re-planned")
     with _settings(cache_dir):
-        return run(with_changes(with_prices(instance, prices), changes or {}, source=source), plan, events, backend=backend,
-                   time_limit_s=time_limit_s, gap=gap, source=source)
+        new = run(with_changes(with_prices(solved, prices), changes or {}, source=source), plan, events,
+                  backend=backend, time_limit_s=time_limit_s, gap=gap, source=source)
+    held = [s for s in settings if prices is None or "price set" not in s]
+    return new.model_copy(update={"notes": [*new.notes, *held]}) if held else new
 
 
 def kv_prices(instance: Instance, *, prices: str | None = None, source: str = "<instance>") -> list[KvPrices]:

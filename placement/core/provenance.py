@@ -87,15 +87,17 @@ def provenance(ctx: Context) -> Provenance:
                       prices=given.prices, slo_headroom=given.slo_headroom)
 
 
-def as_solved(inst: Instance, plan: Plan) -> tuple[Instance, list[str]]:
+def as_solved(inst: Instance, plan: Plan, doing: str = "checked") -> tuple[Instance, list[str]]:
     """``inst`` with the run settings ``plan`` records — its confidence level, SLO headroom and price set
-    (``solve --confidence --headroom --prices``) — and one warning per setting taken from the plan.
+    (``solve --confidence --headroom --prices``) — and one warning per setting taken from the plan (``doing``:
+    what is done with the plan at it).
 
-    A plan is checked, and matched to its instance's hash, as it was solved: its confidence level always
-    (the verifier's :func:`~placement.core.confidence.at_confidence`), its headroom and price set where the
-    instance asks for none (``slo_headroom`` 1, ``prices`` tco). An instance that asks for a headroom or a
-    price set keeps it, and a plan made otherwise fails :func:`compare_provenance`. Settings a plan does not
-    record (written before they were) are the instance's.
+    A plan is checked, re-planned and matched to its instance's hash as it was solved where the instance asks
+    for no setting of its own (no ``confidence``, ``slo_headroom`` 1, ``prices`` tco). An instance that asks
+    for a headroom or a price set keeps it, and a plan made otherwise fails :func:`compare_provenance` (the
+    verifier checks a plan at its own confidence level whatever the instance's:
+    :func:`~placement.core.confidence.at_confidence`). Settings a plan does not record (written before they
+    were) are the instance's.
 
     Examples
     --------
@@ -114,15 +116,15 @@ def as_solved(inst: Instance, plan: Plan) -> tuple[Instance, list[str]]:
     recorded = {"confidence": plan.confidence,
                 "slo_headroom": None if says is None else says.slo_headroom,
                 "prices": None if says is None else says.prices}
-    update = {k: v for k, v in recorded.items() if (v is not None or k == "confidence") and v != getattr(inst, k)
-              and (k == "confidence" or getattr(inst, k) == _DEFAULTS[k])}
+    update = {k: v for k, v in recorded.items()
+              if (v is not None or k == "confidence") and v != getattr(inst, k) and getattr(inst, k) == _DEFAULTS[k]}
     warnings = [f"the plan was {_SETTINGS[k]} {_setting(v)} (the instance: {_setting(getattr(inst, k))}); it is "
-                "checked at the plan's" for k, v in update.items()]
+                f"{doing} at the plan's" for k, v in update.items()]
     return (inst.model_copy(update=update) if update else inst), warnings
 
 
 #: The instance's settings that ask nothing of a plan: a plan's own is taken (others must match).
-_DEFAULTS = {"slo_headroom": 1.0, "prices": DEFAULT_PRICES}
+_DEFAULTS = {"confidence": None, "slo_headroom": 1.0, "prices": DEFAULT_PRICES}
 #: What a plan's run setting says, by instance field.
 _SETTINGS = {"confidence": "priced at confidence", "slo_headroom": "planned at slo_headroom",
              "prices": "priced with the price set"}
