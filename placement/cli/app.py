@@ -100,8 +100,12 @@ def validate(instance: InstanceArg, calibration: CalibrationOpt = None) -> None:
     inst = _load(instance, calibration)
     ctx = Context.of(inst, str(instance))
     chips = sum(s.chips for s in ctx.sites.values())
+    from placement.core.numbers import num
+    from topology.prices import DEFAULT_PRICES
+
     out.print(f"[green]ok[/green] {instance}: model {ctx.model.name}, {len(inst.workload.classes)} classes, "
-              f"{len(ctx.sites)} domain groups, {chips} chips, modes {', '.join(inst.modes)}")
+              f"{num(len(ctx.sites))} domain groups, {num(chips)} chips, modes {', '.join(inst.modes)}"
+              + ("" if inst.prices == DEFAULT_PRICES else f", chip prices {inst.prices}"))
     from placement.cli.consoles import warn_unreachable
 
     warn_unreachable(ctx.graph)
