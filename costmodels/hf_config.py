@@ -16,13 +16,15 @@ qwen3_next              + ``layer_types`` / ``full_attention_interval``: Gated D
                         (``linear_num_key_heads``, ``linear_key_head_dim``, ``linear_num_value_heads``,
                         ``linear_value_head_dim``, ``linear_conv_kernel_dim``)
 deepseek_v3, kimi_k2,   MLA (``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``, ``qk_rope_head_dim``,
-deepseek_v32            ``v_head_dim``), MoE (``n_routed_experts``, ``n_shared_experts``,
-                        ``first_k_dense_replace``); V3.2's indexer (``index_n_heads``, ``index_head_dim``,
-                        ``index_topk``)
+deepseek_v32,           ``v_head_dim``), MoE (``n_routed_experts``, ``n_shared_experts``,
+glm_moe_dsa             ``first_k_dense_replace``, ``mlp_layer_types``); V3.2's and GLM-5's indexer
+                        (``index_n_heads``, ``index_head_dim``, ``index_topk``) on every layer
 glm4_moe                GQA with DeepSeek-style MoE keys
 gpt_oss                 GQA, MoE (``num_local_experts``, ``experts_per_token``), ``layer_types``' sliding layers
+minimax_m2              GQA, MoE on every layer (``num_local_experts``, experts of ``intermediate_size``, a shared
+                        expert of ``shared_intermediate_size``); ``attn_type_list`` must be all full attention
 gemma3 (``text_config``) GQA with ``sliding_window`` on ``layer_types`` (or every layer but each
-                        ``sliding_window_pattern``-th), tied embeddings
+                        ``sliding_window_pattern``-th), tied embeddings; keys left out as :data:`FAMILY_DEFAULTS`
 llama4 (``text_config``) MoE on every ``interleave_moe_layer_step``-th layer (one shared expert), dense
                         layers of ``intermediate_size_mlp``, chunked attention (``attention_chunk_size``)
                         on the RoPE layers, read as a window of the chunk (an upper bound on its reads)
@@ -31,11 +33,11 @@ nemotron_h              ``hybrid_override_pattern``: ``M`` Mamba-2 and ``*`` att
 =====================  ==========================================================================
 
 A checkpoint's quantisation (``quantization_config`` inside the config, or NVIDIA ModelOpt's
-``hf_quant_config.json``) is read by :func:`checkpoint_precision`.
+``hf_quant_config.json``) is read by :func:`costmodels.checkpoint.checkpoint_precision`.
 
 Not represented (each well under 1 % of parameters): norms, biases, attention sinks, Qwen3-Next's output
 gate on the full-attention query (d·heads·head_dim per such layer), MoE gate biases, the multi-token
-prediction layers (``num_nextn_predict_layers``: reported, not counted). A multimodal checkpoint's vision
+prediction layers (``num_nextn_predict_layers``, MiniMax's ``num_mtp_modules``: reported, not counted). A multimodal checkpoint's vision
 tower (``vision_config``) is counted as stored ``encoder_params`` (an estimate), not as per-token work.
 
 Examples
@@ -58,20 +60,27 @@ from typing import Any
 
 from costmodels.models import ModelSpec
 
-__all__ = ["HFConfigError", "checkpoint_precision", "config_notes", "model_figures", "model_from_hf_config",
-           "read_hf_config"]
+__all__ = ["HFConfigError", "config_notes", "model_from_hf_config", "read_hf_config"]
 
 #: ``model_type`` values read, by the attention they carry.
 GQA_TYPES = {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "qwen3_next", "glm4_moe",
-             "gpt_oss", "gemma3_text", "llama4_text", "nemotron_h", "glm4", "phi3", "granite"}
-MLA_TYPES = {"deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2"}
+             "gpt_oss", "gemma3_text", "llama4_text", "nemotron_h", "glm4", "phi3", "granite", "minimax_m2"}
+MLA_TYPES = {"deepseek_v3", "deepseek_v32", "kimi_k2", "deepseek_v2", "glm_moe_dsa"}
 #: Multimodal wrappers whose language model sits under ``text_config``.
 WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
 #: ``transformers`` defaults where a family's configuration class differs from the usual (``head_dim`` =
 #: hidden/heads, untied embeddings).
 DEFAULT_HEAD_DIM = {"gemma3_text": 256, "qwen3": 128, "qwen3_moe": 128, "qwen3_next": 256, "nemotron_h": 128,
                     "llama4_text": 128, "gpt_oss": 64}
-TIED_BY_DEFAULT = {"gemma3_text"}
+#: Keys a family's published configs leave out, at their ``transformers`` configuration class's defaults.
+#: Gemma 3: ``Gemma3TextConfig.__init__`` (huggingface/transformers@008f5c8c29be84d4721dc6d1e0fcd72300580be4
+#: src/transformers/models/gemma3/configuration_gemma3.py): vocabulary 262,208, tied embeddings, a 4,096-token
+#: window and ``sliding_window_pattern`` 6 (five sliding layers to one global; later versions write the same
+#: pattern out as ``layer_types``). google/gemma-3-27b-it's ``text_config`` gives neither vocabulary nor pattern.
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {"vocab_size": 262_208, "tie_word_embeddings": True, "sliding_window": 4096,
+                    "sliding_window_pattern": 6},
+}
 
 
 class HFConfigError(ValueError):
@@ -119,6 +128,18 @@ def _layer_kinds(cfg: Mapping, layers: int, key: str = "layer_types") -> list[st
     return kinds
 
 
+def _indexer_on_every_layer(cfg: Mapping) -> None:
+    """Refuse a sparse-attention config whose layers share an indexer's top-k (``transformers``'
+    ``GlmMoeDsaConfig.indexer_types``: ``"shared"`` layers run no indexer); the record prices one per layer."""
+    types, freq, pattern = cfg.get("indexer_types"), cfg.get("index_topk_freq"), cfg.get("index_topk_pattern")
+    shared = ((isinstance(types, list) and any(t != "full" for t in types))
+              or (isinstance(freq, int) and freq > 1) or (isinstance(pattern, str) and "S" in pattern.upper()))
+    if shared:
+        key = "indexer_types" if types is not None else "index_topk_freq" if freq is not None else "index_topk_pattern"
+        raise HFConfigError("layers that share another layer's indexer top-k are not read yet (the record runs an "
+                            "indexer on every attention layer)", key)
+
+
 def _attention(cfg: Mapping, mt: str, hidden: int) -> dict:
     heads = _get(cfg, "num_attention_heads", required=True)
     if mt in MLA_TYPES:
@@ -128,6 +149,7 @@ def _attention(cfg: Mapping, mt: str, hidden: int) -> dict:
                "qk_rope_head_dim": _get(cfg, "qk_rope_head_dim", required=True),
                "v_head_dim": _get(cfg, "v_head_dim", required=True)}
         if cfg.get("index_topk") is not None:
+            _indexer_on_every_layer(cfg)
             out["indexer"] = {"heads": _get(cfg, "index_n_heads", required=True),
                               "head_dim": _get(cfg, "index_head_dim", required=True),
                               "topk_tokens": _get(cfg, "index_topk")}
@@ -164,12 +186,20 @@ def _windows(cfg: Mapping, mt: str, attention_kinds: list[str], attn: dict) -> N
     window = _get(cfg, "sliding_window")
     sliding = sum(1 for k in attention_kinds if k == "sliding_attention")
     if sliding == 0 and mt == "gemma3_text" and "layer_types" not in cfg:
-        pattern = _get(cfg, "sliding_window_pattern", 6)
+        pattern = _get(cfg, "sliding_window_pattern", required=True) or 1
         sliding = sum(1 for i in range(len(attention_kinds)) if (i + 1) % pattern)
     if sliding == 0 and "layer_types" not in cfg and mt in ("mistral", "mixtral"):
         sliding = len(attention_kinds)
     if sliding:
         attn.update(sliding_window_tokens=window, sliding_window_layers=sliding)
+
+
+def _shared_experts(cfg: Mapping, key: str, expert: int) -> int:
+    """Shared experts of a config that gives their total width under ``key`` (0 when absent)."""
+    size = _get(cfg, key, 0) or 0
+    if size % expert:
+        raise HFConfigError(f"a shared expert of {size} is not a whole number of experts of {expert}", key)
+    return size // expert
 
 
 def _moe(cfg: Mapping, mt: str, layers: int) -> tuple[dict | None, int | None]:
@@ -178,30 +208,32 @@ def _moe(cfg: Mapping, mt: str, layers: int) -> tuple[dict | None, int | None]:
         experts = _get(cfg, "n_routed_experts")
         if not experts:
             return None, None
-        freq = _get(cfg, "moe_layer_freq", 1) or 1
-        first = _get(cfg, "first_k_dense_replace", 0)
-        moe_layers = sum(1 for i in range(first, layers) if i % freq == 0)
+        kinds = _layer_kinds(cfg, layers, "mlp_layer_types")
+        if kinds is not None:
+            moe_layers = sum(1 for k in kinds if k == "sparse")
+        else:
+            freq = _get(cfg, "moe_layer_freq", 1) or 1
+            first = _get(cfg, "first_k_dense_replace", 0)
+            moe_layers = sum(1 for i in range(first, layers) if i % freq == 0)
         return ({"experts": experts, "active_experts": _get(cfg, "num_experts_per_tok", required=True),
                  "shared_experts": _get(cfg, "n_shared_experts", 0) or 0,
                  "expert_intermediate_size": _get(cfg, "moe_intermediate_size", required=True)},
                 layers - moe_layers)
-    if mt in ("mixtral", "gpt_oss"):
+    if mt in ("mixtral", "gpt_oss", "minimax_m2"):
         experts = _get(cfg, "num_local_experts", required=True)
         k = _get(cfg, "num_experts_per_tok") or _get(cfg, "experts_per_token", required=True)
-        return ({"experts": experts, "active_experts": k,
-                 "expert_intermediate_size": _get(cfg, "intermediate_size", required=True)}, 0)
+        expert = _get(cfg, "intermediate_size", required=True)
+        return ({"experts": experts, "active_experts": k, "expert_intermediate_size": expert,
+                 "shared_experts": _shared_experts(cfg, "shared_intermediate_size", expert)}, 0)
     if mt in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         experts = _get(cfg, "num_experts", required=True)
         expert = _get(cfg, "moe_intermediate_size", required=True)
-        shared_size = _get(cfg, "shared_expert_intermediate_size", 0) or 0
-        if shared_size % expert:
-            raise HFConfigError(f"a shared expert of {shared_size} is not a whole number of experts of {expert}",
-                                "shared_expert_intermediate_size")
+        shared = _shared_experts(cfg, "shared_expert_intermediate_size", expert)
         step = _get(cfg, "decoder_sparse_step", 1) or 1
         dense_only = set(cfg.get("mlp_only_layers") or [])
         moe_layers = sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
         return ({"experts": experts, "active_experts": _get(cfg, "num_experts_per_tok", required=True),
-                 "shared_experts": shared_size // expert, "expert_intermediate_size": expert},
+                 "shared_experts": shared, "expert_intermediate_size": expert},
                 layers - moe_layers)
     if mt == "llama4_text":
         experts = _get(cfg, "num_local_experts", required=True)
@@ -276,6 +308,7 @@ def model_from_hf_config(config: Mapping, *, name: str, source: str, display_nam
     (46.7, 12.9)
     """
     cfg, mt = _language_model(config)
+    cfg = {**FAMILY_DEFAULTS.get(mt, {}), **cfg}
     if mt not in GQA_TYPES | MLA_TYPES:
         known = ", ".join(sorted(GQA_TYPES | MLA_TYPES | set(WRAPPERS)))
         raise HFConfigError(f"model_type {mt!r} is not one this reader knows; expected one of {known} "
@@ -284,7 +317,7 @@ def model_from_hf_config(config: Mapping, *, name: str, source: str, display_nam
     layers = _get(cfg, "num_hidden_layers", required=True)
     out: dict = {"name": name, "display_name": display_name or name, "hidden_size": hidden,
                  "vocab_size": _get(cfg, "vocab_size", required=True),
-                 "tie_word_embeddings": bool(_get(cfg, "tie_word_embeddings", mt in TIED_BY_DEFAULT, kind=bool)),
+                 "tie_word_embeddings": bool(_get(cfg, "tie_word_embeddings", False, kind=bool)),
                  "layers": layers, "sources": {"architecture": source}}
     attn = _attention(cfg, mt, hidden)
     kinds = _layer_kinds(cfg, layers)
@@ -302,6 +335,9 @@ def model_from_hf_config(config: Mapping, *, name: str, source: str, display_nam
                                "value_head_dim": _get(cfg, "linear_value_head_dim", required=True),
                                "conv_kernel": _get(cfg, "linear_conv_kernel_dim", 4)}
         attention_kinds = [k for k in attention_kinds if k != "linear_attention"]
+    if mt == "minimax_m2" and any(t != 1 for t in cfg.get("attn_type_list") or []):
+        raise HFConfigError("'attn_type_list' entries other than 1 (full attention) are MiniMax's lightning "
+                            "(linear) attention layers, not read yet", "attn_type_list")
     if mt == "nemotron_h":
         _nemotron_h(cfg, out)
         attention_kinds = ["full_attention"] * cfg["hybrid_override_pattern"].count("*")
@@ -311,7 +347,7 @@ def model_from_hf_config(config: Mapping, *, name: str, source: str, display_nam
     moe, dense_layers = _moe(cfg, mt, layers)
     if mt == "llama4_text":
         out["ffn_intermediate_size"] = _get(cfg, "intermediate_size_mlp", required=True)
-    elif moe is not None and mt in ("mixtral", "gpt_oss", "qwen3_moe", "qwen3_next") and dense_layers == 0:
+    elif moe is not None and dense_layers == 0:
         out["ffn_intermediate_size"] = moe["expert_intermediate_size"]  # no dense layer: the field is unused
     else:
         out["ffn_intermediate_size"] = _get(cfg, "intermediate_size", required=True)
@@ -330,7 +366,7 @@ def model_from_hf_config(config: Mapping, *, name: str, source: str, display_nam
 
 
 def config_notes(config: Mapping) -> list[str]:
-    """What a configuration holds that the record does not count (MTP layers, vision towers).
+    """What a configuration holds that the record does not count (MTP layers, vision towers, FP8 block scales).
 
     Examples
     --------
@@ -339,71 +375,19 @@ def config_notes(config: Mapping) -> list[str]:
     """
     notes = []
     cfg, _ = _language_model(config) if isinstance(config.get("model_type"), str) else (config, "")
-    mtp = cfg.get("num_nextn_predict_layers")
-    if isinstance(mtp, int) and mtp > 0:
-        notes.append(f"{mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) not counted: a draft of "
-                     "their own")
+    for key in ("num_nextn_predict_layers", "num_mtp_modules"):
+        mtp = cfg.get(key)
+        if isinstance(mtp, int) and mtp > 0 and cfg.get("use_mtp", True) is not False:
+            notes.append(f"{mtp} multi-token-prediction layer(s) ({key}) not counted: a draft of their own")
+    q = config.get("quantization_config")
+    block = q.get("weight_block_size") if isinstance(q, Mapping) else None
+    if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
+        notes.append(f"FP8 block scales (one FP32 per {block[0]} × {block[1]} weights: +{400 / (block[0] * block[1]):.3f} "
+                     "% of the FP8 weights' bytes) not counted")
     if isinstance(config.get("vision_config"), Mapping):
         notes.append("a vision tower (vision_config) counted in the stored parameters (an estimate), not in the "
                      "per-token work: image prefill is not modelled")
     return notes
-
-
-def _precision_of_bits(bits: Any) -> str | None:
-    return {4: "fp4", 8: "fp8", 16: "bf16"}.get(bits) if isinstance(bits, int) else None
-
-
-def checkpoint_precision(config: Mapping, quant_config: Mapping | None = None) -> dict[str, str]:
-    """The precisions a checkpoint stores: ``weights`` and, where they differ, ``attention`` and ``kv``.
-
-    Reads ``quantization_config`` (``quant_method`` fp8, mxfp4, modelopt, compressed-tensors) from the
-    config, or an NVIDIA ModelOpt ``hf_quant_config.json`` given as ``quant_config``. An unquantised
-    checkpoint is ``{"weights": "bf16"}``. MXFP4 checkpoints that list attention among
-    ``modules_to_not_convert`` keep it at BF16.
-
-    Examples
-    --------
-    >>> checkpoint_precision({"model_type": "llama"})
-    {'weights': 'bf16'}
-    >>> checkpoint_precision({"quantization_config": {"quant_method": "mxfp4",
-    ...                       "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"]}})
-    {'weights': 'fp4', 'attention': 'bf16'}
-    >>> checkpoint_precision({}, {"quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}})
-    {'weights': 'fp4', 'kv': 'fp8'}
-    """
-    if quant_config is not None:
-        q = quant_config.get("quantization", quant_config)
-        algo = str(q.get("quant_algo", "")).upper()
-        out = {"weights": "fp4" if "FP4" in algo else "fp8" if "FP8" in algo else "bf16"}
-        if "FP8" in str(q.get("kv_cache_quant_algo", "")).upper():
-            out["kv"] = "fp8"
-        return out
-    q = config.get("quantization_config")
-    if not isinstance(q, Mapping):
-        return {"weights": "bf16"}
-    method = str(q.get("quant_method", "")).lower()
-    out: dict[str, str]
-    if method == "mxfp4":
-        out = {"weights": "fp4"}
-        if any("attn" in str(m) for m in q.get("modules_to_not_convert") or []):
-            out["attention"] = "bf16"
-    elif method in ("fp8", "fbgemm_fp8"):
-        out = {"weights": "fp8"}
-    elif method == "modelopt":
-        algo = str(q.get("quant_algo", "")).upper()
-        out = {"weights": "fp4" if "FP4" in algo else "fp8"}
-    elif method == "compressed-tensors":
-        groups = q.get("config_groups") or {}
-        bits = next((g.get("weights", {}).get("num_bits") for g in groups.values() if isinstance(g, Mapping)), None)
-        out = {"weights": _precision_of_bits(bits) or "bf16"}
-    else:
-        raise HFConfigError(f"quantization_config.quant_method {method!r} is not one this reader knows; expected "
-                            "fp8, mxfp4, modelopt or compressed-tensors (or set precision in the instance)",
-                            "quantization_config.quant_method")
-    kv = q.get("kv_cache_scheme")
-    if isinstance(kv, Mapping) and _precision_of_bits(kv.get("num_bits")) == "fp8":
-        out["kv"] = "fp8"
-    return out
 
 
 def _name_from(path: Path, config: Mapping) -> str:
@@ -441,51 +425,3 @@ def read_hf_config(path: str | Path, *, name: str | None = None) -> tuple[ModelS
              "costmodels/hf_config.py"
     display = str(config.get("_name_or_path") or label)
     return model_from_hf_config(config, name=label, source=source, display_name=display), config
-
-
-
-def model_figures(model: ModelSpec, precision: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Every derived size of ``model`` in base units, at a checkpoint's ``precision`` (default BF16).
-
-    Keys: parameter counts (total, active, embedding, token mixers, FFN), ``weight_bytes`` at the
-    checkpoint's precisions (attention projections and embeddings at ``attention``), KV bytes per token
-    (at ``kv``; per attention layer and over all layers at 8K, 32K and 128K tokens of context), the
-    recurrent state per sequence and the layer kinds.
-
-    Examples
-    --------
-    >>> from costmodels.models import load_model_catalog
-    >>> f = model_figures(load_model_catalog()["llama-3.1-70b"])
-    >>> round(f["total_params"] / 1e9, 2), f["kv_bytes_per_token"], f["layer_kinds"]
-    (70.55, 327680.0, {'full_attention': 80})
-    """
-    from costmodels.arithmetic import kv_bytes_per_sequence, stored_weight_bytes
-
-    prec = {"weights": "bf16", **(precision or {})}
-    kv = prec.get("kv", "bf16")
-    a = model.attention
-    kinds: dict[str, int] = {}
-    if a.indexer is not None:
-        kinds[f"sparse_attention (top {a.indexer.topk_tokens:,} tokens)"] = model.attention_layers
-    else:
-        if model.full_attention_layers:
-            kinds["full_attention"] = model.full_attention_layers
-        if a.sliding_window_layers:
-            kinds[f"sliding_attention ({a.sliding_window_tokens:,} tokens)"] = a.sliding_window_layers
-    if model.linear_mixer is not None:
-        kinds[model.linear_mixer.kind] = model.linear_mixer.layers
-    return {
-        "name": model.name, "precision": prec,
-        "total_params": model.total_params, "active_params": model.active_params,
-        "embedding_params": model.embedding_params, "token_mixer_params": model.attention_params,
-        "ffn_params": model.ffn_params, "encoder_params": model.encoder_params,
-        "weight_bytes": stored_weight_bytes(model, "full", prec["weights"], prec.get("attention")),
-        "kv_bytes_per_token_per_layer": model.kv_bytes_per_token_per_layer(kv),
-        "kv_bytes_per_token": model.kv_bytes_per_token(kv),
-        "kv_bytes_per_sequence": {f"{c // 1024}K": float(kv_bytes_per_sequence(model, kv, c))
-                                  for c in (8192, 32768, 131072)},
-        "state_bytes_per_sequence": model.state_bytes_per_sequence(kv),
-        "layers": model.layers, "ffn_layers": model.ffn_layer_count, "layer_kinds": kinds,
-        "experts": None if model.moe is None else
-        f"{model.moe.active_experts} of {model.moe.experts} + {model.moe.shared_experts} shared",
-    }

@@ -231,7 +231,7 @@ def catalogue_model_name(name: str, catalogue: dict[str, ModelSpec] | None = Non
 
     >>> catalogue_model_name("meta-llama/Llama-3.1-70B-Instruct")
     'llama-3.1-70b'
-    >>> catalogue_model_name("nvidia/DeepSeek-R1-NVFP4"), catalogue_model_name("zhipuai/GLM-5")
+    >>> catalogue_model_name("nvidia/DeepSeek-R1-NVFP4"), catalogue_model_name("Qwen/Qwen3.5-397B-A17B")
     ('deepseek-v3', None)
     """
     models = load_model_catalog() if catalogue is None else catalogue

@@ -180,16 +180,18 @@ class MoE(Record):
 
 
 def default_attention_precision(model: ModelSpec, weights: str) -> str:
-    """The attention projections' precision of ``model`` served at ``weights``: the same, except FP4 weights of
-    a model whose published FP4 checkpoints keep attention wider (``fp4_attention_precision``).
+    """The attention projections' precision of ``model`` served at ``weights``: the same, except FP4 (NVFP4 or
+    MXFP4) weights of a model whose published FP4 checkpoints keep attention wider (``fp4_attention_precision``).
 
     Examples
     --------
     >>> m = load_model_catalog()["deepseek-v3"]
     >>> default_attention_precision(m, "fp4"), default_attention_precision(m, "fp8")
     ('fp8', 'fp8')
+    >>> default_attention_precision(load_model_catalog()["gpt-oss-120b"], "mxfp4")
+    'bf16'
     """
-    if weights == "fp4" and model.fp4_attention_precision is not None:
+    if weights in ("fp4", "mxfp4") and model.fp4_attention_precision is not None:
         return model.fp4_attention_precision
     return weights
 

@@ -26,6 +26,7 @@ MODEL_NAMES = {
     "gpt-oss-120b", "gpt-oss-20b", "qwen3-235b-a22b", "qwen3-32b", "kimi-k2",
     "eagle3-llama-3.1-8b", "eagle3-llama-3.3-70b",
     "deepseek-v3.2", "qwen3-30b-a3b", "qwen3-next-80b-a3b", "nemotron-h-56b", "llama-4-scout", "mixtral-8x7b",
+    "gemma-3-27b", "glm-5", "minimax-m2", "llama-4-maverick", "glm-4.5",
 }
 
 #: Numeric ChipSpec fields; each needs a source (scale_up_latency_s included,

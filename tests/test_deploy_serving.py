@@ -27,6 +27,7 @@ from placement.deploy.engines import (
     vllm_args,
 )
 from placement.deploy.units import replica_bounds, unit_rate_rps, units_of
+from topology.chips import WEIGHT_PRECISIONS
 
 ROOT = Path(__file__).parents[1]
 FLAGS = ROOT / "placement/deploy/flags"
@@ -232,7 +233,7 @@ def test_the_checkpoint_catalogue_is_sourced_and_known():
     doc = yaml.safe_load((ROOT / "placement/deploy/checkpoints.yaml").read_text())["checkpoints"]
     assert len(doc) == len(checkpoints())  # one entry per (model, precision)
     for e in doc:
-        assert e["model"] in models and e["precision"] in ("bf16", "fp8", "fp4") and e["source"].strip()
+        assert e["model"] in models and e["precision"] in WEIGHT_PRECISIONS and e["source"].strip()
 
 
 def test_the_benchmark_addresses_each_class_as_it_is_served(plans):

@@ -13,12 +13,8 @@ from costmodels.arithmetic import (
     kv_bytes_per_sequence,
     kv_bytes_read_per_sequence,
 )
-from costmodels.hf_config import (
-    HFConfigError,
-    checkpoint_precision,
-    model_from_hf_config,
-    read_hf_config,
-)
+from costmodels.checkpoint import checkpoint_precision
+from costmodels.hf_config import HFConfigError, config_notes, model_from_hf_config, read_hf_config
 from costmodels.models import load_model_catalog
 from placement.cli.app import app
 
@@ -34,6 +30,11 @@ PUBLISHED_TOTAL = {
     "mixtral-8x7b": 46.7e9,        # Mistral AI: 46.7B total, 12.9B per token
     "gpt-oss-120b": 116.83e9,      # OpenAI model card: 116.83B (README: "117B parameters with 5.1B active")
     "qwen3-30b-a3b-fp8": 30.5e9,   # Qwen card: the FP8 checkpoint of Qwen3-30B-A3B
+    # Gemma 3 technical report (arXiv 2503.19786) Table 1, 27B: vision encoder 417M + embedding 1,416M +
+    # non-embedding 25,600M = 27.433B (the family's "27B"; the SigLIP tower is counted, as in the checkpoint).
+    "gemma-3-27b": 27.433e9,
+    "glm-5": 744e9,                # zai-org/GLM-5 README: 744B parameters (40B active); MTP layer not counted
+    "minimax-m2": 230e9,           # MiniMax-AI/MiniMax-M2 README: 230 billion total, 10 billion active
 }
 
 
@@ -55,7 +56,7 @@ def test_quantised_checkpoints_give_their_precisions():
     assert checkpoint_precision(_config("qwen3-30b-a3b-fp8")) == {"weights": "fp8"}
     # gpt-oss: MXFP4 experts, attention among modules_to_not_convert (BF16), as the catalogue record says.
     gpt = load_model_catalog()["gpt-oss-120b"]
-    assert checkpoint_precision(_config("gpt-oss-120b")) == {"weights": "fp4",
+    assert checkpoint_precision(_config("gpt-oss-120b")) == {"weights": "mxfp4",
                                                              "attention": gpt.fp4_attention_precision}
 
 
@@ -130,6 +131,68 @@ def test_llama4_scout_chunked_layers_and_vision_tower():
     assert m.active_params == pytest.approx(17e9, rel=0.02)     # Meta: 17B activated
 
 
+def test_gemma_3_27b_takes_the_transformers_defaults_its_config_leaves_out():
+    m = model_from_hf_config(_config("gemma-3-27b"), name="g", source="t")
+    # Gemma3TextConfig defaults: vocabulary 262,208, tied embeddings, sliding_window_pattern 6.
+    assert (m.vocab_size, m.tie_word_embeddings) == (262_208, True)
+    # 62 layers, every 6th global: layers 6, 12, ..., 60 are 10 global ones; 52 attend to 1,024 tokens.
+    assert (m.attention.sliding_window_layers, m.attention.sliding_window_tokens, m.full_attention_layers) == \
+        (52, 1024, 10)
+    # Per layer: q and o 5376 x 32 x 128, k and v 5376 x 16 x 128; SwiGLU 3 x 5376 x 21504.
+    per_layer = 2 * 5376 * 32 * 128 + 2 * 5376 * 16 * 128 + 3 * 5376 * 21504
+    assert m.attention_params + m.ffn_params == 62 * per_layer == 25_598_361_600      # Table 1: 25,600M
+    # SigLIP: 27 x (4 x 1152^2 + 2 x 1152 x 4304), 14x14 patches of 3 channels, projection 1152 -> 5376.
+    assert m.encoder_params == 27 * (4 * 1152**2 + 2 * 1152 * 4304) + 3 * 14 * 14 * 1152 + 1152 * 5376 \
+        == 417_940_992                                                                   # Table 1: 417M
+    # KV per token and layer: 2 (K, V) x 16 KV heads x 128 x 2 B = 8,192 B; all 62 layers up to 1,024 tokens.
+    assert m.kv_bytes_per_token("bf16") == 62 * 8192 == 507_904
+    c = 131_072
+    assert float(kv_bytes_per_sequence(m, "bf16", c)) == 8192 * (10 * c + 52 * 1024) == 11_173_625_856
+    assert checkpoint_precision(_config("gemma-3-27b")) == {"weights": "bf16"}
+
+
+def test_glm_5_reads_as_mla_with_an_indexer_on_every_layer():
+    cfg = _config("glm-5")
+    m = model_from_hf_config(cfg, name="g", source="t")
+    a, ix = m.attention, m.attention.indexer
+    assert (a.kind, a.heads, a.q_lora_rank, a.kv_lora_rank, a.head_dim, a.qk_rope_head_dim, a.v_head_dim) == \
+        ("mla", 64, 2048, 512, 192, 64, 256)
+    assert (ix.heads, ix.head_dim, ix.topk_tokens) == (32, 128, 2048)
+    # q: 6144 x 2048 + 2048 x 64 x (192 + 64); kv: 6144 x (512 + 64) + 512 x 64 x (192 + 256); o: 64 x 256 x 6144;
+    # indexer: 2048 x 32 x 128 (queries) + 6144 x 128 (key) + 6144 x 32 (head weights).
+    assert m.attention_params_per_layer == (6144 * 2048 + 2048 * 64 * 256 + 6144 * 576 + 512 * 64 * 448
+                                            + 64 * 256 * 6144 + 2048 * 32 * 128 + 6144 * 128 + 6144 * 32)
+    assert (m.n_dense_layers, m.n_moe_layers, m.moe.experts, m.moe.active_experts, m.moe.shared_experts) == \
+        (3, 75, 256, 8, 1)
+    # Held per token at FP8: latent 512 + RoPE key 64 + indexer key 128, 78 layers.
+    assert m.kv_bytes_per_token("fp8") == 78 * (512 + 64 + 128) == 54_912
+    c = 131_072
+    assert float(kv_bytes_read_per_sequence(m, "fp8", c)) == 78 * (576 * 2048 + 128 * c)
+    assert m.active_params == pytest.approx(40e9, rel=0.05)   # README: 40B active (41.8B here, embeddings in)
+    assert "1 multi-token-prediction layer(s) (num_nextn_predict_layers) not counted: a draft of their own" \
+        in config_notes(cfg)
+
+
+def test_minimax_m2_by_hand():
+    cfg = _config("minimax-m2")
+    m = model_from_hf_config(cfg, name="m", source="t")
+    assert (m.attention.heads, m.attention.kv_heads, m.attention.head_dim) == (48, 8, 128)
+    assert (m.moe.experts, m.moe.active_experts, m.moe.shared_experts, m.n_moe_layers, m.n_dense_layers) == \
+        (256, 8, 0, 62, 0)
+    attention = 2 * 3072 * 48 * 128 + 2 * 3072 * 8 * 128
+    expert = 3 * 3072 * 1536
+    embeddings = 2 * 200_064 * 3072
+    assert m.total_params == 62 * (attention + 256 * expert + 3072 * 256) + embeddings == 228_688_920_576
+    # README: 10 billion active; 9.80B here without the embeddings (11.03B with them).
+    assert m.active_params - embeddings == 62 * (attention + 8 * expert + 3072 * 256) == pytest.approx(10e9, rel=0.03)
+    assert m.kv_bytes_per_token("bf16") == 62 * 2 * 8 * 128 * 2 == 253_952
+    assert m.kv_bytes_per_token("fp8") == 126_976
+    assert checkpoint_precision(cfg) == {"weights": "fp8"}   # lm_head and gates unconverted: no attention
+    notes = config_notes(cfg)
+    assert "3 multi-token-prediction layer(s) (num_mtp_modules) not counted: a draft of their own" in notes
+    assert any("FP8 block scales (one FP32 per 128 × 128 weights: +0.024 %" in n for n in notes)
+
+
 @pytest.mark.parametrize("cfg,key", [
     ({"model_type": "bert"}, "model_type"),
     ({"model_type": "llama", "hidden_size": 64}, "num_hidden_layers"),
@@ -138,6 +201,9 @@ def test_llama4_scout_chunked_layers_and_vision_tower():
     ({"model_type": "nemotron_h", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
       "vocab_size": 10, "intermediate_size": 8, "hybrid_override_pattern": "MX"}, "hybrid_override_pattern"),
     ({"model_type": "gemma3"}, "text_config"),
+    ({**json.loads((CONFIGS / "minimax-m2.json").read_text()), "attn_type_list": [0] + [1] * 61}, "attn_type_list"),
+    ({**json.loads((CONFIGS / "glm-5.json").read_text()), "indexer_types": ["full", "shared"] * 39}, "indexer_types"),
+    ({**json.loads((CONFIGS / "glm-5.json").read_text()), "index_topk_freq": 4}, "index_topk_freq"),
 ])
 def test_a_config_the_reader_cannot_use_names_the_key(cfg, key):
     with pytest.raises(HFConfigError) as e:
@@ -245,3 +311,36 @@ def test_attention_kinds_table_is_what_its_script_writes():
     done = subprocess.run([sys.executable, str(root / "benchmarks" / "attention_kinds.py"), "--check"],
                           check=False, capture_output=True, text=True, cwd=root)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+#: The issue's models in the catalogue: record, publisher's total (its source is the record's).
+ISSUE_MODELS = {"gemma-3-27b": 27.433e9, "glm-5": 744e9, "minimax-m2": 230e9, "llama-4-maverick": 400e9,
+                "glm-4.5": 355e9, "llama-3.1-70b": 70.55e9}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_MODELS))
+def test_the_issue_models_are_catalogued_within_one_percent_of_their_published_totals(name):
+    m = load_model_catalog()[name]
+    assert m.published_total_params == ISSUE_MODELS[name]
+    assert m.total_params == pytest.approx(m.published_total_params, rel=0.01)
+    assert m.calibration == ("calibrated" if name == "llama-3.1-70b" else "uncalibrated")
+
+
+def test_llama_3_3_70b_is_served_by_the_llama_3_1_70b_record():
+    from placement.core.loading import model_aliases
+
+    assert model_aliases()["meta-llama/llama-3.3-70b-instruct"] == "llama-3.1-70b"
+    assert "llama3_3/MODEL_CARD.md" in load_model_catalog()["llama-3.1-70b"].sources["hf_ids"]
+
+
+def test_maverick_and_glm_4_5_kv_by_hand():
+    cat = load_model_catalog()
+    mav, glm = cat["llama-4-maverick"], cat["glm-4.5"]
+    # Maverick: 2 x 8 KV heads x 128 x 2 B per layer; 36 chunked layers hold at most 8,192 tokens, 12 global.
+    assert mav.kv_bytes_per_token("bf16") == 48 * 4096 == 196_608
+    assert float(kv_bytes_per_sequence(mav, "bf16", 100_000)) == 4096 * (12 * 100_000 + 36 * 8192)
+    assert (mav.n_moe_layers, mav.n_dense_layers, mav.moe.experts, mav.moe.shared_experts) == (24, 24, 128, 1)
+    assert mav.active_params == pytest.approx(17e9, rel=0.02)           # model card: 17B activated
+    # GLM-4.5: 92 full-attention layers x 2 x 8 x 128 x 2 B.
+    assert glm.kv_bytes_per_token("bf16") == 92 * 2 * 8 * 128 * 2 == 376_832
+    assert glm.active_params == pytest.approx(32e9, rel=0.06)           # README: 32B active (33.6B here)

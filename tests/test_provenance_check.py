@@ -41,7 +41,7 @@ def write_plan(tmp_path: Path, **provenance) -> Path:
 INVALID = [("model", "$(touch x)", "should match pattern"),
            ("model", "no-such-model", "neither a catalogue model nor the instance's"),
            ("draft_model", "no-such-draft", "neither a catalogue model nor the instance's"),
-           ("precision_weights", "fp3", "input should be 'fp4', 'fp8' or 'bf16'"),
+           ("precision_weights", "fp3", "input should be 'fp4', 'mxfp4', 'fp8' or 'bf16'"),
            ("precision_kv", "int4", "input should be 'fp4', 'fp8' or 'bf16'"),
            ("precision_activations", "fp4", "input should be 'fp8' or 'bf16'"),
            ("schema_version", "9", "input should be '1', '2' or '3'"),

@@ -30,6 +30,7 @@ __all__ = [
     "OPTIONAL_SOURCED_FIELDS",
     "PRECISIONS",
     "SOURCED_FIELDS",
+    "WEIGHT_PRECISIONS",
     "ChipSpec",
     "MemoryTier",
     "Precision",
@@ -39,12 +40,16 @@ __all__ = [
 ]
 
 Precision = Literal["fp4", "fp8", "bf16"]
+#: The tensor rates a chip lists (``flops_per_s`` keys), narrowest first.
 PRECISIONS: tuple[str, ...] = ("fp4", "fp8", "bf16")
-#: Bytes per stored value for weights / KV / activations at each precision, block scales included. FP4 is
+#: Formats weights may be stored in: the rates' names, and MXFP4 (which has no rate of its own).
+WEIGHT_PRECISIONS: tuple[str, ...] = ("fp4", "mxfp4", "fp8", "bf16")
+#: Bytes per stored value for weights / KV / activations at each precision, block scales included. ``fp4`` is
 #: NVFP4: two E2M1 values a byte plus one FP8 (E4M3) scale per 16 values, 4.5 bits (TensorRT-LLM tech blog
-#: 18 counts 4,032 B for a 7,168-wide token: 3,584 + 448); MXFP4 (one E8M0 scale per 32, 4.25 bits) is
-#: 6 % smaller. FP8 weights carry one FP32 scale per 128 × 128 block (0.02 %: left out).
-BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5625, "fp8": 1.0, "bf16": 2.0}
+#: 18 counts 4,032 B for a 7,168-wide token: 3,584 + 448). ``mxfp4`` (OCP Microscaling: one E8M0 scale per
+#: 32 values, 4.25 bits) is gpt-oss's expert format. FP8 weights carry one FP32 scale per 128 × 128 block
+#: (4 B per 16,384 values, 0.024 %: left out).
+BYTES_PER_VALUE: dict[str, float] = {"fp4": 0.5625, "mxfp4": 0.53125, "fp8": 1.0, "bf16": 2.0}
 
 #: All-reduce algorithms a chip's fabrics may offer beyond the ring (costmodels.collectives):
 #: ``one-shot``/``two-shot`` need load/store access to every peer of the scale-up domain,
@@ -184,8 +189,21 @@ class ChipSpec(Record):
         """Peak bandwidth of the working tier."""
         return self.memory[0].bandwidth_bytes_per_s
 
+    def _rates_for(self, precision: str) -> tuple[str, ...]:
+        """The rates a matmul on ``precision`` weights may run at, first choice first.
+
+        Narrow values widen exactly: FP4 (NVFP4) weights run on FP8 or BF16 units of a chip without FP4 ones.
+        MXFP4 weights run at the FP8 rate on a chip with FP4-generation (block-scaled) tensor cores — MXFP4
+        weights times MXFP8 activations — and at the BF16 rate elsewhere, dequantised in the kernel
+        (NVIDIA/TensorRT-LLM examples/models/core/gpt_oss/README.md, PR #6908, 2025-08-15: "Blackwell | mxfp8
+        | mxfp4 | UTCQMMA", "Hopper | bf16 | mxfp4 | simulated mxfp4, HGMMA").
+        """
+        if precision == "mxfp4":
+            return ("fp8", "bf16") if "fp4" in self.flops_per_s else ("bf16",)
+        return PRECISIONS[PRECISIONS.index(precision):]
+
     def runs(self, precision: str) -> bool:
-        """Whether the chip has matmul units for ``precision`` or a wider one.
+        """Whether the chip has matmul units for ``precision`` or a wider one (:meth:`flops`).
 
         Narrow values widen exactly (FP4 weights run on FP8 or BF16 units); a
         wider precision cannot run on narrower units: an FP8-only chip has no
@@ -197,16 +215,22 @@ class ChipSpec(Record):
         >>> lp30.runs("fp8"), lp30.runs("fp4"), lp30.runs("bf16")
         (True, True, False)
         """
-        return any(p in self.flops_per_s for p in PRECISIONS[PRECISIONS.index(precision):])
+        return any(p in self.flops_per_s for p in self._rates_for(precision))
 
     def flops(self, precision: str) -> float:
         """Dense peak FLOP/s at ``precision``, falling back to the next wider one.
 
-        A chip without FP4 units runs FP4 weights at its FP8 (or BF16) rate.
-        A chip with only narrower units than ``precision`` has no rate for it
-        (BF16 on an FP8-only chip is not the FP8 rate): ``ValueError``.
+        A chip without FP4 units runs FP4 weights at its FP8 (or BF16) rate; MXFP4 weights run at the FP8
+        rate on a chip with FP4 units, else at BF16 (:meth:`_rates_for`). A chip with only narrower units
+        than ``precision`` has no rate for it (BF16 on an FP8-only chip is not the FP8 rate): ``ValueError``.
+
+        Examples
+        --------
+        >>> cat = load_chip_catalog()
+        >>> [cat["b200"].flops(p) / 1e12 for p in ("fp4", "mxfp4")], [cat["h200"].flops(p) / 1e12 for p in ("fp4", "mxfp4")]
+        ([9000.0, 4500.0], [1978.9, 989.4])
         """
-        for p in PRECISIONS[PRECISIONS.index(precision):]:
+        for p in self._rates_for(precision):
             if p in self.flops_per_s:
                 return self.flops_per_s[p]
         raise ValueError(f"chip {self.name!r} has no {precision} rate (flops_per_s lists only "

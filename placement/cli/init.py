@@ -39,7 +39,8 @@ def _config_model(path: Path, out: Path | None) -> tuple[Any, dict[str, str], st
     """(record, checkpoint precisions, the path as the instance names it) of a ``--model-config`` file."""
     import os
 
-    from costmodels.hf_config import HFConfigError, checkpoint_precision, read_hf_config
+    from costmodels.checkpoint import checkpoint_precision
+    from costmodels.hf_config import HFConfigError, read_hf_config
 
     try:
         spec, cfg = read_hf_config(path)
@@ -85,7 +86,7 @@ def starter_instance(model: str | None, chips: list[str], model_config: Path | N
         model_field = name
     precision = "fp8" if all(catalog[c].runs("fp8") for c in chips) else "bf16"
     stored = checkpoint.get("weights")
-    if stored in ("fp8", "fp4") and all(catalog[c].runs(stored) for c in chips):
+    if stored in ("fp8", "fp4", "mxfp4") and all(catalog[c].runs(stored) for c in chips):
         precision = stored  # a quantised checkpoint is served as published where every chip runs it
     weights_bytes = spec.total_params * BYTES_PER_VALUE[precision]
     domains = []
@@ -96,7 +97,7 @@ def starter_instance(model: str | None, chips: list[str], model_config: Path | N
         domain_bytes = chip.memory_bytes * chip.scale_up_domain_chips
         count = max(MIN_DOMAINS, math.ceil(WEIGHT_COPIES * weights_bytes / domain_bytes))
         domains.append({"name": f"{c}-pool", "chip": c, "count": count, "switch": "spine"})
-    kv = "fp8" if precision in ("fp8", "fp4") else precision
+    kv = "bf16" if precision == "bf16" else "fp8"
     prec_doc: dict[str, str] = {"weights": precision, "kv": kv}
     if precision == stored and "attention" in checkpoint:
         prec_doc["attention"] = checkpoint["attention"]

@@ -38,15 +38,10 @@ def _read_json(path: Path, what: str) -> dict:
 
 
 def config_rows(paths: list[Path], quant_config: Path | None = None) -> list[dict[str, Any]]:
-    """One row per config: :func:`costmodels.hf_config.model_figures` at the checkpoint's precision, its
+    """One row per config: :func:`costmodels.checkpoint.model_figures` at the checkpoint's precision, its
     notes and the model record (InputError naming the file and key on a config the reader refuses)."""
-    from costmodels.hf_config import (
-        HFConfigError,
-        checkpoint_precision,
-        config_notes,
-        model_figures,
-        read_hf_config,
-    )
+    from costmodels.checkpoint import checkpoint_precision, model_figures
+    from costmodels.hf_config import HFConfigError, config_notes, read_hf_config
 
     quant = None if quant_config is None else _read_json(quant_config, "a quantisation config")
     rows = []
@@ -84,6 +79,8 @@ def print_config_rows(out, rows: list[dict[str, Any]]) -> None:
             ("  FFN (dense, experts, routers)", f"{r['ffn_params'] / 1e9:,.2f} B"),
             ("  encoder (vision tower, stored only)", f"{r['encoder_params'] / 1e9:,.2f} B"),
             (f"weight bytes ({prec})", _fmt_bytes(r["weight_bytes"])),
+            ("  bytes per value, FFN / attention (scales included)",
+             " / ".join(f"{b:g}" for b in r["bytes_per_value"].values())),
             ("layers (with an FFN)", f"{r['layers']} ({r['ffn_layers']})"),
             ("layer kinds", ", ".join(f"{n} × {k}" for k, n in r["layer_kinds"].items())),
             ("experts", r["experts"] or "dense"),

@@ -492,13 +492,17 @@ def catalog(
                       f"{r['usd_per_hour']:.2f}", f"{r['power_w']:,.0f}", r["calibration"],
                       _heldout_cell(r), _span_text(r["error_band"], "tpot"), _span_text(r["error_band"], "ttft"))
     else:
-        t = Table(title="models")
-        for col in ("name", "layers", "hidden", "attention", "params B", "active B", "KV B/token (bf16)", "experts"):
-            t.add_column(col, justify="left" if col in ("name", "attention") else "right")
+        t = Table(title="models", caption="params: derived from the architecture; published: the publisher's "
+                  "total (sources in costmodels/catalog/models.yaml); Hugging Face ids each record serves: --json")
+        for col in ("name", "layers", "hidden", "attention", "params B", "published B", "active B",
+                    "KV B/token (bf16)", "experts", "calibration"):
+            t.add_column(col, justify="left" if col in ("name", "attention", "calibration") else "right")
         for r in rows:
             a, moe = r["attention"], r["moe"]
             att = f"{a['kind']} {a['heads']}h/{a['kv_heads']}kv"
             ex = f"{moe['active_experts']}/{moe['experts']}+{moe['shared_experts']}" if moe else "dense"
+            published = r["published_total_params"]
             t.add_row(r["name"], str(r["layers"]), str(r["hidden_size"]), att, f"{r['total_params'] / 1e9:,.1f}",
-                      f"{r['active_params'] / 1e9:,.1f}", f"{r['kv_bytes_per_token_bf16']:,.0f}", ex)
+                      "–" if published is None else f"{published / 1e9:,.1f}", f"{r['active_params'] / 1e9:,.1f}",
+                      f"{r['kv_bytes_per_token_bf16']:,.0f}", ex, r["calibration"])
     out.print(t)

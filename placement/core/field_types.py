@@ -23,7 +23,7 @@ from placement.modes import check_option, options
 from topology.prices import load_price_sets
 
 __all__ = ["MODES", "NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName", "Framework", "Mode", "Name",
-           "NonNegFinite", "PositiveFinite", "PriceSetName", "StoragePrecision", "Whole"]
+           "NonNegFinite", "PositiveFinite", "PriceSetName", "StoragePrecision", "WeightPrecision", "Whole"]
 
 #: The serving modes an instance may allow (the options of :mod:`placement.modes`, built-in ones).
 MODES = options()
@@ -36,8 +36,10 @@ NAME_PATTERN = f"^{NAME_RULE}$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
 #: A name built from names by the tool (a session class's outcome ``chat.kv-host``): the same rule, longer.
 DerivedName = Annotated[str, Field(pattern=NAME_PATTERN, max_length=128)]
-#: Precisions of weights and KV cache, and of the activations exchanged between ranks and pools.
+#: Precisions of the KV cache, of weights (also OCP MXFP4: gpt-oss's experts) and of the activations exchanged
+#: between ranks and pools (bytes per value: topology.chips.BYTES_PER_VALUE).
 StoragePrecision = Literal["fp4", "fp8", "bf16"]
+WeightPrecision = Literal["fp4", "mxfp4", "fp8", "bf16"]
 ActivationPrecision = Literal["fp8", "bf16"]
 
 

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BYTES_PER_VALUE", "FLOPS_PER_MAC", "Shape", "model_shape"]
 
-#: Bytes per stored value; FP4 packs two values per byte.
-BYTES_PER_VALUE = {"fp4": 0.5, "fp8": 1.0, "bf16": 2.0}
+#: Bytes per stored value without block scales (a floor); FP4 (NVFP4 and MXFP4) packs two values per byte.
+BYTES_PER_VALUE = {"fp4": 0.5, "mxfp4": 0.5, "fp8": 1.0, "bf16": 2.0}
 #: A multiply-add is two FLOPs.
 FLOPS_PER_MAC = 2.0
 

@@ -36,6 +36,7 @@ from placement.core.field_types import (
     Framework,
     Name,
     StoragePrecision,
+    WeightPrecision,
 )
 from placement.core.loading import describe_error, read_document
 from placement.core.migration import Migration
@@ -394,8 +395,8 @@ class Provenance(MutableRecord):
                                  "JSON (placement.core.provenance.instance_sha256)")
     model: Name = Field(description="the served model's catalogue name")
     draft_model: Name | None = None
-    precision_weights: StoragePrecision
-    precision_attention: StoragePrecision | None = Field(default=None, description="the attention projections' "
+    precision_weights: WeightPrecision
+    precision_attention: WeightPrecision | None = Field(default=None, description="the attention projections' "
                                                          "resolved precision (None: a plan written before it was "
                                                          "recorded)")
     precision_kv: StoragePrecision

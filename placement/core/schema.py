@@ -65,6 +65,7 @@ from placement.core.field_types import (
     PositiveFinite,
     PriceSetName,
     StoragePrecision,
+    WeightPrecision,
     Whole,
 )
 from placement.core.sessions import KvTierSpec, Sessions
@@ -74,30 +75,10 @@ from topology.chips import ChipSpec
 from topology.prices import DEFAULT_PRICES
 from topology.records import Record
 
-__all__ = [
-    "MAX_DOMAINS_PER_GROUP",
-    "MODES",
-    "NAME_PATTERN",
-    "NAME_RULE",
-    "ActivationPrecision",
-    "DerivedName",
-    "DomainGroup",
-    "Draft",
-    "Framework",
-    "Hardware",
-    "Instance",
-    "LengthDistribution",
-    "Limits",
-    "Link",
-    "MeasuredCapacity",
-    "MeasuredStepTime",
-    "Name",
-    "Precision",
-    "Serving",
-    "StoragePrecision",
-    "TrafficClass",
-    "Workload",
-]
+__all__ = ["MAX_DOMAINS_PER_GROUP", "MODES", "NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName",
+           "DomainGroup", "Draft", "Framework", "Hardware", "Instance", "LengthDistribution", "Limits", "Link",
+           "MeasuredCapacity", "MeasuredStepTime", "Name", "Precision", "Serving", "StoragePrecision",
+           "TrafficClass", "WeightPrecision", "Workload"]
 
 class LengthDistribution(Record):
     """How a class's prompt or output lengths vary around the class's mean length.
@@ -313,13 +294,15 @@ class Precision(Record):
     ``weights`` is the FFN's (dense layers and experts); ``attention`` that of the attention projections,
     embeddings and LM head — unset, the weights' precision, except FP4 weights of a model whose published
     FP4 checkpoints keep attention wider (``ModelSpec.fp4_attention_precision``: FP8 for DeepSeek-R1's
-    NVFP4, BF16 for gpt-oss's MXFP4). The attention core (Q·Kᵀ, P·V) runs at ``activations``.
+    NVFP4, BF16 for gpt-oss's MXFP4). ``fp4`` is NVFP4 (4.5 bits a value); ``mxfp4`` is OCP MXFP4 (4.25
+    bits), run at the FP8 rate on chips with FP4 units and at BF16 elsewhere
+    (:meth:`topology.chips.ChipSpec.flops`). The attention core (Q·Kᵀ, P·V) runs at ``activations``.
     """
 
-    weights: StoragePrecision = "bf16"
-    attention: StoragePrecision | None = Field(
+    weights: WeightPrecision = "bf16"
+    attention: WeightPrecision | None = Field(
         default=None, description="attention projections' precision (unset: the weights', or the model's FP4 "
-                                  "checkpoint attention precision when weights are fp4)")
+                                  "checkpoint attention precision when weights are fp4 or mxfp4)")
     kv: StoragePrecision = "bf16"
     activations: ActivationPrecision = Field(
         default="bf16", description="what engines send between ranks and pools (BF16 even with FP8 weights); "
