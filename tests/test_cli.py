@@ -117,15 +117,17 @@ def test_version_comes_from_the_package_metadata():
 def test_option_choices_are_the_library_words():
     """The CLI's enums repeat the library's tuples (so that --help need not import them)."""
     from costmodels.roofline import STAGES
-    from placement.cli.options import Executor, Family, Precision, Stage
+    from placement.cli.options import Executor, Family, Precision, Prices, Stage
     from placement.studies.executor import EXECUTORS
     from topology.chips import PRECISIONS
     from topology.generators import FAMILIES
+    from topology.prices import load_price_sets
 
     assert [e.value for e in Executor] == list(EXECUTORS)
     assert [e.value for e in Stage] == list(STAGES)
     assert sorted(e.value for e in Precision) == sorted(PRECISIONS)
     assert [e.value for e in Family] == list(FAMILIES)
+    assert [e.value for e in Prices] == list(load_price_sets())
 
 
 def test_a_wrong_choice_is_a_usage_error_listing_the_choices():

@@ -10,21 +10,23 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
+from placement.core.confidence import band_rows
 from placement.core.context import Context
-from placement.core.plan import ClassPlan, LinkPlan, Plan
+from placement.core.evaluate import PartLayout, PoolConfig
+from placement.core.plan import ClassPlan, LinkPlan, Plan, Pool, PoolSite
 from placement.core.solve import solve
 from placement.report import render_html
+from placement.report.bands import bands_svg
 from placement.report.fleet import fleet_svg
-from placement.report.page import slo_svg, sweep_svg
-from placement.report.svg import load_colour
+from placement.report.page import sweep_svg
+from placement.report.svg import load_colour, text_width
 from placement.studies.sweep import AxisInfo, Point, SweepResult, run_sweep
-from tests.toy_fixture import TOY, toy_instance
+from tests.toy_fixture import TOY, banded_instance, toy_instance
 
 runner = CliRunner()
 SVG = "{http://www.w3.org/2000/svg}"
@@ -38,6 +40,28 @@ def toy_plan():
 @pytest.fixture(scope="module")
 def toy_sweep():
     return run_sweep(toy_instance(), ["hardware.chips.a10g.usd_per_hour=1,2,4"], backend="highs", workers=1)
+
+
+@pytest.fixture(scope="module")
+def banded_plan():
+    plan = solve(banded_instance(), backend="highs")
+    assert plan.verified and any(p.bands for p in plan.pools)
+    return plan
+
+
+@pytest.fixture(scope="module")
+def headroom_plan():
+    plan = solve(banded_instance(slo_headroom=0.8), backend="highs")
+    assert plan.verified
+    return plan
+
+
+def _pool(pp: int, chips: int) -> Pool:
+    layout = PartLayout(chip="wse3", site_resource="wse3@1", chips=chips, tp=chips // pp, ep=1, pp=pp)
+    return Pool(id="pool-01", column="c", stage="aggregated", traffic_class="chat", chip="wse3", replicas=3,
+                chips=3 * chips, chips_per_replica=chips, tp=chips // pp, ep=1, pp=pp, batch=8, usd_per_hour=1.0,
+                power_w=1.0, domains=["cs3"], sites=[PoolSite(site="cs3", replicas=3)],
+                config=PoolConfig(kind="aggregated", traffic_class="chat", main=layout, batch=8))
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +109,59 @@ def test_breakdown_adds_up_to_the_plan(page, toy_plan):
     assert float(total.group(2).replace(",", "")) == pytest.approx(toy_plan.cost_usd_per_hour, abs=0.005)
 
 
-def test_slo_bars_are_red_beyond_the_slo_and_show_error_bands():
-    ok = ClassPlan(name="ok", rate_rps=1, modes={"pd": 1}, ttft_ms=50, tpot_ms=20, ttft_slo_ms=100, tpot_slo_ms=25)
-    late = SimpleNamespace(name="late", ttft_ms=150.0, tpot_ms=20.0, ttft_slo_ms=100.0, tpot_slo_ms=25.0,
-                           ttft_ms_low=120.0, ttft_ms_high=180.0)
-    root = ET.fromstring(slo_svg([ok, late]))
-    fills = [r.get("fill") for r in root.iter(f"{SVG}rect") if r.get("class") == "slo-bar"]
-    assert fills == ["#1a7f37", "#1a7f37", "#cf222e", "#1a7f37"]
-    assert len([p for p in root.iter(f"{SVG}path") if p.get("class") == "band"]) == 1
+def test_band_chart_draws_every_band_red_where_the_slo_lies_inside(banded_plan):
+    rows = band_rows(banded_plan)
+    root = ET.fromstring(bands_svg(rows))
+    bands = [r for r in root.iter(f"{SVG}rect") if r.get("class", "").startswith("band")]
+    assert len(bands) == sum(r.high is not None for r in rows) > 0
+    red = [r for r in bands if "inside" in r.get("class")]
+    assert len(red) == sum(r.inside for r in rows)
+    assert {b.get("fill") for b in red} <= {"#f2a7a7"} and {b.get("fill") for b in bands if b not in red} <= {"#9fd8b4"}
+    assert len([c for c in root.iter(f"{SVG}circle") if c.get("class") == "stated"]) == len(rows)
+    assert len([ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "limit"]) == 1
+    assert not [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "headroom"]  # no headroom, no line
+
+
+def test_the_headroom_is_a_line_on_every_latency_row(headroom_plan):
+    rows = band_rows(headroom_plan)
+    assert headroom_plan.provenance.slo_headroom == 0.8
+    latency = [r for r in rows if r.figure != "load"]
+    assert latency and all(r.planned == pytest.approx(0.8 * r.limit) for r in latency)
+    root = ET.fromstring(bands_svg(rows))
+    lines = [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "headroom"]
+    assert len(lines) == len(latency)
+    limit = next(ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "limit")
+    assert all(float(ln.get("x1")) < float(limit.get("x1")) for ln in lines)  # 80 % lies left of 100 %
+    page = render_html(headroom_plan)
+    assert "the SLO the plan was made to (slo_headroom)" in page
+
+
+def test_no_label_of_the_band_chart_or_the_fleet_runs_out_of_its_room(banded_plan):
+    """Every text, at the generous width estimate, ends inside the drawing (the fleet: inside its group)."""
+    root = ET.fromstring(bands_svg(band_rows(banded_plan)))
+    width = float(root.get("viewBox").split()[2])
+    for t in root.iter(f"{SVG}text"):
+        text, x = "".join(t.itertext()).split("\n")[0], float(t.get("x"))
+        w = text_width(text, 12 if "class-name" in (t.get("class") or "") else 11,
+                       bold="inside" in (t.get("class") or ""))
+        start = {"end": x - w, "middle": x - w / 2}.get(t.get("text-anchor"), x)
+        assert 0 <= start and start + w <= width, text
+    pool = _pool(pp=4, chips=4)
+    plan = Plan(instance="t", status="optimal", objective="cost", pools=[pool])
+    fleet = ET.fromstring(fleet_svg(plan))
+    for g in fleet.iter(f"{SVG}g"):
+        if g.get("class") == "pool":
+            rect, text = g.find(f"{SVG}rect"), g.find(f"{SVG}text")
+            assert float(text.get("x")) + text_width(text.text, 10.5) <= float(rect.get("x")) + float(rect.get("width"))
+            assert "tp1·pp4 × 3" in text.text  # the real layout, not "tp1 ×1"
+
+
+def test_numbers_have_separators_and_no_exponents(banded_plan):
+    page = render_html(banded_plan)
+    assert not re.search(r"\d\.?\d*e[+-]\d", page), re.search(r".{40}\d\.?\d*e[+-]\d.{10}", page).group(0)
+    big = Plan(instance="t", status="optimal", objective="cost", classes=[ClassPlan(
+        name="c", rate_rps=1, modes={"pd": 1.0}, ttft_ms=7990.2, tpot_ms=20, ttft_slo_ms=8000, tpot_slo_ms=25)])
+    assert "<td>7,990</td><td>8,000</td>" in render_html(big)
 
 
 def test_sweep_chart_has_labelled_axes_and_chip_steps(toy_sweep):
@@ -111,11 +180,29 @@ def test_pareto_chart_draws_frontiers_through_solved_points_only():
                                                                log=False)],
                       points=[pt(1, 10, 1.0, True), pt(2, 20, 2.0, True), pt(3, 15, 3.0, False),
                               pt(4, 30, 1.5, True, status="time_limit")])
-    root = ET.fromstring(sweep_svg(res))
+    html = sweep_svg(res)
+    root = ET.fromstring(html[:html.index("</svg>") + 6])
     line = next(p for p in root.iter(f"{SVG}polyline"))
     assert len(line.get("points").split()) == 2  # the unverified time-limit point is not joined
     legend = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "legend"]
     assert legend == ["heterogeneous frontier", "heterogeneous dominated"]
+    assert "only h100" not in html  # no series without points in the legend, and no note when none
+
+
+def test_a_series_with_no_verified_plan_is_named_under_the_chart_not_in_its_legend():
+    def pt(i, series, status="optimal"):
+        return Point(index=i, series=series, kind="full" if series == "heterogeneous" else "homogeneous",
+                     values={"tpot_ms": i}, status=status, verified=status == "optimal", tokens_per_s_per_user=10.0 * i,
+                     usd_per_million_output_tokens=1.0 * i, frontier=True)
+    res = SweepResult(command="pareto", instance="t", source="t", backend="highs", focus_classes=["c"],
+                      series=["heterogeneous", "only h100"], axes=[AxisInfo(label="tpot_ms", paths=[],
+                                                                            values=[1, 2], log=False)],
+                      points=[pt(1, "heterogeneous"), pt(2, "heterogeneous"), pt(1, "only h100", "infeasible"),
+                              pt(2, "only h100", "infeasible")])
+    html = sweep_svg(res)
+    root = ET.fromstring(html[:html.index("</svg>") + 6])
+    assert [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "legend"] == ["heterogeneous frontier"]
+    assert "Not drawn, no verified plan with a predicted TPOT at any point: only h100" in html
 
 
 def test_a_plan_without_pools_still_reports_its_diagnosis():
@@ -202,9 +289,49 @@ def test_page_renders_in_chromium_without_console_errors(tmp_path, page):
     assert re.search(r'<svg class="fleet"', dom) and dom.count('class="pool"') >= 2
     for table in ("breakdown", "classes", "pool-table"):
         assert f'<table id="{table}">' in dom
-    assert 'id="sweep"' in dom and '<svg class="slo"' in dom
+    assert 'id="sweep"' in dom and 'id="slo"' in dom
     shot = tmp_path / "plan.png"
     browse(tmp_path, path, f"--screenshot={shot}", "--window-size=1280,1600")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
     assert struct.unpack(">II", data[16:24]) == (1280, 1600)
+
+
+@needs_chromium
+def test_the_bands_and_the_headroom_are_drawn_in_a_screenshot(tmp_path, headroom_plan):
+    """Chromium's screenshot of the report has the band chart's colours over (most of) the area its band rects
+    take, the SLO-inside-the-band red among them, and the headroom's blue: the test fails if the bands are not
+    drawn, drawn without their fill, or the page is blank."""
+    from collections import Counter
+
+    import numpy as np
+    from PIL import Image
+
+    rows = band_rows(headroom_plan)
+    page = render_html(headroom_plan)
+    svg = page[page.index('<svg class="bands"'):]
+    root = ET.fromstring(svg[:svg.index("</svg>") + 6])
+    rects = [r for r in root.iter(f"{SVG}rect") if r.get("class", "").startswith("band")]
+    assert len(rects) == sum(r.high is not None for r in rows) > 0
+    area = Counter()
+    for r in rects:
+        area[r.get("fill")] += float(r.get("width")) * float(r.get("height"))
+    assert area["#f2a7a7"] > 0 and area["#9fd8b4"] > 0, "the plan has both kinds of band"
+    path = tmp_path / "plan.html"
+    path.write_text(page)
+    shot = tmp_path / "bands.png"
+    _, console = browse(tmp_path, path, f"--screenshot={shot}", "--window-size=1280,3200",
+                        "--force-device-scale-factor=1", "--hide-scrollbars")
+    assert console == []
+    image = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3)
+    assert image.shape[0] == 1280 * 3200
+    colours, counts = np.unique(image, axis=0, return_counts=True)
+    pixels = Counter({tuple(int(v) for v in c): int(n) for c, n in zip(colours, counts)})
+    assert len(pixels) > 50, "the screenshot is blank"
+    legend_swatch = 12 * 12  # the key's swatch of each band colour
+    for colour, fill in (((0x9f, 0xd8, 0xb4), "#9fd8b4"), ((0xf2, 0xa7, 0xa7), "#f2a7a7")):
+        # the SVG is drawn 1:1 (viewBox 820 wide, at most 820 px): its band rects' area, less anti-aliased edges
+        assert pixels[colour] - legend_swatch >= 0.6 * area[fill], (fill, pixels[colour], area[fill])
+    headroom = [ln for ln in root.iter(f"{SVG}line") if ln.get("class") == "headroom"]
+    drawn = sum(float(ln.get("y2")) - float(ln.get("y1")) for ln in headroom) * 2 / 2  # 2 px wide, dashed 2 on 2
+    assert pixels[(0x09, 0x69, 0xda)] >= 0.5 * drawn > 0

@@ -1,5 +1,6 @@
 """A self-contained Mélange-style instance for the trade-off tests (measured capacities, so solves
-take milliseconds); independent of the shipped instances, which the cost-model owners retune."""
+take milliseconds), and a small roofline one whose pools carry error bands; independent of the shipped
+instances, which the cost-model owners retune."""
 
 import copy
 
@@ -26,3 +27,21 @@ TOY = {
 
 def toy_instance():
     return parse_instance(copy.deepcopy(TOY))
+
+
+#: A roofline instance (its pools carry error bands): Llama-3.1-8B on H100s and L4s, a tight and a loose class.
+BANDED = {
+    "name": "banded", "model": "llama-3.1-8b", "modes": ["aggregated", "pd"],
+    "workload": {"classes": [
+        {"name": "chat", "rate_rps": 6, "prompt_tokens": 800, "output_tokens": 200, "ttft_ms": 1500, "tpot_ms": 30},
+        {"name": "batch", "rate_rps": 4, "prompt_tokens": 4000, "output_tokens": 400, "ttft_ms": 20000,
+         "tpot_ms": 150}]},
+    "hardware": {"switches": ["tor"], "domains": [
+        {"name": "h100s", "chip": "h100", "chips_per_domain": 8, "count": 2, "switch": "tor"},
+        {"name": "l4s", "chip": "l4", "chips_per_domain": 1, "count": 16, "switch": "tor"}]},
+}
+
+
+def banded_instance(**fields):
+    """:data:`BANDED` with top-level ``fields`` changed (e.g. ``slo_headroom=0.8``)."""
+    return parse_instance({**copy.deepcopy(BANDED), **fields})

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from placement.core.api import CheckResult, check
 from placement.core.context import Context
 from placement.core.errors import InputError, VerificationError
+from placement.core.loading import with_prices
 from placement.core.paths import with_changes
 from placement.core.plan import Plan
 from placement.core.schema import Instance
@@ -122,15 +123,15 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
           time_limit_s: float | None = None, memory_limit_bytes: int | None = None, gap: float | None = None,
           compare: bool = False, certify: bool = False, kv_policy: str | None = None, survive: str | None = None,
           survive_slo_factor: float = 1.0, max_pools_per_stage: int | None = None, confidence: float | None = None,
-          headroom: float | None = None, cache_dir: str | Path | None = None, executor: str = "local",
-          address: str | None = None, source: str = "<instance>", began: float | None = None,
-          diagnose: bool = True) -> Plan:
+          headroom: float | None = None, prices: str | None = None, cache_dir: str | Path | None = None,
+          executor: str = "local", address: str | None = None, source: str = "<instance>",
+          began: float | None = None, diagnose: bool = True) -> Plan:
     """The cheapest verified plan (``placement solve``); ``plan.status`` says what happened.
 
     ``survive`` (``domain:1``, ``switch:1``) plans N+1 (:func:`placement.core.survive.solve_surviving`);
     ``compare`` adds the homogeneous-fleet and single-mode comparisons; ``max_pools_per_stage``,
-    ``confidence`` and ``headroom`` set the instance's ``limits.max_pools_per_stage``, ``confidence`` and
-    ``slo_headroom`` for this solve; ``cache_dir`` and ``executor``/``address`` hold for this call only.
+    ``confidence``, ``headroom`` and ``prices`` set the instance's ``limits.max_pools_per_stage``,
+    ``confidence``, ``slo_headroom`` and chip price set (``tco``, ``on-demand``) for this solve; ``cache_dir`` and ``executor``/``address`` hold for this call only.
     ``time_limit_s`` counts from ``began`` (default now); the rest is
     :func:`placement.core.solve.solve`'s.
 
@@ -145,6 +146,7 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
     began = time.monotonic() if began is None else began
     _share(confidence, "--confidence", True, "a confidence level")
     _share(headroom, "--headroom", False, "a share of the SLOs")
+    instance = with_prices(instance, prices)
     if max_pools_per_stage is not None:
         if max_pools_per_stage < 1:
             raise InputError(f"expected at least 1, got {max_pools_per_stage}", field="--max-pools-per-stage")
@@ -181,7 +183,7 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
 
 def capacity(instance: Instance, *, classes: Sequence[str] | None = None, mix: bool = False, band: bool = True,
              rtol: float = 1e-3, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
-             gap: float | None = None, source: str = "<instance>") -> list[Capacity]:
+             gap: float | None = None, prices: str | None = None, source: str = "<instance>") -> list[Capacity]:
     """The largest rate each class in ``classes`` (default every class, then the mix) — and with ``mix`` the
     instance's mix — is served at on the fleet as given (``placement capacity``,
     :func:`placement.studies.capacity.capacity`)."""
@@ -189,12 +191,12 @@ def capacity(instance: Instance, *, classes: Sequence[str] | None = None, mix: b
     from placement.studies.capacity import capacity as search
 
     targets = [*(classes or []), *([MIX] if mix else [])] or None
-    return search(instance, targets=targets, backend=backend, rtol=rtol, band=band, time_limit_s=time_limit_s,
+    return search(with_prices(instance, prices), targets=targets, backend=backend, rtol=rtol, band=band, time_limit_s=time_limit_s,
                   gap=gap, source=source)
 
 
 def compare(instance: Instance, *, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
-            priors: str = "nominal", source: str = "<instance>",
+            priors: str = "nominal", prices: str | None = None, source: str = "<instance>",
             progress: Callable[[int, int], None] | None = None) -> list[Comparison]:
     """The heterogeneous fleet beside each homogeneous fleet and each single mode (``placement compare``);
     ``priors`` ``low``/``nominal``/``high`` takes every uncalibrated chip's factors at that end of its prior
@@ -204,19 +206,20 @@ def compare(instance: Instance, *, backend: str = DEFAULT_BACKEND, time_limit_s:
 
     if priors not in ("low", "nominal", "high"):
         raise InputError(f"expected low, nominal or high, got {priors!r}", field="--priors")
-    return run(with_priors(instance, priors), backend=backend, time_limit_s=time_limit_s, source=source,
+    return run(with_priors(with_prices(instance, prices), priors), backend=backend, time_limit_s=time_limit_s, source=source,
                progress=progress)
 
 
 def sweep(instance: Instance, assignments: Sequence[str], *, backend: str = DEFAULT_BACKEND,
           time_limit_s: float | None = None, gap: float | None = None, executor: str = "local",
           address: str | None = None, workers: int | None = None, dry_run: bool = False,
-          source: str = "<instance>", progress: Callable[[int, int], None] | None = None) -> SweepResult:
+          prices: str | None = None, source: str = "<instance>",
+          progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """Solve at every point of the ``PATH=VALUES`` grid (``placement sweep --set``); ``dry_run`` validates
     every point's instance without solving (:func:`placement.studies.sweep.run_sweep`)."""
     from placement.studies.sweep import run_sweep
 
-    return run_sweep(instance, list(assignments), source=source, backend=backend, time_limit_s=time_limit_s,
+    return run_sweep(with_prices(instance, prices), list(assignments), source=source, backend=backend, time_limit_s=time_limit_s,
                      gap=gap, executor=executor, workers=workers, address=address, progress=progress,
                      validate_only=dry_run)
 
@@ -226,14 +229,15 @@ def pareto(instance: Instance, sweeps: Sequence[str] = (), *, classes: Sequence[
            confidence: Sequence[float] | str | None = None, backend: str = DEFAULT_BACKEND,
            time_limit_s: float | None = None, gap: float | None = None, executor: str = "local",
            address: str | None = None, workers: int | None = None, dry_run: bool = False,
-           source: str = "<instance>", progress: Callable[[int, int], None] | None = None) -> SweepResult:
+           prices: str | None = None, source: str = "<instance>",
+           progress: Callable[[int, int], None] | None = None) -> SweepResult:
     """SLO sweep with Pareto frontiers (``placement pareto``): ``sweeps`` as ``tpot_ms=LO:HI:N``, ``changes``
     ``PATH=VALUE`` fixed for every point, ``confidence`` levels (or ``"0,0.9"``) for the cost of confidence
     (:func:`placement.studies.pareto.run_pareto`)."""
     from placement.studies.pareto import parse_confidence_levels, run_pareto
 
     levels = parse_confidence_levels(confidence) if isinstance(confidence, str) else confidence
-    return run_pareto(instance, list(sweeps), classes=list(classes) if classes else None,
+    return run_pareto(with_prices(instance, prices), list(sweeps), classes=list(classes) if classes else None,
                       overrides=list(changes) if changes else None, source=source, backend=backend,
                       time_limit_s=time_limit_s, gap=gap, variants=variants, executor=executor, workers=workers,
                       address=address, progress=progress, validate_only=dry_run,
@@ -243,35 +247,42 @@ def pareto(instance: Instance, sweeps: Sequence[str] = (), *, classes: Sequence[
 def marginal(instance: Instance, plan: Plan | None = None, *, bandwidth_factor: float = 2.0,
              backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None, gap: float | None = None,
              executor: str = "local", address: str | None = None, workers: int | None = None,
-             source: str = "<instance>", progress: Callable[[int, int], None] | None = None) -> MarginalResult:
+             prices: str | None = None, source: str = "<instance>",
+             progress: Callable[[int, int], None] | None = None) -> MarginalResult:
     """The value of one more / one fewer domain of each group and of ``bandwidth_factor`` × each link's
     bandwidth (``placement marginal``, :func:`placement.studies.marginal.marginal`)."""
     from placement.studies.marginal import marginal as run
 
-    return run(instance, plan, source=source, bandwidth_factor=bandwidth_factor, backend=backend,
+    return run(with_prices(instance, prices), plan, source=source, bandwidth_factor=bandwidth_factor, backend=backend,
                time_limit_s=time_limit_s, gap=gap, executor=executor, workers=workers, address=address,
                progress=progress)
 
 
 def replan(instance: Instance, plan: Plan, events=None, *, changes: Mapping[str, Any] | None = None,
            backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None, gap: float | None = None,
-           cache_dir: str | Path | None = None, source: str = "<instance>") -> Plan:
+           cache_dir: str | Path | None = None, prices: str | None = None, source: str = "<instance>") -> Plan:
     """The cheapest plan from the running ``plan`` after ``events`` (:class:`placement.core.replan.Events`:
     failed domains, $ per move, amortisation hours) on the instance with ``changes``
-    (``placement replan --fail --set --move-usd --amortise-h``)."""
+    (``placement replan --fail --set --move-usd --amortise-h``). The running plan's confidence level, SLO
+    headroom and price set hold where the instance asks for none (:func:`placement.core.provenance.as_solved`;
+    a note says so); ``prices`` overrides its price set."""
+    from placement.core.provenance import as_solved
     from placement.core.replan import replan as run
 
+    solved, settings = as_solved(instance, plan, "re-planned")
     with _settings(cache_dir):
-        return run(with_changes(instance, changes or {}, source=source), plan, events, backend=backend,
-                   time_limit_s=time_limit_s, gap=gap, source=source)
+        new = run(with_changes(with_prices(solved, prices), changes or {}, source=source), plan, events,
+                  backend=backend, time_limit_s=time_limit_s, gap=gap, source=source)
+    held = [s for s in settings if prices is None or "price set" not in s]
+    return new.model_copy(update={"notes": [*new.notes, *held]}) if held else new
 
 
-def kv_prices(instance: Instance, *, source: str = "<instance>") -> list[KvPrices]:
+def kv_prices(instance: Instance, *, prices: str | None = None, source: str = "<instance>") -> list[KvPrices]:
     """Per session class, the implied price of a cached and an uncached input token per KV tier and retention
     window (``placement kv-prices``, :mod:`placement.studies.kv_prices`)."""
     from placement.studies.kv_prices import kv_prices as run
 
-    return run(Context.of(instance, source))
+    return run(Context.of(with_prices(instance, prices), source))
 
 
 def deployment(plan: Plan, *, fmt: str, engine: str = "vllm", instance: Instance | None = None,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from placement.core.numbers import num
+
 __all__ = ["scaling_figure", "scaling_plot"]
 
 
@@ -53,7 +55,7 @@ def scaling_figure(summary: list[dict], x: str = "domains", title: str | None = 
         ax.plot(xs, [max(seen[v], 1e-3) for v in xs], "^:", color="gray", label="candidates (all solvers)")
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.01, 1, 100 rather than 10^-2, 10^0, 10^2
+    plain = FuncFormatter(lambda v, _: num(v))  # 0.01, 1, 100 rather than 10^-2, 10^0, 10^2
     for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
         scale("log")
         axis.set_major_formatter(plain)

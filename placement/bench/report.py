@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import statistics
 
+from placement.core.numbers import num
+
 __all__ = ["baseline_rows", "markdown", "ratios", "report_markdown", "summarise", "table_rows"]
 
 
@@ -53,17 +55,8 @@ def ratios(summary: list[dict], numerator: str = "cbc", denominator: str = "high
 
 
 def _fmt(x, digits: int = 3) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        if x == 0:
-            return "0"
-        if abs(x) >= 1e4:
-            return f"{x:,.0f}"
-        return f"{x:.{digits}g}"
-    if isinstance(x, int):
-        return f"{x:,}"
-    return str(x)
+    """A cell: a number by :func:`placement.core.numbers.num` (``—`` when missing), anything else as written."""
+    return num(x, digits, none="—") if x is None or isinstance(x, (int, float)) else str(x)
 
 
 def table_rows(summary: list[dict]) -> list[list[str]]:
@@ -79,7 +72,7 @@ def table_rows(summary: list[dict]) -> list[list[str]]:
         rows.append([r["instance"], _fmt(r.get("domains")), _fmt(r.get("groups")), r["solver"],
                      _fmt(r.get("candidates_s")), _fmt(r.get("build_s")), _fmt(r.get("solve_s")),
                      r.get("status", "?"), _fmt(r.get("objective"), 6),
-                     "—" if r.get("gap") is None else f"{100 * r['gap']:.3g}%",
+                     "—" if r.get("gap") is None else f"{num(100 * r['gap'])}%",
                      _fmt(r.get("variables")), _fmt(r.get("integer_variables")), _fmt(r.get("constraints")),
                      _fmt(r.get("nonzeros")), peak_s,
                      _fmt(rat.get(r["instance"])) if r["solver"] == "highs" else ""])
@@ -99,7 +92,7 @@ def baseline_rows(base: list[dict]) -> list[list[str]]:
         gap = b.get("gap_to_milp")
         rows.append([b["instance"], _fmt(b.get("domains")), b["method"], b.get("status", "?"),
                      _fmt(b.get("seconds")), _fmt(b.get("objective"), 6), _fmt(b.get("milp_objective"), 6),
-                     "—" if gap is None else f"{100 * gap:.3g}%",
+                     "—" if gap is None else f"{num(100 * gap)}%",
                      "—" if b.get("reaches_milp_optimum") is None else ("yes" if b["reaches_milp_optimum"] else "no"),
                      combos])
     return rows

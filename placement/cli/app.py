@@ -36,6 +36,7 @@ from placement.cli.options import (
     KvPolicy,
     Objective,
     PlanArg,
+    PricesOpt,
     SolverOpt,
     check_run_options,
     memory_limit_bytes,
@@ -99,8 +100,12 @@ def validate(instance: InstanceArg, calibration: CalibrationOpt = None) -> None:
     inst = _load(instance, calibration)
     ctx = Context.of(inst, str(instance))
     chips = sum(s.chips for s in ctx.sites.values())
+    from placement.core.numbers import num
+    from topology.prices import DEFAULT_PRICES
+
     out.print(f"[green]ok[/green] {instance}: model {ctx.model.name}, {len(inst.workload.classes)} classes, "
-              f"{len(ctx.sites)} domain groups, {chips} chips, modes {', '.join(inst.modes)}")
+              f"{num(len(ctx.sites))} domain groups, {num(chips)} chips, modes {', '.join(inst.modes)}"
+              + ("" if inst.prices == DEFAULT_PRICES else f", chip prices {inst.prices}"))
     from placement.cli.consoles import warn_unreachable
 
     warn_unreachable(ctx.graph)
@@ -140,6 +145,7 @@ def solve(
                                                      "of its chip's held-out error band, e.g. 0.9")] = None,
     headroom: Annotated[float | None, typer.Option(help="plan to this share of every class's TTFT and TPOT SLO, "
                                                    "e.g. 0.8 (the instance's slo_headroom)")] = None,
+    prices: PricesOpt = None,
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="keep candidate generations here and "
                                                    "reuse them in later runs (also PLACEMENT_CACHE_DIR)")] = None,
     executor: ExecutorOpt = Executor.local,
@@ -169,7 +175,7 @@ def solve(
                time_limit_s=time_limit, memory_limit_bytes=memory_bytes, gap=gap, compare=with_compare,
                certify=certify, kv_policy=None if kv_policy is None else str(kv_policy), survive=survive,
                survive_slo_factor=survive_slo_factor, max_pools_per_stage=max_pools, confidence=confidence,
-               headroom=headroom, cache_dir=cache_dir, executor=str(executor), address=address,
+               headroom=headroom, prices=prices, cache_dir=cache_dir, executor=str(executor), address=address,
                source=str(instance), began=began)
     if json_path is not None:
         from placement.core.output import write_atomic
@@ -220,6 +226,7 @@ def compare(
     priors: Annotated[str, typer.Option("--priors", help="low | nominal | high: every uncalibrated chip's "
                                         "efficiencies, step cost and all-reduce speed at that end of its prior "
                                         "(the range of its calibrated peers, costmodels/priors.py)")] = "nominal",
+    prices: PricesOpt = None,
 ) -> None:
     """Heterogeneous fleet vs each homogeneous fleet and each single mode."""
     from placement.api import compare as run
@@ -233,9 +240,10 @@ def compare(
         check_writable(json_path)  # before the solves, not after them
         refuse_inputs({"--json": json_path}, [instance])
     from placement.cli.studies import ProgressBar
+    from placement.core.loading import with_prices
     from placement.studies.compare import kv_variants, variants
 
-    inst = _load(instance, calibration)
+    inst = with_prices(_load(instance, calibration), prices)
     with ProgressBar(f"compare {inst.name}", len(variants(inst)) + len(kv_variants(inst))) as bar:
         rows = run(inst, backend=solver, time_limit_s=time_limit, priors=priors, source=str(instance), progress=bar)
     if json_path is not None:

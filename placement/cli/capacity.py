@@ -16,6 +16,7 @@ from placement.cli.options import (
     Gap,
     InstanceArg,
     JsonPath,
+    PricesOpt,
     Quiet,
     SolverOpt,
     TimeLimit,
@@ -42,12 +43,13 @@ def capacity_command(
     json_path: JsonPath = None,
     quiet: Quiet = False,
     calibration: CalibrationOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Largest servable rate per class (or the mix) under its SLOs, with the verified plan that serves it."""
     from placement.api import capacity
     from placement.cli.consoles import out
     from placement.core.errors import EXIT_INFEASIBLE, EXIT_SOLVER
-    from placement.core.loading import load_instance
+    from placement.core.loading import load_instance, with_prices
 
     check_run_options(time_limit_s=time_limit, gap=gap)
     if json_path is not None:
@@ -55,7 +57,7 @@ def capacity_command(
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance])
-    inst = load_instance(instance, calibration)
+    inst = with_prices(load_instance(instance, calibration), prices)
     results = capacity(inst, classes=class_, mix=mix, backend=solver, rtol=rtol, band=band, time_limit_s=time_limit,
                        gap=gap, source=str(instance))
     if json_path is not None:
@@ -73,13 +75,11 @@ def capacity_command(
         raise typer.Exit(EXIT_SOLVER)
 
 
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
-
-
 def print_capacity(console, inst, results) -> None:
     """One row per target: its rate(s), output tokens/s (and per chip), the band, chips and $/h."""
     from rich.table import Table
+
+    from placement.core.numbers import num, usd
 
     t = Table(title=f"capacity of {inst.name} as given (under each class's SLOs)")
     for col in ("target", "status", "× rates", "req/s", "output tok/s", "p10 – p90 tok/s", "tok/s per chip", "chips",
@@ -87,9 +87,9 @@ def print_capacity(console, inst, results) -> None:
         t.add_column(col)
     for r in results:
         band = r.band_output_tokens_per_s
-        t.add_row(r.target, r.status, f"{r.scale:,.4g}", _num(sum(r.rate_rps.values())), _num(r.output_tokens_per_s),
-                  f"{_num(band['p10'])} – {_num(band['p90'])}" if band else "-", _num(r.output_tokens_per_s_per_chip),
-                  f"{r.chips} of {r.fleet_chips}", "-" if r.cost_usd_per_hour is None else f"{r.cost_usd_per_hour:,.2f}",
+        t.add_row(r.target, r.status, num(r.scale, 4), num(sum(r.rate_rps.values())), num(r.output_tokens_per_s),
+                  f"{num(band['p10'])} – {num(band['p90'])}" if band else "-", num(r.output_tokens_per_s_per_chip),
+                  f"{num(r.chips)} of {num(r.fleet_chips)}", usd(r.cost_usd_per_hour),
                   "yes" if r.verified else "NO", str(r.solves))
     console.print(t)
     for r in results:

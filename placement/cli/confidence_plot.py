@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from placement.core.numbers import value
 from placement.core.output import write_bytes_atomic
 from placement.studies.pareto import CONFIDENCE_AXIS
 from placement.studies.sweep import Point, SweepResult
@@ -33,7 +34,7 @@ def confidence_lines(result: SweepResult) -> dict[str, list[Point]]:
     others = [a.label for a in result.axes if a.label != CONFIDENCE_AXIS]
     lines: dict[str, list[Point]] = {}
     for p in result.points:
-        slo = ", ".join(f"{k}={p.values[k]:g}" for k in others)
+        slo = ", ".join(f"{k}={value(p.values[k])}" for k in others)
         lines.setdefault(p.series + (f" ({slo})" if slo else ""), []).append(p)
     return {k: sorted(v, key=lambda p: p.values[CONFIDENCE_AXIS]) for k, v in lines.items()}
 

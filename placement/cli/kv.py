@@ -4,13 +4,15 @@ from typing import Annotated
 
 import typer
 
-from placement.cli.options import InstanceArg
+from placement.cli.options import InstanceArg, PricesOpt
+from placement.core.numbers import num, usd
 
 __all__ = ["kv_prices_command", "print_kv"]
 
 
 def kv_prices_command(instance: InstanceArg,
-                      quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False) -> None:
+                      quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
+                      prices: PricesOpt = None) -> None:
     """Implied price of a cached vs an uncached input token per KV tier and retention window."""
     from rich.table import Table
 
@@ -18,18 +20,19 @@ def kv_prices_command(instance: InstanceArg,
     from placement.cli.consoles import out
     from placement.core.loading import load_instance
 
-    for p in kv_prices(load_instance(instance), source=str(instance)):
+    for p in kv_prices(load_instance(instance), prices=prices,
+                       source=str(instance)):
         head = "no prefill replica meets the TTFT" if p.uncached_usd_per_million_tokens is None else \
-            f"${p.uncached_usd_per_million_tokens:.4g}/M tokens ({p.uncached_by} prefill replicas)"
+            f"${num(p.uncached_usd_per_million_tokens, 4)}/M tokens ({p.uncached_by} prefill replicas)"
         table = Table(title=f"{p.class_name}: recomputing the prefix costs {head}")
         for col in ("tier", "window", "hit rate", "residence s", "held $/M cached tokens",
                     "marginal $/M (extra hits)", "marginal vs uncached"):
             table.add_column(col)
         for r in p.rows:
             ratio = "-" if p.uncached_usd_per_million_tokens is None else \
-                f"{r.marginal_usd_per_million_tokens / p.uncached_usd_per_million_tokens:.3g}x"
-            table.add_row(r.tier, f"{r.window_s / 60:g} min", f"{r.hit_rate:.1%}", f"{r.residence_s:.1f}",
-                          f"{r.held_usd_per_million_tokens:.4g}", f"{r.marginal_usd_per_million_tokens:.4g}", ratio)
+                f"{num(r.marginal_usd_per_million_tokens / p.uncached_usd_per_million_tokens)}x"
+            table.add_row(r.tier, f"{num(r.window_s / 60)} min", f"{r.hit_rate:.1%}", num(r.residence_s),
+                          num(r.held_usd_per_million_tokens, 4), num(r.marginal_usd_per_million_tokens, 4), ratio)
         if not quiet:
             out.print(table)
 
@@ -44,16 +47,16 @@ def print_kv(console, plan) -> None:
     for c in plan.classes:
         for e in c.kv_retention or []:
             where = e.policy.rpartition("@")[2] if "@" in e.policy else ""
-            t.add_row(c.name, f"{e.tier}@{where}" if where else e.tier, f"{e.window_s / 60:g} min", f"{e.share:.1%}", f"{e.hit_rate:.1%}",
-                      f"{e.held_gb:,.1f}", f"{e.reload_ms:.0f}")
+            t.add_row(c.name, f"{e.tier}@{where}" if where else e.tier, f"{num(e.window_s / 60)} min", f"{e.share:.1%}",
+                      f"{e.hit_rate:.1%}", num(e.held_gb), num(e.reload_ms))
     console.print(t)
     used = [u for u in plan.kv_tiers if u.used_gb > 0]
     if used:
-        t = Table(title=f"KV tiers in use (${plan.kv_usd_per_hour or 0:,.2f}/h)")
+        t = Table(title=f"KV tiers in use (${usd(plan.kv_usd_per_hour or 0)}/h)")
         for col in ("tier", "domain group", "used / capacity GB", "reload GB/s (of)", "offload GB/s (of)", "$/h"):
             t.add_column(col)
         for u in used:
-            t.add_row(u.tier, u.domain_group, f"{u.used_gb:,.0f} / {u.capacity_gb:,.0f}",
-                      f"{u.bandwidth_used_gb_per_s:.3g} ({u.bandwidth_gb_per_s:.3g})",
-                      f"{u.write_used_gb_per_s:.3g} ({u.write_gb_per_s:.3g})", f"{u.usd_per_hour:.2f}")
+            t.add_row(u.tier, u.domain_group, f"{num(u.used_gb)} / {num(u.capacity_gb)}",
+                      f"{num(u.bandwidth_used_gb_per_s)} ({num(u.bandwidth_gb_per_s)})",
+                      f"{num(u.write_used_gb_per_s)} ({num(u.write_gb_per_s)})", usd(u.usd_per_hour))
         console.print(t)

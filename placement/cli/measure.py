@@ -93,6 +93,7 @@ def compare_command(
 
     from placement.cli.consoles import err, out
     from placement.core.loading import load_instance
+    from placement.core.numbers import num
     from placement.measure.agreement import agreement, inside_share
 
     if str(json_path) == "-":  # the JSON owns standard output; the table goes to standard error
@@ -119,11 +120,9 @@ def compare_command(
         return f"{ratio:.2f} ({band[0]:.2f}–{band[1]:.2f}){mark}"
 
     for r in rows:
-        t.add_row(f"{r.source}#{r.record}", r.chip, r.model, f"{r.concurrency:,.4g}",
-                  f"{r.tpot_ms_measured:,.3g} / {r.tpot_ms_predicted:,.3g}", cell(r.tpot_ratio, r.tpot_band),
-                  f"{r.ttft_ms_measured:,.4g} / " + ("-" if r.ttft_ms_predicted is None else
-                                                      f"{r.ttft_ms_predicted:,.4g}"),
-                  cell(r.ttft_ratio, r.ttft_band))
+        t.add_row(f"{r.source}#{r.record}", r.chip, r.model, num(r.concurrency, 4),
+                  f"{num(r.tpot_ms_measured)} / {num(r.tpot_ms_predicted)}", cell(r.tpot_ratio, r.tpot_band),
+                  f"{num(r.ttft_ms_measured, 4)} / {num(r.ttft_ms_predicted, 4)}", cell(r.ttft_ratio, r.ttft_band))
     out.print(t)
     for metric in ("tpot", "ttft"):
         k, n = inside_share(rows, metric)

@@ -10,10 +10,12 @@ from placement.cli.options import (
     CalibrationOpt,
     InstanceArg,
     PlanArg,
+    PricesOpt,
     SolverOpt,
     check_run_options,
 )
 from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
+from placement.core.numbers import num, usd
 
 __all__ = ["print_migration", "print_schedule", "replan_command", "schedule_command"]
 
@@ -36,13 +38,13 @@ def print_migration(console, plan) -> None:
         for m in mig.moves:
             t.add_row(m.pool or f"({m.previous_pool})", m.stage, m.chip, m.group,
                       f"{m.replicas_before} → {m.replicas_after}", str(m.replicas_lost), str(m.added), str(m.removed),
-                      _indices(m.domains_added), _indices(m.domains_removed), f"{m.reload_bytes / 1e9:,.1f}",
-                      f"{m.reload_s:.3g}", f"{m.usd:,.2f}")
+                      _indices(m.domains_added), _indices(m.domains_removed), num(m.reload_bytes / 1e9),
+                      num(m.reload_s), usd(m.usd))
         console.print(t)
     console.print(f"migration: {mig.replicas_added} added, {mig.replicas_removed} removed, {mig.replicas_kept} kept, "
-                  f"{mig.replicas_lost} lost; {mig.reload_bytes / 1e9:,.1f} GB reloaded, longest {mig.reload_s:.3g} s, "
-                  f"${mig.usd:,.2f} one-off; objective ${mig.objective_usd_per_hour:,.4f}/h "
-                  f"(run + one-off / {mig.amortise_h:g} h)", highlight=False)
+                  f"{mig.replicas_lost} lost; {num(mig.reload_bytes / 1e9)} GB reloaded, longest {num(mig.reload_s)} s, "
+                  f"${usd(mig.usd)} one-off; objective ${num(mig.objective_usd_per_hour, 6)}/h "
+                  f"(run + one-off / {num(mig.amortise_h)} h)", highlight=False)
 
 
 def _indices(ix: list[int], most: int = 8) -> str:
@@ -69,6 +71,7 @@ def replan_command(
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="read (and keep) candidate generations "
                                                    "here, e.g. the solve's (also PLACEMENT_CACHE_DIR)")] = None,
     calibration: CalibrationOpt = None,
+    prices: PricesOpt = None,
 ) -> None:
     """Re-plan a running plan after failures or changes, counting what each move costs."""
     from rich.markup import escape
@@ -94,7 +97,8 @@ def replan_command(
     inst, _ = apply_overrides(load_instance(instance, calibration), list(set_ or []), str(instance))
     current = read_plan(plan_path)
     new = replan(inst, current, Events(failed_domains=failed, move_usd=move_usd, amortise_h=amortise_h),
-                 backend=solver, time_limit_s=time_limit, gap=gap, cache_dir=cache_dir, source=str(instance))
+                 backend=solver, time_limit_s=time_limit, gap=gap, cache_dir=cache_dir,
+                 prices=prices, source=str(instance))
     if json_path is not None:
         from placement.core.output import write_atomic
 
@@ -136,6 +140,7 @@ def schedule_command(
     references: Annotated[str, typer.Option("--references", help="exact (each period solved alone as a MILP) "
                                             "| bound (only their LP relaxations: a lower bound, much faster)")]
     = "exact",
+    prices: PricesOpt = None,
 ) -> None:
     """One plan per period of a demand profile, beside independent and static-peak plans."""
     from placement.cli.consoles import out
@@ -155,7 +160,8 @@ def schedule_command(
     inst = load_instance(instance)
     result = schedule(inst, read_profile(profile), method=method, reserved_discount=reserved_discount,
                       move_usd=move_usd, backend=solver, time_limit_s=time_limit, gap=gap,
-                      keep_plans=json_path is not None, references=references, source=str(instance))
+                      keep_plans=json_path is not None, references=references,
+                      prices=prices, source=str(instance))
     if json_path is not None:
         from placement.core.output import write_atomic
 
@@ -176,10 +182,10 @@ def print_schedule(console, result) -> None:
                 "alone $/h", "verified"):
         t.add_column(col)
     for p in result.periods:
-        t.add_row(p.period, f"{p.hours:g}", p.status, "-" if p.chips is None else str(p.chips), str(p.reserved_chips),
-                  str(p.on_demand_chips), str(p.replicas_added), str(p.replicas_removed), f"{p.migration_usd:,.2f}",
-                  _money(p.period_usd_per_hour if p.period_usd_per_hour is not None else p.cost_usd_per_hour),
-                  _money(p.independent_usd_per_hour if p.independent_usd_per_hour is not None
+        t.add_row(p.period, num(p.hours), p.status, num(p.chips), num(p.reserved_chips),
+                  num(p.on_demand_chips), num(p.replicas_added), num(p.replicas_removed), usd(p.migration_usd),
+                  usd(p.period_usd_per_hour if p.period_usd_per_hour is not None else p.cost_usd_per_hour),
+                  usd(p.independent_usd_per_hour if p.independent_usd_per_hour is not None
                          else p.independent_bound_usd_per_hour), "yes" if p.verified else "NO")
     console.print(t)
     if result.changes:
@@ -188,7 +194,7 @@ def print_schedule(console, result) -> None:
             c.add_column(col)
         for ch in result.changes[:40]:
             c.add_row(ch.period, ch.column, str(ch.part), ch.chip, ch.group, f"{ch.before} → {ch.after}",
-                      f"{ch.usd:,.2f}")
+                      usd(ch.usd))
         console.print(c)
         if len(result.changes) > 40:
             console.print(f"… {len(result.changes) - 40} more changes (--json has them all)", highlight=False)
@@ -199,22 +205,18 @@ def print_schedule(console, result) -> None:
     if result.total_usd is None:
         console.print(f"{result.status}: {result.message}", highlight=False, markup=False)
         return
-    console.print(f"schedule ${result.total_usd:,.2f} (reserved ${result.reserved_usd:,.2f} + on demand "
-                  f"${result.on_demand_usd:,.2f} + reconfiguration ${result.migration_usd:,.2f}); "
-                  f"bound ${_money(result.best_bound_usd)}, gap {_pct(result.gap)}", highlight=False)
-    independent = (f"${_money(result.independent_usd)}" if result.independent_usd is not None
-                   else f"≥ ${_money(result.independent_bound_usd)} (LP bound)")
+    console.print(f"schedule ${usd(result.total_usd)} (reserved ${usd(result.reserved_usd)} + on demand "
+                  f"${usd(result.on_demand_usd)} + reconfiguration ${usd(result.migration_usd)}); "
+                  f"bound ${usd(result.best_bound_usd)}, gap {_pct(result.gap)}", highlight=False)
+    independent = (f"${usd(result.independent_usd)}" if result.independent_usd is not None
+                   else f"≥ ${usd(result.independent_bound_usd)} (LP bound)")
     console.print(f"independent periods {independent} ≤ schedule: "
                   f"{_yes(result.independent_le_schedule)}; schedule ≤ static peak plan "
-                  f"${_money(result.static_peak_usd)}: {_yes(result.schedule_le_static)}", highlight=False)
+                  f"${usd(result.static_peak_usd)}: {_yes(result.schedule_le_static)}", highlight=False)
 
 
 def _yes(x: bool | None) -> str:
     return "-" if x is None else ("yes" if x else "NO")
-
-
-def _money(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.2f}"
 
 
 def _pct(x: float | None) -> str:

@@ -2,7 +2,7 @@
 
 Closed sets of words are enums, so that typer turns them into click choices: a wrong word
 fails at parse time with exit code 2 and the list of choices, and shell completion offers them.
-The enums repeat tuples of the library (``EXECUTORS``, ``STAGES``, ``PRECISIONS``, ``FAMILIES``)
+The enums repeat tuples of the library (``EXECUTORS``, ``STAGES``, ``PRECISIONS``, ``FAMILIES``, the price sets)
 rather than importing them, because those live beside NumPy and the cost models and
 ``placement --help`` must not load them; ``tests/test_architecture.py`` checks they agree.
 
@@ -52,6 +52,8 @@ __all__ = [
     "PlotAxis",
     "PlotPath",
     "Precision",
+    "Prices",
+    "PricesOpt",
     "Quiet",
     "SolverOpt",
     "Stage",
@@ -121,11 +123,19 @@ class PlotAxis(StrEnum):
     groups = "groups"
 
 
+class Prices(StrEnum):
+    """Chip price sets (:func:`topology.prices.load_price_sets`)."""
+
+    tco = "tco"
+    on_demand = "on-demand"
+
+
 class CatalogKind(StrEnum):
     """What ``catalog`` lists."""
 
     chips = "chips"
     models = "models"
+    prices = "prices"
 
 
 InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)")]
@@ -133,6 +143,10 @@ InstanceArg = Annotated[Path, typer.Argument(help="instance file (YAML or JSON)"
 CalibrationOpt = Annotated[Path | None, typer.Option(
     "--calibration", help="a calibration overlay (placement calibrate): the chips it lists take the factors and "
     "error bands fitted on your measurements (replaces the instance's calibration)")]
+#: The chip price set a planning command prices with (the instance's ``prices``).
+PricesOpt = Annotated[Prices | None, typer.Option(
+    "--prices", help="chip prices: tco (owner's total cost of ownership, the default) | on-demand (public cloud "
+    "rental, 2026); sourced per chip in topology/catalog/prices.yaml (sets the instance's prices)")]
 PlanArg = Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")]
 #: The CLI's default backend: solvers.backends.DEFAULT_BACKEND, named here so that ``--help`` needs no solver
 #: import (tests/test_limits.py checks that the two agree).

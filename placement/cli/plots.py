@@ -22,8 +22,10 @@ swept field with its unit (:func:`placement.report.labels.axis_label`).
 from __future__ import annotations
 
 import io
+import textwrap
 from pathlib import Path
 
+from placement.core.numbers import num, value
 from placement.core.output import write_bytes_atomic
 from placement.modes import colors
 from placement.report.labels import axis_label
@@ -96,7 +98,7 @@ def log_axis(ax, axis: str, values: list[float]) -> None:
     target = ax.xaxis if axis == "x" else ax.yaxis
     narrow = bool(v) and max(v) / min(v) < 100
     target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
-    target.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    target.set_major_formatter(FuncFormatter(lambda x, _: num(x)))
     target.set_minor_formatter(NullFormatter())
 
 
@@ -201,7 +203,7 @@ def pareto_figure(result: SweepResult, title: str | None = None):
         usd_all += [p.usd_per_million_output_tokens for p in pts]
     focus = ", ".join(result.focus_classes)
     for ax in axes:
-        ax.set_xlabel(f"interactivity: tokens/s per user (1000 / predicted TPOT of {focus})")
+        ax.set_xlabel(textwrap.fill(f"interactivity: tokens/s per user (1000 / predicted TPOT of {focus})", 60))
         _log_if_wide(ax, "x", xs_all)
         ax.grid(True, which="both", lw=0.3)
     axes[0].set_ylabel("output tokens/s per chip")
@@ -213,22 +215,23 @@ def pareto_figure(result: SweepResult, title: str | None = None):
     axes[0].set_title("throughput per chip vs interactivity (frontiers)", fontsize=10)
     axes[1].set_title("cost per token vs interactivity (frontiers)", fontsize=10)
     axes[2].set_title("throughput per MW vs interactivity (solved plans)", fontsize=10)
-    for s in result.series:  # series with no feasible point still get a legend entry saying so
-        if not any(p.ok and p.tokens_per_s_per_user is not None for p in result.series_points(s)):
-            st = style[s]
-            axes[0].plot([], [], color=st["color"], ls=st["ls"], marker=st["marker"],
-                         label=f"{_label(result, s)}: infeasible at every point")
+    empty = [_label(result, s) for s in result.series  # not in the legend: a note under it
+             if not any(p.ok and p.tokens_per_s_per_user is not None for p in result.series_points(s))]
     if faded:
         axes[0].plot([], [], ls="none", marker="o", color="tab:gray", alpha=0.3, label=DOMINATED_LABEL)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, max(1, len(labels))), fontsize=8,
-               bbox_to_anchor=(0.5, -0.06))
-    sweep = ", ".join(f"{axis_label(a.label)} {a.values[0]}…{a.values[-1]} ({len(a.values)} points)"
+    if labels:
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
+                   bbox_to_anchor=(0.5, -0.06))
+    if empty:
+        fig.text(0.5, -0.1, "not drawn, no verified plan with a predicted TPOT at any point: " + "; ".join(empty),
+                 ha="center", fontsize=8)
+    sweep = ", ".join(f"{axis_label(a.label)} {value(a.values[0])}…{value(a.values[-1])} ({len(a.values)} points)"
                       for a in result.axes)
-    fixed = "; ".join(f"{axis_label(k)} = {v}" for k, v in result.overrides.items())
+    fixed = "; ".join(f"{axis_label(k)} = {value(v)}" for k, v in result.overrides.items())
     fig.suptitle(title or f"{result.instance}: {sweep}" + (f"\nwith {fixed}" if fixed else ""), fontsize=11)
     if not xs_all:
-        axes[0].text(0.5, 0.5, "no feasible point", ha="center", transform=axes[0].transAxes)
+        axes[0].text(0.5, 0.5, "no point to draw", ha="center", transform=axes[0].transAxes)
     return fig
 
 
@@ -273,7 +276,7 @@ def sweep_figure(result: SweepResult, title: str | None = None):
         groups.setdefault(tuple(p.values[a.label] for a in others), []).append(p)
     ax = axes[0]
     for key, g in groups.items():
-        lbl = ", ".join(f"{axis_label(a.label)} = {v}" for a, v in zip(others, key)) or "cost of the optimum ($/h)"
+        lbl = ", ".join(f"{axis_label(a.label)} = {value(v)}" for a, v in zip(others, key)) or "cost of the optimum ($/h)"
         ax.plot(*_broken([pos(p) for p in g], [p.cost_usd_per_hour for p in g], [p.ok for p in g]), "o-", label=lbl)
         bad = [p for p in g if not p.ok]
         if bad:
@@ -320,10 +323,10 @@ def sweep_figure(result: SweepResult, title: str | None = None):
         if numeric and first.log:
             log_axis(a, "x", [float(v) for v in first.values])
         if not numeric:
-            a.set_xticks(range(len(first.values)), [str(v) for v in first.values])
+            a.set_xticks(range(len(first.values)), [value(v) for v in first.values])
         a.grid(True, which="both", lw=0.3)
     if others:
-        fixed = ", ".join(f"{axis_label(a.label)} = {a.values[0]}" for a in others)
+        fixed = ", ".join(f"{axis_label(a.label)} = {value(a.values[0])}" for a in others)
         for a, what in zip(axes[1:], ("chip mix", "serving modes", "throughput per MW")):
             a.set_title(f"{what} ({fixed})", fontsize=9)
     fig.suptitle(title or f"{result.instance}: sweep of {', '.join(axis_label(a.label) for a in result.axes)}",

@@ -6,33 +6,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from placement.core.numbers import num, usd
 from placement.core.plan import Plan
 
 __all__ = ["SAVINGS_HEADINGS", "print_comparison", "print_plan"]
 
 
-def _dp(pool) -> str:
-    """`` dpN`` for a part with N data-parallel attention groups, else nothing."""
-    lay = pool.config.main if pool.part == 0 else pool.config.partner
-    return f" dp{lay.dp}" if lay is not None and lay.dp > 1 else ""
-
-
-def _fmt(x, spec=".3g", none="-") -> str:
-    return none if x is None else format(x, spec)
-
-
 def _ms(x: float | None) -> str:
-    """Milliseconds to three figures, whole from 100, ``<0.01`` below a hundredth (a wait that all but never
-    happens), ``-`` when not stated.
+    """Milliseconds as the tables give them: ``<0.01`` below a hundredth (a wait that all but never happens).
 
     Examples
     --------
     >>> [_ms(x) for x in (1234.5, 12.345, 9.96e-09, 0.0, None)]
     ['1,234', '12.3', '<0.01', '0', '-']
     """
-    if x is None:
-        return "-"
-    return f"{x:,.0f}" if x >= 100 else (f"{x:.3g}" if x >= 0.01 else ("0" if x == 0 else "<0.01"))
+    return num(x, floor=0.01)
 
 
 def _banded(value, band) -> str:
@@ -46,23 +34,23 @@ def print_plan(console: Console, plan: Plan) -> None:
     s = plan.solver
     head = f"[bold]{plan.instance}[/bold]: {plan.status}"
     if plan.cost_usd_per_hour is not None:
-        head += (f" — ${plan.cost_usd_per_hour:,.2f}/h, {plan.chips} chips, {plan.power_w / 1e3:,.1f} kW, "
-                 f"${_fmt(plan.usd_per_million_output_tokens, '.3f')}/M output tokens")
+        head += (f" — ${usd(plan.cost_usd_per_hour)}/h, {num(plan.chips)} chips, {num(plan.power_w / 1e3)} kW, "
+                 f"${num(plan.usd_per_million_output_tokens)}/M output tokens")
     console.print(head, highlight=False)
     for note in plan.notes:
         console.print(f"  note: {note}", highlight=False, markup=False)
     if plan.pools:
         t = Table(title="pools")
-        for col in ("pool", "class", "stage", "chip", "replicas", "chips", "tp/ep/pp", "batch", "util (busy)",
+        for col in ("pool", "class", "stage", "chip", "replicas", "chips", "layout", "batch", "util (busy)",
                     "TTFT ms", "TPOT ms", "$/h", "domain groups"):
             t.add_column(col)
         for p in plan.pools:
             t.add_row(p.id + (f"↔{p.paired_with}" if p.paired_with else ""), p.traffic_class, p.stage, p.chip,
-                      str(p.replicas), str(p.chips), f"{p.tp}/{p.ep}/{p.pp}" + _dp(p), str(p.batch),
+                      num(p.replicas), num(p.chips), p.layout, num(p.batch),
                       f"{p.utilisation:.0%} ({p.busy:.0%})" if p.part == 0 else "",
                       ("wait " if p.stage != "prefill" and p.stage != "aggregated" and p.ttft_ms is not None else "")
                       + _banded(p.ttft_ms, p.bands and p.bands.ttft_ms), _banded(p.tpot_ms, p.bands and p.bands.tpot_ms),
-                      f"{p.usd_per_hour:,.2f}", ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
+                      usd(p.usd_per_hour), ", ".join(f"{x.site}×{x.replicas}" for x in p.sites))
         console.print(t)
         if any(p.bands for p in plan.pools):
             at = "nominal prediction" if plan.confidence is None else f"priced at confidence {plan.confidence:g}"
@@ -71,10 +59,16 @@ def print_plan(console: Console, plan: Plan) -> None:
                           "benchmarks/CALIBRATION.md" + (f"; the chips of the calibration overlay {own}: its bands, "
                                                          "from your measurements" if own else "") + "]",
                           highlight=False, markup=False)
-            from placement.core.confidence import slos_inside_bands
+            from placement.cli.bands import print_bands
+            from placement.core.confidence import band_rows, loads_inside_bands, slos_inside_bands
 
+            print_bands(console, band_rows(plan))
             for line in slos_inside_bands(plan):
                 console.print(f"[yellow]SLO inside the band:[/yellow] {escape(line)}", highlight=False)
+            loads = loads_inside_bands(plan)
+            if loads:
+                console.print(f"[yellow]load beyond the p10 capacity:[/yellow] {escape('; '.join(loads))}",
+                              highlight=False)
         console.print("TTFT at the plan's load, waits included (a decode pool's: its wait for a slot); util: load ÷ "
                       "rated capacity, the rate at which the SLOs hold with each server busy at most 90 % of the time; "
                       "busy: the busiest server's share of time working at the plan's load", highlight=False,
@@ -87,8 +81,8 @@ def print_plan(console: Console, plan: Plan) -> None:
         for col in ("class", "req/s", "modes", "TTFT ms (SLO)", "TPOT ms (SLO)"):
             t.add_column(col)
         for c in plan.classes:
-            t.add_row(c.name, f"{c.rate_rps:g}", ", ".join(f"{m} {w:.0%}" for m, w in c.modes.items()),
-                      f"{_ms(c.ttft_ms)} ({c.ttft_slo_ms:g})", f"{_ms(c.tpot_ms)} ({c.tpot_slo_ms:g})")
+            t.add_row(c.name, num(c.rate_rps), ", ".join(f"{m} {w:.0%}" for m, w in c.modes.items()),
+                      f"{_ms(c.ttft_ms)} ({num(c.ttft_slo_ms)})", f"{_ms(c.tpot_ms)} ({num(c.tpot_slo_ms)})")
         console.print(t)
     if plan.kv_policy is not None:
         from placement.cli.kv import print_kv
@@ -100,18 +94,18 @@ def print_plan(console: Console, plan: Plan) -> None:
         for col in ("link", "load GB/s", "capacity GB/s", "util"):
             t.add_column(col)
         for lk in busy:
-            t.add_row(f"{lk.source}→{lk.target}", f"{lk.load_bytes_per_s / 1e9:.3g}",
-                      f"{lk.capacity_bytes_per_s / 1e9:.3g}", f"{lk.utilisation:.0%}")
+            t.add_row(f"{lk.source}→{lk.target}", num(lk.load_bytes_per_s / 1e9), num(lk.capacity_bytes_per_s / 1e9),
+                      f"{lk.utilisation:.0%}")
         console.print(t)
     if s is not None:
-        console.print(f"solver {s.backend}: {s.status}, objective {_fmt(s.objective, '.6g')}, bound "
-                      f"{_fmt(s.best_bound, '.6g')}, gap {_fmt(s.gap, '.2e')}, {s.seconds:.2f} s "
-                      f"(build {s.build_seconds:.2f} s), {s.variables} vars ({s.integer_variables} int), "
-                      f"{s.constraints} rows, {s.nonzeros} nz", highlight=False)
+        console.print(f"solver {s.backend}: {s.status}, objective {num(s.objective, 6)}, bound "
+                      f"{num(s.best_bound, 6)}, gap {num(s.gap)}, {s.seconds:.2f} s "
+                      f"(build {s.build_seconds:.2f} s), {num(s.variables)} vars ({num(s.integer_variables)} int), "
+                      f"{num(s.constraints)} rows, {num(s.nonzeros)} nz", highlight=False)
     if plan.candidates is not None:
         c = plan.candidates
-        console.print(f"candidates: {c.generated} generated, {c.feasible} meet SLOs and fit, {c.kept} kept "
-                      "after dominance pruning", highlight=False)
+        console.print(f"candidates: {num(c.generated)} generated, {num(c.feasible)} meet SLOs and fit, {num(c.kept)} "
+                      "kept after dominance pruning", highlight=False)
     if plan.comparisons:
         print_comparison(console, plan.comparisons)
     if plan.verified:
@@ -131,9 +125,8 @@ def print_comparison(console: Console, rows) -> None:
     for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", SAVINGS_HEADINGS[objective]):
         t.add_column(col)
     for r in rows:
-        t.add_row(r.label, r.status, _fmt(r.cost_usd_per_hour, ",.2f"), _fmt(r.chips, "d"),
-                  _fmt(None if r.power_w is None else r.power_w / 1e3, ",.1f"),
-                  _fmt(r.usd_per_million_output_tokens, ".3f"),
+        t.add_row(r.label, r.status, usd(r.cost_usd_per_hour), num(r.chips),
+                  num(None if r.power_w is None else r.power_w / 1e3), num(r.usd_per_million_output_tokens),
                   "" if r.savings is None else f"{r.savings:.1%}")
     console.print(t)
     for r in rows:

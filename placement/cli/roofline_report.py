@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from costmodels.models import ModelSpec
     from topology.chips import ChipSpec
 
-__all__ = ["MAX_BATCH", "PLOT_BATCHES", "batch_at_tpot", "catalog", "catalog_rows", "roofline", "roofline_summary"]
+__all__ = ["MAX_BATCH", "PLOT_BATCHES", "batch_at_tpot", "catalog", "catalog_rows", "plot_fits", "roofline",
+           "roofline_figure", "roofline_summary"]
 
 #: Batch sizes drawn on the roofline plot: powers of two from 1 to 4096.
 PLOT_BATCHES = tuple(2.0**k for k in range(13))
@@ -30,7 +31,7 @@ MAX_BATCH = 65536
 _MS = 1e3
 _GB = 1e9
 _TERA = 1e12
-_CATALOG_KINDS = ("chips", "models")
+_CATALOG_KINDS = ("chips", "models", "prices")
 
 
 def _chips() -> dict[str, "ChipSpec"]:
@@ -208,8 +209,22 @@ def roofline_summary(
     }
 
 
-def _plot(path: Path, chip: "ChipSpec", model: "ModelSpec", summary: dict[str, Any]) -> None:
-    """Roofline PNG: the chip's roof (peak and achievable), its ridge, the stage's batch sweep."""
+def plot_fits(chip: "ChipSpec", model: "ModelSpec", summary: dict[str, Any]) -> list[bool]:
+    """Whether each of :data:`PLOT_BATCHES` fits in the chip's memory at the summary's layout and context."""
+    import numpy as np
+
+    from costmodels import fits, memory_per_chip_bytes
+
+    s = summary
+    mem = memory_per_chip_bytes(chip, model, stage=s["stage"], batch=np.asarray(PLOT_BATCHES),
+                                context=s["cached_tokens"] + s["context_tokens"], tp=s["tp"], ep=s["ep"], pp=s["pp"],
+                                dp=s["attention_dp"], precision=s["precision"], kv_precision=s["kv_precision"])
+    return [bool(f) for f in np.broadcast_to(np.asarray(fits(chip, mem)), (len(PLOT_BATCHES),))]
+
+
+def roofline_figure(chip: "ChipSpec", model: "ModelSpec", summary: dict[str, Any]):
+    """The roofline chart (matplotlib figure): the chip's roof (peak and achievable), its ridge, the stage's
+    batch sweep (batches that do not fit in memory drawn as red crosses, in the legend as such)."""
     import matplotlib
     import numpy as np
 
@@ -224,6 +239,7 @@ def _plot(path: Path, chip: "ChipSpec", model: "ModelSpec", summary: dict[str, A
     g = s["chips_per_replica"]
     achieved = np.asarray(sweep.flops) / np.asarray(sweep.time_s) / g
     intensity = np.asarray(sweep.intensity_flop_per_byte)
+    fit = np.asarray(plot_fits(chip, model, s))
 
     lo = min(0.1, float(intensity.min()) / 2)
     hi = max(10 * s["ridge_flop_per_byte"], float(intensity.max()) * 2)
@@ -233,23 +249,42 @@ def _plot(path: Path, chip: "ChipSpec", model: "ModelSpec", summary: dict[str, A
     eff = np.minimum(flops * chip.compute_efficiency, x * bw * chip.memory_efficiency) / _TERA
     ax.loglog(x, eff, "k--", lw=0.8, label="achievable (η_c, η_m)")
     ax.axvline(s["ridge_flop_per_byte"], color="grey", ls=":", label=f"ridge {s['ridge_flop_per_byte']:.0f} FLOP/B")
-    ax.loglog(intensity, achieved / _TERA, "o-", ms=4, label=f"{s['stage']} B=1…{int(PLOT_BATCHES[-1])}")
+    batches = np.asarray(PLOT_BATCHES)
+    if fit.any():
+        ax.loglog(intensity[fit], achieved[fit] / _TERA, "o-", ms=4,
+                  label=f"{s['stage']} B={int(batches[fit][0])}…{int(batches[fit][-1])}, fits in memory")
+    if not fit.all():
+        ax.loglog(intensity[~fit], achieved[~fit] / _TERA, "x:", color="tab:red", ms=6,
+                  label=f"does not fit in memory (B={int(batches[~fit][0])}…{int(batches[~fit][-1])})")
     for b, xi, yi in zip(PLOT_BATCHES, intensity, achieved):
         if b in (1, 16, 256, 4096):
             ax.annotate(f"B={int(b)}", (xi, yi / _TERA), textcoords="offset points", xytext=(4, -10), fontsize=7)
     here = s["flops"] / (s["step_time_ms"] / _MS) / g / _TERA
-    ax.loglog([s["intensity_flop_per_byte"]], [here], "r*", ms=12, label=f"this config (B={s['batch']})")
+    ax.loglog([s["intensity_flop_per_byte"]], [here], "r*", ms=12,
+              label=f"this config (B={s['batch']}" + (")" if s["fits"] else ", does not fit)"))
+    from placement.cli.plots import log_axis
+
+    log_axis(ax, "x", list(x))
+    log_axis(ax, "y", [float(v) for v in achieved / _TERA] + [flops / _TERA])
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved TFLOP/s per chip")
     ax.set_title(f"{model.display_name} {s['stage']} on {chip.display_name}, context {s['context_tokens']}, "
                  f"tp={s['tp']} ep={s['ep']} pp={s['pp']}", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(True, which="both", lw=0.3)
+    return fig
+
+
+def _plot(path: Path, chip: "ChipSpec", model: "ModelSpec", summary: dict[str, Any]) -> None:
+    """Write :func:`roofline_figure` as a PNG."""
+    import matplotlib.pyplot as plt
+
+    from placement.core.output import write_bytes_atomic
+
+    fig = roofline_figure(chip, model, summary)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
-    from placement.core.output import write_bytes_atomic
-
     write_bytes_atomic(path, buf.getvalue())
 
 
@@ -380,6 +415,10 @@ def _heldout_cell(row: dict[str, Any]) -> str:
 def catalog_rows(kind: str) -> list[dict[str, Any]]:
     """The catalogue as JSON-ready rows: records plus derived figures (chips: their error band too)."""
     _check_choice(kind, _CATALOG_KINDS, "kind", "catalogue")
+    if kind == "prices":
+        from placement.cli.prices import price_rows
+
+        return price_rows()
     if kind == "chips":
         return [dict(c.model_dump(mode="json"),
                      ridge_flop_per_byte_bf16=c.ridge_flop_per_byte("bf16") if c.runs("bf16") else None,
@@ -399,7 +438,8 @@ def catalog(
     quant_config: Annotated[Path | None, typer.Option("--quant-config", help="with --config: a ModelOpt "
                             "hf_quant_config.json giving the checkpoint's precisions")] = None,
 ) -> None:
-    """List the shipped chip or model catalogue, or the model a Hugging Face config.json describes."""
+    """List the shipped chip or model catalogue, the chip price sets, or the model a Hugging Face config.json
+    describes."""
     from rich.table import Table
 
     from placement.cli.consoles import out
@@ -431,6 +471,11 @@ def catalog(
         write_atomic(json_out, json.dumps(rows, indent=2) + "\n")
         if str(json_out) == "-":
             return
+    if kind == "prices":
+        from placement.cli.prices import print_prices
+
+        print_prices(out, rows)
+        return
     if kind == "chips":
         t = Table(title="chips", caption=caption)
         for col in ("name", "kind", "BF16 / FP8 / FP4 TFLOP/s", "memory GB", "TB/s", "ridge", "domain",

@@ -26,6 +26,7 @@ from placement.cli.options import (
     JsonPath,
     PlanArg,
     PlotPath,
+    PricesOpt,
     Quiet,
     SolverOpt,
     TimeLimit,
@@ -73,6 +74,13 @@ class ProgressBar:
         self.progress.update(self.task, completed=done, total=total)
 
 
+def _load(instance: Path, prices: str | None):
+    """The instance at ``instance`` priced with the set ``--prices`` names (None: its own)."""
+    from placement.core.loading import load_instance, with_prices
+
+    return with_prices(load_instance(instance), prices)
+
+
 def _run_kwargs(instance: Path, solver: str, time_limit: float | None, gap: float | None, executor: Executor,
                 address: str | None, workers: int | None) -> dict[str, Any]:
     """What every study takes: source, backend, limits and where to run (plain strings for workers)."""
@@ -115,16 +123,16 @@ def sweep_command(
     workers: Workers = None,
     quiet: Quiet = False,
     dry_run: DryRun = False,
+    prices: PricesOpt = None,
 ) -> None:
     """What-if: solve the instance across a grid of values of any of its fields."""
     from placement.cli.consoles import err, out
-    from placement.core.loading import load_instance
     from placement.studies.sweep import run_sweep
 
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)
     check_outputs(plot, json_path, csv_path)
     refuse_inputs({"--plot": plot, "--json": json_path, "--csv": csv_path}, [instance])
-    inst = load_instance(instance)
+    inst = _load(instance, prices)
     kw = _run_kwargs(instance, solver, time_limit, gap, executor, address, workers)
     planned = run_sweep(inst, set_, validate_only=True, **kw)
     n = math.prod(len(a.values) for a in planned.axes)
@@ -170,16 +178,16 @@ def pareto_command(
     confidence: Annotated[str | None, typer.Option("--confidence", help="cost of confidence: solve every point "
                                                    "at each error-band level, e.g. 0,0.5,0.8,0.9,0.95 "
                                                    "(0: nominal; the chart is cost against level)")] = None,
+    prices: PricesOpt = None,
 ) -> None:
     """SLO sweep: cost, throughput per chip and interactivity per point, with Pareto frontiers."""
     from placement.cli.consoles import out
-    from placement.core.loading import load_instance
     from placement.studies.pareto import parse_confidence_levels, run_pareto
 
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)
     check_outputs(plot, json_path, csv_path)
     refuse_inputs({"--plot": plot, "--json": json_path, "--csv": csv_path}, [instance])
-    inst = load_instance(instance)
+    inst = _load(instance, prices)
     kw = {"classes": class_ or None, "overrides": set_ or None, "variants": variants,
           "confidence": None if confidence is None else parse_confidence_levels(confidence),
           **_run_kwargs(instance, solver, time_limit, gap, executor, address, workers)}
@@ -222,10 +230,10 @@ def marginal_command(
     address: Addr = None,
     workers: Workers = None,
     quiet: Quiet = False,
+    prices: PricesOpt = None,
 ) -> None:
     """Value of one more / one fewer domain of each group and of more bandwidth on each link (re-solves)."""
     from placement.cli.consoles import out
-    from placement.core.loading import load_instance
     from placement.core.output import write_atomic
     from placement.core.plan import read_plan
     from placement.studies.marginal import marginal, to_csv, variants
@@ -233,7 +241,7 @@ def marginal_command(
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)
     check_outputs(json_path, csv_path)
     refuse_inputs({"--json": json_path, "--csv": csv_path}, [instance])
-    inst = load_instance(instance)
+    inst = _load(instance, prices)
     plan = read_plan(plan_path)
     n = 1 + len(variants(inst, plan, bandwidth_factor))
     kw = _run_kwargs(instance, solver, time_limit, gap, executor, address, workers)

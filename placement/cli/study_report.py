@@ -10,14 +10,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from placement.core.numbers import num, usd, value
 from placement.studies.marginal import MarginalResult
 from placement.studies.sweep import MODE_LABELS, SweepResult
 
 __all__ = ["mix", "print_marginal", "print_result"]
-
-
-def _fmt(x, spec=".3g") -> str:
-    return "-" if x is None else format(x, spec)
 
 
 def mix(d: dict[str, Any], pct: bool = False) -> str:
@@ -47,11 +44,11 @@ def print_result(console: Console, result: SweepResult) -> None:
     for c in cols:
         t.add_column(c, overflow="fold")
     for p in result.points:
-        row = ([p.series] if len(result.series) > 1 else []) + [str(p.values.get(a.label)) for a in result.axes]
+        row = ([p.series] if len(result.series) > 1 else []) + [value(p.values.get(a.label)) for a in result.axes]
         if p.ok:
-            row += [p.status, _fmt(p.cost_usd_per_hour, ",.2f"), _fmt(p.usd_per_million_output_tokens, ".3f"),
-                    _fmt(p.tokens_per_s_per_chip, ",.1f"), _fmt(p.tokens_per_s_per_user, ",.1f"),
-                    _fmt(None if p.power_w is None else p.power_w / 1e3, ",.1f"), mix(p.chips_by_type),
+            row += [p.status, usd(p.cost_usd_per_hour), num(p.usd_per_million_output_tokens),
+                    num(p.tokens_per_s_per_chip), num(p.tokens_per_s_per_user),
+                    num(None if p.power_w is None else p.power_w / 1e3), mix(p.chips_by_type),
                     mix(p.modes, pct=True)]
             row += [("★" if p.frontier else "") + ("◆" if p.frontier_throughput else "")
                     + (" H" if p.envelope else "")] if pareto else []
@@ -75,10 +72,10 @@ def print_result(console: Console, result: SweepResult) -> None:
 def print_marginal(console: Console, result: MarginalResult) -> None:
     """The base optimum, one row per fleet change with its Δ $/h and Δ $/M tokens, the method and warnings."""
     head = f"[bold]{result.instance}[/bold]: base optimum "
-    head += ("-" if result.base_cost_usd_per_hour is None else f"${result.base_cost_usd_per_hour:,.2f}/h, "
-             f"${result.base_usd_per_million_output_tokens:.3f}/M output tokens")
+    head += ("-" if result.base_cost_usd_per_hour is None else f"${usd(result.base_cost_usd_per_hour)}/h, "
+             f"${num(result.base_usd_per_million_output_tokens)}/M output tokens")
     if result.plan_cost_usd_per_hour is not None:
-        head += f" (plan: ${result.plan_cost_usd_per_hour:,.2f}/h)"
+        head += f" (plan: ${usd(result.plan_cost_usd_per_hour)}/h)"
     console.print(head, highlight=False)
     t = Table(title="marginal value of fleet changes (negative Δ = saves money)")
     for c in ("change", "target", "what", "use in plan", "status", "$/h", "Δ $/h", "Δ $/M tok", "chips by type",
@@ -90,8 +87,7 @@ def print_marginal(console: Console, result: MarginalResult) -> None:
             ("" if r.chips_used is None else f"{r.chips_used} chips")
         d = "-" if r.delta_usd_per_hour is None else f"{r.delta_usd_per_hour:+,.2f}"
         dm = "-" if r.delta_usd_per_million_output_tokens is None else f"{r.delta_usd_per_million_output_tokens:+.3f}"
-        t.add_row(r.kind, r.target, r.change, use, r.status,
-                  "-" if r.cost_usd_per_hour is None else f"{r.cost_usd_per_hour:,.2f}", d, dm,
+        t.add_row(r.kind, r.target, r.change, use, r.status, usd(r.cost_usd_per_hour), d, dm,
                   mix(r.chips_by_type), mix(r.modes, pct=True), r.method)
     console.print(t)
     console.print("method: " + result.method, markup=False, emoji=False, highlight=False, soft_wrap=True)

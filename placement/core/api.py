@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.plan import Plan
-from placement.core.provenance import compare_provenance
+from placement.core.provenance import as_solved, compare_provenance
 from placement.core.schema import Instance
 from placement.core.verify import CHECKED_STATUSES, verify
 
@@ -47,8 +47,10 @@ def check(instance: Instance, plan: Plan, *, source: str = "<instance>", plan_so
           ) -> CheckResult:
     """Re-verify ``plan`` against ``instance`` with the cost models (what ``placement check`` does).
 
-    A plan that records failed domains (a re-plan) is checked against the fleet without them. Its
-    provenance (model, draft, precision, framework) must be the instance's.
+    A plan that records failed domains (a re-plan) is checked against the fleet without them; a plan is
+    checked at the confidence level, SLO headroom and price set it records
+    (:func:`placement.core.provenance.as_solved`). Its provenance (model, draft, precision, framework)
+    must be the instance's.
 
     Raises
     ------
@@ -61,7 +63,8 @@ def check(instance: Instance, plan: Plan, *, source: str = "<instance>", plan_so
                          field="instance")
     if plan.status not in CHECKED_STATUSES:
         raise InputError(f"plan has status {plan.status!r}; nothing to check", file=plan_source, field="status")
-    ctx = Context.of(instance, source)
+    solved, settings = as_solved(instance, plan)
+    ctx = Context.of(solved, source)
     mismatches, warnings = compare_provenance(ctx, plan, plan_source or "<plan>")
     violations = mismatches + verify(ctx, plan)
-    return CheckResult(ok=not violations, violations=violations, warnings=warnings)
+    return CheckResult(ok=not violations, violations=violations, warnings=settings + warnings)

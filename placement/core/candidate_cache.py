@@ -84,8 +84,9 @@ _STATS = {"hits": 0, "misses": 0, "disk_hits": 0}
 
 def candidate_key(ctx: Context) -> str:
     """Hash of everything candidate generation reads: the instance and its resolved chips and models,
-    without prices, rates, link and uplink bandwidths, the objective, the limits or the description."""
-    doc = ctx.instance.model_dump(mode="json", exclude={"description", "objective", "limits"})
+    without prices (nor the price set), rates, link and uplink bandwidths, the objective, the limits or the
+    description."""
+    doc = ctx.instance.model_dump(mode="json", exclude={"description", "objective", "limits", "prices"})
     for cls in doc["workload"]["classes"]:
         cls.pop("rate_rps", None)
     for group in doc["hardware"]["domains"]:

@@ -25,17 +25,19 @@ True
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, framework_band, stage_metric
 from costmodels.frameworks import DEFAULT_FRAMEWORK
-from topology.records import MutableRecord
+from placement.core.numbers import num
+from topology.records import MutableRecord, Record
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.plan import Plan, Pool
 
-__all__ = ["PoolBands", "at_confidence", "pool_bands", "scaled", "slos_inside_bands", "with_framework"]
+__all__ = ["BandRow", "PoolBands", "at_confidence", "band_rows", "loads_inside_bands", "pool_bands", "scaled",
+           "slos_inside_bands", "with_framework"]
 
 
 class PoolBands(MutableRecord):
@@ -108,10 +110,95 @@ def at_confidence(ctx: Context, plan: Plan) -> Context:
     return Context.of(given.model_copy(update={"confidence": plan.confidence}), ctx.source)
 
 
+class BandRow(Record):
+    """One figure of a pool (or, with ``pool`` empty, of its class's route) against its limit, as the plan
+    report and the printed plan draw it.
+
+    ``figure`` TTFT or TPOT (ms) against the class's SLO as written (``limit``; ``planned`` is the
+    SLO the plan was made to, the written one × ``slo_headroom``, when a headroom was set), or ``load``:
+    the pool's load as a share of its capacity (``limit`` 1), whose band comes from the capacity band
+    (its p90 share at the p10 capacity). ``low``/``mid``/``high`` are the figure at p10/p50/p90 of the
+    chip family's error band, None for a pool priced from measurements.
+    """
+
+    pool: str
+    chip: str
+    traffic_class: str
+    figure: Literal["TTFT", "TPOT", "load"]
+    stated: float
+    limit: float
+    low: float | None = None
+    mid: float | None = None
+    high: float | None = None
+    planned: float | None = None
+
+    @property
+    def inside(self) -> bool:
+        """The limit lies inside the p10–p90 band: about one deployment in ten like it would miss it."""
+        return self.high is not None and self.high > self.limit * (1 + 1e-9)
+
+    def share(self, value: float) -> float:
+        """``value`` as a share of the limit."""
+        return value / self.limit
+
+
+def band_rows(plan: Plan) -> list[BandRow]:
+    """Per class, its route's TTFT and TPOT, then every pool's TTFT (prefill and aggregated pools: a decode
+    pool's is a slot wait, not the class's), TPOT and load against its limit.
+
+    Examples
+    --------
+    >>> from placement.core.plan import Plan
+    >>> band_rows(Plan(instance="x", status="infeasible", objective="cost"))
+    []
+    """
+    headroom = (plan.provenance.slo_headroom if plan.provenance else None) or 1.0
+    rows: list[BandRow] = []
+    for c in plan.classes:
+        slo = {"TTFT": c.ttft_slo_ms, "TPOT": c.tpot_slo_ms}
+        figures = [("", "", "TTFT", c.ttft_ms, None), ("", "", "TPOT", c.tpot_ms, None)]
+        for p in sorted((q for q in plan.pools if q.traffic_class == c.name), key=lambda q: q.id):
+            b = p.bands
+            figures += [(p.id, p.chip, "TTFT", p.ttft_ms if p.stage in ("prefill", "aggregated") else None,
+                         b and b.ttft_ms), (p.id, p.chip, "TPOT", p.tpot_ms, b and b.tpot_ms)]
+            load = _load_band(p)
+            if load is not None:
+                figures.append((p.id, p.chip, "load", p.utilisation, load))
+        for pool, chip, figure, value, band in figures:
+            if value is None:
+                continue
+            if figure == "load":
+                rows.append(BandRow(pool=pool, chip=chip, traffic_class=c.name, figure=figure, stated=value,
+                                    limit=1.0, **band))
+            else:
+                rows.append(BandRow(pool=pool, chip=chip, traffic_class=c.name, figure=figure, stated=value,
+                                    limit=slo[figure] / headroom, planned=slo[figure] if headroom < 1 else None,
+                                    **_levels(band)))
+    return rows
+
+
+def _load_band(p: Pool) -> dict[str, float | None] | None:
+    """A pool's load as a share of its capacity at p90 / p50 / p10 capacity (low / mid / high), None for a
+    partner part or a pool with no load or capacity stated."""
+    if p.part != 0 or not p.capacity_rps_per_replica or p.utilisation <= 0:
+        return None
+    if p.bands is None:
+        return {}
+    step, stated = next(iter(p.capacity_rps_per_replica.items()))
+    band = p.bands.capacity_rps_per_replica.get(step)
+    if not band or stated <= 0 or min(band) <= 0:
+        return {}
+    return _levels([p.utilisation * stated / c for c in reversed(band)])  # p10 capacity: the highest share
+
+
+def _levels(values: list[float] | None) -> dict[str, float]:
+    """p10, p50 and p90 of a band given at :data:`PLAN_LEVELS` (nothing without one)."""
+    return {} if not values else {"low": values[0], "mid": values[len(values) // 2], "high": values[-1]}
+
+
 def slos_inside_bands(plan: Plan) -> list[str]:
-    """One sentence per pool whose p90 TTFT or TPOT lies beyond its class's SLO: the SLO is inside the pool's
-    p10–p90 band, so about one deployment in ten like it would miss it (prefill and aggregated pools' TTFT;
-    a decode pool's is a slot wait, not the class's).
+    """One sentence per pool whose p90 TTFT or TPOT lies beyond its class's SLO as written: the SLO is inside
+    the pool's p10–p90 band, so about one deployment in ten like it would miss it.
 
     Examples
     --------
@@ -119,14 +206,18 @@ def slos_inside_bands(plan: Plan) -> list[str]:
     >>> slos_inside_bands(Plan(instance="x", status="infeasible", objective="cost"))
     []
     """
-    slo = {c.name: c for c in plan.classes}
-    out = []
-    for p in plan.pools:
-        c, b = slo.get(p.traffic_class), p.bands
-        if c is None or b is None:
-            continue
-        if b.tpot_ms and b.tpot_ms[-1] > c.tpot_slo_ms * (1 + 1e-9):
-            out.append(f"{p.id} ({p.chip}, {c.name}): TPOT p90 {b.tpot_ms[-1]:.3g} ms > SLO {c.tpot_slo_ms:g} ms")
-        if b.ttft_ms and p.stage in ("prefill", "aggregated") and b.ttft_ms[-1] > c.ttft_slo_ms * (1 + 1e-9):
-            out.append(f"{p.id} ({p.chip}, {c.name}): TTFT p90 {b.ttft_ms[-1]:,.4g} ms > SLO {c.ttft_slo_ms:g} ms")
-    return out
+    return [f"{r.pool} ({r.chip}, {r.traffic_class}): {r.figure} p90 {num(r.high)} ms > SLO {num(r.limit)} ms"
+            for r in band_rows(plan) if r.figure != "load" and r.inside]
+
+
+def loads_inside_bands(plan: Plan) -> list[str]:
+    """One sentence per pool whose load exceeds its p10 capacity: its capacity band reaches below the load.
+
+    Examples
+    --------
+    >>> from placement.core.plan import Plan
+    >>> loads_inside_bands(Plan(instance="x", status="infeasible", objective="cost"))
+    []
+    """
+    return [f"{r.pool} ({r.chip}, {r.traffic_class}): load {r.high:.0%} of its p10 capacity"
+            for r in band_rows(plan) if r.figure == "load" and r.inside]

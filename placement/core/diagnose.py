@@ -41,6 +41,7 @@ import numpy as np
 from placement.core.candidates import Candidates
 from placement.core.context import Context
 from placement.core.evaluate import evaluate, framework_latency_s
+from placement.core.numbers import num
 from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
 from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
@@ -153,30 +154,12 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
                  tpot_s=None if math.isinf(tpot) else tpot, tpot_where=tpot_where, configurations=count)
 
 
-def _num(x: float, digits: int = 3) -> str:
-    """``x`` to ``digits`` significant digits, never in exponent notation for everyday sizes.
-
-    Examples
-    --------
-    >>> _num(400), _num(3.0504), _num(0.05), _num(12345.6), _num(34.0, 6)
-    ('400', '3.05', '0.05', '12,346', '34')
-    """
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    if abs(x) >= 10 ** digits:
-        return f"{x:,.0f}"
-    if abs(x) < 1e-4:
-        return f"{x:.{digits}g}"
-    text = f"{x:.{max(digits - 1 - math.floor(math.log10(abs(x))), 0)}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 def _framework_clause(ctx: Context, cls: TrafficClass) -> str:
     """What the serving framework's request latency takes of a missed TTFT ('' when none is added)."""
     latency_s = framework_latency_s(ctx)
     if latency_s <= 0:
         return ""
-    fw, ms = ctx.instance.serving.framework, _num(latency_s * 1e3)
+    fw, ms = ctx.instance.serving.framework, num(latency_s * 1e3)
     where = "serving.framework; costmodels/catalog/frameworks.yaml"
     if latency_s >= cls.ttft_s:
         return f"; the {fw} framework request latency alone is {ms} ms, over the SLO ({where})"
@@ -208,13 +191,13 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
         sizes = ", ".join(f"{s.chip.name} ×{s.chips}" for _, s in sorted(ctx.sites.items()))
         weights = ctx.model.weight_bytes(inst.precision.weights)
         return [(f"class {name}: no replica the fleet can form holds {ctx.model.name} in memory "
-                 f"({_num(weights / 1e9)} GB of {inst.precision.weights} weights plus KV cache; fleet: {sizes})")]
+                 f"({num(weights / 1e9)} GB of {inst.precision.weights} weights plus KV cache; fleet: {sizes})")]
     if floor.tpot_s is not None and floor.tpot_s > cls.tpot_s * (1 + 1e-9):
-        out.append(f"no chip meets TPOT {_num(cls.tpot_ms)} ms for class {name} "
-                   f"(best: {floor.tpot_where} at {_num(floor.tpot_s * 1e3)} ms)")
+        out.append(f"no chip meets TPOT {num(cls.tpot_ms)} ms for class {name} "
+                   f"(best: {floor.tpot_where} at {num(floor.tpot_s * 1e3)} ms)")
     if floor.ttft_s is not None and floor.ttft_s > cls.ttft_s * (1 + 1e-9):
-        out.append(f"no chip meets TTFT {_num(cls.ttft_ms)} ms for class {name} "
-                   f"(best: {floor.ttft_where} at {_num(floor.ttft_s * 1e3)} ms){_framework_clause(ctx, cls)}")
+        out.append(f"no chip meets TTFT {num(cls.ttft_ms)} ms for class {name} "
+                   f"(best: {floor.ttft_where} at {num(floor.ttft_s * 1e3)} ms){_framework_clause(ctx, cls)}")
     if floor.tpot_s is None:
         kinds = _kinds(ctx)
         if not kinds & {"decode", "aggregated", "decode-spec"} and len(ctx.resources()) < 2:
@@ -231,11 +214,11 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
     if not out:
         best = []
         if floor.ttft_s is not None:
-            best.append(f"TTFT {_num(floor.ttft_s * 1e3)} ms on {floor.ttft_where}")
+            best.append(f"TTFT {num(floor.ttft_s * 1e3)} ms on {floor.ttft_where}")
         if floor.tpot_s is not None:
-            best.append(f"TPOT {_num(floor.tpot_s * 1e3)} ms on {floor.tpot_where}")
-        out.append(f"class {name}: no single configuration meets TTFT {_num(cls.ttft_ms)} ms and TPOT "
-                   f"{_num(cls.tpot_ms)} ms together with queueing (best separately: {'; '.join(best)})")
+            best.append(f"TPOT {num(floor.tpot_s * 1e3)} ms on {floor.tpot_where}")
+        out.append(f"class {name}: no single configuration meets TTFT {num(cls.ttft_ms)} ms and TPOT "
+                   f"{num(cls.tpot_ms)} ms together with queueing (best separately: {'; '.join(best)})")
     return out
 
 
@@ -253,12 +236,12 @@ def format_bandwidth(x: float, unit_of: float | None = None) -> str:
     ref = abs(unit_of if unit_of is not None else x)
     for scale, unit in ((1e15, "PB/s"), (1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s")):
         if ref >= scale:
-            return f"{_num(x / scale)} {unit}"
-    return f"{_num(x)} B/s"
+            return f"{num(x / scale)} {unit}"
+    return f"{num(x)} B/s"
 
 
 def _pct(x: float) -> str:
-    return f"{x:,.0f}" if x >= 10 else _num(x, 2)
+    return f"{x:,.0f}" if x >= 10 else num(x, 2)
 
 
 def _domains(n: int) -> str:
@@ -281,24 +264,24 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
     for site, (need, has) in short.sites.items():
         info = ctx.sites.get(site)
         if info is None:
-            out.append(f"domain group {site} needs {_num(need, 6)} units, has {_num(has, 6)}")
+            out.append(f"domain group {site} needs {num(need, 6)} units, has {num(has, 6)}")
             continue
         per = info.chips_per_domain
-        out.append(f"domain group {site} needs {_num(need, 6)} {info.chip.name} chips "
-                   f"({_domains(math.ceil(need / per - 1e-9))} of {per}), has {_num(has, 6)} "
+        out.append(f"domain group {site} needs {num(need, 6)} {info.chip.name} chips "
+                   f"({_domains(math.ceil(need / per - 1e-9))} of {per}), has {num(has, 6)} "
                    f"({_domains(info.group.count)})")
     for (u, v), (need, has) in short.edges.items():
         kind = "link" if u not in ctx.sites and v not in ctx.sites else "uplink"
         out.append(f"{kind} {u}→{v} needs {format_bandwidth(need, has)}, has {format_bandwidth(has)}")
     if short.power_w is not None:
         need, cap = short.power_w
-        out.append(f"power cap: the plan needs {_num(need / 1e3)} kW, the cap is {_num(cap / 1e3)} kW")
+        out.append(f"power cap: the plan needs {num(need / 1e3)} kW, the cap is {num(cap / 1e3)} kW")
     if short.budget_usd_per_hour is not None:
         need, cap = short.budget_usd_per_hour
-        out.append(f"budget: the plan needs ${_num(need)}/h, the budget is ${_num(cap)}/h")
+        out.append(f"budget: the plan needs ${num(need)}/h, the budget is ${num(cap)}/h")
     rates = {d.name: d.rate for d in problem.demands}
     for name, missing in short.unserved_rps.items():
-        out.append(f"class {name}: {_num(missing)} of {_num(rates[name])} req/s cannot be served by adding chips, "
+        out.append(f"class {name}: {num(missing)} of {num(rates[name])} req/s cannot be served by adding chips, "
                    "bandwidth, power or budget (no replica of it fits a domain group, its pairs exceed their "
                    "latency limit, or it would need over a million times the fleet)")
     if short.status == "time_limit":
@@ -343,7 +326,7 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
         extra = sum(extra_by_chip.values())
         if extra < 0.05 or extra < 1e-3 * total:
             continue
-        chips_txt = ", ".join(f"+{_num(x)} {chip} chips" for chip, x in sorted(extra_by_chip.items()))
+        chips_txt = ", ".join(f"+{num(x)} {chip} chips" for chip, x in sorted(extra_by_chip.items()))
         words = _STAGE_WORDS.get(stage, stage)
         kept = total - extra
         if kept <= 1e-9 * total:

@@ -39,6 +39,7 @@ from placement.core.documents import (
 from placement.core.errors import InputError
 from placement.core.schema import Instance
 from topology.chips import ChipSpec, load_chip_catalog
+from topology.prices import DEFAULT_PRICES, load_price_sets, priced
 
 __all__ = [
     "chips_of",
@@ -52,6 +53,7 @@ __all__ = [
     "read_bounded",
     "read_document",
     "read_overlay",
+    "with_prices",
 ]
 
 #: Smallest positive request rate (req/s) of a class or a measured replica: one request in ~30,000
@@ -179,10 +181,46 @@ def _catalogue_errors(data: dict) -> Iterator[tuple[str, str]]:
         yield "model", f"unknown model {model!r} (placement catalog models lists them)"
 
 
+def with_prices(inst: Instance, prices: str | None) -> Instance:
+    """``inst`` priced with the chip price set ``prices`` (``--prices``; None: as it is).
+
+    Examples
+    --------
+    >>> inst = load_instance("instances/melange-toy.yaml")
+    >>> with_prices(inst, "on-demand").prices, with_prices(inst, None) is inst
+    ('on-demand', True)
+    >>> with_prices(inst, "spot")
+    Traceback (most recent call last):
+    ...
+    placement.core.errors.InputError: --prices: unknown price set 'spot'; expected one of tco, on-demand (topology/catalog/prices.yaml)
+    """
+    if prices is None or prices == inst.prices:
+        return inst
+    prices = str(prices)  # the CLI's enum member, as the plain name the instance keeps
+    sets = load_price_sets()
+    if prices not in sets:
+        raise InputError(f"unknown price set {prices!r}; expected one of {', '.join(sets)} "
+                         "(topology/catalog/prices.yaml)", field="--prices")
+    return inst.model_copy(update={"prices": prices})
+
+
 def chips_of(inst: Instance) -> dict[str, ChipSpec]:
-    """Catalogue chips plus the instance's own (which override same-named ones), then the calibration
-    overlay's factors on the chips it lists."""
-    chips = load_chip_catalog()
+    """Catalogue chips at the instance's price set (``prices``), plus the instance's own (which override
+    same-named ones), then the calibration overlay's factors on the chips it lists.
+
+    Raises
+    ------
+    InputError
+        A domain group runs a catalogue chip the price set does not price, at no price of its own.
+    """
+    chips = priced(load_chip_catalog(), inst.prices)
+    own = {c.name for c in inst.hardware.chips}
+    table = load_price_sets()[inst.prices]
+    for i, d in enumerate(inst.hardware.domains):
+        if table.prices and d.chip not in own and d.usd_per_hour_per_chip is None and table.price(d.chip) is None:
+            raise InputError(f"price set {inst.prices!r} has no price for chip {d.chip!r} "
+                             "(topology/catalog/prices.yaml); give the group usd_per_hour_per_chip or use the "
+                             f"default set {DEFAULT_PRICES!r}", field=f"hardware.domains[{i}].chip")
     chips.update({c.name: c for c in inst.hardware.chips})
     return overlay_chips(chips, inst.calibration)
 

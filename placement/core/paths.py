@@ -82,11 +82,16 @@ def _fields(model: type[BaseModel]) -> dict[str, Any]:
     return out
 
 
-def _catalogue_record(kind: str, name: str, path: str) -> dict:
+def _catalogue_record(kind: str, name: str, path: str, prices: str | None = None) -> dict:
+    """A catalogue chip or model as a document (a chip at the price set ``prices``: its copy keeps the price
+    the instance was priced at)."""
     if kind == "chip":
         from topology.chips import load_chip_catalog
+        from topology.prices import DEFAULT_PRICES, load_price_sets, priced
 
         table = load_chip_catalog()
+        if (prices or DEFAULT_PRICES) in load_price_sets():
+            table = priced(table, prices or DEFAULT_PRICES)
     else:
         from costmodels.models import load_model_catalog
 
@@ -192,7 +197,7 @@ def set_path(doc: dict, path: str, value: Any) -> None:
             if here == "hardware.chips":
                 idx = next((j for j, c in enumerate(child) if isinstance(c, dict) and c.get("name") == nxt), None)
                 if idx is None:
-                    child.append(_catalogue_record("chip", nxt, path))
+                    child.append(_catalogue_record("chip", nxt, path, doc.get("prices")))
                     idx = len(child) - 1
             else:
                 idx = _find_in_list(child, nxt, elem_model, here, path)

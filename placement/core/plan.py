@@ -29,9 +29,7 @@ from pydantic import (
 from placement.core.confidence import PoolBands
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
-from placement.core.loading import describe_error, read_document
-from placement.core.migration import Migration
-from placement.core.schema import (
+from placement.core.field_types import (
     NAME_RULE,
     ActivationPrecision,
     DerivedName,
@@ -40,6 +38,8 @@ from placement.core.schema import (
     StoragePrecision,
     WeightPrecision,
 )
+from placement.core.loading import describe_error, read_document
+from placement.core.migration import Migration
 from placement.modes import STAGE_OF_KIND, StepId, check_stage
 from topology.records import MutableRecord
 
@@ -243,6 +243,13 @@ class Pool(MutableRecord):
     bands: PoolBands | None = Field(default=None, description="TPOT, TTFT and capacity at p10 / p50 / p90 of "
                                     "the chip family's held-out error band (placement.core.confidence)")
 
+    @property
+    def layout(self) -> str:
+        """The replica's parallel layout, ``tp1·pp4`` (with ``·epN`` and ``·dpN`` above 1): dp·tp·pp chips."""
+        part = self.config.main if self.part == 0 else self.config.partner
+        dp = 1 if part is None else part.dp
+        return f"tp{self.tp}·pp{self.pp}" + (f"·ep{self.ep}" if self.ep > 1 else "") + (f"·dp{dp}" if dp > 1 else "")
+
 
 class KvRetention(MutableRecord):
     """One retention policy of a session class (:mod:`placement.core.kvmodel`) and what it holds."""
@@ -398,6 +405,11 @@ class Provenance(MutableRecord):
                                         "(serving.framework; None: a plan written before it was recorded)")
     calibration: str | None = Field(default=None, max_length=400, description="the calibration overlay the plan "
                                     "was priced with: its file name and sha256 (None: the catalogue alone)")
+    prices: Name | None = Field(default=None, description="the chip price set the plan was priced with "
+                                "(topology/catalog/prices.yaml; None: a plan written before it was recorded, tco)")
+    slo_headroom: float | None = Field(default=None, gt=0, le=1, description="the share of every class's SLOs the "
+                                       "plan was made to (the instance's slo_headroom; the classes' SLO fields are "
+                                       "the tightened ones; None: not recorded, 1)")
 
 
 class Plan(MutableRecord):

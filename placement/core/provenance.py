@@ -8,8 +8,10 @@ answers ``F`` (:func:`read_plan_instance`).
 
 ``placement check`` compares a plan's provenance with the one re-derived from
 the instance (:func:`compare_provenance`): a different model, draft, precision,
-framework or calibration overlay is a violation — the plan answers another question than the
-instance asks, whatever its figures say. A different tool version, plan layout
+framework, calibration overlay, price set or SLO headroom is a violation — the plan answers another
+question than the instance asks, whatever its figures say. Run settings a plan records and the
+instance leaves at their defaults (``solve --confidence --headroom --prices``) are taken from the plan
+first (:func:`as_solved`). A different tool version, plan layout
 or instance hash is a warning only: the verifier re-derives every figure from
 the instance with this version's cost models, so a plan from another version
 (or solved before the instance was edited) that re-verifies is one this version
@@ -36,19 +38,20 @@ from typing import TYPE_CHECKING
 
 from placement.core.errors import InputError
 from placement.core.plan import Plan, Provenance
+from topology.prices import DEFAULT_PRICES
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import Instance
 
-__all__ = ["compare_provenance", "instance_sha256", "overlay_name", "provenance", "read_plan_instance", "require_known_models",
+__all__ = ["as_solved", "compare_provenance", "instance_sha256", "overlay_name", "provenance", "read_plan_instance", "require_known_models",
            "tool_version"]
 
 #: Provenance fields a plan must share with its instance (``framework`` only when the plan records it).
 MATCHED_FIELDS = ("model", "draft_model", "precision_weights", "precision_attention", "precision_kv",
-                  "precision_activations", "framework", "calibration")
+                  "precision_activations", "framework", "calibration", "prices", "slo_headroom")
 #: Matched fields older plans may lack (None: not compared).
-_OPTIONAL_FIELDS = ("precision_attention", "framework")
+_OPTIONAL_FIELDS = ("precision_attention", "framework", "prices", "slo_headroom")
 #: Provenance fields that may differ in a plan that re-verifies, and what a difference means.
 _NOTED_FIELDS = {"tool_version": "written by another placement version",
                  "schema_version": "written in another plan layout",
@@ -80,7 +83,55 @@ def provenance(ctx: Context) -> Provenance:
                       model=ctx.model.name, draft_model=None if ctx.draft_model is None else ctx.draft_model.name,
                       precision_weights=p.weights, precision_attention=p.attention_for(ctx.model),
                       precision_kv=p.kv, precision_activations=p.activations,
-                      framework=ctx.instance.serving.framework, calibration=overlay_name(ctx.instance))
+                      framework=ctx.instance.serving.framework, calibration=overlay_name(ctx.instance),
+                      prices=given.prices, slo_headroom=given.slo_headroom)
+
+
+def as_solved(inst: Instance, plan: Plan, doing: str = "checked") -> tuple[Instance, list[str]]:
+    """``inst`` with the run settings ``plan`` records — its confidence level, SLO headroom and price set
+    (``solve --confidence --headroom --prices``) — and one warning per setting taken from the plan (``doing``:
+    what is done with the plan at it).
+
+    A plan is checked, re-planned and matched to its instance's hash as it was solved where the instance asks
+    for no setting of its own (no ``confidence``, ``slo_headroom`` 1, ``prices`` tco). An instance that asks
+    for a headroom or a price set keeps it, and a plan made otherwise fails :func:`compare_provenance` (the
+    verifier checks a plan at its own confidence level whatever the instance's:
+    :func:`~placement.core.confidence.at_confidence`). Settings a plan does not record (written before they
+    were) are the instance's.
+
+    Examples
+    --------
+    >>> from placement.core.loading import load_instance
+    >>> inst = load_instance("instances/melange-toy.yaml")
+    >>> plan = Plan(instance="melange-toy", status="optimal", objective="cost", confidence=0.9, provenance=Provenance(
+    ...     tool_version="1.0", instance_sha256="0" * 64, model="llama-3.1-8b", precision_weights="bf16",
+    ...     precision_kv="bf16", precision_activations="bf16", prices="on-demand", slo_headroom=0.8))
+    >>> solved, warnings = as_solved(inst, plan)
+    >>> solved.confidence, solved.slo_headroom, solved.prices
+    (0.9, 0.8, 'on-demand')
+    >>> warnings[0]
+    "the plan was priced at confidence 0.9 (the instance: nominal); it is checked at the plan's"
+    """
+    says = plan.provenance
+    recorded = {"confidence": plan.confidence,
+                "slo_headroom": None if says is None else says.slo_headroom,
+                "prices": None if says is None else says.prices}
+    update = {k: v for k, v in recorded.items()
+              if (v is not None or k == "confidence") and v != getattr(inst, k) and getattr(inst, k) == _DEFAULTS[k]}
+    warnings = [f"the plan was {_SETTINGS[k]} {_setting(v)} (the instance: {_setting(getattr(inst, k))}); it is "
+                f"{doing} at the plan's" for k, v in update.items()]
+    return (inst.model_copy(update=update) if update else inst), warnings
+
+
+#: The instance's settings that ask nothing of a plan: a plan's own is taken (others must match).
+_DEFAULTS = {"confidence": None, "slo_headroom": 1.0, "prices": DEFAULT_PRICES}
+#: What a plan's run setting says, by instance field.
+_SETTINGS = {"confidence": "priced at confidence", "slo_headroom": "planned at slo_headroom",
+             "prices": "priced with the price set"}
+
+
+def _setting(value: float | str | None) -> str:
+    return "nominal" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def overlay_name(inst: Instance) -> str | None:
@@ -137,7 +188,7 @@ def read_plan_instance(plan: Plan, plan_path: str | Path, instance_path: str | P
     """
     from placement.core.loading import load_instance
 
-    inst = load_instance(instance_path, calibration)
+    inst, _ = as_solved(load_instance(instance_path, calibration), plan)
     if plan.instance != inst.name:
         raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", file=str(plan_path),
                          field="instance")

@@ -48,6 +48,7 @@ from pydantic import Field
 from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
 from placement.core.errors import InputError
+from placement.core.loading import with_prices
 from placement.core.migration import check_move_terms, reload_seconds, reload_usd, weight_bytes_of
 from placement.core.parallel_generation import forked_map, pool_workers
 from placement.core.plan import Plan
@@ -268,7 +269,7 @@ def _reference(problems: list[Problem], hours: list[float], reserved: dict[str, 
 def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "milp", reserved_discount: float = 0.0,
              move_usd: float = 0.0, backend: str = "highs", time_limit_s: float | None = None,
              gap: float | None = None, keep_plans: bool = False, references: str = "exact",
-             source: str = "<instance>") -> Schedule:
+             prices: str | None = None, source: str = "<instance>") -> Schedule:
     """The cheapest schedule of ``periods`` (module docstring), with its references and checks.
 
     Parameters
@@ -292,6 +293,9 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
         bounds), or only their LP relaxations (``independent_usd`` left unset; the sum of the LP
         optima, a proven lower bound on the independent optima, is ``independent_bound_usd``) —
         seconds instead of minutes on large horizons.
+    prices : str, optional
+        The chip price set (``tco``, ``on-demand``; :func:`~placement.core.loading.with_prices`) every
+        period's prices start from; None: the instance's.
 
     Raises
     ------
@@ -302,6 +306,7 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     """
     if references not in ("exact", "bound"):
         raise InputError(f"expected references exact or bound, got {references!r}", field="references")
+    instance = with_prices(instance, prices)
     if method == "rolling":
         from placement.core.schedule_rolling import rolling_schedule
 

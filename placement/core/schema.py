@@ -47,68 +47,38 @@ from statistics import NormalDist
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec, default_attention_precision
 from placement.core.calibration_overlay import CalibrationOverlay
+from placement.core.field_types import (
+    MODES,
+    NAME_PATTERN,
+    NAME_RULE,
+    ActivationPrecision,
+    DerivedName,
+    Framework,
+    Mode,
+    Name,
+    NonNegFinite,
+    PositiveFinite,
+    PriceSetName,
+    StoragePrecision,
+    WeightPrecision,
+    Whole,
+)
 from placement.core.sessions import KvTierSpec, Sessions
 from placement.core.user_chips import UserChip, user_chip
-from placement.modes import check_option, options
+from placement.modes import options
 from topology.chips import ChipSpec
+from topology.prices import DEFAULT_PRICES
 from topology.records import Record
 
 __all__ = ["MAX_DOMAINS_PER_GROUP", "MODES", "NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName",
            "DomainGroup", "Draft", "Framework", "Hardware", "Instance", "LengthDistribution", "Limits", "Link",
            "MeasuredCapacity", "MeasuredStepTime", "Name", "Precision", "Serving", "StoragePrecision",
            "TrafficClass", "WeightPrecision", "Workload"]
-
-#: The serving modes an instance may allow (the options of :mod:`placement.modes`, built-in ones).
-MODES = options()
-#: An entry of ``modes``: the option of a registered serving mode.
-Mode = Annotated[str, AfterValidator(check_option)]
-#: The rule every name follows (classes, domain groups, switches, the instance; a plan's names too): it may
-#: become a file name, a Kubernetes name or label, a YAML scalar or a word of a shell line.
-NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
-NAME_PATTERN = f"^{NAME_RULE}$"
-Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
-#: A name built from names by the tool (a session class's outcome ``chat.kv-host``): the same rule, longer.
-DerivedName = Annotated[str, Field(pattern=NAME_PATTERN, max_length=128)]
-#: Precisions of the KV cache, of weights (also OCP MXFP4: gpt-oss's experts) and of the activations exchanged
-#: between ranks and pools (bytes per value: topology.chips.BYTES_PER_VALUE).
-StoragePrecision = Literal["fp4", "fp8", "bf16"]
-WeightPrecision = Literal["fp4", "mxfp4", "fp8", "bf16"]
-ActivationPrecision = Literal["fp8", "bf16"]
-
-
-def _known_framework(name: str) -> str:
-    from costmodels.frameworks import framework_entry
-
-    try:
-        framework_entry(name)
-    except KeyError as e:
-        raise ValueError(e.args[0]) from None
-    return name
-
-
-#: An entry of ``costmodels/catalog/frameworks.yaml`` (:mod:`costmodels.frameworks`).
-Framework = Annotated[str, AfterValidator(_known_framework)]
-
-
-def _not_a_bool(value: Any) -> Any:
-    """``true``/``false`` are not numbers (pydantic would read them as 1 and 0)."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a number, got the boolean {str(value).lower()}")  # noqa: TRY004 - pydantic turns only ValueError into a validation error
-    return value
-
-
-PositiveFinite = Annotated[float, BeforeValidator(_not_a_bool), Field(gt=0, allow_inf_nan=False)]
-NonNegFinite = Annotated[float, BeforeValidator(_not_a_bool), Field(ge=0, allow_inf_nan=False)]
-#: A whole number that is not a boolean.
-Whole = Annotated[int, BeforeValidator(_not_a_bool)]
-
-
-
 
 class LengthDistribution(Record):
     """How a class's prompt or output lengths vary around the class's mean length.
@@ -532,6 +502,10 @@ class Instance(Record):
         default=1.0, gt=0, le=1, allow_inf_nan=False, description="plan to this share of every class's TTFT and "
         "TPOT SLO (0.8: each class planned and checked at 80 % of its SLOs, the plan's SLO fields the tightened "
         "ones); 1: the SLOs as written")
+    prices: PriceSetName = Field(
+        default=DEFAULT_PRICES, description="the chip price set (topology/catalog/prices.yaml): tco, the owner's "
+        "total cost of ownership (the chip catalogue's prices), or on-demand, public cloud rental; prices the "
+        "instance writes itself (usd_per_hour_per_chip, its own chips) win over the set")
 
     def planned(self) -> Instance:
         """The instance as planned: every class's SLOs × ``slo_headroom`` (itself then 1), or this one.

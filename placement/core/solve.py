@@ -266,6 +266,27 @@ def headroom_notes(ctx: Context) -> list[str]:
              "fields are the tightened ones")]
 
 
+def price_notes(ctx: Context) -> list[str]:
+    """The plan note naming the chip price set and each fleet chip's price from it (none for the default set)."""
+    from topology.prices import DEFAULT_PRICES, load_price_sets
+
+    name = ctx.instance.prices
+    if name == DEFAULT_PRICES:
+        return []
+    table = load_price_sets()[name]
+    own = {c.name for c in ctx.instance.hardware.chips}
+    used = sorted({s.chip.name for s in ctx.sites.values()
+                   if s.chip.name not in own and s.group.usd_per_hour_per_chip is None})
+    listed = [(c, table.price(c)) for c in used if table.price(c) is not None]
+    estimates = [c for c, p in listed if p.estimate]
+    if not listed:
+        return [(f"chip prices: the {name} set prices no chip here (every chip of the fleet has the instance's "
+                 "own price)")]
+    each = ", ".join(f"{c} ${p.usd_per_hour:,.2f}/h" for c, p in listed)
+    return [f"chip prices: the {name} set (topology/catalog/prices.yaml, {table.as_of}): {each}"
+            + (f"; estimates: {', '.join(estimates)}" if estimates else "")]
+
+
 def framework_notes(inst) -> list[str]:
     """The plan note naming the serving framework whose request latency every pool's TTFT includes (none if
     the instance names no framework)."""
@@ -303,7 +324,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         "instance": inst.name,
         "objective": inst.objective,
         "confidence": inst.confidence,
-        "notes": headroom_notes(ctx) + framework_notes(inst) + _network_free_notes(cands),
+        "notes": headroom_notes(ctx) + price_notes(ctx) + framework_notes(inst) + _network_free_notes(cands),
         "max_pools_per_stage": inst.limits.max_pools_per_stage,
         "solver": _solver_stats(sol),
         "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),

@@ -24,6 +24,7 @@ Gateway's HTTPRoute); the prompts are tokenized with the checkpoint's tokenizer.
 
 from __future__ import annotations
 
+from placement.core.numbers import num
 from placement.core.plan import Plan
 from placement.deploy.names import ShellWord, shell_comment, shell_line
 
@@ -49,10 +50,6 @@ sys.exit(0 if ok else 1)
 PY
 }
 '''
-
-
-def _fmt(ms: float | None) -> str:
-    return "n/a" if ms is None else f"{ms:.3g}"
 
 
 def import_hint(plan: Plan, name: str, art: str, engine: str) -> str:
@@ -106,7 +103,7 @@ def bench_script(plan: Plan, model: str, tokens: dict[str, tuple], slo_stat: dic
                "--request-rate", f"{c.rate_rps:g}", "--request-count", str(count), "--random-seed", "0",
                "--artifact-dir", art]
         stat = _STAT[slo_stat.get(c.name, "mean")]
-        check = ["check", c.name, art, stat, _fmt(c.ttft_ms), f"{c.ttft_slo_ms:g}", _fmt(c.tpot_ms),
+        check = ["check", c.name, art, stat, num(c.ttft_ms, none="n/a"), f"{c.ttft_slo_ms:g}", num(c.tpot_ms, none="n/a"),
                  f"{c.tpot_slo_ms:g}", ShellWord("|| status=1")]
         lines += [shell_comment(f"class {c.name}: {c.rate_rps:g} req/s, {prompt} prompt + {output} output tokens"),
                   shell_line(cmd), shell_line(check), import_hint(plan, c.name, str(art), engine)]

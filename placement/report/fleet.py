@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from placement.core.numbers import num, usd
 from placement.core.plan import Plan
-from placement.report.svg import PALETTE, esc, fmt, load_colour
+from placement.report.svg import PALETTE, esc, fit, load_colour, text_width
 
 __all__ = ["STAGE_COLOURS", "Fleet", "fleet_svg", "stage_colour"]
 
@@ -39,6 +40,8 @@ STAGE_COLOURS = {"prefill": "#0072b2", "decode": "#e69f00", "serve": "#009e73", 
                  "decode-ffn": "#56b4e9", "draft": "#d55e00"}
 
 _BOX_W, _GAP, _ROW_H, _POOL_H = 190, 24, 90, 17
+#: Font size (px) of a pool's line in its domain group (the page's CSS: svg.fleet .pool text).
+_POOL_FONT = 10.5
 
 
 def stage_colour(stage: str) -> str:
@@ -86,8 +89,10 @@ class Fleet:
         return sorted({v if u == n else u for u, v in self.links if n in (u, v)})
 
 
-def _positions(fleet: Fleet, heights: dict[str, float]) -> tuple[dict[str, tuple[float, float]], float, float]:
-    """Centre of each switch and top-centre of each domain group; the drawing's width and height."""
+def _positions(fleet: Fleet, heights: dict[str, float], box: float = _BOX_W,
+               ) -> tuple[dict[str, tuple[float, float]], float, float]:
+    """Centre of each switch and top-centre of each domain group (``box`` wide); the drawing's width and
+    height."""
     groups = [n for n, k in fleet.kind.items() if k == "domains"]
     switches = [n for n, k in fleet.kind.items() if k == "switch"]
     leaf_of = {g: next((s for s in fleet.neighbours(g) if fleet.kind.get(s) == "switch"), "") for g in groups}
@@ -98,8 +103,8 @@ def _positions(fleet: Fleet, heights: dict[str, float]) -> tuple[dict[str, tuple
     y_groups = 20 + rows * _ROW_H
     pos: dict[str, tuple[float, float]] = {}
     for i, g in enumerate(groups):
-        pos[g] = (_GAP + _BOX_W / 2 + i * (_BOX_W + _GAP), y_groups)
-    width = max(len(groups), len(spines), 1) * (_BOX_W + _GAP) + _GAP
+        pos[g] = (_GAP + box / 2 + i * (box + _GAP), y_groups)
+    width = max(len(groups), len(spines), 1) * (box + _GAP) + _GAP
     for s in leaves:
         xs = [pos[g][0] for g in groups if leaf_of[g] == s]
         pos[s] = (sum(xs) / len(xs), 20 + (_ROW_H if spines else 0) + 18)
@@ -116,20 +121,21 @@ def fleet_svg(plan: Plan, graph: nx.DiGraph | None = None) -> str:
     hosted: dict[str, list[tuple[str, str, str]]] = defaultdict(list)  # group -> (text, tooltip, colour)
     for p in plan.pools:
         for s in p.sites:
-            text = f"{p.id} {p.stage} {p.chip} tp{p.tp}" + (f" ep{p.ep}" if p.ep > 1 else "") + f" ×{s.replicas}"
+            text = f"{p.id} {p.stage} {p.chip} {p.layout} × {s.replicas}"
             tip = (f"{p.id}: {p.traffic_class} {p.stage} on {p.chip}, {s.replicas} replicas × {p.chips_per_replica}"
-                   f" chips here, TP {p.tp} EP {p.ep} PP {p.pp}, batch {p.batch}, ${p.usd_per_hour:,.2f}/h "
-                   f"(whole pool)")
+                   f" chips here ({p.layout}), batch {p.batch}, ${usd(p.usd_per_hour)}/h (whole pool)")
             hosted[s.site].append((text, tip, stage_colour(p.stage)))
+    box = max([_BOX_W] + [text_width(t, _POOL_FONT) + 22 for texts in hosted.values() for t, _, _ in texts]
+              + [text_width(c, _POOL_FONT) + 12 for c in fleet.caption.values()])
     heights = {g: 44 + _POOL_H * len(hosted.get(g, [])) for g, k in fleet.kind.items() if k == "domains"}
-    pos, width, height = _positions(fleet, heights)
+    pos, width, height = _positions(fleet, heights, box)
     out = [(f'<svg class="fleet" width="{width:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
            f'xmlns="http://www.w3.org/2000/svg"><title>fleet of {esc(plan.instance)}</title>')]
     for (u, v), (util, load, cap) in sorted(fleet.links.items()):
         if u not in pos or v not in pos:
             continue
         (x1, y1), (x2, y2) = pos[u], pos[v]
-        tip = f"{u} ↔ {v}: {fmt(load / 1e9)} GB/s of {fmt(cap / 1e9)} GB/s ({util:.1%}, busier direction)"
+        tip = f"{u} ↔ {v}: {num(load / 1e9)} GB/s of {num(cap / 1e9)} GB/s ({util:.1%}, busier direction)"
         out.append(f'<line class="link" x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
                    f'stroke="{load_colour(util)}" stroke-width="{2 + 6 * min(util, 1):.1f}">'
                    f'<title>{esc(tip)}</title></line>')
@@ -137,20 +143,20 @@ def fleet_svg(plan: Plan, graph: nx.DiGraph | None = None) -> str:
         x, y = pos[n]
         if k == "switch":
             out.append(f'<g class="switch"><rect x="{x - 50:.1f}" y="{y - 13:.1f}" width="100" height="26" rx="13"/>'
-                       f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle">{esc(n)}</text>'
+                       f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle">{esc(fit(n, 92))}</text>'
                        f'<title>switch {esc(n)}</title></g>')
             continue
         h = heights[n]
         used = bool(hosted.get(n))
-        out.append(f'<g class="group{" used" if used else ""}"><rect x="{x - _BOX_W / 2:.1f}" y="{y:.1f}" '
-                   f'width="{_BOX_W}" height="{h}" rx="6"/><title>domain group {esc(n)}</title>'
-                   f'<text x="{x:.1f}" y="{y + 16:.1f}" text-anchor="middle" class="name">{esc(n)}</text>'
+        out.append(f'<g class="group{" used" if used else ""}"><rect x="{x - box / 2:.1f}" y="{y:.1f}" '
+                   f'width="{box:.0f}" height="{h}" rx="6"/><title>domain group {esc(n)}</title>'
+                   f'<text x="{x:.1f}" y="{y + 16:.1f}" text-anchor="middle" class="name">{esc(fit(n, box - 8))}</text>'
                    f'<text x="{x:.1f}" y="{y + 31:.1f}" text-anchor="middle" class="caption">'
                    f'{esc(fleet.caption.get(n, ""))}</text>')
         for i, (text, tip, colour) in enumerate(hosted.get(n, [])):
             py = y + 38 + i * _POOL_H
-            out.append(f'<g class="pool"><rect x="{x - _BOX_W / 2 + 5:.1f}" y="{py:.1f}" width="{_BOX_W - 10}" '
-                       f'height="{_POOL_H - 2}" rx="3" style="fill:{colour}"/><text x="{x - _BOX_W / 2 + 9:.1f}" '
+            out.append(f'<g class="pool"><rect x="{x - box / 2 + 5:.1f}" y="{py:.1f}" width="{box - 10:.0f}" '
+                       f'height="{_POOL_H - 2}" rx="3" style="fill:{colour}"/><text x="{x - box / 2 + 9:.1f}" '
                        f'y="{py + 11.5:.1f}">{esc(text)}</text><title>{esc(tip)}</title></g>')
         out.append("</g>")
     out.append("</svg>")

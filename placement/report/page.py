@@ -1,9 +1,10 @@
 """The HTML plan report: one self-contained page (inline CSS and SVG, no script, no network).
 
 Sections: the headline figures; the fleet with the pools on their domain groups and links coloured by
-load (:mod:`placement.report.fleet`); cost and power by stage and chip; each class's predicted TTFT
-and TPOT against its SLO (with the error band when the class record carries one); the pools and the
-busy links; and, when given, the Pareto or sweep chart of a ``pareto``/``sweep --json`` result.
+load (:mod:`placement.report.fleet`); cost and power by stage and chip; each class's route and each
+pool's TTFT, TPOT and load against its limit, with their p10–p90 error bands and the SLO headroom
+(:mod:`placement.report.bands`); the pools and the busy links; and, when given, the Pareto or sweep
+chart of a ``pareto``/``sweep --json`` result.
 
 Examples
 --------
@@ -18,20 +19,21 @@ True
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 
 import networkx as nx
 
-from placement.core.confidence import slos_inside_bands
-from placement.core.plan import ClassPlan, Plan
+from placement.core.confidence import band_rows, loads_inside_bands, slos_inside_bands
+from placement.core.numbers import num, usd
+from placement.core.plan import Plan
+from placement.report.bands import bands_legend, bands_svg
 from placement.report.fleet import STAGE_COLOURS, fleet_svg, stage_colour
 from placement.report.labels import axis_label
-from placement.report.svg import PALETTE, Series, esc, fmt, hbars, line_chart, load_colour
+from placement.report.svg import PALETTE, Series, esc, hbars, line_chart, load_colour
 from placement.studies.sweep import SweepResult
 
-__all__ = ["render_html", "slo_svg", "sweep_svg"]
+__all__ = ["render_html", "sweep_svg"]
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;
@@ -44,7 +46,9 @@ table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}th,td{border:1px
 text-align:right}th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}
 .scroll{overflow-x:auto;border:1px solid #eaeef2;border-radius:6px}
 svg text{font-family:system-ui,sans-serif;font-size:11px;fill:#1f2328}
-svg.chart,svg.bars,svg.slo{width:100%;max-width:760px;height:auto}
+svg.chart,svg.bars{width:100%;max-width:760px;height:auto}svg.bands{width:100%;max-width:820px;height:auto}
+svg.bands .class-name{font-size:12px;font-weight:600}svg.bands .row-label.inside{fill:#cf222e;font-weight:600}
+svg.bands .track{stroke:#d0d7de}.chart-note{font-size:12px;color:#57606a;margin:4px 0 10px}
 svg .grid{stroke:#eaeef2}svg .frame{fill:none;stroke:#8c959f}svg .title{font-size:13px;font-weight:600}
 svg .axis-label{font-size:12px}svg .tick{font-size:10.5px;fill:#57606a}
 svg.fleet .switch rect{fill:#57606a}svg.fleet .switch text{fill:#fff;font-weight:600}
@@ -60,14 +64,16 @@ ul.notes{font-size:13px}
 def _kpis(plan: Plan) -> str:
     s = plan.solver
     items = [("status", plan.status + (", verified" if plan.verified else ", NOT verified")),
-             ("$/h", fmt(plan.cost_usd_per_hour, ",.2f")), ("chips", fmt(plan.chips, "d")),
-             ("kW", fmt(None if plan.power_w is None else plan.power_w / 1e3, ",.1f")),
-             ("output tokens/s", fmt(plan.output_tokens_per_s, ",.0f")),
-             ("$/M output tokens", fmt(plan.usd_per_million_output_tokens, ".3f"))]
+             ("$/h", usd(plan.cost_usd_per_hour)), ("chips", num(plan.chips)),
+             ("kW", num(None if plan.power_w is None else plan.power_w / 1e3)),
+             ("output tokens/s", num(plan.output_tokens_per_s)),
+             ("$/M output tokens", num(plan.usd_per_million_output_tokens))]
     if plan.output_tokens_per_s and plan.power_w:
-        items.append(("tokens/s per MW", fmt(plan.output_tokens_per_s / (plan.power_w / 1e6), ",.0f")))
+        items.append(("tokens/s per MW", num(plan.output_tokens_per_s / (plan.power_w / 1e6))))
+    if plan.provenance is not None and plan.provenance.prices is not None:
+        items.append(("chip prices", plan.provenance.prices))
     if s is not None:
-        items.append(("solver", f"{s.backend} {s.status}, gap {fmt(s.gap, '.1e')}"))
+        items.append(("solver", f"{s.backend} {s.status}, gap {num(s.gap)}"))
     cls = "ok" if plan.verified else "bad"
     return '<div class="kpis">' + "".join(
         f'<div class="kpi"><span>{esc(k)}</span><b{f" class={chr(34)}{cls}{chr(34)}" if k == "status" else ""}>'
@@ -83,16 +89,16 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[object]], css_id: str = 
 
 def _breakdown(plan: Plan) -> str:
     """$/h and kW by stage, split by chip: two stacked-bar drawings and one table."""
-    usd: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    dollars: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     watts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     chips: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for p in plan.pools:
-        usd[p.stage][p.chip] += p.usd_per_hour
+        dollars[p.stage][p.chip] += p.usd_per_hour
         watts[p.stage][p.chip] += p.power_w
         chips[p.stage][p.chip] += p.chips
-    chip_names = sorted({c for d in usd.values() for c in d})
+    chip_names = sorted({c for d in dollars.values() for c in d})
     colour = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(chip_names)}
-    stages = sorted(usd)
+    stages = sorted(dollars)
 
     def bars(values: dict[str, dict[str, float]], scale: float, unit: str) -> str:
         return hbars([(st, [(c, values[st][c] / scale, colour[c]) for c in chip_names if values[st].get(c)])
@@ -100,58 +106,12 @@ def _breakdown(plan: Plan) -> str:
 
     legend = '<div class="legend-row">' + "".join(
         f'<span><i class="sw" style="background:{colour[c]}"></i>{esc(c)}</span>' for c in chip_names) + "</div>"
-    rows = [(st, c, chips[st][c], f"{usd[st][c]:,.2f}", fmt(watts[st][c] / 1e3, ",.2f"))
-            for st in stages for c in chip_names if c in usd[st]]
-    rows.append(("total", "", sum(p.chips for p in plan.pools), f"{sum(p.usd_per_hour for p in plan.pools):,.2f}",
-                 fmt(sum(p.power_w for p in plan.pools) / 1e3, ",.2f")))
-    return (legend + "<h3>$/h by stage</h3>" + bars(usd, 1.0, "$/h") + "<h3>power by stage</h3>"
+    rows = [(st, c, num(chips[st][c]), usd(dollars[st][c]), num(watts[st][c] / 1e3))
+            for st in stages for c in chip_names if c in dollars[st]]
+    rows.append(("total", "", num(sum(p.chips for p in plan.pools)), usd(sum(p.usd_per_hour for p in plan.pools)),
+                 num(sum(p.power_w for p in plan.pools) / 1e3)))
+    return (legend + "<h3>$/h by stage</h3>" + bars(dollars, 1.0, "$/h") + "<h3>power by stage</h3>"
             + bars(watts, 1e3, "kW") + _table(("stage", "chip", "chips", "$/h", "kW"), rows, "breakdown"))
-
-
-def _band(c: ClassPlan, metric: str) -> tuple[float, float] | None:
-    """(low, high) of a class's predicted ``metric`` (``ttft``/``tpot``) in ms when the plan gives one."""
-    low, high = getattr(c, f"{metric}_ms_low", None), getattr(c, f"{metric}_ms_high", None)
-    return (low, high) if low is not None and high is not None else None
-
-
-def slo_svg(classes: Sequence[ClassPlan], width: int = 640) -> str:
-    """Each class's predicted TTFT and TPOT as a share of its SLO: a bar per figure, the SLO at 100 %,
-    green within it and red beyond, whiskers for the error band when there is one."""
-    rows = [(c, m) for c in classes for m in ("ttft", "tpot")]
-    left, right, row_h = 190, width - 20, 22
-    top = 22
-    share = [getattr(c, f"{m}_ms") / getattr(c, f"{m}_slo_ms") for c, m in rows if getattr(c, f"{m}_ms") is not None]
-    limit = max([1.25, *(s * 1.05 for s in share if math.isfinite(s))])
-    x = lambda f: left + min(f, limit) / limit * (right - left)
-    height = top + row_h * len(rows) + 24
-    out = [(f'<svg class="slo" viewBox="0 0 {width} {height}" role="img" xmlns="http://www.w3.org/2000/svg">'
-           "<title>predicted latency against the SLO</title>")]
-    for t in [i / 4 for i in range(int(limit * 4) + 1)]:
-        out.append(f'<line x1="{x(t):.1f}" y1="{top - 4}" x2="{x(t):.1f}" y2="{height - 20}" class="grid"/>'
-                   f'<text x="{x(t):.1f}" y="{height - 6}" text-anchor="middle" class="tick">{t:.0%}</text>')
-    for i, (c, m) in enumerate(rows):
-        y = top + i * row_h
-        pred, slo = getattr(c, f"{m}_ms"), getattr(c, f"{m}_slo_ms")
-        label = f"{c.name} {m.upper()}"
-        out.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end" class="tick">{esc(label)}</text>')
-        if pred is None:
-            out.append(f'<text x="{left + 4}" y="{y + 14}" class="tick">no prediction</text>')
-            continue
-        f = pred / slo
-        colour = "#1a7f37" if f <= 1 + 1e-9 else "#cf222e"
-        out.append(f'<rect class="slo-bar" x="{left}" y="{y + 3}" width="{x(f) - left:.1f}" height="{row_h - 7}" '
-                   f'fill="{colour}" opacity="0.8"><title>{esc(f"{label}: {fmt(pred)} ms predicted, SLO {slo:g} ms")}'
-                   f"</title></rect>")
-        band = _band(c, m)
-        if band is not None:
-            lo, hi = x(band[0] / slo), x(band[1] / slo)
-            out.append(f'<path class="band" d="M{lo:.1f} {y + 10}H{hi:.1f}M{lo:.1f} {y + 5}V{y + 15}'
-                       f'M{hi:.1f} {y + 5}V{y + 15}" stroke="#1f2328" stroke-width="1.5"/>')
-        out.append(f'<text x="{x(f) + 4:.1f}" y="{y + 14}" class="tick">{fmt(pred)} / {slo:g} ms</text>')
-    out.append(f'<line x1="{x(1):.1f}" y1="{top - 8}" x2="{x(1):.1f}" y2="{height - 20}" stroke="#1f2328" '
-               f'stroke-dasharray="4 3"/><text x="{x(1):.1f}" y="{top - 10}" text-anchor="middle" '
-               f'class="tick">SLO</text></svg>')
-    return "".join(out)
 
 
 def sweep_svg(result: SweepResult) -> str:
@@ -171,9 +131,13 @@ def sweep_svg(result: SweepResult) -> str:
                 series.append(Series(s + " dominated", [p.tokens_per_s_per_user for p in rest],
                                      [p.usd_per_million_output_tokens for p in rest], colour, line=False, faded=True))
         ys = [p.usd_per_million_output_tokens for p in result.points if p.ok and p.usd_per_million_output_tokens]
-        return line_chart(series, "interactivity: tokens/s per user", "$ per million output tokens",
-                          title=f"{result.instance}: cost per token against interactivity",
-                          log_y=bool(ys) and max(ys) / min(ys) > 20)
+        chart = line_chart(series, "interactivity: tokens/s per user", "$ per million output tokens",
+                           title=f"{result.instance}: cost per token against interactivity",
+                           log_y=bool(ys) and max(ys) / min(ys) > 20)
+        empty = [s for s in result.series if not any(p.ok and p.tokens_per_s_per_user is not None
+                                                     for p in result.series_points(s))]
+        note = "Not drawn, no verified plan with a predicted TPOT at any point: " + ", ".join(empty)
+        return chart + (f'<p class="chart-note">{esc(note)}</p>' if empty else "")
     first = result.axes[0]
     pts = sorted((p for p in result.points if p.ok and isinstance(p.values.get(first.label), (int, float))),
                  key=lambda p: p.values[first.label])
@@ -188,21 +152,37 @@ def sweep_svg(result: SweepResult) -> str:
     return cost + mix
 
 
+def _bands(plan: Plan) -> str:
+    """The band chart, its key and what it rests on (nothing for a plan without classes)."""
+    rows = band_rows(plan)
+    if not rows:
+        return ""
+    banded = any(r.high is not None for r in rows)
+    at = "nominal prediction" if plan.confidence is None else f"priced at confidence {plan.confidence:g}"
+    why = ("bands: p10–p90 of the chip family's held-out error (benchmarks/CALIBRATION.md)" if banded else
+           "no pool carries an error band (measured step times or capacities)")
+    return (bands_legend(any(r.planned is not None for r in rows)) + bands_svg(rows)
+            + f'<p class="chart-note">Stated values: {esc(at)}; {esc(why)}. A decode pool\'s TTFT is its wait for '
+              "a slot, in its class's route.</p>")
+
+
 def render_html(plan: Plan, graph: nx.DiGraph | None = None, sweep: SweepResult | None = None) -> str:
     """The whole report page for ``plan`` (``graph``: the instance's fleet graph, else drawn from the plan)."""
     stage_legend = "".join(f'<span><i class="sw" style="background:{stage_colour(s)}"></i>{esc(s)}</span>'
                            for s in sorted({p.stage for p in plan.pools} or STAGE_COLOURS))
     load_legend = "".join(f'<span><i class="sw" style="background:{load_colour(u)}"></i>{label}</span>'
                           for u, label in ((0, "idle"), (0.01, "1 %"), (0.5, "50 %"), (1.0, "100 % of capacity")))
-    pools = [(p.id + (f" ↔ {p.paired_with}" if p.paired_with else ""), p.traffic_class, p.stage, p.chip, p.replicas,
-              p.chips, f"{p.tp}/{p.ep}/{p.pp}", p.batch, f"{p.utilisation:.0%}" if p.part == 0 else "",
-              fmt(p.ttft_ms), fmt(p.tpot_ms), f"{p.usd_per_hour:,.2f}",
+    pools = [(p.id + (f" ↔ {p.paired_with}" if p.paired_with else ""), p.traffic_class, p.stage, p.chip,
+              num(p.replicas), num(p.chips), p.layout, num(p.batch), f"{p.utilisation:.0%}" if p.part == 0 else "",
+              num(p.ttft_ms), num(p.tpot_ms), usd(p.usd_per_hour),
               ", ".join(f"{s.site}×{s.replicas}" for s in p.sites)) for p in plan.pools]
-    classes = [(c.name, f"{c.rate_rps:g}", ", ".join(f"{m} {w:.0%}" for m, w in c.modes.items()),
-                fmt(c.ttft_ms), f"{c.ttft_slo_ms:g}", fmt(c.tpot_ms), f"{c.tpot_slo_ms:g}") for c in plan.classes]
-    busy = [(f"{lk.source} → {lk.target}", fmt(lk.load_bytes_per_s / 1e9), fmt(lk.capacity_bytes_per_s / 1e9),
+    classes = [(c.name, num(c.rate_rps), ", ".join(f"{m} {w:.0%}" for m, w in c.modes.items()),
+                num(c.ttft_ms), num(c.ttft_slo_ms), num(c.tpot_ms), num(c.tpot_slo_ms)) for c in plan.classes]
+    busy = [(f"{lk.source} → {lk.target}", num(lk.load_bytes_per_s / 1e9), num(lk.capacity_bytes_per_s / 1e9),
              f"{lk.utilisation:.1%}") for lk in plan.links if lk.load_bytes_per_s > 0]
-    notes = [*(f"SLO inside the band: {line}" for line in slos_inside_bands(plan)), *plan.notes,
+    loads = loads_inside_bands(plan)
+    notes = [*(f"SLO inside the band: {line}" for line in slos_inside_bands(plan)),
+             *([f"load beyond the p10 capacity: {'; '.join(loads)}"] if loads else []), *plan.notes,
              *(f"violation: {v}" for v in plan.violations), *plan.diagnosis]
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -212,10 +192,10 @@ def render_html(plan: Plan, graph: nx.DiGraph | None = None, sweep: SweepResult 
         (f'<h2 id="fleet">Fleet and placement</h2><div class="legend-row">{stage_legend}</div>'
         f'<div class="legend-row">links: {load_legend}</div><div class="scroll">{fleet_svg(plan, graph)}</div>'),
         f'<h2 id="cost">Cost and power by stage and chip</h2>{_breakdown(plan)}',
-        f'<h2 id="slo">Latency against the SLOs</h2>{slo_svg(plan.classes)}'
+        f'<h2 id="slo">Latency and load against the SLOs</h2>{_bands(plan)}'
         + _table(("class", "req/s", "modes", "TTFT ms", "TTFT SLO ms", "TPOT ms", "TPOT SLO ms"), classes, "classes"),
         '<h2 id="pools">Pools</h2><div class="scroll">'
-        + _table(("pool", "class", "stage", "chip", "replicas", "chips", "tp/ep/pp", "batch", "util", "TTFT ms",
+        + _table(("pool", "class", "stage", "chip", "replicas", "chips", "layout", "batch", "util", "TTFT ms",
                   "TPOT ms", "$/h", "domain groups"), pools, "pool-table") + "</div>",
     ]
     if busy:

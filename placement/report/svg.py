@@ -24,7 +24,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["PALETTE", "Series", "esc", "fmt", "hbars", "line_chart", "load_colour", "log_ticks", "nice_ticks"]
+from placement.core.numbers import num
+
+__all__ = ["PALETTE", "Series", "esc", "fit", "hbars", "line_chart", "load_colour", "log_ticks", "nice_ticks",
+           "text_width"]
 
 #: Categorical colours (colour-blind-safe Okabe–Ito, then Tableau), cycled by series, chip or stage.
 PALETTE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000",
@@ -40,19 +43,38 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def fmt(x: float | None, spec: str = ".3g") -> str:
-    """A number for a label or a table cell (``-`` for None); thousands separated above 10,000.
+#: Width of a character in em of the report's sans-serif font, generous (so that a label measured to fit
+#: does fit in the widest common system-ui font, DejaVu Sans, measured in headless Chromium: digits 0.64,
+#: lower case 0.56 on average, capitals 0.67): narrow characters, wide ones, digits, capitals, the rest.
+_NARROW, _WIDE = set("il.,:;|!'()[]{} fjrt"), set("mwMW@%—")
+
+
+def text_width(text: str, size_px: float = 11.0, bold: bool = False) -> float:
+    """An upper estimate of ``text``'s width in pixels at ``size_px`` (bold: 12 % wider).
 
     Examples
     --------
-    >>> fmt(None), fmt(12345.6), fmt(0.000123)
-    ('-', '12,346', '0.000123')
+    >>> round(text_width("pool-01 trainium3 · load ÷ capacity"))  # DejaVu Sans in Chromium: 195 px
+    206
     """
-    if x is None:
-        return "-"
-    if abs(x) >= 1e4:
-        return f"{x:,.0f}"
-    return format(x, spec)
+    em = sum(0.36 if c in _NARROW else 0.95 if c in _WIDE else 0.66 if c.isdigit() else 0.74 if c.isupper()
+             else 0.62 for c in text)
+    return em * size_px * (1.12 if bold else 1.0)
+
+
+def fit(text: str, width_px: float, size_px: float = 11.0, bold: bool = False) -> str:
+    """``text``, cut with an ellipsis to fit ``width_px`` (the caller puts the whole text in a tooltip).
+
+    Examples
+    --------
+    >>> fit("short", 100), fit("a very long label indeed", 60)
+    ('short', 'a very lo…')
+    """
+    if text_width(text, size_px, bold) <= width_px:
+        return text
+    while text and text_width(text + "…", size_px, bold) > width_px:
+        text = text[:-1]
+    return text.rstrip() + "…"
 
 
 def load_colour(utilisation: float) -> str:
@@ -129,27 +151,31 @@ def line_chart(series: Sequence[Series], x_label: str, y_label: str, *, title: s
                log_y: bool = False, width: int = 640, height: int = 340, css_class: str = "chart") -> str:
     """An SVG chart of ``series`` with labelled axes, tick labels (also on log axes) and a legend.
 
-    Every series gets a legend entry, faded ones included (drawn pale, as on the chart). Points with
-    a None or non-finite coordinate, or ≤ 0 on a log axis, are left out.
+    Every series with a point to draw gets a legend entry, faded ones included (drawn pale, as on the
+    chart); a series with none is left out of the legend. Points with a None or non-finite coordinate,
+    or ≤ 0 on a log axis, are left out. Labels are cut to the drawing (whole in their tooltips).
     """
-    left, right, top = 64, width - 12, 28
-    legend_rows = len(series)
-    bottom = height - 44 - 16 * legend_rows
     pts = [(s, [(x, y) for x, y in zip(s.x, s.y) if _ok(x, log_x) and _ok(y, log_y)]) for s in series]
-    X = _Axis([x for _, p in pts for x, _ in p], left, right, log_x)
+    pts = [(s, p) for s, p in pts if p]
+    xs = [x for _, p in pts for x, _ in p]
+    last_tick = _Axis(xs, 0, 1, log_x).ticks[-1]
+    left, right, top = 64, width - max(12, text_width(num(last_tick), 10.5) / 2 + 4), 28
+    bottom = height - 44 - 16 * len(pts)
+    X = _Axis(xs, left, right, log_x)
     Y = _Axis([y for _, p in pts for _, y in p], bottom, top, log_y)
     out = [(f'<svg class="{esc(css_class)}" viewBox="0 0 {width} {height}" role="img" '
            f'xmlns="http://www.w3.org/2000/svg"><title>{esc(title or y_label)}</title>')]
     if title:
-        out.append(f'<text x="{width / 2}" y="16" class="title" text-anchor="middle">{esc(title)}</text>')
+        out.append(f'<text x="{width / 2}" y="16" class="title" text-anchor="middle">'
+                   f'{esc(fit(title, width - 8, 13))}</text>')
     for t in X.ticks:
         px = X(t)
         out.append(f'<line x1="{px:.1f}" y1="{top}" x2="{px:.1f}" y2="{bottom}" class="grid"/>'
-                   f'<text x="{px:.1f}" y="{bottom + 14}" text-anchor="middle" class="tick">{fmt(t, "g")}</text>')
+                   f'<text x="{px:.1f}" y="{bottom + 14}" text-anchor="middle" class="tick">{num(t)}</text>')
     for t in Y.ticks:
         py = Y(t)
         out.append(f'<line x1="{left}" y1="{py:.1f}" x2="{right}" y2="{py:.1f}" class="grid"/>'
-                   f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end" class="tick">{fmt(t, "g")}</text>')
+                   f'<text x="{left - 4}" y="{py + 4:.1f}" text-anchor="end" class="tick">{num(t)}</text>')
     out.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" class="frame"/>')
     out.append(f'<text x="{(left + right) / 2}" y="{bottom + 30}" text-anchor="middle" class="axis-label">'
                f'{esc(x_label)}{" (log)" if X.log else ""}</text>')
@@ -157,7 +183,7 @@ def line_chart(series: Sequence[Series], x_label: str, y_label: str, *, title: s
                f'class="axis-label">{esc(y_label)}{" (log)" if Y.log else ""}</text>')
     for s, p in pts:
         out.append(_draw_series(s, p, X, Y))
-    for i, s in enumerate(series):
+    for i, (s, _) in enumerate(pts):
         ly = bottom + 46 + 16 * i
         opacity = ' opacity="0.35"' if s.faded else ""
         dash = ' stroke-dasharray="5 3"' if s.dashed else ""
@@ -165,7 +191,7 @@ def line_chart(series: Sequence[Series], x_label: str, y_label: str, *, title: s
                 f'stroke-width="2"{dash}/>' if s.line else "")
         out.append(f'<g class="legend-entry">{mark}<circle cx="{left + 11}" cy="{ly - 4}" r="3.5" '
                    f'fill="{s.colour}"{opacity}/><text x="{left + 30}" y="{ly}" class="legend">'
-                   f'{esc(s.label)}</text></g>')
+                   f'{esc(fit(s.label, width - left - 34))}<title>{esc(s.label)}</title></text></g>')
     out.append("</svg>")
     return "".join(out)
 
@@ -189,7 +215,7 @@ def _draw_series(s: Series, p: list[tuple[float, float]], X: _Axis, Y: _Axis) ->
     opacity = ' opacity="0.35"' if s.faded else ""
     notes = list(s.notes) + [""] * len(p)
     for (x, y), note in zip(p, notes):
-        tip = f"{s.label}: {fmt(x)}, {fmt(y)}" + (f" — {note}" if note else "")
+        tip = f"{s.label}: {num(x)}, {num(y)}" + (f" — {note}" if note else "")
         out.append(f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="3.5" fill="{s.colour}"{opacity}>'
                    f'<title>{esc(tip)}</title></circle>')
     return "".join(out)
@@ -211,9 +237,9 @@ def hbars(rows: Sequence[tuple[str, Sequence[tuple[str, float, str]]]], unit: st
         for name, value, colour in segs:
             w = value / total_max * (right - left)
             out.append(f'<rect x="{x:.1f}" y="{y + 2}" width="{max(w, 0):.1f}" height="{row_h - 6}" '
-                       f'fill="{colour}"><title>{esc(f"{label}, {name}: {fmt(value)} {unit}")}</title></rect>')
+                       f'fill="{colour}"><title>{esc(f"{label}, {name}: {num(value)} {unit}")}</title></rect>')
             x += w
         total = sum(v for _, v, _ in segs)
-        out.append(f'<text x="{x + 4:.1f}" y="{y + 15}" class="tick">{esc(fmt(total))} {esc(unit)}</text>')
+        out.append(f'<text x="{x + 4:.1f}" y="{y + 15}" class="tick">{esc(num(total))} {esc(unit)}</text>')
     out.append("</svg>")
     return "".join(out)

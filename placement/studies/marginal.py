@@ -45,6 +45,7 @@ from typing import Any
 from pydantic import Field
 
 from placement.core.errors import InputError, VerificationError
+from placement.core.numbers import num
 from placement.core.paths import instance_document, set_path
 from placement.studies.sweep import Job, run_jobs
 from solvers.backends import DEFAULT_BACKEND
@@ -59,10 +60,6 @@ METHOD = ("re-solve each variant from scratch (exact; in parallel), with the pla
           "integer steps by enabling another placement.")
 
 _TOL = 1e-9
-
-
-def _gbps(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
 class MarginalRow(MutableRecord):
@@ -147,13 +144,13 @@ def variants(inst, plan, factor: float, shortcut: bool = True) -> list[tuple[dic
         gbps = ctx.sites[d.name].uplink_bytes_per_s / 1e9
         doc = copy.deepcopy(base)
         set_path(doc, f"hardware.domains.{d.name}.uplink_gb_per_s", float(f"{gbps * factor:.12g}"))
-        out.append(({"kind": "uplink", "target": d.name, "change": f"uplink {_gbps(gbps)} → {_gbps(gbps * factor)} GB/s",
+        out.append(({"kind": "uplink", "target": d.name, "change": f"uplink {num(gbps)} → {num(gbps * factor)} GB/s",
                      "utilisation": _link_utilisation(plan, d.name, d.switch) if plan is not None else None}, doc))
     for i, link in enumerate(inst.hardware.links):
         doc = copy.deepcopy(base)
         set_path(doc, f"hardware.links.{i}.bandwidth_gb_per_s", float(f"{link.bandwidth_gb_per_s * factor:.12g}"))
         out.append(({"kind": "link", "target": f"{link.source}/{link.target}",
-                     "change": f"{_gbps(link.bandwidth_gb_per_s)} → {_gbps(link.bandwidth_gb_per_s * factor)} GB/s",
+                     "change": f"{num(link.bandwidth_gb_per_s)} → {num(link.bandwidth_gb_per_s * factor)} GB/s",
                      "utilisation": _link_utilisation(plan, link.source, link.target) if plan is not None else None},
                     doc))
     return out

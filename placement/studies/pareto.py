@@ -33,6 +33,7 @@ from itertools import pairwise
 from typing import Any
 
 from placement.core.errors import InputError
+from placement.core.numbers import usd, value
 from placement.modes import MODES
 from placement.studies.sweep import MODE_LABELS, AxisInfo, Job, Point, SweepResult, _execute
 from placement.studies.whatif import (
@@ -270,8 +271,9 @@ def monotone_violations(result: SweepResult, label: str | None = None, rel_tol: 
                 if a.status == "failed" or b.status == "failed":
                     continue
                 if a.ok and not b.ok:
-                    out.append(f"{s}: feasible at {label}={a.values[label]} but {b.status} at {b.values[label]}")
+                    out.append(f"{s}: feasible at {label}={value(a.values[label])} but {b.status} at "
+                               f"{value(b.values[label])}")
                 elif a.ok and b.ok and b.cost_usd_per_hour > a.cost_usd_per_hour * (1 + rel_tol) + 1e-9:
-                    out.append(f"{s}: cost rose from {a.cost_usd_per_hour:g} at {label}={a.values[label]} to "
-                               f"{b.cost_usd_per_hour:g} at {b.values[label]}")
+                    out.append(f"{s}: cost rose from ${usd(a.cost_usd_per_hour)}/h at {label}={value(a.values[label])} "
+                               f"to ${usd(b.cost_usd_per_hour)}/h at {value(b.values[label])}")
     return out
