@@ -19,6 +19,7 @@ placement.core.errors.InputError: x.yaml: model: required field is missing
 from __future__ import annotations
 
 import difflib
+import re
 import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -226,18 +227,28 @@ def chips_of(inst: Instance) -> dict[str, ChipSpec]:
 
 
 def model_aliases() -> dict[str, str]:
-    """Lower-cased catalogue names and Hugging Face ids -> catalogue name.
+    """Lower-cased catalogue names, Hugging Face ids and their repository names (without the publisher and the
+    ``-instruct``/``-it`` and precision suffixes) -> catalogue name.
 
     Examples
     --------
     >>> model_aliases()["meta-llama/llama-3.1-70b-instruct"], model_aliases()["llama-3.1-70b"]
     ('llama-3.1-70b', 'llama-3.1-70b')
+    >>> model_aliases()["llama-3.3-70b"]  # served by the Llama-3.1-70B record (same architecture)
+    'llama-3.1-70b'
     """
     out = {}
-    for name, spec in load_model_catalog().items():
+    models = load_model_catalog()
+    for name in models:
         out[name.lower()] = name
+    for name, spec in models.items():
         for hf in spec.hf_ids:
             out.setdefault(hf.lower(), name)
+            repo = hf.split("/")[-1].lower()
+            out.setdefault(repo, name)
+            while (short := re.sub(r"-(instruct|it|fp8|nvfp4|fp4|bf16)$", "", repo)) != repo:
+                out.setdefault(short, name)
+                repo = short
     return out
 
 
