@@ -13,7 +13,7 @@ from solvers.solution import EdgeLoad, Flow, Load, Pair, Placement, Solution, cl
 from solvers.tolerances import INTEGRALITY, ZERO
 
 if TYPE_CHECKING:
-    from solvers.milp import Variables
+    from solvers.variables import Variables
 
 __all__ = ["cancel_cycles", "empty_solution", "model_stats", "rebalance_forest", "to_solution"]
 

@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.loading import parse_instance
+from placement.core.problem import build_problem
 from placement.core.solve import solve
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
 

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from placement.core.candidates import build_problem, generate
+from placement.core.candidates import generate
 from placement.core.context import Context
 from placement.core.diagnose import slo_floor
 from placement.core.errors import InputError
 from placement.core.evaluate import PartLayout, Perf, PoolConfig
 from placement.core.loading import load_instance, parse_instance
 from placement.core.plan import STAGE_OF_KIND
+from placement.core.problem import build_problem
 from placement.core.schema import MODES as SCHEMA_MODES
 from placement.modes import (
     MODES,

@@ -29,24 +29,12 @@ from typing import TYPE_CHECKING
 
 from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, framework_band, stage_metric
 from costmodels.frameworks import DEFAULT_FRAMEWORK
-from topology.records import MutableRecord
+from placement.core.plan import Plan, Pool, PoolBands
 
 if TYPE_CHECKING:
     from placement.core.context import Context
-    from placement.core.plan import Plan, Pool
 
 __all__ = ["PoolBands", "at_confidence", "pool_bands", "scaled", "slos_inside_bands", "with_framework"]
-
-
-class PoolBands(MutableRecord):
-    """A pool's predictions at the band's levels (one value per level, in the order of ``levels``)."""
-
-    levels: list[float]
-    family: str
-    provenance: str
-    tpot_ms: list[float] | None = None
-    ttft_ms: list[float] | None = None
-    capacity_rps_per_replica: dict[str, list[float]]
 
 
 def scaled(values, band: ChipBand, metric: str, levels=PLAN_LEVELS, nominal_factor: float = 1.0) -> list[float]:

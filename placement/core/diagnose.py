@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.core.candidates import Candidates
 from placement.core.context import Context
 from placement.core.evaluate import evaluate, framework_latency_s
+from placement.core.generation import Candidates
 from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
 from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind

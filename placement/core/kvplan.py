@@ -46,7 +46,7 @@ from solvers.problem import Policy, PolicyFlow, PolicyLimit, PolicyLoad, Problem
 from solvers.solution import Solution
 
 if TYPE_CHECKING:
-    from placement.core.candidates import Candidates
+    from placement.core.generation import Candidates
 
 __all__ = ["KvFacts", "extend_problem", "finish_plan", "first_step_loads", "headroom_bytes", "kv_facts",
            "session_summary", "shares_of", "with_kv_flows"]

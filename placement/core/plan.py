@@ -26,7 +26,6 @@ from pydantic import (
     model_serializer,
 )
 
-from placement.core.confidence import PoolBands
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import describe_error, read_document
@@ -39,7 +38,8 @@ from placement.core.schema import (
     Name,
     StoragePrecision,
 )
-from placement.modes import STAGE_OF_KIND, StepId, check_stage
+from placement.modes.ids import StepId
+from placement.modes.registry import STAGE_OF_KIND, check_stage
 from topology.records import MutableRecord
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "PairPlan",
     "Plan",
     "Pool",
+    "PoolBands",
     "PoolSite",
     "Provenance",
     "SolverStats",
@@ -182,6 +183,17 @@ def replica_load_rps(sites: list[PoolSite]) -> float:
     """
     replicas = sum(s.replicas for s in sites)
     return sum(r for s in sites for r in s.load_rps.values()) / replicas if replicas else 0.0
+
+
+class PoolBands(MutableRecord):
+    """A pool's predictions at the band's levels (one value per level, in the order of ``levels``)."""
+
+    levels: list[float]
+    family: str
+    provenance: str
+    tpot_ms: list[float] | None = None
+    ttft_ms: list[float] | None = None
+    capacity_rps_per_replica: dict[str, list[float]]
 
 
 class PoolSite(MutableRecord):

@@ -36,7 +36,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.domain_slots import Slot, place_around, replica_slots
 from placement.core.errors import InputError
@@ -51,6 +50,7 @@ from placement.core.migration import (
     weight_bytes_of,
 )
 from placement.core.plan import Plan
+from placement.core.problem import build_problem
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify

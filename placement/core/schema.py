@@ -54,7 +54,7 @@ from costmodels.models import ModelSpec, default_attention_precision
 from placement.core.calibration_overlay import CalibrationOverlay
 from placement.core.sessions import KvTierSpec, Sessions
 from placement.core.user_chips import UserChip, user_chip
-from placement.modes import check_option, options
+from placement.modes.registry import check_option, options
 from topology.chips import ChipSpec
 from topology.records import Record
 
@@ -569,11 +569,6 @@ class Instance(Record):
                    for c in self.workload.classes]
         return self.model_copy(update={"slo_headroom": 1.0,
                                        "workload": self.workload.model_copy(update={"classes": classes})})
-
-    def with_changes(self, changes: dict, *, source: str = "<instance>") -> Instance:
-        """This instance with each ``--set`` path changed, validated (:func:`placement.core.paths.with_changes`)."""
-        from placement.core.paths import with_changes
-        return with_changes(self, changes, source=source)
 
     @field_validator("calibration")
     @classmethod

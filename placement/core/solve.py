@@ -15,11 +15,11 @@ import time
 from collections import defaultdict
 
 from placement.core.calibration_overlay import overlay_band, overlay_framework_latency_s
-from placement.core.candidates import Candidates, build_problem
 from placement.core.confidence import pool_bands
 from placement.core.context import Context
 from placement.core.deadline import TimeLimitError, bounded, left_after
 from placement.core.evaluate import evaluate
+from placement.core.generation import Candidates
 from placement.core.kv_feeds import kv_feeds_of
 from placement.core.measured_steps import table_field
 from placement.core.plan import (
@@ -36,6 +36,7 @@ from placement.core.plan import (
     class_latencies_ms,
     replica_load_rps,
 )
+from placement.core.problem import build_problem
 from placement.core.queues import at_load
 from placement.core.schema import Instance
 from placement.core.verify import verify

@@ -34,12 +34,13 @@ import math
 
 import numpy as np
 
-from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.evaluate import evaluate
 from placement.core.failures import healthy_indices
+from placement.core.generation import Candidates
 from placement.core.plan import Plan
+from placement.core.problem import build_problem
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify

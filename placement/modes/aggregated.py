@@ -36,7 +36,6 @@ import numpy as np
 
 from costmodels import aggregated_step, fits, memory_per_chip_bytes
 from placement.core.evaluate import (
-    MANY_EVALUATORS,
     Layouts,
     PartLayout,
     Perf,
@@ -168,9 +167,8 @@ def _measured(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, l
     return Perf(cap, z, z, np.ones(b.shape, dtype=bool), z, z)
 
 
-AGGREGATED = PoolKind("aggregated", ("aggregated", None), _aggregated)
+AGGREGATED = PoolKind("aggregated", ("aggregated", None), _aggregated, evaluate_many=_aggregated_many)
 MEASURED = PoolKind("measured", ("aggregated", None), _measured, measured=True)
-MANY_EVALUATORS[AGGREGATED.name] = _aggregated_many
 
 
 def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:

@@ -52,7 +52,11 @@ class PoolKind:
     runs on; ``measured`` marks kinds whose capacity is measured, not modelled;
     ``partner`` whether a configuration has a second part: ``"never"``,
     ``"always"`` (attention–FFN) or ``"optional"`` (a draft beside the target or
-    remote) — what the verifier holds each configuration to.
+    remote) — what the verifier holds each configuration to. ``evaluate_many``, if given, evaluates
+    many single-part configurations of the kind and one main chip at once, ``(ctx, configs, class,
+    batches of each) -> Perf of each``: the kind's own formulas on the concatenated points
+    (elementwise, so every point's floats are those of ``evaluate`` on its configuration alone;
+    :func:`placement.core.evaluate.evaluate_many`).
     """
 
     name: str
@@ -61,6 +65,7 @@ class PoolKind:
     where: Callable[[PoolConfig], str] = _main_chip
     measured: bool = False
     partner: Literal["never", "always", "optional"] = "never"
+    evaluate_many: Callable[..., list[Perf]] | None = None
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,6 @@ import numpy as np
 
 from costmodels import decode_step, fits, kv_transfer_bytes, memory_per_chip_bytes, prefill_step
 from placement.core.evaluate import (
-    MANY_EVALUATORS,
     Layouts,
     PartLayout,
     Perf,
@@ -176,9 +175,8 @@ def _on_grid(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, me
     return class_table(memo, ("pd grid", kind, cls.name, res), cls, build).get(cfg.main)
 
 
-PREFILL = PoolKind("prefill", ("prefill", None), _prefill)
-DECODE = PoolKind("decode", ("decode", None), _decode)
-MANY_EVALUATORS[PREFILL.name] = MANY_EVALUATORS[DECODE.name] = _many
+PREFILL = PoolKind("prefill", ("prefill", None), _prefill, evaluate_many=_many)
+DECODE = PoolKind("decode", ("decode", None), _decode, evaluate_many=_many)
 
 
 def prefill_grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:
