@@ -25,6 +25,7 @@ from solvers.constraints import (
     add_step_coverage,
 )
 from solvers.extract import empty_solution, model_stats, to_solution
+from solvers.family import Family
 from solvers.index import PairSplit
 from solvers.limits import LimitExceeded, OutOfTime, clip_time
 from solvers.model import build_model
@@ -34,7 +35,7 @@ from solvers.network_rows import (
     add_pair_balance,
     add_transfer_conservation,
 )
-from solvers.objective import primary_objective, set_objective
+from solvers.objective import model_objective, primary_objective, set_objective
 from solvers.packing import check_packable, pack_into_domains
 from solvers.problem import Problem
 from solvers.solution import Solution
@@ -45,6 +46,7 @@ __all__ = [
     "CHOICE_SLACK",
     "DEFAULT_GAP",
     "NEGLIGIBLE",
+    "Known",
     "PairSplit",
     "Start",
     "Variables",
@@ -97,23 +99,24 @@ class Start:
     target: float | None = None
     #: Variables held at these values (both bounds set): the rest of a plan is to be completed.
     fixed: dict[pulp.LpVariable, float] | None = None
-    #: The objective by which the start and the solver's plan are compared, from the values of ``Variables.n``
-    #: (default: the primary objective; a re-plan adds its migration $, see solvers.migration_rows).
-    cost: Callable[[dict[pulp.LpVariable, float]], float] | None = None
 
 
-def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg,
-           prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
-           pair_split: PairSplit = "auto", feasibility: float | None = None) -> tuple[Solution, Variables]:
+#: ``(model, variables) -> Start``: what is known about a built model before it is solved.
+Known = Callable[[pulp.LpProblem, Variables], Start]
+
+
+def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg, start: Known | None = None,
+           pair_split: PairSplit = "auto", feasibility: float | None = None,
+           families: tuple[Family, ...] | None = None) -> tuple[Solution, Variables]:
     with gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
-        start = time.perf_counter()
+        began = time.perf_counter()
         try:
-            m, v = build_model(problem, pair_split, backend)
+            m, v = build_model(problem, pair_split, backend, families)
         except LimitExceeded as exc:  # not built, or stopped building: no model to solve
             status = "time_limit" if isinstance(exc, OutOfTime) else "error"
-            return empty_solution(status, str(exc), backend=backend, build_seconds=time.perf_counter() - start,
+            return empty_solution(status, str(exc), backend=backend, build_seconds=time.perf_counter() - began,
                                   solve_seconds=0.0, stats=dict.fromkeys(_STATS, 0)), None
-        build_seconds = time.perf_counter() - start
+        build_seconds = time.perf_counter() - began
         stats = model_stats(m, v)
         if not mip:
             stats["integer_variables"] = 0  # the relaxation has none
@@ -132,7 +135,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
                 relaxed=not mip,
                 **common,
             ), v
-        known = prepare(m, v) if prepare is not None else Start()
+        known = start(m, v) if start is not None else Start()
         for var, value in (known.fixed or {}).items():
             var.lowBound = var.upBound = value
         limit_s = clip_time(None if time_limit_s is None else time_left(time_limit_s, known.seconds))
@@ -156,7 +159,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
         bounds = [b for b in (solver_bound, known.lower_bound) if b is not None]
         bound = max(bounds) if bounds else None
         solve_seconds = outcome.seconds + known.seconds
-        if known.values is not None and _start_is_better(v, known.values, outcome, known.cost):
+        if known.values is not None and _start_is_better(v, known.values, outcome):
             for var, value in known.values.items():
                 var.varValue = value
             status = "time_limit" if status == "time_limit" else "feasible"
@@ -179,19 +182,18 @@ def time_left(limit_s: float, spent_s: float) -> float:
     return max(limit_s - spent_s, 0.0)
 
 
-def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome,
-                     cost: Callable[[dict[pulp.LpVariable, float]], float] | None = None) -> bool:
-    """Whether the start beats what the solver returned (nothing, or a worse plan).
+def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome) -> bool:
+    """Whether the start beats what the solver returned (nothing, or a worse plan), by the model's objective
+    without tie-breaks (:func:`solvers.objective.model_objective`: the primary objective, and a re-plan's
+    migration $ or the KV tiers' holding cost).
 
     A start is a plan whose rows were checked, so it also stands when the
     solver returns nothing, whatever the reason it gives.
     """
     if not outcome.has_values:
         return True
-    found = {var: var.varValue for var in v.n.values()}
-    if cost is None:
-        return primary_objective(v, values) < primary_objective(v, found) * (1 - REL_OBJECTIVE)
-    return cost(values) < cost(found) * (1 - REL_OBJECTIVE)
+    found = {var: var.varValue for var in (*v.n.values(), *v.pi.values())}
+    return model_objective(v, values) < model_objective(v, found) * (1 - REL_OBJECTIVE)
 
 
 def solve(
@@ -202,6 +204,7 @@ def solve(
     threads: int | None = None,
     msg: bool = False,
     pair_split: PairSplit = "auto",
+    families: tuple[Family, ...] | None = None,
 ) -> Solution:
     """Build and solve the placement MILP.
 
@@ -228,6 +231,8 @@ def solve(
         Show the solver log (CBC's log goes to the ``solvers.backends`` logger).
     pair_split : {"auto", "hubs", "pairs"}
         How pairs of two-part columns are modelled (see :func:`build_model`).
+    families : tuple of Family, optional
+        The model's families (default :data:`solvers.model.BASE_FAMILIES`).
 
     Returns
     -------
@@ -246,7 +251,8 @@ def solve(
     >>> sol.status, sol.objective, sol.replicas[0].replicas
     ('optimal', 3.0, 2)
     """
-    return solve_model(problem, backend, time_limit_s, gap, threads, msg, pair_split=pair_split)[0]
+    return solve_model(problem, backend, time_limit_s, gap, threads, msg, pair_split=pair_split,
+                       families=families)[0]
 
 
 def solve_model(
@@ -256,20 +262,20 @@ def solve_model(
     gap: float | None = None,
     threads: int | None = None,
     msg: bool = False,
-    prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
+    start: Known | None = None,
     pair_split: PairSplit = "auto",
     feasibility: float | None = None,
+    families: tuple[Family, ...] | None = None,
 ) -> tuple[Solution, Variables]:
     """:func:`solve`, also returning the model's variables, which hold the solution's values.
 
-    ``prepare``, if given, is called with the built model and its variables
-    and returns a :class:`Start` (a checked plan to start from, a bound
-    proven elsewhere): the start is handed to the backend and returned if the
-    solver finds nothing better, and the bound reported is the better of the
-    two (see :mod:`solvers.twolevel`). ``feasibility`` is a primal feasibility
-    tolerance tighter than the backend's default (HiGHS; see :mod:`solvers.repair`).
+    ``start``, if given, is called with the built model and its variables and returns a :class:`Start`
+    (a checked plan to start from, a bound proven elsewhere, variables to fix): the start is handed to
+    the backend and returned if the solver finds nothing better, and the bound reported is the better of
+    the two (see :mod:`solvers.twolevel`). It adds no rows: those are the ``families``'. ``feasibility``
+    is a primal feasibility tolerance tighter than the backend's default (HiGHS; see :mod:`solvers.repair`).
     """
-    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare, pair_split, feasibility)
+    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, start, pair_split, feasibility, families)
 
 
 def relax(
@@ -279,6 +285,7 @@ def relax(
     threads: int | None = None,
     msg: bool = False,
     pair_split: PairSplit = "auto",
+    families: tuple[Family, ...] | None = None,
 ) -> Solution:
     """Solve the LP relaxation (integrality of n dropped).
 
@@ -299,7 +306,8 @@ def relax(
     >>> relax(p).objective
     1.5
     """
-    return _solve(problem, backend, False, time_limit_s, None, threads, msg, pair_split=pair_split)[0]
+    return _solve(problem, backend, False, time_limit_s, None, threads, msg, pair_split=pair_split,
+                  families=families)[0]
 
 
 def lp_bound(

@@ -51,30 +51,59 @@ from __future__ import annotations
 import pulp
 
 from solvers.constraints import (
-    add_budget,
-    add_power_cap,
-    add_replica_capacity,
-    add_route_split,
-    add_single_resource,
-    add_site_units,
-    add_step_coverage,
+    BUDGET,
+    POWER_CAP,
+    REPLICA_CAPACITY,
+    ROUTE_SPLIT,
+    SINGLE_RESOURCE,
+    SITE_UNITS,
+    STEP_COVERAGE,
 )
+from solvers.family import Family
 from solvers.index import Index, PairSplit
-from solvers.kv_rows import add_policy_objective, add_policy_rows, add_policy_variables
+from solvers.kv_rows import KV_TIERS
 from solvers.limits import check_model_fits, check_time, start_build
-from solvers.network_rows import add_edge_capacity, add_pair_balance, add_transfer_conservation
-from solvers.objective import set_objective
+from solvers.network_rows import EDGE_CAPACITY, PAIR_BALANCE, TRANSFER_CONSERVATION
+from solvers.objective import PRIMARY
 from solvers.packing import check_packable
-from solvers.pool_limit import add_pool_limit
+from solvers.pool_limit import POOL_LIMIT
 from solvers.problem import Problem
 from solvers.variables import Variables, define_variables, estimated_size, gc_paused
 
-__all__ = ["build_model"]
+__all__ = ["BASE_FAMILIES", "build_model", "families_of"]
+
+#: The families of every placement model, in the order their rows (then their objective terms) are
+#: written. Each reads its data from the :class:`~solvers.problem.Problem` and writes nothing when the
+#: problem has none (no power cap, no KV policies, …); a scenario adds its own after them
+#: (:func:`families_of`).
+BASE_FAMILIES: tuple[Family, ...] = (ROUTE_SPLIT, STEP_COVERAGE, REPLICA_CAPACITY, SINGLE_RESOURCE, SITE_UNITS,
+                                     PAIR_BALANCE, TRANSFER_CONSERVATION, EDGE_CAPACITY, POWER_CAP, BUDGET, PRIMARY,
+                                     KV_TIERS, POOL_LIMIT)
 
 
-def build_model(problem: Problem, pair_split: PairSplit = "auto",
-                backend: str | None = None) -> tuple[pulp.LpProblem, Variables]:
-    """Build the placement MILP of ``problem``.
+def families_of(extra: tuple[Family, ...] | list[Family] | None = None) -> tuple[Family, ...]:
+    """:data:`BASE_FAMILIES` followed by ``extra`` (a scenario's families), each name once.
+
+    Raises
+    ------
+    ValueError
+        Two families of one name, or a family that is not a :class:`~solvers.family.Family`.
+    """
+    out = (*BASE_FAMILIES, *(extra or ()))
+    names = [f.name for f in out]
+    bad = [f for f in out if not isinstance(f, Family)]
+    if bad:
+        raise ValueError(f"not a Family: {bad[0]!r}")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"family {dup[0]!r} given twice")
+    return out
+
+
+def build_model(problem: Problem, pair_split: PairSplit = "auto", backend: str | None = None,
+                families: tuple[Family, ...] | None = None) -> tuple[pulp.LpProblem, Variables]:
+    """Build the placement MILP of ``problem``: the variables, every family's rows, then every family's
+    objective terms.
 
     Parameters
     ----------
@@ -86,6 +115,9 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto",
     backend : str, optional
         The backend that will solve it: the model is then built only if its estimated memory
         (:func:`solvers.limits.check_model_fits`) fits in the memory limit in force.
+    families : tuple of Family, optional
+        The constraint families and objective terms, in order (default :data:`BASE_FAMILIES`; a
+        scenario's: :func:`families_of`).
 
     Returns
     -------
@@ -123,19 +155,9 @@ def build_model(problem: Problem, pair_split: PairSplit = "auto",
             check_model_fits(*estimated_size(ix), backend)
         m = pulp.LpProblem(name="placement", sense=pulp.LpMinimize)
         v = define_variables(m, ix)
-        add_policy_variables(m, v)
-        add_route_split(m, v)
-        add_step_coverage(m, v)
-        add_replica_capacity(m, v)
-        add_single_resource(m, v)
-        add_site_units(m, v)
-        add_pair_balance(m, v)
-        add_transfer_conservation(m, v)
-        add_edge_capacity(m, v)
-        add_power_cap(m, v)
-        add_budget(m, v)
-        add_policy_rows(m, v)
-        add_pool_limit(m, v)
-        set_objective(m, v)
-        add_policy_objective(m, v)
+        v.families = BASE_FAMILIES if families is None else tuple(families)
+        for family in v.families:
+            family.rows(m, v)
+        for family in v.families:
+            family.objective(m, v)
     return m, v

@@ -6,10 +6,11 @@ import math
 
 import pulp
 
+from solvers.family import KEEP, Family, hard, no_columns, no_rows, no_start, separable
 from solvers.tolerances import TIE_BREAK
 from solvers.variables import Variables
 
-__all__ = ["OBJECTIVE_BAND", "primary_objective", "set_objective"]
+__all__ = ["OBJECTIVE_BAND", "PRIMARY", "model_objective", "primary_objective", "set_objective"]
 
 #: Cheapest unit weights inside this band leave the objective as it is; outside it the objective
 #: is divided by the power of two nearest the cheapest weight (see set_objective).
@@ -52,3 +53,14 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
 def primary_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
     """Σ w·u·n of ``values`` (the objective without tie-breaks)."""
     return sum(v.primary[key] * round(values.get(var) or 0.0) for key, var in v.n.items())
+
+
+def model_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
+    """The model's objective of ``values`` without tie-breaks: the primary objective and the terms of
+    ``Variables.objective_terms`` (a re-plan's migration $)."""
+    return primary_objective(v, values) + sum(term(values) for term in v.objective_terms)
+
+
+#: The primary objective: it *sets* the objective, so it comes before every other term.
+PRIMARY = Family(name="primary_objective", check="check_totals", rows=no_rows, objective=set_objective,
+                 collapse=KEEP, coupling=separable, elastic=hard, start=no_start, columns=no_columns)

@@ -3,8 +3,9 @@
 The instance given is the world *now* (new rates, prices, SLOs: edit it, or
 ``--set PATH=VALUE`` on the command line); the plan is what runs; the events
 add failed domains. The re-plan is the MILP of the degraded fleet
-(:mod:`placement.core.failures`) with the migration terms of
-:mod:`solvers.migration_rows` (in two levels on large fleets, exact to the gap)::
+(:mod:`placement.core.failures`) with the migration family of
+:mod:`solvers.migration_rows` (in two levels on large fleets, exact to the gap,
+:func:`solvers.twolevel.solve`)::
 
     min  run $/h  +  (Σ reload $ of every replica added or removed) / amortise_h
 
@@ -54,8 +55,10 @@ from placement.core.problem import build_problem
 from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify
+from solvers import twolevel
 from solvers.backends import DEFAULT_BACKEND
-from solvers.migration_rows import solve_with_migration
+from solvers.migration_rows import migration
+from solvers.model import families_of
 
 __all__ = ["DEFAULT_AMORTISE_H", "Events", "Running", "replan"]
 
@@ -265,7 +268,7 @@ def replan(instance: Instance, plan: Plan, events: Events | None = None, *, back
         Failed domains, the fixed $ per move and the amortisation hours.
     backend, time_limit_s, gap
         As for :func:`placement.solve` (the solver's limit; large fleets are solved in two levels,
-        :func:`solvers.migration_rows.solve_with_migration`).
+        :func:`solvers.twolevel.solve`).
 
     Returns
     -------
@@ -287,7 +290,8 @@ def replan(instance: Instance, plan: Plan, events: Events | None = None, *, back
     alive = {k: len(r.alive) for k, r in running.items() if r.alive}
 
     usd = _PerChange(ctx, cands.configs, {k: r.config for k, r in running.items()}, events.move_usd)
-    sol = solve_with_migration(problem, alive, usd, events.amortise_h, backend, time_limit_s, gap)
+    sol = twolevel.solve(problem, backend, time_limit_s, gap,
+                         families=families_of([migration(alive, usd, events.amortise_h)]))
     new = assemble_plan(ctx, problem, cands, sol)
     update: dict = {"failed_domains": {g: list(ix) for g, ix in ctx.failed_domains.items()}}
     if sol.ok and new.status in ("optimal", "feasible", "time_limit"):

@@ -45,10 +45,11 @@ from placement.core.schema import Instance
 from placement.core.solve import assemble_plan
 from placement.core.verify import verify
 from placement.core.verify.survive import SURVIVABLE, relaxed_context
+from solvers import survive_rows
 from solvers.backends import DEFAULT_BACKEND
-from solvers.milp import Start, solve_model
+from solvers.milp import solve_model
+from solvers.model import families_of
 from solvers.problem import Problem
-from solvers.survive_rows import add_site_loss, add_survive, too_large
 
 #: The batches tried in the failure scenarios, as multiples of a column's own (rounded to integers).
 FAILOVER_BATCHES = 2.0 ** np.linspace(0.0, 2.0, 17)
@@ -156,18 +157,11 @@ def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: s
     ctx = Context.of(instance, source)
     problem, cands = build_problem(ctx)
     capacity, batches = relaxed_capacity(ctx, problem, cands, slo_factor)
-    dropped: list = []
+    dropped: set = set()
     scenarios = switch_scenarios(ctx) if survive == "switch:1" else {}
-
-    def prepare(m, v):
-        if survive == "switch:1":
-            add_site_loss(m, v, scenarios, capacity)
-        else:
-            dropped.extend(too_large(v))
-            add_survive(m, v, capacity)
-        return Start()
-
-    sol, _ = solve_model(problem, backend, time_limit_s, gap, prepare=prepare)
+    rows = (survive_rows.site_loss(scenarios, capacity) if survive == "switch:1"
+            else survive_rows.survive(capacity, dropped))
+    sol, _ = solve_model(problem, backend, time_limit_s, gap, families=families_of([rows]))
     plan = assemble_plan(ctx, problem, cands, sol)
     update: dict = {"survive": survive}
     if slo_factor > 1.0:
