@@ -85,7 +85,9 @@ class Shortfalls:
     ``unserved_rps``: demand -> requests/s no raise of a limit lets the fleet serve; ``limits``:
     family -> key of its row -> (needed, limit) for every limit that had to grow; ``shares``:
     family -> key -> requests/s left unserved by a family's own demand rows (a failure scenario's);
-    ``units``: family -> the unit of its limits. The built-in families read as ``sites`` (site ->
+    ``units``: family -> the unit of its limits; ``words``: family -> what one of its rows says, a
+    template of its key's items (``"losing switch {0} leaves class {1}"``). The built-in families read
+    as ``sites`` (site ->
     (units needed, units it has)), ``edges`` ((source, target) -> bytes/s), ``power_w`` and
     ``budget_usd_per_hour``. ``solution`` is the elastic placement behind the numbers (its replicas
     may exceed the sites).
@@ -97,7 +99,13 @@ class Shortfalls:
     limits: dict[str, dict[tuple, tuple[float, float]]] = field(default_factory=dict)
     shares: dict[str, dict[tuple, float]] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
+    words: dict[str, str] = field(default_factory=dict)
     solution: Solution | None = None
+
+    def said(self, family: str, key: tuple) -> str:
+        """What the row ``key`` of ``family`` is, in the family's words (its name and key without)."""
+        template = self.words.get(family)
+        return template.format(*key) if template else " ".join([family, *map(str, key)])
 
     @property
     def sites(self) -> dict[str, tuple[float, float]]:
@@ -136,6 +144,7 @@ class _Slack:
     has: float
     unit: str = ""
     need: Need | None = None
+    words: str = ""
 
 
 @dataclass
@@ -177,19 +186,22 @@ class ElasticModel:
             self.penalties[s] = W_DEMAND
         self._asked[name] = make
 
-    def relax_share(self, family: str, name: str, key: tuple, row: pulp.LpConstraint, rate: float) -> None:
-        """A family's own split row (a failure scenario's): share s ∈ [0, 1] of ``rate`` req/s unserved."""
+    def relax_share(self, family: str, name: str, key: tuple, row: pulp.LpConstraint, rate: float,
+                    words: str = "") -> None:
+        """A family's own split row (a failure scenario's): share s ∈ [0, 1] of ``rate`` req/s unserved
+        (``words``: what the row is, a template of its key's items)."""
         def make() -> None:
             s = self._slack(name, family, 1.0)
             row.expr.addterm(s, 1.0)
             row.modified = True
-            self.slacks.append(_Slack(family, key, s, rate))
+            self.slacks.append(_Slack(family, key, s, rate, words=words))
             self.penalties[s] = W_DEMAND
         self._asked[name] = make
 
     def relax_limit(self, family: str, tag: str, name: str, key: tuple, row: pulp.LpConstraint, unit: str,
-                    need: Need) -> None:
-        """A limit Σ a·x ≤ rhs made Σ a·x ≤ rhs·(1 + σ), σ ≥ 0 (rows of right-hand side 0 stay hard)."""
+                    need: Need, words: str = "") -> None:
+        """A limit Σ a·x ≤ rhs made Σ a·x ≤ rhs·(1 + σ), σ ≥ 0 (rows of right-hand side 0 stay hard);
+        ``words``: what the row is, a template of its key's items."""
         rhs = -row.constant  # PuLP keeps Σ a·x (sense) rhs as Σ a·x + constant (sense) 0
         if rhs <= 0:
             return
@@ -198,7 +210,8 @@ class ElasticModel:
             s = self._slack(name, tag, None)
             row.expr.addterm(s, -rhs)
             row.modified = True
-            self.slacks.append(_Slack(family, key, s, rhs * self.variables.row_scale.get(name, 1.0), unit, need))
+            self.slacks.append(_Slack(family, key, s, rhs * self.variables.row_scale.get(name, 1.0), unit, need,
+                                      words))
             self.penalties[s] = W_LIMIT
         self._asked[name] = make
 
@@ -282,10 +295,13 @@ def elastic_shortfall(
     limits: dict[str, dict[tuple, tuple[float, float]]] = defaultdict(dict)
     shares: dict[str, dict[tuple, float]] = defaultdict(dict)
     units: dict[str, str] = {}
+    words: dict[str, str] = {}
     for slack in sorted(em.slacks, key=lambda s: (s.family, s.key)):
         value = _value(slack.var)
         if value <= ROW_FEASIBILITY:
             continue
+        if slack.words:
+            words[slack.family] = slack.words
         if slack.need is None:
             shares[slack.family][slack.key] = slack.has * min(1.0, value)
             continue
@@ -294,4 +310,4 @@ def elastic_shortfall(
             limits[slack.family][slack.key] = (need, slack.has)
             units[slack.family] = slack.unit
     return Shortfalls(status=outcome.status, message=outcome.message, unserved_rps=unserved, limits=dict(limits),
-                      shares=dict(shares), units=units, solution=sol)
+                      shares=dict(shares), units=units, words=words, solution=sol)

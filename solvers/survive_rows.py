@@ -217,23 +217,32 @@ def _every_demand(problem: Problem) -> list[ReplicaRow] | None:
     return None
 
 
-def _scenario_elastic(em) -> None:
-    """Each scenario's split rows: a share of the demand may go unserved after the loss (reported by
-    scenario and demand, in requests/s)."""
+def _scenario_elastic(family: str, words: str, em) -> None:
+    """Each scenario's split rows: a share of the demand may go unserved after the loss (reported under
+    ``family`` by scenario and demand, in requests/s, in ``words``)."""
     rate = em.variables.index.rate
     for name, key, row in em.rows("survive_split"):
-        em.relax_share("survive", name, key, row, rate[key[1]])
+        em.relax_share(family, name, key, row, rate[key[1]], words)
 
 
 def _scenario_start(v: Variables, part: Variables, values: dict) -> None:
-    """m, x^σ and y^σ of a start: the smaller model's where it has them (loads in its load units), else 0;
-    the most replicas per domain at least ⌈n/D⌉ of the start's replicas."""
+    """m, x^σ and y^σ of a start. A scenario the smaller model has keeps its values (loads in its load
+    units, 0 for the columns it lacks); a scenario it has not — a site none of its columns could use,
+    where the start places nothing — is the healthy plan itself (x^σ = x, y^σ = Σ_s y: losing a
+    domain there loses no replica). The most replicas per domain are at least ⌈n/D⌉ of the start's."""
     mine, theirs = v.extra["survive"], part.extra.get("survive", {"most": {}, "x": {}, "y": {}})
+    known = {key[0] for key in theirs["x"]}
+    healthy: dict[tuple[str, str], float] = defaultdict(float)
+    for (c, q, _s), var in v.y.items():
+        healthy[c, q] += values[var]
     for key, var in mine["x"].items():
-        values[var] = _value(theirs["x"].get(key))
+        values[var] = _value(theirs["x"].get(key)) if key[0] in known else values[v.x[key[1]]]
     for key, var in mine["y"].items():
+        sigma, c, q = key
+        if sigma not in known:
+            values[var] = healthy[c, q]
+            continue
         other = theirs["y"].get(key)
-        c, q = key[1], key[2]
         values[var] = 0.0 if other is None else _value(other) * part.load_unit[c, q] / v.load_unit[c, q]
     for key, var in mine["most"].items():
         domains = v.index.site[key[2]].domains
@@ -248,13 +257,15 @@ def survive(capacity: Capacity | None = None, dropped: set | None = None) -> Fam
     """N+1 over domains (module docstring) as a family; the keys of parts larger than a domain, which get
     no room, are added to ``dropped`` (if given) when a model is built."""
     return Family(name="survive", check=CHECK, rows=partial(add_survive, capacity, set() if dropped is None else dropped),
-                  objective=no_objective, collapse=DROP, coupling=_every_demand, elastic=_scenario_elastic,
+                  objective=no_objective, collapse=DROP, coupling=_every_demand,
+                  elastic=partial(_scenario_elastic, "survive", "losing a domain of group {0} leaves class {1}"),
                   start=_scenario_start, columns=no_columns)
 
 
 def site_loss(scenarios: dict[str, list[str]], capacity: Capacity | None = None) -> Family:
     """Losing whole sites at once (``scenarios``: name -> the sites lost with it; :func:`add_site_loss`)
     as a family."""
-    return Family(name="survive", check=CHECK, rows=partial(add_site_loss, scenarios, capacity),
-                  objective=no_objective, collapse=DROP, coupling=_every_demand, elastic=_scenario_elastic,
+    return Family(name="site_loss", check=CHECK, rows=partial(add_site_loss, scenarios, capacity),
+                  objective=no_objective, collapse=DROP, coupling=_every_demand,
+                  elastic=partial(_scenario_elastic, "site_loss", "losing switch {0} leaves class {1}"),
                   start=_scenario_start, columns=no_columns)

@@ -128,12 +128,13 @@ def solve(
     pair_split: PairSplit = "auto",
     full: Callable[[], Problem | None] | None = None,
     families: tuple[Family, ...] | None = None,
+    levels: bool | None = None,
 ) -> Solution:
     """Solve ``problem`` as :func:`solvers.milp.solve` does, in two levels when it is large.
 
     Same parameters and result as :func:`solvers.milp.solve` (``families``: the model's, default
-    :data:`solvers.model.BASE_FAMILIES`); see the module
-    docstring for the method and why its bound and plans are valid. With
+    :data:`solvers.model.BASE_FAMILIES`; ``levels``: two levels or one, default :func:`two_levels`); see
+    the module docstring for the method and why its bound and plans are valid. With
     ``full``, ``problem`` has its two-part columns pruned network-free and
     ``full()`` (called at most once, only when needed) is the problem with
     every column, or ``None`` if the time limit ran out making it (the result
@@ -157,11 +158,11 @@ def solve(
     families = families_of() if families is None else tuple(families)
     options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split,
                "families": families}
-    if not two_levels(problem):
+    if not (two_levels(problem) if levels is None else levels):
         if full is not None:
             whole = full()
             return _unproven(None, None, 0.0, backend) if whole is None else solve(
-                whole, time_limit_s=time_limit_s, **options)
+                whole, time_limit_s=time_limit_s, levels=levels, **options)
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
     full = None if full is None else functools.cache(full)
     began = time.perf_counter()

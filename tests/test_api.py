@@ -91,8 +91,8 @@ def test_solve_options_match_the_cli(tmp_path):
     assert [p.chip for p in plan.pools] == [p["chip"] for p in cli["pools"]]
     with pytest.raises(InputError, match="--confidence"):
         placement.solve(inst, confidence=1.5)
-    with pytest.raises(InputError, match="--certify"):
-        placement.solve(inst, survive="domain:1", certify=True)
+    with pytest.raises(InputError, match="--survive"):
+        placement.solve(inst, survive="rack:2")
 
 
 def test_solve_settings_last_for_the_call_only(tmp_path, monkeypatch):

@@ -162,9 +162,9 @@ def test_a_solve_that_asks_for_the_full_set_plans_on_it(monkeypatch):
     """The plan, its candidates and its verification come from the full set once the solve generated it."""
     asked = []
 
-    def full_then_solve(problem, full=None, **options):
+    def full_then_solve(problem, families=None, strategy="auto", full=None, **options):
         asked.append(len(problem.columns))
-        return twolevel.solve(full(), **options)
+        return twolevel.solve(full(), families=families, **options)
 
     monkeypatch.setattr(solve_module, "solve_problem", full_then_solve)
     plan, generations = _plan(monkeypatch, 0)

@@ -64,8 +64,12 @@ _STAGE_WORDS = {
 
 
 def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = DEFAULT_BACKEND,
-             time_limit_s: float | None = None) -> list[str]:
-    """Sentences naming what is short; never empty for an infeasible instance, never raises."""
+             time_limit_s: float | None = None, families: tuple | None = None) -> list[str]:
+    """Sentences naming what is short; never empty for an infeasible instance, never raises.
+
+    ``families``: the model's (:mod:`solvers.family`; default the base families), each made elastic by
+    its own rule in the second pass.
+    """
     out: list[str] = []
     try:
         unservable = _unservable_classes(problem)
@@ -79,7 +83,7 @@ def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = D
     rest = [d.name for d in problem.demands if d.rate > 0 and d.name not in unservable]
     if rest:
         try:
-            out.extend(_elastic_sentences(ctx, problem, cands, set(unservable), backend, time_limit_s))
+            out.extend(_elastic_sentences(ctx, problem, cands, set(unservable), backend, time_limit_s, families))
         except Exception as e:  # noqa: BLE001
             out.append(f"elastic diagnosis failed: {type(e).__name__}: {e}")
     try:
@@ -266,14 +270,15 @@ def _domains(n: int) -> str:
 
 
 def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: set[str], backend: str,
-                       time_limit_s: float | None) -> list[str]:
+                       time_limit_s: float | None, families: tuple | None = None) -> list[str]:
     from solvers.elastic import DEFAULT_TIME_LIMIT_S, elastic_shortfall
 
     if skip:  # already explained: leave them out so they do not distort the rest
         problem = problem.model_copy(update={"demands": [d.model_copy(update={"rate": 0.0}) if d.name in skip
                                                          else d for d in problem.demands]})
     short = elastic_shortfall(problem, backend=backend,
-                              time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
+                              time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s,
+                              families=families)
     if not short.solved:
         return [f"elastic diagnosis found no answer ({short.status}: {short.message})"]
     out: list[str] = []
@@ -296,6 +301,15 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
     if short.budget_usd_per_hour is not None:
         need, cap = short.budget_usd_per_hour
         out.append(f"budget: the plan needs ${_num(need)}/h, the budget is ${_num(cap)}/h")
+    for family, limits in sorted(short.limits.items()):
+        if family in _SAID:
+            continue
+        unit = short.units.get(family, "")
+        for key, (need, has) in sorted(limits.items()):
+            out.append(f"{short.said(family, key)}: the plan needs {_num(need)} {unit}, the limit is {_num(has)} {unit}")
+    for family, shares in sorted(short.shares.items()):
+        for key, missing in sorted(shares.items()):
+            out.append(f"{short.said(family, key)} {_num(missing)} req/s short")
     rates = {d.name: d.rate for d in problem.demands}
     for name, missing in short.unserved_rps.items():
         out.append(f"class {name}: {_num(missing)} of {_num(rates[name])} req/s cannot be served by adding chips, "
@@ -304,6 +318,10 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
     if short.status == "time_limit":
         out.append("(the elastic diagnosis hit its time limit: the shortfalls above may be overstated)")
     return out
+
+
+#: The families whose shortfalls are said above in their own words.
+_SAID = {"site_units", "edge_capacity", "power_cap", "budget"}
 
 
 def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates, short) -> list[str]:

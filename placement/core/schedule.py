@@ -43,10 +43,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
+from placement.core.assemble import assemble_plan
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.generation import Candidates
-from placement.core.migration import check_move_terms, reload_seconds, reload_usd, weight_bytes_of
+from placement.core.migration import change_cost, check_move_terms
 from placement.core.parallel_generation import forked_map, pool_workers
 from placement.core.plan import Plan
 from placement.core.problem import build_problem
@@ -54,7 +55,6 @@ from placement.core.profile import Period, read_profile, with_rates
 from placement.core.schedule_records import Change, PeriodPlan, PoolCount, Schedule
 from placement.core.schedule_rolling import rolling_schedule
 from placement.core.schema import Instance
-from placement.core.solve import assemble_plan
 from placement.core.verify import verify
 from solvers.periods import PeriodSolution, reservation, solve_periods
 from solvers.problem import Problem
@@ -83,16 +83,10 @@ def _usd_per_change(ctx: Context, cands: Candidates, problem: Problem, move_usd:
     out = {}
     for column in problem.columns:
         config = cands.configs[column.name]
-        for part, lay in enumerate([config.main, config.partner][:len(column.parts)]):
-            weight = weight_bytes_of(ctx, config, part)
+        for part in range(len(column.parts)):
             for group, info in ctx.sites.items():
-                if info.resource != column.parts[part].resource:
-                    continue
-                seconds = reload_seconds(weight, chips=lay.chips, uplink_bytes_per_s=info.uplink_bytes_per_s,
-                                         chips_per_domain=info.chips_per_domain)
-                out[column.name, part, group] = reload_usd(seconds, chips=lay.chips,
-                                                           usd_per_hour_per_chip=info.usd_per_hour_per_chip,
-                                                           move_usd=move_usd)
+                if info.resource == column.parts[part].resource:
+                    out[column.name, part, group] = change_cost(ctx, config, part, group, move_usd)[2]
     return out
 
 
