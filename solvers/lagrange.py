@@ -85,7 +85,7 @@ from solvers.family import (
 )
 from solvers.milp import DEFAULT_GAP, Start, Variables, build_model, solve_model, time_left
 from solvers.model import families_of
-from solvers.problem import Problem
+from solvers.problem import OBJECTIVES, Problem
 from solvers.solution import Solution
 from solvers.tolerances import ZERO
 from solvers.variables import add_row
@@ -383,9 +383,8 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     (:func:`first_plans`); without it, ``near`` (if given) makes one from the
     columns the parts' LP optima load. The parts' LPs have no site rows in
     common, so together they are the LP relaxation of ``problem`` without
-    its coupling: where the site rows do not bind it (the collapsed fleets of
-    benchmarks/RESULTS.md), the same columns, and no LP of the whole is
-    needed. ``options`` are those of
+    its coupling: where the site rows do not bind it (the collapsed bench
+    fleets), the same columns, and no LP of the whole is needed. ``options`` are those of
     :func:`solvers.milp.solve_model`. The result is the completion's solution:
     a plan of ``problem`` (on the columns that can beat the best combination)
     with the better of its proven bound and L(μ). ``None`` if the method does
@@ -411,7 +410,7 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     """
     families = options.get("families") or families_of()
     rows = coupling_rows(families, problem)
-    if problem.objective != "cost" or rows is None or any(r.prices for r in rows):
+    if not OBJECTIVES[problem.objective].prices or rows is None or any(r.prices for r in rows):
         return None
     split = parts(problem, families)
     if not split:

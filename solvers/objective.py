@@ -7,6 +7,7 @@ import math
 import pulp
 
 from solvers.family import KEEP, Family, hard, no_columns, no_rows, no_start, separable
+from solvers.problem import OBJECTIVES
 from solvers.tolerances import TIE_BREAK
 from solvers.variables import Variables
 
@@ -18,11 +19,12 @@ OBJECTIVE_BAND = (2.0**-4, 2.0**10)
 
 
 def set_objective(m: pulp.LpProblem, v: Variables) -> None:
-    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} + ε·Σ_c b_c (w: $/h, W or 1 per unit).
+    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} + ε·Σ_c b_c (w: the objective's
+    :class:`~solvers.problem.Measure` per unit: $/h, W or 1).
 
     The tie-breaks prefer fewer units among equal-cost placements and forbid
     needless or circulating flow. With w_min the cheapest positive unit weight,
-    ε = 1e-7·w_min per unit placed (none for the "units" objective) and per
+    ε = 1e-7·w_min per unit placed (none for a measure of units) and per
     unit of flow (F_t bytes/s, about the whole traffic of transfer t, see
     ``Variables.flow_unit``): a flow variable's tie-break is as visible to the
     solvers as a replica's, while a circulation-free transfer crosses only a
@@ -39,7 +41,7 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
     units = ix.units
     weights = [w / units[k] for k, w in v.primary.items() if w > 0]
     w_min = min(weights) if weights else 1.0
-    eps_u = 0.0 if ix.problem.objective == "units" else TIE_BREAK * w_min
+    eps_u = TIE_BREAK * w_min if OBJECTIVES[ix.problem.objective].units_tie_break else 0.0
     primary = v.primary
     low, high = OBJECTIVE_BAND
     scale = 1.0 if low <= w_min <= high else 2.0 ** round(math.log2(w_min))

@@ -97,12 +97,12 @@ MIN_SIZE = 5_000
 
 #: ... and so are problems of at least this size whose collapse merges sites (two domain groups of one chip
 #: type and domain size): their collapsed level has fewer sites and no network, and the one-level model of
-#: the 9-group, 320-column all-modes bench fleet (size 2,880) is the slow one (benchmarks/BACKENDS.md).
+#: the 9-group, 320-column all-modes bench fleet (size 2,880) was measured the slow one.
 #: The shipped instances have one group per chip type and stay in one level.
 MERGED_MIN_SIZE = 1_000
 
 #: Share of the time left given to the collapsed level: it gives the bound and the columns, without which
-#: the restricted levels have nothing to try (benchmarks/BACKENDS.md: its share of a two-level solve).
+#: the restricted levels have nothing to try (on the bench fleets it takes most of a two-level solve).
 COLLAPSED_SHARE = 0.7
 
 #: Share of the time left given to each restricted problem (up to three) and to the start of the full model.

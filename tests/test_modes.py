@@ -189,3 +189,12 @@ def test_registering_twice_or_redefining_a_kind_is_refused(toy_mode):
         register(clash)
     with pytest.raises(ValueError, match="free of"):
         register(ServingMode(name="a|b", label="x", option="x", stages=("s",), kinds=(), grids=_toy_grids))
+
+
+def test_a_kind_without_a_floor_is_refused_by_the_verifier(toy_mode):
+    """Its record names no physical floor (PoolKind.floor): the plan is not accepted unchecked."""
+    import placement
+
+    plan = placement.solve(parse_instance(DOC), backend="highs")
+    assert plan.status == "error" and not plan.verified
+    assert any("names no physical floor" in v for v in plan.violations), plan.violations

@@ -6,9 +6,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from placement.core.objectives import objective
 from placement.core.plan import Plan
 
-__all__ = ["SAVINGS_HEADINGS", "print_comparison", "print_plan"]
+__all__ = ["print_comparison", "print_plan"]
 
 
 def _dp(pool) -> str:
@@ -120,15 +121,10 @@ def print_plan(console: Console, plan: Plan) -> None:
         console.print(f"[red]violation:[/red] {v}", highlight=False)
 
 
-#: The savings column's heading per objective (what the full plan saves is measured in it).
-SAVINGS_HEADINGS = {"cost": "full plan saves ($/h)", "power": "full plan saves (power)",
-                    "chips": "full plan saves (chips)"}
-
-
 def print_comparison(console: Console, rows) -> None:
     t = Table(title="heterogeneous vs homogeneous fleets and single modes")
-    objective = rows[0].savings_of if rows else "cost"
-    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", SAVINGS_HEADINGS[objective]):
+    saved = objective(rows[0].savings_of if rows else "cost").heading  # what the full plan saves is measured in
+    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", saved):
         t.add_column(col)
     for r in rows:
         t.add_row(r.label, r.status, _fmt(r.cost_usd_per_hour, ",.2f"), _fmt(r.chips, "d"),

@@ -35,7 +35,7 @@ from placement.core.plan import (
 from placement.core.provenance import provenance
 from placement.core.queues import at_load
 from placement.core.verify.facts import SERVED_RPS
-from placement.modes import RouteId
+from placement.modes import RouteId, pool_kind
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
@@ -126,7 +126,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         ttft = tpot = mem = None
         busy = 0.0
         cls = ctx.classes.get(cfg.traffic_class)
-        if cls is not None and cfg.kind != "measured":
+        if cls is not None and not pool_kind(cfg.kind).measured:
             # Latencies at the load the plan gives each replica, not at the capacity it is rated for.
             with at_load(replica_load_rps(psites)) as load:
                 perf = evaluate(ctx, cfg, cls, pair_latency_s=_pair_latency(ctx, sol, col))

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, framework_band, stage_metric
 from costmodels.frameworks import DEFAULT_FRAMEWORK
 from placement.core.plan import Plan, Pool, PoolBands
+from placement.modes.registry import pool_kind
 
 if TYPE_CHECKING:
     from placement.core.context import Context
@@ -66,7 +67,7 @@ def pool_bands(pool: Pool, confidence: float | None, framework: str = DEFAULT_FR
     the TTFT band of the chip family's: the framework's own when it has one.
     """
     cfg = pool.config
-    if cfg.kind == "measured" or pool.step_table is not None:
+    if pool_kind(cfg.kind).measured or pool.step_table is not None:
         return None
     band = own or with_framework(chip_band(pool.chip), framework)
     level = confidence

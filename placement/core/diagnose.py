@@ -43,7 +43,7 @@ from placement.core.evaluate import evaluate, framework_latency_s
 from placement.core.generation import Candidates
 from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
-from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
+from placement.modes import StepId, configurations, enabled_modes, pool_kind
 from placement.modes.layouts import missing_rates
 from solvers.backends import DEFAULT_BACKEND
 from solvers.problem import Problem
@@ -52,15 +52,6 @@ __all__ = ["Floor", "diagnose", "format_bandwidth", "slo_floor"]
 
 #: SLO used to find the floors: long enough that no configuration misses it (ms).
 _LIFTED_MS = 1e9
-#: Stage names as a planner says them.
-_STAGE_WORDS = {
-    "prefill": "prefill",
-    "decode": "decode",
-    "aggregated": "aggregated-serving",
-    "decode-attention": "decode-attention",
-    "decode-ffn": "decode-FFN",
-    "draft": "draft",
-}
 
 
 def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = DEFAULT_BACKEND,
@@ -220,11 +211,11 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
         out.append(f"no chip meets TTFT {_num(cls.ttft_ms)} ms for class {name} "
                    f"(best: {floor.ttft_where} at {_num(floor.ttft_s * 1e3)} ms){_framework_clause(ctx, cls)}")
     if floor.tpot_s is None:
-        kinds = _kinds(ctx)
-        if not kinds & {"decode", "aggregated", "decode-spec"} and len(ctx.resources()) < 2:
+        decoding = any(pool_kind(k).decodes for k in _kinds(ctx))  # some kind decodes on one chip type
+        if not decoding and len(ctx.resources()) < 2:
             out.append(f"class {name}: mode pd-af pairs attention and FFN on two different chip types, but the "
                        f"fleet has only {', '.join(sorted(ctx.resources()))}")
-        elif not kinds & {"decode", "aggregated", "decode-spec"}:
+        elif not decoding:
             out.append(f"class {name}: no attention–FFN pair of the fleet's chip types both fits "
                        f"{ctx.model.name} in memory and is connected by the network (pd-af is its only decoding "
                        "mode)")
@@ -347,12 +338,11 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
         if total <= 0:
             continue
         cfg = cands.configs.get(p.column)
-        kind = cfg.kind if cfg is not None else "aggregated"
-        stage = STAGE_OF_KIND.get(kind, ("aggregated", None))[p.part] or "decode"
+        words = pool_kind(cfg.kind if cfg is not None else "aggregated").said(p.part) or "decode"
         for step, y in loads.items():
-            chips[StepId.parse(step).traffic_class, stage][p.site] += units * y / total
+            chips[StepId.parse(step).traffic_class, words][p.site] += units * y / total
     out = []
-    for (name, stage), where in sorted(chips.items()):
+    for (name, words), where in sorted(chips.items()):
         total = sum(where.values())
         extra_by_chip: dict[str, float] = defaultdict(float)
         for site, (need, has) in short.sites.items():
@@ -362,7 +352,6 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
         if extra < 0.05 or extra < 1e-3 * total:
             continue
         chips_txt = ", ".join(f"+{_num(x)} {chip} chips" for chip, x in sorted(extra_by_chip.items()))
-        words = _STAGE_WORDS.get(stage, stage)
         kept = total - extra
         if kept <= 1e-9 * total:
             out.append(f"class {name} has no {words} capacity left in the fleet ({chips_txt})")

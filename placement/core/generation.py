@@ -65,7 +65,7 @@ from placement.core.batch_choice import best_batches, best_index, capacity_bound
 from placement.core.context import Context
 from placement.core.evaluate import PartLayout, Perf, PoolConfig, evaluate
 from placement.core.schema import TrafficClass
-from placement.modes import Grid, GridSet, configurations
+from placement.modes import Grid, GridSet, configurations, pool_kind
 from solvers.dominance import LOAD_ATOL, RTOL, Columns, Row, copies, dominates, undominated
 from solvers.problem import Column
 
@@ -190,7 +190,7 @@ def _evaluate_grid(out: Candidates, pend: list[Pending], ctx: Context, grid: Gri
     batches = grid.batches.astype(int).tolist()
     make = _grid_pending(names, grid, cls, steps)
     pend.extend(make(batches[i], caps[i], pairs[i]) for i in feasible)
-    if len(grid.batches) < 2 or base.partner is not None or base.kind == "prefill":
+    if len(grid.batches) < 2 or base.partner is not None or not pool_kind(base.kind).batch_search:
         # Paired replicas keep the grid (their extra columns made pair-hub MILPs far slower in CBC), and so
         # do prefill replicas: their capacity is not unimodal in the prompts per step (bulk-service waits).
         return None

@@ -33,6 +33,7 @@ from costmodels.arithmetic import stored_weight_bytes
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig, precision_args
+from placement.modes.registry import pool_kind
 from topology.records import MutableRecord
 
 __all__ = ["AMORTISE_H_RANGE", "MAX_MOVE_USD", "Migration", "Move", "change_cost", "check_move_terms",
@@ -117,8 +118,9 @@ def weight_bytes_of(ctx: Context, config: PoolConfig, part: int) -> float:
     weights, attention = prec["precision"], prec["attention_precision"]
     if config.partner is None:
         return stored_weight_bytes(ctx.model, "full", weights, attention)
-    if config.kind == "decode-af":
-        return stored_weight_bytes(ctx.model, "ffn" if part else "attention", weights, attention)
+    halves = pool_kind(config.kind).weights  # what each part of the kind holds, if not the whole model
+    if halves is not None:
+        return stored_weight_bytes(ctx.model, halves[part], weights, attention)
     if part and ctx.draft_model is not None:
         return stored_weight_bytes(ctx.draft_model, "full", weights, attention)
     return stored_weight_bytes(ctx.model, "full", weights, attention)

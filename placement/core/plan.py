@@ -30,6 +30,7 @@ from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.loading import describe_error, read_document
 from placement.core.migration import Migration
+from placement.core.objectives import ObjectiveName
 from placement.core.schema import (
     NAME_RULE,
     ActivationPrecision,
@@ -39,7 +40,7 @@ from placement.core.schema import (
     StoragePrecision,
 )
 from placement.modes.ids import StepId
-from placement.modes.registry import STAGE_OF_KIND, check_stage
+from placement.modes.registry import STAGE_OF_KIND, check_stage, pool_kind
 from topology.records import MutableRecord
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "bad_numbers",
     "class_latencies_ms",
     "parse_plan",
+    "pool_kind",
     "read_plan",
     "replica_load_rps",
     "step_records",
@@ -380,7 +382,7 @@ class Comparison(MutableRecord):
         default=None, description="what the full plan saves against this one, in the instance's objective: "
         "1 - full value / this value (see savings_of)"
     )
-    savings_of: Literal["cost", "power", "chips"] = Field(
+    savings_of: ObjectiveName = Field(
         default="cost", description="the objective savings is measured in: $/h, W or chips"
     )
     reason: str | None = Field(default=None, description="why the row has no verified plan: the first sentence "
@@ -416,7 +418,7 @@ class Plan(MutableRecord):
 
     instance: Name
     status: PlanStatus
-    objective: Literal["cost", "power", "chips"]
+    objective: ObjectiveName
     cost_usd_per_hour: float | None = None
     power_w: float | None = None
     chips: int | None = None

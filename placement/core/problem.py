@@ -7,6 +7,7 @@ from __future__ import annotations
 from placement.core.candidate_cache import cached_generate
 from placement.core.context import Context
 from placement.core.generation import Candidates
+from placement.core.objectives import objective
 from placement.modes import StepId, enabled_modes, transfers
 from solvers.problem import Demand, Edge, PoolLimit, Problem, Route, Site, Transfer
 
@@ -35,7 +36,7 @@ def build_problem(ctx: Context, cands: Candidates | None = None,
     ]
     edges = [Edge(source=u, target=v, capacity_bytes_per_s=d["bandwidth_bytes_per_s"], latency_s=d["latency_s"])
              for u, v, d in sorted(ctx.graph.edges(data=True))]
-    objective = {"cost": "cost", "power": "power", "chips": "units"}[inst.objective]
+    measure = objective(inst.objective).measure
     problem = Problem(
         name=inst.name,
         demands=demands,
@@ -45,7 +46,7 @@ def build_problem(ctx: Context, cands: Candidates | None = None,
         sites=sites,
         nodes=sorted(inst.hardware.switches),
         edges=edges,
-        objective=objective,
+        objective=measure,
         power_cap_w=inst.limits.power_w,
         budget_usd_per_hour=inst.limits.budget_usd_per_hour,
         pool_limit=pool_limit(inst.limits.max_pools_per_stage, routes),

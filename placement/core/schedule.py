@@ -56,8 +56,10 @@ from placement.core.schedule_records import Change, PeriodPlan, PoolCount, Sched
 from placement.core.schedule_rolling import rolling_schedule
 from placement.core.schema import Instance
 from placement.core.verify import verify
-from solvers.periods import PeriodSolution, reservation, solve_periods
+from solvers.periods import PeriodSolution, reservation
 from solvers.problem import Problem
+from solvers.strategy import Periods
+from solvers.strategy import solve as solve_problem
 
 __all__ = ["Change", "Period", "PeriodPlan", "PoolCount", "Schedule", "read_profile", "schedule", "with_rates"]
 
@@ -165,18 +167,23 @@ def _start(problems: list[Problem], hours: list[float], reserved: dict[str, floa
     fixed = reservation([a.used_units[0] for a in alone], hours, reserved, prices)
     if not any(fixed.values()) and all(a.solutions for a in alone):
         return [a.values for a in alone]
-    again = forked_map([partial(solve_periods, [q], [h], reserved_usd_per_hour_per_unit=reserved, fixed_reserved=fixed,
-                                backend=backend, time_limit_s=time_limit_s, gap=gap, restrict=START_RESTRICT,
-                                threads=1) for q, h in zip(problems, hours)], workers)
+    again = forked_map([partial(_periods, Periods([q], [h], reserved, fixed_reserved=fixed, restrict=START_RESTRICT),
+                                backend=backend, time_limit_s=time_limit_s, gap=gap, threads=1)
+                        for q, h in zip(problems, hours)], workers)
     picks = [b if b.ok else a for a, b in zip(alone, again)]
     return [p.values for p in picks] if all(p.ok for p in picks) else None
+
+
+def _periods(strategy: Periods, **options) -> PeriodSolution:
+    """The periods' model (every period built from the base families) solved by the one solve entry."""
+    return solve_problem(None, strategy=strategy, **options)
 
 
 def _reference(problems: list[Problem], hours: list[float], reserved: dict[str, float], backend: str,
                time_limit_s: float | None, gap: float | None, relax: bool = False,
                threads: int | None = None) -> PeriodSolution:
-    return solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, backend=backend,
-                         time_limit_s=time_limit_s, gap=gap, relax=relax, threads=threads)
+    return _periods(Periods(problems, hours, reserved, relax=relax), backend=backend, time_limit_s=time_limit_s,
+                    gap=gap, threads=threads)
 
 
 def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "milp", reserved_discount: float = 0.0,
@@ -239,8 +246,8 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
                         for q, p in zip(problems, periods)], workers)
     usable = all(a.used_units for a in alone)
     start = _start(problems, hours, reserved, alone, backend, time_limit_s, gap, workers) if usable else None
-    out = solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, usd_per_change=usd,
-                        backend=backend, time_limit_s=time_limit_s, gap=gap, start=start)
+    out = _periods(Periods(problems, hours, reserved, usd_per_change=usd, start=start), backend=backend,
+                   time_limit_s=time_limit_s, gap=gap)
     result = Schedule(status=out.status, message=out.message, reserved_discount=reserved_discount, references=references,
                       build_seconds=round(out.build_seconds, 3), solver_seconds=round(out.solve_seconds, 3),
                       variables=out.stats.get("variables", 0), constraints=out.stats.get("constraints", 0),

@@ -52,6 +52,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec, default_attention_precision
 from placement.core.calibration_overlay import CalibrationOverlay
+from placement.core.objectives import ObjectiveName
 from placement.core.sessions import KvTierSpec, Sessions
 from placement.core.user_chips import UserChip, user_chip
 from placement.modes.registry import check_option, options
@@ -530,7 +531,7 @@ class Instance(Record):
     workload: Workload
     hardware: Hardware
     modes: list[Mode] = Field(default_factory=lambda: list(options()), min_length=1)
-    objective: Literal["cost", "power", "chips"] = "cost"
+    objective: ObjectiveName = "cost"
     limits: Limits = Limits()
     measured_capacity: list[MeasuredCapacity] = Field(default_factory=list)
     measured_step_time: list[MeasuredStepTime] = Field(default_factory=list)

@@ -32,7 +32,8 @@ from solvers.repair import REPAIR_FEASIBILITY, repair
 from solvers.solution import Solution
 from solvers.strategy import solve as solve_problem
 
-__all__ = ["PLACEMENT", "POST_SOLVE_SHARE", "Scenario", "solve", "solve_context"]
+__all__ = ["PLACEMENT", "POST_SOLVE_SHARE", "SOURCES", "Scenario", "register_families", "solve", "solve_context",
+           "unregister_families"]
 
 #: Share of a time limit kept for what follows the solves: assembling and verifying the plan, writing it.
 #: The verifier takes ~1 % of a limit's solve on the 10,000-domain bench fleet.
@@ -71,6 +72,22 @@ class Scenario:
 
 #: The plain placement: the base families, the plan as assembled.
 PLACEMENT = Scenario("placement")
+
+#: Where every solve's families beyond the base ones come from (an extension's constraint family or
+#: objective term, its data read from the instance): ``(work, problem, candidates) -> families``.
+SOURCES: list[Callable[[Context, Problem, Candidates], tuple[Family, ...]]] = []
+
+
+def register_families(source: Callable[[Context, Problem, Candidates], tuple[Family, ...]]) -> None:
+    """Add ``source``'s families to every solve from now on (after the base families, before a scenario's);
+    its families' verifier checks must be registered (:func:`placement.core.verify.register_check`)."""
+    SOURCES.append(source)
+
+
+def unregister_families(source: Callable[[Context, Problem, Candidates], tuple[Family, ...]]) -> None:
+    """Stop adding ``source``'s families (no error if it was not registered)."""
+    if source in SOURCES:
+        SOURCES.remove(source)
 
 
 def solve(
@@ -180,7 +197,8 @@ def _solve_context(ctx: Context, backend: str, time_limit_s: float | None, solve
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
     at = _Columns(work, problem, cands, solver_s, began)
-    families = families_of(scenario.families(work, problem, cands))
+    families = families_of([*(f for source in SOURCES for f in source(work, problem, cands)),
+                            *scenario.families(work, problem, cands)])
     require_checks(families)  # a family the verifier does not mirror is not solved
     at.families, at.scenario = families, scenario
     plan = _solve_verified(ctx, at, backend, left, gap, kv)

@@ -50,6 +50,7 @@ from placement.core.schema import Instance
 from placement.core.solve import Scenario, solve
 from placement.core.verify import CHECKED_STATUSES
 from placement.core.verify.survive import SURVIVABLE, relaxed_context
+from placement.modes import pool_kind
 from solvers import survive_rows
 from solvers.backends import DEFAULT_BACKEND
 from solvers.problem import Problem
@@ -118,7 +119,7 @@ def relaxed_capacity(ctx: Context, problem: Problem, cands: Candidates,
     batches: dict[str, int] = {}
     for column in problem.columns:
         cfg = cands.configs.get(column.name)
-        if cfg is None or cfg.kind == "measured" or cfg.partner is not None or cfg.traffic_class not in rctx.classes:
+        if cfg is None or pool_kind(cfg.kind).measured or cfg.partner is not None or cfg.traffic_class not in rctx.classes:
             continue
         cls = rctx.classes[cfg.traffic_class]
         grid = np.unique(np.round(cfg.batch * FAILOVER_BATCHES)).astype(int)

@@ -23,7 +23,7 @@ from placement.modes.base import PoolKind, ServingMode
 from placement.modes.ids import SEPARATOR
 
 __all__ = ["MODES", "STAGE_OF_KIND", "check_kind", "check_option", "check_stage", "colors", "get_mode", "labels",
-           "options", "pool_kind", "register", "stages"]
+           "one_of", "options", "pool_kind", "register", "stages"]
 
 #: Every registered mode by name, in registration order.
 MODES: dict[str, ServingMode] = {}
@@ -113,7 +113,7 @@ def colors() -> dict[str, str]:
     return {m.label: m.color for m in MODES.values()}
 
 
-def _one_of(value: str, allowed: tuple[str, ...]) -> str:
+def one_of(value: str, allowed: tuple[str, ...]) -> str:
     """``value`` if allowed, else pydantic's error for a literal, naming what is allowed."""
     if value in allowed:
         return value
@@ -124,14 +124,14 @@ def _one_of(value: str, allowed: tuple[str, ...]) -> str:
 
 def check_option(value: str) -> str:
     """Validator of an instance's ``modes`` entry."""
-    return _one_of(value, options())
+    return one_of(value, options())
 
 
 def check_kind(value: str) -> str:
     """Validator of a pool configuration's ``kind``."""
-    return _one_of(value, tuple(_kinds()))
+    return one_of(value, tuple(_kinds()))
 
 
 def check_stage(value: str) -> str:
     """Validator of a plan pool's ``stage``."""
-    return _one_of(value, stages())
+    return one_of(value, stages())

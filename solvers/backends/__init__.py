@@ -53,9 +53,9 @@ __all__ = [
 ]
 
 
-#: The backend a solve uses unless told otherwise: HiGHS, by the whole-process measurements of
-#: benchmarks/BACKENDS.md (within noise of CBC on the shipped instances; on the bench fleets it proves
-#: optima CBC leaves open or finds no plan for, and CBC's model copies in its child took 4-9x the memory).
+#: The backend a solve uses unless told otherwise: HiGHS, by whole-process measurements of both
+#: (benchmarks/backend_cases.py): within noise of CBC on the shipped instances; on the bench fleets it proves
+#: optima CBC leaves open or finds no plan for, and CBC's model copies in its child took 4-9x the memory.
 DEFAULT_BACKEND = "highs"
 
 

@@ -46,7 +46,7 @@ STOPPED_AT_TIME = "stopped at the time limit"
 
 #: HiGHS ``presolve_mode`` (0 default = full, 2 light): full presolve's probing of spec-decode-draft's 304
 #: binaries takes ~25 CPU s (its whole solve time), light presolve solves it at the root in 0.1 s with the
-#: same optimum; on the other shipped instances the two are within noise (``benchmarks/BACKENDS.md``).
+#: same optimum; on the other shipped instances the two were measured within noise of each other.
 PRESOLVE_MODE = 2
 
 

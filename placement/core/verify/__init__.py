@@ -12,6 +12,7 @@ check, its rule in its docstring:
 ``check_pool_fields``     every field of a pool = its re-derived value
 ``check_class_fields``    a class's rate, SLOs, TTFT and TPOT = the instance's and its pools'
 ``check_totals``          cost, power, chips (by type), tokens/s, $/M tokens = sums over pools
+``check_objective``       the plan's objective is a registered one; what it measures = its pools'
 ``check_pair_fields``     a pair's latency = its path's
 ``check_links``           a link's capacity, utilisation and load = the fleet's and its flows'
 ``check_demand``          mode shares sum to 1, each step carries its mode's share of the rate
@@ -63,6 +64,7 @@ from placement.core.verify.fields import (
 from placement.core.verify.fleet import check_domains, check_limits, check_network
 from placement.core.verify.kv import check_kv, has_sessions
 from placement.core.verify.migration import check_migration
+from placement.core.verify.objective import check_objective
 from placement.core.verify.operate import check_kv_feeds, check_pool_limit
 from placement.core.verify.serving import (
     check_capacity,
@@ -120,7 +122,8 @@ def _without_facts(check):
 
 
 for _name, _run in (("check_pool_fields", check_pool_fields), ("check_class_fields", check_class_fields),
-                    ("check_totals", check_totals), ("check_pair_fields", _without_facts(check_pair_fields)),
+                    ("check_totals", check_totals), ("check_objective", check_objective),
+                    ("check_pair_fields", _without_facts(check_pair_fields)),
                     ("check_links", check_links), ("check_kv_feeds", _without_facts(check_kv_feeds))):
     register_check(_name, _run, stated=True)
 for _name, _run in (("check_demand", check_demand), ("check_routes", check_routes), ("check_capacity", check_capacity),
