@@ -43,8 +43,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from placement.core.assemble import assemble_plan
 from placement.core.context import Context
+from placement.core.diagnose import diagnose
 from placement.core.errors import InputError
 from placement.core.generation import Candidates
 from placement.core.migration import change_cost, check_move_terms
@@ -55,7 +55,7 @@ from placement.core.profile import Period, read_profile, with_rates
 from placement.core.schedule_records import Change, PeriodPlan, PoolCount, Schedule
 from placement.core.schedule_rolling import rolling_schedule
 from placement.core.schema import Instance
-from placement.core.verify import verify
+from placement.core.solve import checked
 from solvers.periods import PeriodSolution, reservation
 from solvers.problem import Problem
 from solvers.strategy import Periods
@@ -116,9 +116,8 @@ def _check(instance: Instance, periods: Sequence[Period], reserved_discount: flo
 def _period_plan(instance: Instance, source: str, problem: Problem, cands: Candidates, sol,
                  period: Period) -> tuple[PeriodPlan, Plan]:
     ctx = Context.of(with_rates(instance, period.rates), source)
-    plan = assemble_plan(ctx, problem, cands, sol)
-    violations = verify(ctx, plan) if plan.status in ("optimal", "feasible", "time_limit") else ["no plan"]
-    plan = plan.model_copy(update={"verified": not violations, "violations": violations})
+    plan = checked(ctx, problem, cands, sol)  # verified, and repaired as any solve's plan is when rejected
+    violations = plan.violations or ([] if plan.verified else ["no plan"])
     pools = [PoolCount(column=p.column, part=p.part, stage=p.stage, traffic_class=p.traffic_class, chip=p.chip,
                        group=s.site, replicas=s.replicas) for p in plan.pools for s in p.sites]
     return PeriodPlan(period=period.name, hours=period.hours, status=plan.status, verified=not violations,
@@ -172,6 +171,18 @@ def _start(problems: list[Problem], hours: list[float], reserved: dict[str, floa
                         for q, h in zip(problems, hours)], workers)
     picks = [b if b.ok else a for a, b in zip(alone, again)]
     return [p.values for p in picks] if all(p.ok for p in picks) else None
+
+
+def _diagnosis(instance: Instance, source: str, problems: list[Problem], cands: Candidates,
+               periods: Sequence[Period], alone: list[PeriodSolution], backend: str) -> list[str]:
+    """Why an infeasible schedule has no plan: each period that has none alone, diagnosed as any solve's
+    infeasible model is (:func:`placement.core.diagnose.diagnose`)."""
+    out = []
+    for q, p, a in zip(problems, periods, alone):
+        if a.status == "infeasible":
+            ctx = Context.of(with_rates(instance, p.rates), source)
+            out += [f"period {p.name}: {why}" for why in diagnose(ctx, q, cands, backend=backend)]
+    return out
 
 
 def _periods(strategy: Periods, **options) -> PeriodSolution:
@@ -254,6 +265,8 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
                       integer_variables=out.stats.get("integer_variables", 0))
     if not out.ok:
         result.reference_seconds = round(sum(a.solve_seconds + a.build_seconds for a in alone), 3)
+        if out.status == "infeasible":
+            result.diagnosis = _diagnosis(instance, source, problems, cands, periods, alone, backend)
         return result
     for t, p in enumerate(periods):
         row, plan = _period_plan(instance, source, problems[t], cands, out.solutions[t], p)

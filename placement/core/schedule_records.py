@@ -89,3 +89,5 @@ class Schedule(MutableRecord):
     variables: int = 0
     integer_variables: int = 0
     constraints: int = 0
+    diagnosis: list[str] = Field(default_factory=list, description="an infeasible schedule: why each period that "
+                                 "has no plan alone has none")

@@ -32,8 +32,8 @@ from solvers.repair import REPAIR_FEASIBILITY, repair
 from solvers.solution import Solution
 from solvers.strategy import solve as solve_problem
 
-__all__ = ["PLACEMENT", "POST_SOLVE_SHARE", "SOURCES", "Scenario", "register_families", "solve", "solve_context",
-           "unregister_families"]
+__all__ = ["PLACEMENT", "POST_SOLVE_SHARE", "SOURCES", "Scenario", "checked", "register_families", "solve",
+           "solve_context", "unregister_families"]
 
 #: Share of a time limit kept for what follows the solves: assembling and verifying the plan, writing it.
 #: The verifier takes ~1 % of a limit's solve on the 10,000-domain bench fleet.
@@ -262,20 +262,34 @@ def _solve_verified(ctx: Context, at: _Columns, backend: str, time_limit_s: floa
     """
     sol = solve_problem(at.problem, families=at.families, strategy=at.scenario.strategy, backend=backend,
                         time_limit_s=time_limit_s, gap=gap, full=at.full if at.cands.network_free else None)
-    problem, cands = at.problem, at.cands  # the full set's if the solve asked for it
-    plan = _verified(ctx, problem, cands, sol, kv, at.scenario)
+    # the full set's problem and candidates if the solve asked for them
+    return checked(ctx, at.problem, at.cands, sol, kv=kv, scenario=at.scenario, families=at.families,
+                   time_limit_s=time_limit_s)
+
+
+def checked(ctx: Context, problem: Problem, cands: Candidates, sol: Solution, *, kv=None,
+            scenario: Scenario = PLACEMENT, families: tuple[Family, ...] | None = None,
+            time_limit_s: float | None = None) -> Plan:
+    """The plan of ``sol`` (a solution of ``problem`` with ``families``), finished by ``scenario`` and verified
+    against ``ctx``; status ``error`` with the violations if rejected.
+
+    A rejected plan is first repaired (:func:`solvers.repair.repair`: its replicas kept, the
+    continuous part re-solved at a tight tolerance); if the repaired plan passes it is returned,
+    with its status that of the original solve and a note saying what was repaired.
+    """
+    plan = _verified(ctx, problem, cands, sol, kv, scenario)
     if not plan.violations:
         return plan
-    fixed = repair(problem, sol, time_limit_s=time_limit_s, families=at.families)
+    fixed = repair(problem, sol, time_limit_s=time_limit_s, families=families)
     if not fixed.ok or round(fixed.objective or 0.0, 9) != round(sol.objective or 0.0, 9):
         return plan
     repaired = _verified(ctx, problem, cands, fixed.model_copy(update={
         "status": sol.status, "best_bound": sol.best_bound, "gap": sol.gap, "backend": sol.backend,
-        "solve_seconds": sol.solve_seconds + fixed.solve_seconds}), kv, at.scenario)
+        "solve_seconds": sol.solve_seconds + fixed.solve_seconds}), kv, scenario)
     if repaired.violations:
         return plan
-    note = (f"repaired: the verifier rejected {backend}'s plan ({plan.violations[0]}); its replicas were kept and "
-            "the loads, flows and pairs re-solved by highs at feasibility tolerance "
+    note = (f"repaired: the verifier rejected {sol.backend}'s plan ({plan.violations[0]}); its replicas were kept "
+            "and the loads, flows and pairs re-solved by highs at feasibility tolerance "
             f"{REPAIR_FEASIBILITY:g}, and the repaired plan passes")
     return repaired.model_copy(update={"notes": [*repaired.notes, note]})
 
