@@ -31,7 +31,7 @@ def model_stats(m: pulp.LpProblem, v: Variables | None = None) -> dict[str, int]
     >>> model_stats(m)
     {'variables': 0, 'integer_variables': 0, 'constraints': 1, 'nonzeros': 0}
     """
-    rows = list(m._constraints.values())
+    rows = m.constraints()
     if v is None:
         variables = m.variables()
         count = len(variables)

@@ -104,11 +104,7 @@ def add_var(
 ):
     tick()
     name = "__".join([family, *tokens])
-    cat = pulp.LpInteger if integer else pulp.LpContinuous
-    if hasattr(m, "add_variable"):
-        var = m.add_variable(name, 0, ub, cat)
-    else:  # PuLP < 3
-        var = pulp.LpVariable(name, 0, ub, cat)
+    var = m.add_variable(name, 0, ub, pulp.LpInteger if integer else pulp.LpContinuous)
     v.labels[name] = (family, key)
     return var
 

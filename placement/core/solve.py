@@ -196,11 +196,10 @@ def _solve_context(ctx: Context, backend: str, time_limit_s: float | None, solve
         left = left_after(time_limit_s, began, "candidate generation")
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
-    at = _Columns(work, problem, cands, solver_s, began)
     families = families_of([*(f for source in SOURCES for f in source(work, problem, cands)),
                             *scenario.families(work, problem, cands)])
     require_checks(families)  # a family the verifier does not mirror is not solved
-    at.families, at.scenario = families, scenario
+    at = _Columns(work, problem, cands, solver_s, began, families=families, scenario=scenario)
     plan = _solve_verified(ctx, at, backend, left, gap, kv)
     # CBC has proven wrong bounds on models with single-chip-type rows (issue 15: $4.68/h "optimal"
     # where $3.03/h is feasible): such models are small, and always get a second opinion.
@@ -231,14 +230,15 @@ def _network_free_from(ctx: Context) -> int | None:
 
 class _Columns:
     """The problem and candidates a solve works on: with ``cands.network_free``, K0's (two-part columns
-    pruned network-free, :mod:`placement.core.candidates`), until :meth:`full` generates every column."""
+    pruned network-free, :mod:`placement.core.candidates`), until :meth:`full` generates every column; the
+    model's families (base, registered sources', the scenario's) and the scenario."""
 
     def __init__(self, ctx: Context, problem: Problem, cands: Candidates, time_limit_s: float | None = None,
-                 began: float | None = None) -> None:
+                 began: float | None = None, *, families: tuple[Family, ...] | None = None,
+                 scenario: Scenario = PLACEMENT) -> None:
         self.ctx, self.problem, self.cands = ctx, problem, cands
         self.time_limit_s, self.began = time_limit_s, time.monotonic() if began is None else began
-        self.families: tuple[Family, ...] | None = None  # the model's (base and the scenario's)
-        self.scenario = PLACEMENT
+        self.families, self.scenario = families, scenario
 
     def full(self) -> Problem | None:
         """The problem with every column (generated on the first call if this one has K0's); ``None`` if the

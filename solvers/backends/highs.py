@@ -233,7 +233,7 @@ class _BatchHiGHS(pulp.HiGHS):
                 kinds = np.full(len(ints), int(highspy.HighsVarType.kInteger), dtype=np.uint8)
                 h.changeColsIntegrality(len(ints), ints, kinds)
         starts, index, value, row_lower, row_upper = [], [], [], [], []
-        for constraint in lp._constraints.values():
+        for constraint in lp.constraints():
             starts.append(len(index))
             for var, coef in constraint.items():
                 if coef != 0:
