@@ -64,12 +64,13 @@ def replica_limits(problem: Problem, families: tuple[Family, ...] | None = None)
 
 
 def _within(rows: list[ReplicaRow], site: dict[str, Site], units: dict, counts: list) -> bool:
-    """Whether replica counts ``counts`` (a list of ((column, part, site), count)) meet every row of ``rows``."""
-    for row in rows:
-        use = sum(row.use(site[s], units[c, p], n) for (c, p, s), n in counts)
-        if use > row.rhs * (1 + REL_FEASIBILITY):
-            return False
-    return True
+    """Whether replica counts ``counts`` (a list of ((column, part, site), count)) meet every row of ``rows``
+    (each linear in the units placed per site)."""
+    placed: dict[str, float] = defaultdict(float)
+    for (c, p, s), n in counts:
+        placed[s] += units[c, p] * n
+    return all(sum(row.per_unit(site[s]) * u for s, u in placed.items()) <= row.rhs * (1 + REL_FEASIBILITY)
+               for row in rows)
 
 
 def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple[str, str]]]]]:
