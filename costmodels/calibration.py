@@ -82,7 +82,7 @@ TTFT_MODEL = "wave"
 #: Weight of the TTFT term in the fit objective (TPOT has weight 1). Below 1 because the light-load TTFT
 #: model is the cruder one (≈ 45 % held-out median error against ≈ 20 % for TPOT) and would otherwise steer
 #: the chip's physical factors: at weight 1 the H200 fit drove η_c to its bound and η_m to 0.39. Measured
-#: at 1, 0.25 and 0 (benchmarks/CALIBRATION.md, "TTFT weight"): 0.25 keeps the in-campaign held-out TPOT
+#: at 1, 0.25 and 0 (by benchmarks/calibrate.py): 0.25 keeps the in-campaign held-out TPOT
 #: and TTFT errors and cuts the H200 error on the public campaign of benchmarks/LAYOUT_ACCURACY.md
 #: from 23 % to 17 % — that campaign chose this one number; it fitted nothing else.
 TTFT_WEIGHT = 0.25

@@ -9,7 +9,7 @@ The library API: one function per command, with the command's options as keyword
 
 ================================================  =========================================================
 ``load_instance(path) -> Instance``               read and validate an instance file
-``inst.with_changes({path: value}) -> Instance``  the instance with ``--set`` paths changed, validated
+``with_changes(inst, {path: value}) -> Instance``  the instance with ``--set`` paths changed, validated
 ``solve(instance, ...) -> Plan``                  the cheapest verified plan (``plan.status`` says what
                                                   happened); ``survive=``, ``compare=``, ``confidence=``…
 ``check(instance, plan) -> CheckResult``          re-verify a plan (``ok``, ``violations``, ``warnings``)

@@ -10,12 +10,12 @@ Public entry points::
 from solvers.backends import available_solvers, get_solver, register_solver
 from solvers.bruteforce import bruteforce
 from solvers.elastic import Shortfalls, elastic_shortfall
+from solvers.export import export_model
 from solvers.milp import (
     DEFAULT_GAP,
     Variables,
     build_model,
     check_packable,
-    export_model,
     lp_bound,
     pack_into_domains,
     relax,

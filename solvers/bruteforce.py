@@ -5,9 +5,13 @@ enumeration) so that agreement between the two is evidence; paths are the one
 routing definition, :class:`topology.routing.Routing`, tested on its own.
 
 Every integer vector n with 0 ≤ n_{c,p,s} ≤ D_s·m_s // u_p is enumerated;
-vectors violating units per site, the power cap or the budget are dropped;
+vectors violating a family's rows over replica counts (``Family.coupling``:
+units per site, the power cap, the budget, …) are dropped;
 the rest are sorted by objective and the first whose continuous part
-(x, a, z, f) is feasible is optimal. Demands with ``single_resource`` are
+(x, a, z, f) is feasible is optimal. The continuous part is this module's own
+LP: route split, step coverage, replica capacity, pairs, transfers and edges
+(:data:`OWN`); a family that is neither of these nor stated over replica
+counts (KV policies, a pool limit, a failure scenario) is refused. Demands with ``single_resource`` are
 checked for every choice of resource (loads of other resources bound to 0). The LP has n as fixed variables and is
 re-solved with new bounds for each vector.
 """
@@ -23,14 +27,50 @@ from itertools import pairwise
 import networkx as nx
 import pulp
 
-from solvers.problem import Problem, unit_weight
+from solvers.family import Family, ReplicaRow
+from solvers.model import families_of
+from solvers.problem import Problem, Site, unit_weight
 from solvers.solution import Flow, Load, Pair, Placement, Solution, clean
 from solvers.tolerances import REL_FEASIBILITY, TIE_BREAK
 from topology.routing import Routing
 
-__all__ = ["allowed_pairs", "bruteforce", "replicas_feasible"]
+__all__ = ["OWN", "allowed_pairs", "bruteforce", "replica_limits", "replicas_feasible"]
 
 _GB = 1e9  # flows in the LP are in GB/s
+
+#: The families this module checks with its own LP (and its own objective), not from their rows.
+OWN = frozenset({"route_split", "step_coverage", "replica_capacity", "single_resource", "pair_balance",
+                 "transfer_conservation", "edge_capacity", "primary_objective"})
+
+
+def replica_limits(problem: Problem, families: tuple[Family, ...] | None = None) -> list[ReplicaRow]:
+    """The rows over replica counts of every family of ``families`` (default the base families) but
+    :data:`OWN`'s.
+
+    Raises
+    ------
+    ValueError
+        A family neither in :data:`OWN` nor stated over replica counts.
+    """
+    rows: list[ReplicaRow] = []
+    for f in families_of() if families is None else families:
+        if f.name in OWN:
+            continue
+        mine = f.coupling(problem)
+        if mine is None:
+            raise ValueError(f"bruteforce: family {f.name!r} is not stated over replica counts; not checked here")
+        rows += mine
+    return rows
+
+
+def _within(rows: list[ReplicaRow], site: dict[str, Site], units: dict, counts: list) -> bool:
+    """Whether replica counts ``counts`` (a list of ((column, part, site), count)) meet every row of ``rows``
+    (each linear in the units placed per site)."""
+    placed: dict[str, float] = defaultdict(float)
+    for (c, p, s), n in counts:
+        placed[s] += units[c, p] * n
+    return all(sum(row.per_unit(site[s]) * u for s, u in placed.items()) <= row.rhs * (1 + REL_FEASIBILITY)
+               for row in rows)
 
 
 def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple[str, str]]]]]:
@@ -78,7 +118,8 @@ def allowed_pairs(problem: Problem) -> dict[str, list[tuple[str, str, list[tuple
     return out
 
 
-def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_000) -> Solution:
+def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_000,
+               families: tuple[Family, ...] | None = None) -> Solution:
     """Exact optimum of a tiny problem by enumeration (see the module docstring).
 
     Parameters
@@ -89,6 +130,9 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
         ``"highs"`` or ``"cbc"``, the LP solver of the feasibility checks.
     max_vectors : int
         Refuse (``ValueError``) problems with more candidate vectors.
+    families : tuple of Family, optional
+        The model's families (default the base families); each must be in :data:`OWN` or stated over
+        replica counts (:func:`replica_limits`).
 
     Returns
     -------
@@ -110,6 +154,7 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
     """
     start = time.perf_counter()
     site = {s.name: s for s in problem.sites}
+    limits = replica_limits(problem, families)
     pairs = allowed_pairs(problem)
     paired = {c: ({p[0] for p in ps}, {p[1] for p in ps}) for c, ps in pairs.items()}
 
@@ -136,19 +181,13 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
 
     candidates = []
     for vec in itertools.product(*(range(b + 1) for b in bounds)):
-        used: dict[str, int] = defaultdict(int)
         power = cost = objective = 0.0
         for (c, p, s), count in zip(keys, vec):
             u = units_of[c, p] * count
-            used[s] += u
             power += site[s].power_w_per_unit * u
             cost += site[s].usd_per_hour_per_unit * u
             objective += unit_weight(problem.objective, site[s]) * u
-        if any(used[s] > site[s].units_per_domain * site[s].domains for s in used):
-            continue
-        if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + REL_FEASIBILITY):
-            continue
-        if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + REL_FEASIBILITY):
+        if not _within(limits, site, units_of, list(zip(keys, vec))):
             continue
         candidates.append((objective, vec, cost, power))
     candidates.sort()
@@ -197,12 +236,13 @@ def bruteforce(problem: Problem, backend: str = "highs", max_vectors: int = 50_0
 
 
 def replicas_feasible(
-    problem: Problem, replicas: dict[tuple[str, int, str], int], backend: str = "highs"
+    problem: Problem, replicas: dict[tuple[str, int, str], int], backend: str = "highs",
+    families: tuple[Family, ...] | None = None,
 ) -> bool:
     """Whether fixed replica counts admit loads, pairs and flows serving every demand.
 
-    Checks the continuous part with this module's own LP, and the units per
-    site, power cap and budget directly.
+    Checks the continuous part with this module's own LP, and the families' rows over replica
+    counts (:func:`replica_limits`: units per site, power cap, budget, …) directly.
 
     Parameters
     ----------
@@ -226,20 +266,9 @@ def replicas_feasible(
     resource = {
         (c.name, p): part.resource for c in problem.columns for p, part in enumerate(c.parts)
     }
-    used: dict[str, int] = defaultdict(int)
-    power = cost = 0.0
-    for (c, p, s), count in replicas.items():
-        if count and resource[c, p] != site[s].resource:
-            return False
-        u = units[c, p] * count
-        used[s] += u
-        power += site[s].power_w_per_unit * u
-        cost += site[s].usd_per_hour_per_unit * u
-    if any(used[s] > site[s].units_per_domain * site[s].domains for s in used):
+    if any(count and resource[c, p] != site[s].resource for (c, p, s), count in replicas.items()):
         return False
-    if problem.power_cap_w is not None and power > problem.power_cap_w * (1 + REL_FEASIBILITY):
-        return False
-    if problem.budget_usd_per_hour is not None and cost > problem.budget_usd_per_hour * (1 + REL_FEASIBILITY):
+    if not _within(replica_limits(problem, families), site, units, list(replicas.items())):
         return False
     pairs = allowed_pairs(problem)
     keys = sorted(replicas)

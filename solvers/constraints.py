@@ -1,21 +1,42 @@
 """Rows of the placement MILP that serve the demand within the fleet's units and limits.
 
 One function per constraint family (notation: :mod:`solvers.problem`; scaling:
-:mod:`solvers.milp`): route split, step coverage, replica capacity, single
-resource, site units, power cap and budget. The network's rows (pairs,
+:mod:`solvers.model`): route split, step coverage, replica capacity, single
+resource, site units, power cap and budget, each declared as a
+:class:`~solvers.family.Family` beside it. The network's rows (pairs,
 transfers, edge capacity) are :mod:`solvers.network_rows`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 
 import pulp
 
+from solvers.family import (
+    KEEP,
+    Family,
+    ReplicaRow,
+    hard,
+    no_columns,
+    no_objective,
+    no_start,
+    separable,
+)
+from solvers.problem import Problem, Site
+from solvers.solution import Solution
 from solvers.variables import Key3, Variables, add_row
 
 __all__ = [
+    "BUDGET",
     "CHOICE_SLACK",
+    "POWER_CAP",
+    "REPLICA_CAPACITY",
+    "ROUTE_SPLIT",
+    "SINGLE_RESOURCE",
+    "SITE_UNITS",
+    "STEP_COVERAGE",
     "add_budget",
     "add_power_cap",
     "add_replica_capacity",
@@ -224,3 +245,109 @@ def add_budget(m: pulp.LpProblem, v: Variables) -> None:
             pulp.LpConstraintLE,
             budget,
         )
+
+
+# ---- the families ------------------------------------------------------------------------------------
+
+
+def demand_rows_elastic(em) -> None:
+    """Every demand's split row (the KV tiers' too, which keep the name): a share of it may go unserved."""
+    for name, key, row in em.rows("route_split"):
+        em.relax_demand(name, key, row)
+
+
+def _single_resource_start(v: Variables, part: Variables, values: dict) -> None:
+    """w of the full model: a demand with one possible resource in the smaller problem (no choice variable
+    there) takes the resource serving it; every w is rounded."""
+    serving: dict[str, set[str]] = defaultdict(set)
+    for (c, q, _s), var in part.y.items():
+        if (var.varValue or 0.0) > 0:
+            serving[part.index.route_of_step[q].demand].add(part.index.column[c].parts[0].resource)
+    for (k, rho), var in v.w.items():
+        if (k, rho) not in part.w:
+            values[var] = 1.0 if rho == (sorted(serving.get(k, ())) or v.index.choices[k])[0] else 0.0
+        values[var] = float(round(values[var]))
+
+
+def _site_rows(problem: Problem) -> list[ReplicaRow]:
+    return [ReplicaRow(name=f"site_units|{s.name}", rhs=float(s.units_per_domain * s.domains),
+                       per_unit=partial(_on_site, s.name)) for s in problem.sites]
+
+
+def _on_site(name: str, site: Site) -> float:
+    return 1.0 if site.name == name else 0.0
+
+
+def _units_needed(v: Variables, site: str, has: float, used: dict, sol: Solution, slack: float) -> float | None:
+    """The units the elastic plan places in ``site``, when over what it has (``used``: the plan's units
+    per site, summed once per solution)."""
+    if used.get("of") is not sol:
+        per: dict[str, float] = defaultdict(float)
+        for p in sol.replicas:
+            per[p.site] += p.replicas * v.index.column[p.column].parts[p.part].units
+        used.update(of=sol, at=per)
+    need = used["at"].get(site, 0.0)
+    return need if need > has else None
+
+
+def _site_units_elastic(em) -> None:
+    """Lift n ≤ U_s/u_p (it restates the row) and let each site's units grow."""
+    v = em.variables
+    for var in v.n.values():
+        var.upBound = None
+    used: dict = {}
+    for name, key, row in em.rows("site_units"):
+        site = v.index.site[key[0]]
+        has = float(site.units_per_domain * site.domains)
+        em.relax_limit("site_units", "site", name, key, row, "units", partial(_units_needed, v, key[0], has, used))
+
+
+def _power_rows(problem: Problem) -> list[ReplicaRow]:
+    cap = problem.power_cap_w
+    return [] if cap is None else [ReplicaRow(name="power_cap", rhs=cap, per_unit=_power_per_unit)]
+
+
+def _power_per_unit(site: Site) -> float:
+    return site.power_w_per_unit
+
+
+def _budget_rows(problem: Problem) -> list[ReplicaRow]:
+    budget = problem.budget_usd_per_hour
+    return [] if budget is None else [ReplicaRow(name="budget", rhs=budget, per_unit=_usd_per_unit, prices=True)]
+
+
+def _usd_per_unit(site: Site) -> float:
+    return site.usd_per_hour_per_unit
+
+
+def _fleet_need(what: str, cap: float, sol: Solution, slack: float) -> float:
+    return max(getattr(sol, what), cap * (1 + slack))
+
+
+def _limit_elastic(family: str, tag: str, unit: str, what: str, em) -> None:
+    for name, key, row in em.rows(family):
+        cap = -row.constant * em.variables.row_scale.get(name, 1.0)
+        em.relax_limit(family, tag, name, key, row, unit, partial(_fleet_need, what, cap))
+
+
+ROUTE_SPLIT = Family(name="route_split", check="check_demand", rows=add_route_split, objective=no_objective,
+                     collapse=KEEP, coupling=separable, elastic=demand_rows_elastic, start=no_start,
+                     columns=no_columns)
+STEP_COVERAGE = Family(name="step_coverage", check="check_demand", rows=add_step_coverage, objective=no_objective,
+                       collapse=KEEP, coupling=separable, elastic=hard, start=no_start, columns=no_columns)
+REPLICA_CAPACITY = Family(name="replica_capacity", check="check_capacity", rows=add_replica_capacity,
+                          objective=no_objective, collapse=KEEP, coupling=separable, elastic=hard, start=no_start,
+                          columns=no_columns)
+SINGLE_RESOURCE = Family(name="single_resource", check="check_demand", rows=add_single_resource,
+                         objective=no_objective, collapse=KEEP, coupling=separable, elastic=hard,
+                         start=_single_resource_start, columns=no_columns)
+SITE_UNITS = Family(name="site_units", check="check_domains", rows=add_site_units, objective=no_objective,
+                    collapse=KEEP, coupling=_site_rows, elastic=_site_units_elastic, start=no_start,
+                    columns=no_columns)
+POWER_CAP = Family(name="power_cap", check="check_limits", rows=add_power_cap, objective=no_objective, collapse=KEEP,
+                   coupling=_power_rows, elastic=partial(_limit_elastic, "power_cap", "power", "W", "power_w"),
+                   start=no_start, columns=no_columns)
+BUDGET = Family(name="budget", check="check_limits", rows=add_budget, objective=no_objective, collapse=KEEP,
+                coupling=_budget_rows,
+                elastic=partial(_limit_elastic, "budget", "budget", "$/h", "cost_usd_per_hour"), start=no_start,
+                columns=no_columns)

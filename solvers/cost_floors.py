@@ -3,7 +3,8 @@
 A problem without a network (the collapsed fleet of :mod:`solvers.twolevel`)
 falls apart into *parts*: groups of demands no column links (each column
 serves steps of one part), tied together only by the fleet-wide rows — site
-units, power cap, budget. Drop those rows for all but one part's columns and
+units, power cap, budget: the rows over replica counts the families declare
+(``Family.coupling``). Drop those rows for all but one part's columns and
 what is left is a relaxation: every plan of the whole restricted to part P's
 columns is a plan of P alone (with all the fleet to itself, it uses no more
 of any site, power or budget than the whole plan does). So the cost of part
@@ -17,8 +18,8 @@ bound rises from the LP relaxation to at least Σ_P L_P. Branch and bound on
 a sum of independent integer problems has to close every part's rounding gap
 in the same tree (a product of trees); with the floors only the gap the
 fleet-wide rows cause is left. On the 57-integer support MILP of the
-1,000-domain collapsed fleet (benchmarks/RESULTS.md "Round 4") HiGHS went
-from 7,554 nodes and 12 CPU s to 4 CPU s, floors included.
+1,000-domain collapsed fleet HiGHS went from 7,554 nodes and 12 CPU s to
+4 CPU s, floors included.
 
 Why the margin: L_P is a bound on P's objective *with* its tie-breaks
 (:func:`solvers.objective.set_objective`), which add at most ``TIE_BREAK``
@@ -30,16 +31,31 @@ from __future__ import annotations
 
 import collections
 import time
+from functools import partial
 
 import pulp
 
 from solvers.backends.threads import solve_threads, threaded_map
+from solvers.family import (
+    DROP,
+    Family,
+    coupling_rows,
+    hard,
+    no_columns,
+    no_objective,
+    no_start,
+    separable,
+)
 from solvers.milp import Variables, solve_model, time_left
+from solvers.model import families_of
 from solvers.problem import Problem
 from solvers.solution import Solution
 from solvers.variables import add_row
 
-__all__ = ["FLOOR_MARGIN", "Floor", "add_floors", "floors", "parts", "solved_parts"]
+__all__ = ["CUT", "FLOOR_MARGIN", "Floor", "add_floors", "cost_floors", "floors", "parts", "solved_parts"]
+
+#: The verifier check of a valid inequality (a cut): it cuts off no plan, so there is nothing to check.
+CUT = "cut"
 
 #: Relative margin below a part's proven bound at which its floor row is set (see the module docstring).
 FLOOR_MARGIN = 1e-6
@@ -48,12 +64,12 @@ FLOOR_MARGIN = 1e-6
 Floor = tuple[frozenset[str], float]
 
 
-def parts(problem: Problem) -> list[Problem]:
+def parts(problem: Problem, families: tuple[Family, ...] | None = None) -> list[Problem]:
     """``problem`` split into parts no column links (see the module docstring); ``[]`` if it is one part.
 
-    Each part keeps every site and the fleet-wide limits. Problems with a
-    network (transfers), a pool limit or serving policies are not split:
-    their rows link columns of different demands.
+    Each part keeps every site and the fleet-wide limits. A problem is not split when one of its
+    ``families`` (default :data:`solvers.model.BASE_FAMILIES`) ties demands other than by rows over
+    replica counts (``Family.coupling`` is ``None``: a network's transfers, a pool limit, KV policies).
 
     Examples
     --------
@@ -66,7 +82,7 @@ def parts(problem: Problem) -> list[Problem]:
     >>> [sorted(c.name for c in part.columns) for part in parts(p)]
     [['x', 'z'], ['y']]
     """
-    if problem.transfers or problem.pool_limit or problem.policies or not all(c.capacity for c in problem.columns):
+    if coupling_rows(families_of() if families is None else families, problem) is None:
         return []
     root = {d.name: d.name for d in problem.demands}
 
@@ -99,10 +115,11 @@ def parts(problem: Problem) -> list[Problem]:
 def floors(problem: Problem, time_limit_s: float | None = None, **options) -> list[Floor]:
     """The floor of each part of ``problem`` (:func:`parts`) whose solve proved a bound.
 
-    ``options`` are those of :func:`solvers.milp.solve_model`; the parts share ``time_limit_s``.
+    ``options`` are those of :func:`solvers.milp.solve_model` (``families`` included); the parts share
+    ``time_limit_s``.
     """
     return [(frozenset(c.name for c in part.columns), sol.best_bound * (1 - FLOOR_MARGIN))
-            for part, sol in solved_parts(parts(problem), time_limit_s, **options)
+            for part, sol in solved_parts(parts(problem, options.get("families")), time_limit_s, **options)
             if sol.best_bound is not None and sol.best_bound > 0]
 
 
@@ -121,8 +138,13 @@ def solved_parts(split: list[Problem], time_limit_s: float | None = None,
     return threaded_map(solve, split)
 
 
-def add_floors(m: pulp.LpProblem, v: Variables, found: list[Floor]) -> None:
-    """Add one floor row per part (see the module docstring), named ``floor__<i>``."""
+def add_floors(found: list[Floor], m: pulp.LpProblem, v: Variables) -> None:
+    """Cost floors, for each part P of ``found`` (module docstring)::
+
+        Σ_{(c,p,s): c in P} w_s·u_p·n_{c,p,s}  ≥  L_P·(1 − FLOOR_MARGIN)
+
+    one row per part, named ``floor__<i>``; a part none of whose columns the model has gets none.
+    """
     terms: dict[int, list] = collections.defaultdict(list)
     part_of = {c: i for i, (columns, _) in enumerate(found) for c in columns}
     for key, var in v.n.items():
@@ -131,3 +153,10 @@ def add_floors(m: pulp.LpProblem, v: Variables, found: list[Floor]) -> None:
     for i, (_, least) in enumerate(found):
         if terms[i]:
             add_row(m, v, "floor", (i,), [str(i)], terms[i], pulp.LpConstraintGE, least)
+
+
+def cost_floors(found: list[Floor]) -> Family:
+    """The floors ``found`` as a family: valid inequalities (module docstring) that cut off no plan, so
+    its verifier check has nothing to check (:data:`CUT`) and the collapsed fleet may leave them out."""
+    return Family(name="cost_floors", check=CUT, rows=partial(add_floors, found), objective=no_objective,
+                  collapse=DROP, coupling=separable, elastic=hard, start=no_start, columns=no_columns)

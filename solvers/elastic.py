@@ -1,13 +1,12 @@
-"""The elastic placement model: the MILP of :mod:`solvers.milp` with its hard limits made soft.
+"""The elastic placement model: the MILP of :mod:`solvers.model` with its hard limits made soft.
 
-When :func:`solvers.milp.solve` proves a problem infeasible, this model says by
-how much. It is the model :func:`solvers.milp.build_model` builds — the same
-variables and the same constraint functions, so the two cannot drift apart —
-with a non-negative, *relative* slack added to every row that states a limit,
-and the variable upper bounds that mirror those limits lifted
-(n ≤ U_s/u_p, f ≤ cap_e/F_t). Rows are shown in natural units; the model's
-rows are divided by a power of two (``Variables.row_scale``), right-hand side
-included, which leaves the relative slacks unchanged:
+When a solve proves a problem infeasible, this model says by how much. It is the model
+:func:`solvers.model.build_model` builds from the same families — the same variables and the same
+constraint functions, so the two cannot drift apart — and then each family makes its own rows
+elastic (``Family.elastic``): a non-negative, *relative* slack on every row that states a limit, and
+the variable upper bounds that mirror those limits lifted (n ≤ U_s/u_p, f ≤ cap_e/F_t). Rows are
+shown in natural units; the model's rows are divided by a power of two (``Variables.row_scale``),
+right-hand side included, which leaves the relative slacks unchanged. The built-in families:
 
 =================  ==============================================  ==============
 row family          elastic form                                    penalty
@@ -28,7 +27,8 @@ not matter when no plan exists. ``W_LIMIT = 1`` per 100 % of a limit and
 ``W_DEMAND = 1e6`` per whole class: raising limits is preferred — it answers
 "what would it take?" — and demand is dropped only when no raise helps (a
 class whose replicas fit in no site, a pair-latency limit no path meets) or
-the raise would be more than 10⁶ times the limit.
+the raise would be more than 10⁶ times the limit. Slacks are made in the
+order of their rows' names, whichever family asks.
 
 Examples
 --------
@@ -46,16 +46,20 @@ Examples
 from __future__ import annotations
 
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pulp
 
 from solvers.backends import DEFAULT_BACKEND, SolveOptions, run
 from solvers.extract import model_stats, to_solution
-from solvers.milp import Variables, build_model
+from solvers.family import Family
+from solvers.model import build_model
 from solvers.problem import Problem
 from solvers.solution import Solution
 from solvers.tolerances import ROW_FEASIBILITY, TIE_BREAK
+from solvers.variables import Variables
 
 __all__ = ["W_DEMAND", "W_LIMIT", "ElasticModel", "Shortfalls", "build_elastic_model", "elastic_shortfall"]
 
@@ -70,26 +74,54 @@ DEFAULT_TIME_LIMIT_S = 30.0
 #: holds is what a planner needs.
 DEFAULT_GAP = 1e-2
 
+#: What a limit's row needs, from the elastic solution and its slack's value (None: not short).
+Need = Callable[[Solution, float], "float | None"]
+
 
 @dataclass(frozen=True)
 class Shortfalls:
     """What the elastic model had to relax, in the problem's own units.
 
-    ``unserved_rps``: demand -> requests/s no raise of a limit lets the fleet
-    serve; ``sites``: site -> (units needed, units it has); ``edges``:
-    (source, target) -> (bytes/s needed, capacity); ``power_w`` and
-    ``budget_usd_per_hour``: (needed, limit) when short. ``solution`` is the
-    elastic placement behind the numbers (its replicas may exceed the sites).
+    ``unserved_rps``: demand -> requests/s no raise of a limit lets the fleet serve; ``limits``:
+    family -> key of its row -> (needed, limit) for every limit that had to grow; ``shares``:
+    family -> key -> requests/s left unserved by a family's own demand rows (a failure scenario's);
+    ``units``: family -> the unit of its limits; ``words``: family -> what one of its rows says, a
+    template of its key's items (``"losing switch {0} leaves class {1}"``). The built-in families read
+    as ``sites`` (site ->
+    (units needed, units it has)), ``edges`` ((source, target) -> bytes/s), ``power_w`` and
+    ``budget_usd_per_hour``. ``solution`` is the elastic placement behind the numbers (its replicas
+    may exceed the sites).
     """
 
     status: str
     message: str
     unserved_rps: dict[str, float] = field(default_factory=dict)
-    sites: dict[str, tuple[float, float]] = field(default_factory=dict)
-    edges: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
-    power_w: tuple[float, float] | None = None
-    budget_usd_per_hour: tuple[float, float] | None = None
+    limits: dict[str, dict[tuple, tuple[float, float]]] = field(default_factory=dict)
+    shares: dict[str, dict[tuple, float]] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    words: dict[str, str] = field(default_factory=dict)
     solution: Solution | None = None
+
+    def said(self, family: str, key: tuple) -> str:
+        """What the row ``key`` of ``family`` is, in the family's words (its name and key without)."""
+        template = self.words.get(family)
+        return template.format(*key) if template else " ".join([family, *map(str, key)])
+
+    @property
+    def sites(self) -> dict[str, tuple[float, float]]:
+        return {key[0]: v for key, v in self.limits.get("site_units", {}).items()}
+
+    @property
+    def edges(self) -> dict[tuple[str, str], tuple[float, float]]:
+        return {tuple(key): v for key, v in self.limits.get("edge_capacity", {}).items()}
+
+    @property
+    def power_w(self) -> tuple[float, float] | None:
+        return self.limits.get("power_cap", {}).get(())
+
+    @property
+    def budget_usd_per_hour(self) -> tuple[float, float] | None:
+        return self.limits.get("budget", {}).get(())
 
     @property
     def solved(self) -> bool:
@@ -99,83 +131,117 @@ class Shortfalls:
     @property
     def empty(self) -> bool:
         """No shortfall at all (the problem is feasible as it stands)."""
-        return not (self.unserved_rps or self.sites or self.edges or self.power_w or self.budget_usd_per_hour)
+        return not (self.unserved_rps or any(self.limits.values()) or any(self.shares.values()))
+
+
+@dataclass(frozen=True)
+class _Slack:
+    """One slack: the family and key of its row, what kind it is, and how to read it."""
+
+    family: str
+    key: tuple
+    var: pulp.LpVariable
+    has: float
+    unit: str = ""
+    need: Need | None = None
+    words: str = ""
 
 
 @dataclass
 class ElasticModel:
-    """The elastic model, its variables, and the slack variables by row."""
+    """The elastic model, its variables, and the slacks the families asked for, by row.
+
+    A family's ``elastic`` reads its rows (:meth:`rows`) and asks for slacks on them
+    (:meth:`relax_demand`, :meth:`relax_share`, :meth:`relax_limit`); the slacks are made, in the order
+    of their rows' names, when every family has asked (:meth:`apply`).
+    """
 
     model: pulp.LpProblem
     variables: Variables
     demand: dict[str, pulp.LpVariable] = field(default_factory=dict)
-    site: dict[str, pulp.LpVariable] = field(default_factory=dict)
-    edge: dict[tuple[str, str], pulp.LpVariable] = field(default_factory=dict)
-    power: pulp.LpVariable | None = None
-    budget: pulp.LpVariable | None = None
+    slacks: list[_Slack] = field(default_factory=list)
+    penalties: dict[pulp.LpVariable, float] = field(default_factory=dict)
+    _by_label: dict[str, list[tuple[str, tuple, pulp.LpConstraint]]] = field(default_factory=dict)
+    _asked: dict[str, Callable[[], None]] = field(default_factory=dict)
+
+    def rows(self, label: str) -> list[tuple[str, tuple, pulp.LpConstraint]]:
+        """(name, key, row) of every row whose family label is ``label`` (``Variables.labels``)."""
+        if not self._by_label:
+            for row in self.model.constraints():
+                family, key = self.variables.labels.get(row.name, ("", ()))
+                self._by_label.setdefault(family, []).append((row.name, key, row))
+        return self._by_label.get(label, [])
+
+    def _slack(self, name: str, tag: str, ub: float | None) -> pulp.LpVariable:
+        token = name.split("__", 1)[1] if "__" in name else ""
+        return self.model.add_variable(f"elastic_{tag}" + (f"__{token}" if token else ""), 0, ub, pulp.LpContinuous)
+
+    def relax_demand(self, name: str, key: tuple, row: pulp.LpConstraint) -> None:
+        """A demand's split row Σ x + s = 1 (or = Σ a·π): share s ∈ [0, 1] of it left unserved."""
+        def make() -> None:
+            s = self._slack(name, "demand", 1.0)
+            row.expr.addterm(s, 1.0)
+            row.modified = True
+            self.demand[key[0]] = s
+            self.penalties[s] = W_DEMAND
+        self._asked[name] = make
+
+    def relax_share(self, family: str, name: str, key: tuple, row: pulp.LpConstraint, rate: float,
+                    words: str = "") -> None:
+        """A family's own split row (a failure scenario's): share s ∈ [0, 1] of ``rate`` req/s unserved
+        (``words``: what the row is, a template of its key's items)."""
+        def make() -> None:
+            s = self._slack(name, family, 1.0)
+            row.expr.addterm(s, 1.0)
+            row.modified = True
+            self.slacks.append(_Slack(family, key, s, rate, words=words))
+            self.penalties[s] = W_DEMAND
+        self._asked[name] = make
+
+    def relax_limit(self, family: str, tag: str, name: str, key: tuple, row: pulp.LpConstraint, unit: str,
+                    need: Need, words: str = "") -> None:
+        """A limit Σ a·x ≤ rhs made Σ a·x ≤ rhs·(1 + σ), σ ≥ 0 (rows of right-hand side 0 stay hard);
+        ``words``: what the row is, a template of its key's items."""
+        rhs = -row.constant  # PuLP keeps Σ a·x (sense) rhs as Σ a·x + constant (sense) 0
+        if rhs <= 0:
+            return
+
+        def make() -> None:
+            s = self._slack(name, tag, None)
+            row.expr.addterm(s, -rhs)
+            row.modified = True
+            self.slacks.append(_Slack(family, key, s, rhs * self.variables.row_scale.get(name, 1.0), unit, need,
+                                      words))
+            self.penalties[s] = W_LIMIT
+        self._asked[name] = make
+
+    def apply(self) -> None:
+        """Make the slacks asked for, in the order of their rows' names."""
+        for name in sorted(self._asked):
+            self._asked[name]()
+        self._asked.clear()
 
 
-def _slack(m: pulp.LpProblem, name: str, ub: float | None = None) -> pulp.LpVariable:
-    if hasattr(m, "add_variable"):
-        return m.add_variable(name, 0, ub, pulp.LpContinuous)
-    return pulp.LpVariable(name, 0, ub, pulp.LpContinuous)  # PuLP < 3
-
-
-def _rows(m: pulp.LpProblem) -> list:
-    rows = m.constraints
-    return list(rows()) if callable(rows) else list(rows.values())  # PuLP ≥ 3.3 / older
-
-
-def build_elastic_model(problem: Problem) -> ElasticModel:
-    """Build the MILP with :func:`solvers.milp.build_model`, then make its limit rows elastic.
+def build_elastic_model(problem: Problem, families: tuple[Family, ...] | None = None) -> ElasticModel:
+    """Build the MILP with :func:`solvers.model.build_model`, then let each family make its rows elastic.
 
     Raises
     ------
     ValueError
-        As :func:`solvers.milp.build_model` (unpackable part sizes, dangling names).
+        As :func:`solvers.model.build_model` (unpackable part sizes, dangling names), or when a demand of
+        rate > 0 has no route split row made elastic.
     """
-    m, v = build_model(problem)
-    ix = v.index
+    m, v = build_model(problem, families=families)
     em = ElasticModel(model=m, variables=v)
-    rows = {row.name: row for row in _rows(m)}
-    for var in [*v.n.values(), *v.z.values(), *v.f.values()]:
-        var.upBound = None  # these bounds restate the limits made elastic below
-    penalties: dict[pulp.LpVariable, float] = {}
-    for name in sorted(rows):
-        family, key = v.labels.get(name, ("", ()))
-        row = rows[name]
-        rhs = -row.constant  # PuLP stores Σ a·x (sense) rhs as Σ a·x + constant (sense) 0
-        token = name.split("__", 1)[1] if "__" in name else ""
-        if family == "route_split":
-            s = _slack(m, f"elastic_demand__{token}", ub=1.0)
-            row.expr.addterm(s, 1.0)
-            em.demand[key[0]] = s
-            penalties[s] = W_DEMAND
-        elif family == "site_units" and rhs > 0:
-            s = _slack(m, f"elastic_site__{token}")
-            row.expr.addterm(s, -rhs)
-            em.site[key[0]] = s
-            penalties[s] = W_LIMIT
-        elif family == "edge_capacity" and rhs > 0:
-            s = _slack(m, f"elastic_edge__{token}")
-            row.expr.addterm(s, -rhs)
-            em.edge[tuple(key)] = s
-            penalties[s] = W_LIMIT
-        elif family == "power_cap":
-            em.power = _slack(m, "elastic_power")
-            row.expr.addterm(em.power, -rhs)
-            penalties[em.power] = W_LIMIT
-        elif family == "budget":
-            em.budget = _slack(m, "elastic_budget")
-            row.expr.addterm(em.budget, -rhs)
-            penalties[em.budget] = W_LIMIT
-        row.modified = True
+    for f in v.families:
+        f.elastic(em)
+    em.apply()
     # Demands of rate > 0 whose every route was dropped still have a route_split row (0 = 1
     # without slack); demands of rate 0 have none and need no slack.
-    missing = sorted(set(ix.rate) - set(em.demand))
-    if missing:  # pragma: no cover - add_route_split writes one row per active demand
+    missing = sorted(set(v.index.rate) - set(em.demand))
+    if missing:  # pragma: no cover - every active demand has a route_split row
         raise ValueError(f"elastic model: no route_split row for demands {missing}")
-    objective = dict(penalties)
+    objective = dict(em.penalties)
     objective.update({var: TIE_BREAK for var in v.f.values()})
     m.setObjective(pulp.LpAffineExpression(objective))
     return em
@@ -192,8 +258,9 @@ def elastic_shortfall(
     backend: str = DEFAULT_BACKEND,
     time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
     gap: float | None = DEFAULT_GAP,
+    families: tuple[Family, ...] | None = None,
 ) -> Shortfalls:
-    """Solve the elastic model and return what had to give, per demand, site, edge and limit.
+    """Solve the elastic model and return what had to give, per demand and per family's limit.
 
     Never raises for solver trouble: a failed or timed-out solve without an
     incumbent gives ``status`` ``"error"``/``"time_limit"`` and no shortfalls.
@@ -206,9 +273,11 @@ def elastic_shortfall(
         As :func:`solvers.milp.solve`.
     time_limit_s, gap : float, optional
         Limits of the elastic solve.
+    families : tuple of Family, optional
+        The families of the model that was infeasible (default: :data:`solvers.model.BASE_FAMILIES`).
     """
     start = time.perf_counter()
-    em = build_elastic_model(problem)
+    em = build_elastic_model(problem, families)
     m, v = em.model, em.variables
     ix = v.index
     stats = model_stats(m)
@@ -223,28 +292,22 @@ def elastic_shortfall(
         share = min(1.0, _value(s))
         if share > ROW_FEASIBILITY:
             unserved[k] = ix.rate[k] * share
-    used: dict[str, float] = {}
-    for p in sol.replicas:
-        used[p.site] = used.get(p.site, 0.0) + p.replicas * ix.column[p.column].parts[p.part].units
-    sites = {}
-    for name, s in sorted(em.site.items()):
-        site = ix.site[name]
-        has = float(site.units_per_domain * site.domains)
-        need = used.get(name, 0.0)
-        if _value(s) > ROW_FEASIBILITY and need > has:
-            sites[name] = (need, has)
-    load = {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads}
-    edges = {}
-    for e, s in sorted(em.edge.items()):
-        cap = ix.capacity[e]
-        if _value(s) > ROW_FEASIBILITY:
-            edges[e] = (max(load.get(e, 0.0), cap * (1 + _value(s))), cap)
-    power = budget = None
-    if em.power is not None and _value(em.power) > ROW_FEASIBILITY:
-        cap = float(problem.power_cap_w)
-        power = (max(sol.power_w, cap * (1 + _value(em.power))), cap)
-    if em.budget is not None and _value(em.budget) > ROW_FEASIBILITY:
-        cap = float(problem.budget_usd_per_hour)
-        budget = (max(sol.cost_usd_per_hour, cap * (1 + _value(em.budget))), cap)
-    return Shortfalls(status=outcome.status, message=outcome.message, unserved_rps=unserved, sites=sites,
-                      edges=edges, power_w=power, budget_usd_per_hour=budget, solution=sol)
+    limits: dict[str, dict[tuple, tuple[float, float]]] = defaultdict(dict)
+    shares: dict[str, dict[tuple, float]] = defaultdict(dict)
+    units: dict[str, str] = {}
+    words: dict[str, str] = {}
+    for slack in sorted(em.slacks, key=lambda s: (s.family, s.key)):
+        value = _value(slack.var)
+        if value <= ROW_FEASIBILITY:
+            continue
+        if slack.words:
+            words[slack.family] = slack.words
+        if slack.need is None:
+            shares[slack.family][slack.key] = slack.has * min(1.0, value)
+            continue
+        need = slack.need(sol, value)
+        if need is not None:
+            limits[slack.family][slack.key] = (need, slack.has)
+            units[slack.family] = slack.unit
+    return Shortfalls(status=outcome.status, message=outcome.message, unserved_rps=unserved, limits=dict(limits),
+                      shares=dict(shares), units=units, words=words, solution=sol)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from solvers.model import build_model
 from solvers.problem import Problem
 
 __all__ = ["export_model"]
@@ -12,7 +13,7 @@ __all__ = ["export_model"]
 def export_model(problem: Problem, path: str | Path) -> Path:
     """Write the MILP of ``problem`` to ``path``, CPLEX-LP or free MPS by the suffix.
 
-    Names are those of :func:`solvers.milp.build_model` (``family__token__...``);
+    Names are those of :func:`solvers.model.build_model` (``family__token__...``);
     ``Variables.labels`` maps them back to the original names.
 
     Parameters
@@ -46,8 +47,6 @@ def export_model(problem: Problem, path: str | Path) -> Path:
     ...     "n__c__0__s" in out.read_text()
     True
     """
-    from solvers.milp import build_model  # solvers.milp re-exports this function
-
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".lp", ".mps"):

@@ -13,7 +13,7 @@ from solvers.solution import EdgeLoad, Flow, Load, Pair, Placement, Solution, cl
 from solvers.tolerances import INTEGRALITY, ZERO
 
 if TYPE_CHECKING:
-    from solvers.milp import Variables
+    from solvers.variables import Variables
 
 __all__ = ["cancel_cycles", "empty_solution", "model_stats", "rebalance_forest", "to_solution"]
 
@@ -31,7 +31,7 @@ def model_stats(m: pulp.LpProblem, v: Variables | None = None) -> dict[str, int]
     >>> model_stats(m)
     {'variables': 0, 'integer_variables': 0, 'constraints': 1, 'nonzeros': 0}
     """
-    rows = list(m._constraints.values())
+    rows = m.constraints()
     if v is None:
         variables = m.variables()
         count = len(variables)

@@ -43,20 +43,16 @@ from collections import defaultdict
 
 import pulp
 
-from solvers.variables import Variables, add_row, add_var
+from solvers.family import KEEP, Family, ReplicaRow, hard, no_columns, no_start
+from solvers.problem import Problem
+from solvers.variables import Variables, add_row
 
-__all__ = ["add_policy_objective", "add_policy_rows", "add_policy_variables", "policy_demands", "policy_edge_terms"]
+__all__ = ["KV_TIERS", "add_policy_objective", "add_policy_rows", "policy_demands", "policy_edge_terms"]
 
 
 def policy_demands(problem) -> set[str]:
     """The demands whose rate policies decide (their route split rows are written here)."""
     return {k for p in problem.policies for k in p.demands}
-
-
-def add_policy_variables(m: pulp.LpProblem, v: Variables) -> None:
-    """π_p ∈ [0, 1] for each policy, named ``pi__<i>`` in the order of the problem."""
-    for i, p in enumerate(v.index.problem.policies):
-        v.pi[p.name] = add_var(m, v, "pi", (p.name,), [str(i)], ub=1)
 
 
 def add_policy_rows(m: pulp.LpProblem, v: Variables) -> None:
@@ -121,3 +117,14 @@ def add_policy_objective(m: pulp.LpProblem, v: Variables) -> None:
     costs = [(v.pi[p.name], p.cost / v.objective_scale) for p in v.index.problem.policies if p.cost]
     if costs:
         m.setObjective(m.objective + pulp.LpAffineExpression(costs))
+
+
+def _policies_tie(problem: Problem) -> list[ReplicaRow] | None:
+    """A policy's shares set the rates of several demands, and its limits hold the replicas of all of them."""
+    return None if problem.policies else []
+
+
+#: π are variables of every model (:func:`solvers.variables.define_variables`); the two-level solve never
+#: takes a problem with policies (:func:`solvers.twolevel.two_levels`), so no start needs them.
+KV_TIERS = Family(name="kv_tiers", check="check_kv", rows=add_policy_rows, objective=add_policy_objective,
+                  collapse=KEEP, coupling=_policies_tie, elastic=hard, start=no_start, columns=no_columns)

@@ -2,8 +2,10 @@
 
 The collapsed fleet of :mod:`solvers.twolevel` falls apart into parts
 (:func:`solvers.cost_floors.parts`): demands no column links, tied only by
-the site-unit rows Σ_d u_{d,s} ≤ U_s (u_{d,s}: units of site s that part d's
-replicas use). Its MILP is slow to prove although its LP gap is tiny, because
+the families' rows over replica counts (``Family.coupling``) — the site-unit
+rows Σ_d u_{d,s} ≤ U_s (u_{d,s}: units of site s that part d's replicas use),
+which the method prices, and the others (a power cap), which a combination of
+part plans must meet. Its MILP is slow to prove although its LP gap is tiny, because
 branch and bound must close every part's rounding gap in one tree.
 
 **Bound.** Price the units of site s at w_s + μ_s with μ ≥ 0 and drop the
@@ -50,9 +52,9 @@ The parts' LPs and each round's part MILPs are solved side by side on threads
 (:func:`solvers.backends.threads.threaded_map`) and taken in part order, so
 every round is that of a solve one part at a time.
 
-Applies when the problem splits into parts, minimises cost and has no budget
-(a budget row reads the prices that the multipliers shift); otherwise
-:func:`solve_by_parts` returns ``None``.
+Applies when the problem splits into parts, minimises cost and no family's
+coupling row reads the prices that the multipliers shift (a budget,
+``ReplicaRow.prices``); otherwise :func:`solve_by_parts` returns ``None``.
 """
 
 from __future__ import annotations
@@ -62,15 +64,28 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pulp
 
 from solvers.backends import SolveOptions, run
 from solvers.backends.threads import solve_threads, threaded_map
-from solvers.cost_floors import FLOOR_MARGIN, parts, solved_parts
+from solvers.cost_floors import CUT, FLOOR_MARGIN, parts, solved_parts
+from solvers.family import (
+    DROP,
+    Family,
+    ReplicaRow,
+    coupling_rows,
+    hard,
+    no_columns,
+    no_objective,
+    no_start,
+    separable,
+)
 from solvers.milp import DEFAULT_GAP, Start, Variables, build_model, solve_model, time_left
-from solvers.problem import Problem
+from solvers.model import families_of
+from solvers.problem import OBJECTIVES, Problem
 from solvers.solution import Solution
 from solvers.tolerances import ZERO
 from solvers.variables import add_row
@@ -83,7 +98,9 @@ __all__ = [
     "Evaluation",
     "PartLP",
     "PartPlan",
+    "add_completion_bounds",
     "best_combination",
+    "completion_bounds",
     "evaluate",
     "first_plans",
     "lagrangian_cost",
@@ -112,12 +129,13 @@ Multipliers = dict[str, float]
 
 @dataclass(frozen=True)
 class PartPlan:
-    """A plan of one part: its replicas (column, part, site, count), cost ($/h), units and power per site."""
+    """A plan of one part: its replicas (column, part, site, count), cost ($/h), units per site, and what it
+    puts on each coupling row (``ReplicaRow.name`` -> amount)."""
 
     replicas: tuple[tuple[str, int, str, int], ...]
     cost: float
     units: tuple[tuple[str, float], ...]
-    power_w: float
+    uses: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,20 +166,25 @@ def priced(problem: Problem, mu: Multipliers) -> Problem:
         if mu.get(s.name) else s for s in problem.sites]})
 
 
-def plan_of(problem: Problem, sol: Solution, columns: set[str] | None = None) -> PartPlan:
-    """The replicas of ``sol`` on ``columns`` (default: all) as a :class:`PartPlan` priced by ``problem``."""
+def plan_of(problem: Problem, sol: Solution, columns: set[str] | None = None,
+            rows: list[ReplicaRow] = ()) -> PartPlan:
+    """The replicas of ``sol`` on ``columns`` (default: all) as a :class:`PartPlan` priced by ``problem``,
+    with what it puts on each of the coupling ``rows``."""
     col = {c.name: c for c in problem.columns}
     site = {s.name: s for s in problem.sites}
     picked = sorted((r.column, r.part, r.site, r.replicas) for r in sol.replicas
                     if r.replicas and (columns is None or r.column in columns))
     units: dict[str, float] = defaultdict(float)
-    cost = power = 0.0
+    uses: dict[str, float] = defaultdict(float)
+    cost = 0.0
     for c, p, s, n in picked:
-        u = n * col[c].parts[p].units
-        units[s] += u
-        cost += u * site[s].usd_per_hour_per_unit
-        power += u * site[s].power_w_per_unit
-    return PartPlan(tuple(picked), cost, tuple(sorted(units.items())), power)
+        size = col[c].parts[p].units
+        units[s] += n * size
+        cost += n * size * site[s].usd_per_hour_per_unit
+        for row in rows:
+            uses[row.name] += row.use(site[s], size, n)
+    return PartPlan(tuple(picked), cost, tuple(sorted(units.items())),
+                    tuple(sorted((name, u) for name, u in uses.items() if u)))
 
 
 def lagrangian_cost(plan: PartPlan, mu: Multipliers) -> float:
@@ -181,9 +204,9 @@ class PartLP:
     docstring's column fixing.
     """
 
-    def __init__(self, part: Problem) -> None:
+    def __init__(self, part: Problem, families: tuple[Family, ...] | None = None) -> None:
         self.problem = part
-        self.model, self.v = build_model(part)
+        self.model, self.v = build_model(part, families=families)
         position = {id(var): j for j, var in enumerate(self.model.variables())}
         price = {s.name: s.usd_per_hour_per_unit for s in part.sites}
         self.n_keys = list(self.v.n)
@@ -234,7 +257,7 @@ def _loaded(var: pulp.LpVariable) -> bool:
 
 
 def evaluate(part: PartLP, mu: Multipliers, known: list[PartPlan], time_limit_s: float | None = None,
-             **options) -> Evaluation | None:
+             rows: list[ReplicaRow] = (), **options) -> Evaluation | None:
     """L_d(μ) of one part: its MILP at prices w + μ, on the columns that can beat the best ``known`` plan.
 
     A column whose least rise puts the LP above the best known plan's Lag_d is
@@ -256,7 +279,8 @@ def evaluate(part: PartLP, mu: Multipliers, known: list[PartPlan], time_limit_s:
     sol, _ = solve_model(solved, time_limit_s=left, **options)
     bounds = [value] + ([sol.best_bound] if sol.best_bound is not None else [])
     bound = max(bounds) - MARGIN * abs(max(bounds))
-    plan = plan_of(part.problem, sol) if sol.replicas and sol.status in ("optimal", "feasible", "time_limit") else None
+    plan = (plan_of(part.problem, sol, rows=rows) if sol.replicas and sol.status in ("optimal", "feasible", "time_limit")
+            else None)
     return Evaluation(dict(mu), bound, value, rise, plan)
 
 
@@ -301,14 +325,15 @@ def next_multipliers(known: list[list[PartPlan]], limits: dict[str, float], site
     return {s: max(float(var.varValue or 0.0), 0.0) for s, var in mu.items()}, float(pulp.value(m.objective))
 
 
-def best_combination(known: list[list[PartPlan]], limits: dict[str, float], power_cap_w: float | None = None,
-                     ) -> tuple[float, list[PartPlan]] | None:
-    """The cheapest choice of one known plan per part that fits every site (and the power cap): a plan of the whole.
+def best_combination(known: list[list[PartPlan]], rows: list[ReplicaRow]) -> tuple[float, list[PartPlan]] | None:
+    """The cheapest choice of one known plan per part that meets every coupling row (the sites' units, a
+    power cap, …: ``PartPlan.uses``): a plan of the whole.
 
     Examples
     --------
-    >>> a, b = PartPlan((), 10.0, (("s", 8.0),), 0.0), PartPlan((), 12.0, (), 0.0)
-    >>> cost, chosen = best_combination([[a, b], [a, b]], {"s": 8.0})
+    >>> units = ReplicaRow(name="site_units|s", rhs=8.0, per_unit=lambda site: 1.0)
+    >>> a, b = PartPlan((), 10.0, (("s", 8.0),), (("site_units|s", 8.0),)), PartPlan((), 12.0, ())
+    >>> cost, chosen = best_combination([[a, b], [a, b]], [units])
     >>> cost
     22.0
     """
@@ -320,12 +345,10 @@ def best_combination(known: list[list[PartPlan]], limits: dict[str, float], powe
         m += pulp.lpSum(pick[d, j] for j in range(len(plans))) == 1, f"one_{d}"
     use: dict[str, list] = defaultdict(list)
     for (d, j), var in pick.items():
-        for s, u in known[d][j].units:
-            use[s].append((u, var))
-    for i, (s, terms) in enumerate(sorted(use.items())):
-        m += pulp.lpSum(u * var for u, var in terms) <= limits[s], f"site_{i}"
-    if power_cap_w is not None:
-        m += pulp.lpSum(known[d][j].power_w * var for (d, j), var in pick.items()) <= power_cap_w, "power"
+        for name, u in known[d][j].uses:
+            use[name].append((u, var))
+    for i, row in enumerate(r for r in rows if use[r.name]):
+        m += pulp.lpSum(u * var for u, var in use[row.name]) <= row.rhs, f"row_{i}"
     outcome = run(m, "highs", SolveOptions(mip=True))
     if outcome.status != "optimal":
         return None
@@ -334,7 +357,7 @@ def best_combination(known: list[list[PartPlan]], limits: dict[str, float], powe
 
 
 def first_plans(problem: Problem, support: Problem | None, names: list[frozenset[str]], time_limit_s: float | None,
-                **options) -> list[list[PartPlan]]:
+                rows: list[ReplicaRow] = (), **options) -> list[list[PartPlan]]:
     """A plan of each part of ``problem`` (named by its columns ``names``): the optimum of that part of ``support``.
 
     ``support`` is ``problem`` with fewer columns (the columns near its LP
@@ -346,9 +369,9 @@ def first_plans(problem: Problem, support: Problem | None, names: list[frozenset
     if support is None:
         return known
     part_of = {c: d for d, n in enumerate(names) for c in n}
-    for part, sol in solved_parts(parts(support), time_limit_s, **options):
+    for part, sol in solved_parts(parts(support, options.get("families")), time_limit_s, **options):
         if sol.replicas:
-            known[part_of[part.columns[0].name]].append(plan_of(problem, sol))
+            known[part_of[part.columns[0].name]].append(plan_of(problem, sol, rows=rows))
     return known
 
 
@@ -360,9 +383,8 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     (:func:`first_plans`); without it, ``near`` (if given) makes one from the
     columns the parts' LP optima load. The parts' LPs have no site rows in
     common, so together they are the LP relaxation of ``problem`` without
-    its coupling: where the site rows do not bind it (the collapsed fleets of
-    benchmarks/RESULTS.md), the same columns, and no LP of the whole is
-    needed. ``options`` are those of
+    its coupling: where the site rows do not bind it (the collapsed bench
+    fleets), the same columns, and no LP of the whole is needed. ``options`` are those of
     :func:`solvers.milp.solve_model`. The result is the completion's solution:
     a plan of ``problem`` (on the columns that can beat the best combination)
     with the better of its proven bound and L(μ). ``None`` if the method does
@@ -386,19 +408,21 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
     >>> sol.status, sol.objective, sol.best_bound
     ('optimal', 4.0, 4.0)
     """
-    if problem.objective != "cost" or problem.budget_usd_per_hour is not None:
+    families = options.get("families") or families_of()
+    rows = coupling_rows(families, problem)
+    if not OBJECTIVES[problem.objective].prices or rows is None or any(r.prices for r in rows):
         return None
-    split = parts(problem)
+    split = parts(problem, families)
     if not split:
         return None
     began = time.perf_counter()
     cpu = time.process_time()
     limits = {s.name: float(s.units_per_domain * s.domains) for s in problem.sites}
     names = [frozenset(c.name for c in part.columns) for part in split]
-    lps = threaded_map(PartLP, split)
+    lps = threaded_map(lambda part: PartLP(part, families), split)
     if support is None and near is not None and all(lp.ready for lp in lps):
         support = near(set().union(*(lp.loaded for lp in lps)))
-    known = first_plans(problem, support, names, time_limit_s, **options)
+    known = first_plans(problem, support, names, time_limit_s, rows, **options)
     # Trust region of Kelley's steps ($/h per unit): first a small share of the dearest unit, doubled after a
     # step that improved L(μ) on its edge, halved after one that did not.
     radius = (max((s.usd_per_hour_per_unit for s in problem.sites), default=1.0) or 1.0) * FIRST_RADIUS
@@ -412,8 +436,8 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
         stale = [d for d in range(len(split)) if latest[d] is None or not _reusable(latest[d], mu)]
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
         share = None if left is None else left * min(solve_threads(), len(stale)) / len(split)
-        found = threaded_map(lambda d, at=mu, limit=share: evaluate(lps[d], at, known[d], time_limit_s=limit, **options),
-                             stale)
+        found = threaded_map(lambda d, at=mu, limit=share: evaluate(lps[d], at, known[d], time_limit_s=limit, rows=rows,
+                                                                    **options), stale)
         if any(e is None for e in found):
             return None
         solves += len(stale)
@@ -431,7 +455,7 @@ def solve_by_parts(problem: Problem, support: Problem | None = None, time_limit_
             radius /= 2
         contested += [s for s in sorted(limits) if s not in contested and
                       sum(dict(e.plan.units).get(s, 0.0) for e in evals if e.plan is not None) > limits[s]]
-        combined = best_combination(known, limits, problem.power_cap_w) if all(known) else None
+        combined = best_combination(known, rows) if all(known) else None
         if combined is not None and (least_cost is None or combined[0] < least_cost):
             least_cost = combined[0]
         log.info("Lagrangian by part at %s: L = %.10g, best plan %s, %d part solves, %.3g s (%.3g CPU s)",
@@ -465,19 +489,11 @@ def _complete(problem: Problem, names: list[frozenset[str]], limits: dict[str, f
     small = problem.model_copy(update={"columns": [c for c in problem.columns if c.name in keep]})
     price = {s.name: s.usd_per_hour_per_unit + mu.get(s.name, 0.0) for s in problem.sites}
     part_of = {c: d for d, n in enumerate(names) for c in n}
-
-    def prepare(m: pulp.LpProblem, v: Variables) -> Start:
-        terms: dict[int, list] = defaultdict(list)
-        for key, var in v.n.items():
-            terms[part_of[key[0]]].append((var, price[key[2]] * v.index.units[key]))
-        for d, (e, cap) in enumerate(zip(evals, caps)):
-            if terms[d]:
-                add_row(m, v, "lagrange_floor", (d,), [str(d)], terms[d], pulp.LpConstraintGE, e.bound)
-                add_row(m, v, "lagrange_cap", (d,), [str(d)], terms[d], pulp.LpConstraintLE, cap)
-        return Start(lower_bound=lower)
-
+    bounds = [(e.bound, cap) for e, cap in zip(evals, caps)]
+    families = (*(options.get("families") or families_of()), completion_bounds(part_of, price, bounds))
     began, cpu = time.perf_counter(), time.process_time()
-    sol, _ = solve_model(small, time_limit_s=time_limit_s, prepare=prepare, **options)
+    sol, _ = solve_model(small, time_limit_s=time_limit_s, start=lambda m, v: Start(lower_bound=lower),
+                         **{**options, "families": families})
     log.info("completion on %d of %d columns (best combined plan %.10g, L = %.10g): %s, %s, bound %s, "
              "%.3g s (%.3g CPU s)", len(keep), len(problem.columns), upper, lower, sol.status, sol.objective,
              sol.best_bound, time.perf_counter() - began, time.process_time() - cpu)
@@ -486,3 +502,28 @@ def _complete(problem: Problem, names: list[frozenset[str]], limits: dict[str, f
     note = (f"; Lagrangian bound by part {lower:.10g}, completed on {len(keep):,} of "
             f"{len(problem.columns):,} columns")
     return sol.model_copy(update={"message": sol.message + note})
+
+
+def add_completion_bounds(part_of: dict[str, int], price: dict[str, float], bounds: list[tuple[float, float]],
+                          m: pulp.LpProblem, v: Variables) -> None:
+    """The completion's rows, for each part d with columns in the model (module docstring)::
+
+        B_d ≤ Σ_{(c,p,s): c in d} (w_s + μ_s)·u_p·n_{c,p,s} ≤ cap_d
+
+    named ``lagrange_floor__d`` and ``lagrange_cap__d`` ($/h at the multipliers' prices).
+    """
+    terms: dict[int, list] = defaultdict(list)
+    for key, var in v.n.items():
+        terms[part_of[key[0]]].append((var, price[key[2]] * v.index.units[key]))
+    for d, (floor, cap) in enumerate(bounds):
+        if terms[d]:
+            add_row(m, v, "lagrange_floor", (d,), [str(d)], terms[d], pulp.LpConstraintGE, floor)
+            add_row(m, v, "lagrange_cap", (d,), [str(d)], terms[d], pulp.LpConstraintLE, cap)
+
+
+def completion_bounds(part_of: dict[str, int], price: dict[str, float], bounds: list[tuple[float, float]]) -> Family:
+    """The completion's floor and cap rows as a family: they hold for every plan of cost ≤ the best
+    combination's, the optimum among them, so they cut off no plan that matters (:data:`CUT`)."""
+    return Family(name="lagrange_bounds", check=CUT, rows=partial(add_completion_bounds, part_of, price, bounds),
+                  objective=no_objective, collapse=DROP, coupling=separable, elastic=hard, start=no_start,
+                  columns=no_columns)

@@ -79,9 +79,9 @@ FALLBACK_MEMORY_BYTES = 8 * 2**30
 #: Peak bytes per estimated constraint-matrix nonzero (:func:`solvers.variables.estimated_size`) of a model
 #: built in PuLP and solved, by backend: the PuLP objects (a variable, its name and label, a dict entry per
 #: coefficient) plus the solver's copies (CBC: the MPS file PuLP writes and CBC's own matrices, in its child;
-#: HiGHS: its matrix and presolve, in this process). Measured on the models of 10^4 to 6·10^6 nonzeros of
-#: benchmarks/BACKENDS.md ("Memory"): the largest ratio seen, rounded up (CBC 2,214, HiGHS 1,395 on the
-#: mixed 100-domain fleet). A small model's branch-and-bound tree can outgrow it; the ceiling's watch on
+#: HiGHS: its matrix and presolve, in this process). Measured as peak resident bytes per nonzero on the
+#: benchmark models of 10^4 to 6·10^6 nonzeros: the largest ratio seen, rounded up (CBC 2,214, HiGHS 1,395
+#: on the mixed 100-domain fleet). A small model's branch-and-bound tree can outgrow it; the ceiling's watch on
 #: the running solvers (RLIMIT_AS, the HiGHS wait) covers that.
 BYTES_PER_NONZERO = {"cbc": 2_300, "highs": 1_400}
 _BYTES_PER_NONZERO_OTHER = 2_300  # another command-line solver: as CBC

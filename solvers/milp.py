@@ -1,49 +1,8 @@
-"""The placement MILP, one function per constraint family (notation: :mod:`solvers.problem`).
+"""Solving the placement MILP: :func:`solve`, :func:`relax`, :func:`lp_bound` and the starts of
+:mod:`solvers.twolevel`.
 
-:func:`build_model` reads like the formulation (the families are in
-:mod:`solvers.constraints` and :mod:`solvers.network_rows`, the objective in
-:mod:`solvers.objective`, the variables in :mod:`solvers.variables`)::
-
-    min   Σ w_s·u_p·n_{c,p,s}  (+ a tiny tie-break, see set_objective)
-    s.t.  route split, step coverage, replica capacity, single resource, site units,
-          pair balance, transfer conservation, edge capacity, power cap, budget
-
-Scaling. The inputs span bytes/s (~1e13) to replica counts (~1); the model
-the solvers see is scaled deterministically, by powers of two and ten only:
-
-* columns: ``x_r`` is the *fraction* of demand k sent down route r (0..1); the
-  loads are *replica-equivalents* y_{c,q,s} = a_{c,q,s}/cap_{c,q}, so the
-  replica capacity row has unit coefficients; the flows of transfer t are in
-  units of F_t bytes/s, the power of ten nearest b_t·λ_k (the whole traffic of
-  t), so a flow is ~1 unit instead of ~1e9 bytes/s; the pairs of column c are
-  in units of μ_c pairs, a power of ten that is 1 unless c's pair traffic is
-  far from the flows it shares edges with (:func:`~solvers.variables.pair_units`).
-  n and w are integers and unscaled. Powers of ten keep short decimal values
-  short in the 8-digit solution text CBC writes;
-* rows: every family writes its rows in natural units (requests/s, units,
-  replicas, bytes/s, W, $/h) and :func:`~solvers.variables.add_row` divides
-  each row, right-hand side included, by the power of two nearest its largest
-  |coefficient| (kept in ``Variables.row_scale``), so that coefficient lies in
-  [0.71, 1.41). Dividing by a power of two is exact in binary: every ratio of
-  coefficients in a row is exactly what it was in natural units, and short
-  decimal inputs stay short in the 13-digit LP/MPS text CBC reads. (Powers of
-  ten are not exact in binary: 0.3/0.1 ≠ 3, and CBC's preprocessing then
-  returned 2 A100 as "optimal" for the single-resource Mélange toy instead of
-  1 A100 + 3 A10G.)
-* negligible terms: pair traffic that could never add up to 1e-9 of an edge's
-  capacity is left out of that edge's row (see add_edge_capacity).
-
-The matrix of every shipped instance then spans at most ~2e5 (max/min |a|;
-rubin-lpx-deepseek, whose candidate replicas for one decode step serve
-0.127..1.8e4 requests/s each; ≤ 4e3 for the others, see
-tests/test_numerics.py) instead of up to ~1e12. The objective is not
-rescaled: it is the primary objective on n plus tie-breaks, and the reported
-objective is recomputed from the integer replicas.
-
-Everything is unscaled when the :class:`~solvers.solution.Solution` is built.
-Variable and constraint names are deterministic, ``family__token__token``,
-with tokens from :class:`solvers.index.Names`; ``Variables.labels`` maps each
-LP name back to its family and original key.
+The model itself — its families, scaling and names — is :func:`solvers.model.build_model`, re-exported
+here with the constraint functions.
 """
 
 from __future__ import annotations
@@ -65,36 +24,29 @@ from solvers.constraints import (
     add_site_units,
     add_step_coverage,
 )
-from solvers.export import export_model
 from solvers.extract import empty_solution, model_stats, to_solution
-from solvers.index import Index, PairSplit
-from solvers.kv_rows import add_policy_objective, add_policy_rows, add_policy_variables
-from solvers.limits import (
-    LimitExceeded,
-    OutOfTime,
-    check_model_fits,
-    check_time,
-    clip_time,
-    start_build,
-)
+from solvers.family import Family
+from solvers.index import PairSplit
+from solvers.limits import LimitExceeded, OutOfTime, clip_time
+from solvers.model import build_model
 from solvers.network_rows import (
     NEGLIGIBLE,
     add_edge_capacity,
     add_pair_balance,
     add_transfer_conservation,
 )
-from solvers.objective import primary_objective, set_objective
+from solvers.objective import model_objective, primary_objective, set_objective
 from solvers.packing import check_packable, pack_into_domains
-from solvers.pool_limit import add_pool_limit
 from solvers.problem import Problem
 from solvers.solution import Solution
 from solvers.tolerances import REL_OBJECTIVE
-from solvers.variables import Variables, define_variables, estimated_size, gc_paused
+from solvers.variables import Variables, define_variables, gc_paused
 
 __all__ = [
     "CHOICE_SLACK",
     "DEFAULT_GAP",
     "NEGLIGIBLE",
+    "Known",
     "PairSplit",
     "Start",
     "Variables",
@@ -112,7 +64,6 @@ __all__ = [
     "build_model",
     "check_packable",
     "define_variables",
-    "export_model",
     "lp_bound",
     "pack_into_domains",
     "primary_objective",
@@ -127,75 +78,6 @@ _STATS = ("variables", "integer_variables", "constraints", "nonzeros")
 
 #: Relative MIP gap used when ``gap=None``: prove optimality (HiGHS' own default is 1e-4).
 DEFAULT_GAP = 1e-9
-
-
-def build_model(problem: Problem, pair_split: PairSplit = "auto",
-                backend: str | None = None) -> tuple[pulp.LpProblem, Variables]:
-    """Build the placement MILP of ``problem``.
-
-    Parameters
-    ----------
-    problem : Problem
-        The solver-neutral problem.
-    pair_split : {"auto", "hubs", "pairs"}
-        How pairs of two-part columns are modelled on tree fleets (see
-        :mod:`solvers.index`); the optimum is the same.
-    backend : str, optional
-        The backend that will solve it: the model is then built only if its estimated memory
-        (:func:`solvers.limits.check_model_fits`) fits in the memory limit in force.
-
-    Returns
-    -------
-    (pulp.LpProblem, Variables)
-        The model and its variables (with scales and LP-name labels).
-
-    Raises
-    ------
-    ValueError
-        If part sizes are not packable (:func:`check_packable`) or names dangle.
-    solvers.limits.OverMemory
-        With ``backend``, if the model would not fit in the memory limit (nothing built).
-    solvers.limits.OutOfTime
-        If the deadline in force (:func:`solvers.limits.bounded`) passes while building.
-
-    Examples
-    --------
-    >>> from solvers.problem import Column, Demand, Part, Problem, Route, Site
-    >>> p = Problem(demands=[Demand(name="d", rate=3.0)],
-    ...             routes=[Route(name="r", demand="d", steps=["q"])],
-    ...             columns=[Column(name="c", parts=[Part(resource="gpu", units=1)],
-    ...                             capacity={"q": 2.0})],
-    ...             sites=[Site(name="s", node="v", resource="gpu", units_per_domain=1, domains=4,
-    ...                         usd_per_hour_per_unit=1.0, power_w_per_unit=1.0)])
-    >>> m, v = build_model(p)
-    >>> sorted(c.name for c in m.constraints())
-    ['replica_capacity__c__s', 'route_split__d', 'site_units__s', 'step_coverage__q']
-    """
-    check_time("before building the model")
-    check_packable(problem)
-    start_build()
-    with gc_paused():
-        ix = Index.from_problem(problem, pair_split)
-        if backend is not None:
-            check_model_fits(*estimated_size(ix), backend)
-        m = pulp.LpProblem(name="placement", sense=pulp.LpMinimize)
-        v = define_variables(m, ix)
-        add_policy_variables(m, v)
-        add_route_split(m, v)
-        add_step_coverage(m, v)
-        add_replica_capacity(m, v)
-        add_single_resource(m, v)
-        add_site_units(m, v)
-        add_pair_balance(m, v)
-        add_transfer_conservation(m, v)
-        add_edge_capacity(m, v)
-        add_power_cap(m, v)
-        add_budget(m, v)
-        add_policy_rows(m, v)
-        add_pool_limit(m, v)
-        set_objective(m, v)
-        add_policy_objective(m, v)
-    return m, v
 
 
 @dataclass(frozen=True)
@@ -217,23 +99,24 @@ class Start:
     target: float | None = None
     #: Variables held at these values (both bounds set): the rest of a plan is to be completed.
     fixed: dict[pulp.LpVariable, float] | None = None
-    #: The objective by which the start and the solver's plan are compared, from the values of ``Variables.n``
-    #: (default: the primary objective; a re-plan adds its migration $, see solvers.migration_rows).
-    cost: Callable[[dict[pulp.LpVariable, float]], float] | None = None
 
 
-def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg,
-           prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
-           pair_split: PairSplit = "auto", feasibility: float | None = None) -> tuple[Solution, Variables]:
+#: ``(model, variables) -> Start``: what is known about a built model before it is solved.
+Known = Callable[[pulp.LpProblem, Variables], Start]
+
+
+def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads, msg, start: Known | None = None,
+           pair_split: PairSplit = "auto", feasibility: float | None = None,
+           families: tuple[Family, ...] | None = None) -> tuple[Solution, Variables]:
     with gc_paused():  # PuLP's MPS writer and the read-back allocate as much as the build
-        start = time.perf_counter()
+        began = time.perf_counter()
         try:
-            m, v = build_model(problem, pair_split, backend)
+            m, v = build_model(problem, pair_split, backend, families)
         except LimitExceeded as exc:  # not built, or stopped building: no model to solve
             status = "time_limit" if isinstance(exc, OutOfTime) else "error"
-            return empty_solution(status, str(exc), backend=backend, build_seconds=time.perf_counter() - start,
+            return empty_solution(status, str(exc), backend=backend, build_seconds=time.perf_counter() - began,
                                   solve_seconds=0.0, stats=dict.fromkeys(_STATS, 0)), None
-        build_seconds = time.perf_counter() - start
+        build_seconds = time.perf_counter() - began
         stats = model_stats(m, v)
         if not mip:
             stats["integer_variables"] = 0  # the relaxation has none
@@ -252,7 +135,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
                 relaxed=not mip,
                 **common,
             ), v
-        known = prepare(m, v) if prepare is not None else Start()
+        known = start(m, v) if start is not None else Start()
         for var, value in (known.fixed or {}).items():
             var.lowBound = var.upBound = value
         limit_s = clip_time(None if time_limit_s is None else time_left(time_limit_s, known.seconds))
@@ -276,7 +159,7 @@ def _solve(problem: Problem, backend: str, mip: bool, time_limit_s, gap, threads
         bounds = [b for b in (solver_bound, known.lower_bound) if b is not None]
         bound = max(bounds) if bounds else None
         solve_seconds = outcome.seconds + known.seconds
-        if known.values is not None and _start_is_better(v, known.values, outcome, known.cost):
+        if known.values is not None and _start_is_better(v, known.values, outcome):
             for var, value in known.values.items():
                 var.varValue = value
             status = "time_limit" if status == "time_limit" else "feasible"
@@ -299,19 +182,18 @@ def time_left(limit_s: float, spent_s: float) -> float:
     return max(limit_s - spent_s, 0.0)
 
 
-def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome,
-                     cost: Callable[[dict[pulp.LpVariable, float]], float] | None = None) -> bool:
-    """Whether the start beats what the solver returned (nothing, or a worse plan).
+def _start_is_better(v: Variables, values: dict[pulp.LpVariable, float], outcome) -> bool:
+    """Whether the start beats what the solver returned (nothing, or a worse plan), by the model's objective
+    without tie-breaks (:func:`solvers.objective.model_objective`: the primary objective, and a re-plan's
+    migration $ or the KV tiers' holding cost).
 
     A start is a plan whose rows were checked, so it also stands when the
     solver returns nothing, whatever the reason it gives.
     """
     if not outcome.has_values:
         return True
-    found = {var: var.varValue for var in v.n.values()}
-    if cost is None:
-        return primary_objective(v, values) < primary_objective(v, found) * (1 - REL_OBJECTIVE)
-    return cost(values) < cost(found) * (1 - REL_OBJECTIVE)
+    found = {var: var.varValue for var in (*v.n.values(), *v.pi.values())}
+    return model_objective(v, values) < model_objective(v, found) * (1 - REL_OBJECTIVE)
 
 
 def solve(
@@ -322,6 +204,7 @@ def solve(
     threads: int | None = None,
     msg: bool = False,
     pair_split: PairSplit = "auto",
+    families: tuple[Family, ...] | None = None,
 ) -> Solution:
     """Build and solve the placement MILP.
 
@@ -348,6 +231,8 @@ def solve(
         Show the solver log (CBC's log goes to the ``solvers.backends`` logger).
     pair_split : {"auto", "hubs", "pairs"}
         How pairs of two-part columns are modelled (see :func:`build_model`).
+    families : tuple of Family, optional
+        The model's families (default :data:`solvers.model.BASE_FAMILIES`).
 
     Returns
     -------
@@ -366,7 +251,8 @@ def solve(
     >>> sol.status, sol.objective, sol.replicas[0].replicas
     ('optimal', 3.0, 2)
     """
-    return solve_model(problem, backend, time_limit_s, gap, threads, msg, pair_split=pair_split)[0]
+    return solve_model(problem, backend, time_limit_s, gap, threads, msg, pair_split=pair_split,
+                       families=families)[0]
 
 
 def solve_model(
@@ -376,20 +262,20 @@ def solve_model(
     gap: float | None = None,
     threads: int | None = None,
     msg: bool = False,
-    prepare: Callable[[pulp.LpProblem, Variables], Start] | None = None,
+    start: Known | None = None,
     pair_split: PairSplit = "auto",
     feasibility: float | None = None,
+    families: tuple[Family, ...] | None = None,
 ) -> tuple[Solution, Variables]:
     """:func:`solve`, also returning the model's variables, which hold the solution's values.
 
-    ``prepare``, if given, is called with the built model and its variables
-    and returns a :class:`Start` (a checked plan to start from, a bound
-    proven elsewhere): the start is handed to the backend and returned if the
-    solver finds nothing better, and the bound reported is the better of the
-    two (see :mod:`solvers.twolevel`). ``feasibility`` is a primal feasibility
-    tolerance tighter than the backend's default (HiGHS; see :mod:`solvers.repair`).
+    ``start``, if given, is called with the built model and its variables and returns a :class:`Start`
+    (a checked plan to start from, a bound proven elsewhere, variables to fix): the start is handed to
+    the backend and returned if the solver finds nothing better, and the bound reported is the better of
+    the two (see :mod:`solvers.twolevel`). It adds no rows: those are the ``families``'. ``feasibility``
+    is a primal feasibility tolerance tighter than the backend's default (HiGHS; see :mod:`solvers.repair`).
     """
-    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, prepare, pair_split, feasibility)
+    return _solve(problem, backend, True, time_limit_s, gap, threads, msg, start, pair_split, feasibility, families)
 
 
 def relax(
@@ -399,6 +285,7 @@ def relax(
     threads: int | None = None,
     msg: bool = False,
     pair_split: PairSplit = "auto",
+    families: tuple[Family, ...] | None = None,
 ) -> Solution:
     """Solve the LP relaxation (integrality of n dropped).
 
@@ -419,7 +306,8 @@ def relax(
     >>> relax(p).objective
     1.5
     """
-    return _solve(problem, backend, False, time_limit_s, None, threads, msg, pair_split=pair_split)[0]
+    return _solve(problem, backend, False, time_limit_s, None, threads, msg, pair_split=pair_split,
+                  families=families)[0]
 
 
 def lp_bound(

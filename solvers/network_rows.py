@@ -1,21 +1,35 @@
 """Rows of the placement MILP on the network: pair balance, transfer conservation, edge capacity.
 
 One function per constraint family (notation: :mod:`solvers.problem`; scaling:
-:mod:`solvers.milp`; pairs, half-pairs at hubs and their paths:
-:mod:`solvers.index`).
+:mod:`solvers.model`; pairs, half-pairs at hubs and their paths:
+:mod:`solvers.index`), each declared as a :class:`~solvers.family.Family` beside it.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import partial
 
 import pulp
 
+from solvers.family import (
+    KEEP,
+    Family,
+    ReplicaRow,
+    hard,
+    no_columns,
+    no_objective,
+    no_start,
+    separable,
+)
 from solvers.kv_rows import policy_edge_terms
+from solvers.problem import Problem
+from solvers.solution import Solution
 from solvers.variables import Key3, Variables, add_row
 
-__all__ = ["NEGLIGIBLE", "add_edge_capacity", "add_pair_balance", "add_transfer_conservation"]
+__all__ = ["EDGE_CAPACITY", "NEGLIGIBLE", "PAIR_BALANCE", "TRANSFER_CONSERVATION", "add_edge_capacity",
+           "add_pair_balance", "add_transfer_conservation"]
 
 #: Pair traffic is left out of an edge row while the most it could ever put on
 #: the edge, summed over the terms left out, stays below this share of the
@@ -194,3 +208,46 @@ def _pair_terms(v: Variables):
         yield c, var, ix.pair_edges[c, s0, s1], min(ix.replica_ub[c, 0, s0], ix.replica_ub[c, 1, s1])
     for (c, p, s, h), var in v.g.items():
         yield c, var, ix.hub_edges[c, p, s, h], ix.replica_ub[c, p, s]
+
+
+# ---- the families ------------------------------------------------------------------------------------
+
+
+def _transfers_tie(problem: Problem) -> list[ReplicaRow] | None:
+    """Transfers meet at the nodes of every route's flows: they tie the demands they belong to."""
+    return None if problem.transfers else []
+
+
+def _pairs_tie(problem: Problem) -> list[ReplicaRow] | None:
+    """Pair traffic shares the edges' capacity rows: it ties the demands of the columns that send it."""
+    paired = any(c.pair_bytes_per_s > 0 for c in problem.columns)
+    return None if paired and any(e.capacity_bytes_per_s > 0 for e in problem.edges) else []
+
+
+def _edge_needed(e: tuple[str, str], cap: float, loads: dict, sol: Solution, slack: float) -> float:
+    """The bandwidth edge ``e`` carries in the elastic plan, at least its capacity grown by the slack
+    (``loads``: the plan's edge loads, read once per solution)."""
+    if loads.get("of") is not sol:
+        loads.update(of=sol, at={(x.source, x.target): x.load_bytes_per_s for x in sol.edge_loads})
+    return max(loads["at"].get(e, 0.0), cap * (1 + slack))
+
+
+def _edge_elastic(em) -> None:
+    """Lift f ≤ cap_e/F_t (it restates the row) and let each edge's bandwidth grow."""
+    v = em.variables
+    for var in v.f.values():
+        var.upBound = None
+    loads: dict = {}
+    for name, key, row in em.rows("edge_capacity"):
+        e = tuple(key)
+        em.relax_limit("edge_capacity", "edge", name, key, row, "B/s",
+                       partial(_edge_needed, e, v.index.capacity[e], loads))
+
+
+PAIR_BALANCE = Family(name="pair_balance", check="check_pairing", rows=add_pair_balance, objective=no_objective,
+                      collapse=KEEP, coupling=separable, elastic=hard, start=no_start, columns=no_columns)
+TRANSFER_CONSERVATION = Family(name="transfer_conservation", check="check_network", rows=add_transfer_conservation,
+                               objective=no_objective, collapse=KEEP, coupling=_transfers_tie, elastic=hard,
+                               start=no_start, columns=no_columns)
+EDGE_CAPACITY = Family(name="edge_capacity", check="check_network", rows=add_edge_capacity, objective=no_objective,
+                       collapse=KEEP, coupling=_pairs_tie, elastic=_edge_elastic, start=no_start, columns=no_columns)

@@ -6,10 +6,12 @@ import math
 
 import pulp
 
+from solvers.family import KEEP, Family, hard, no_columns, no_rows, no_start, separable
+from solvers.problem import OBJECTIVES
 from solvers.tolerances import TIE_BREAK
 from solvers.variables import Variables
 
-__all__ = ["OBJECTIVE_BAND", "primary_objective", "set_objective"]
+__all__ = ["OBJECTIVE_BAND", "PRIMARY", "model_objective", "primary_objective", "set_objective"]
 
 #: Cheapest unit weights inside this band leave the objective as it is; outside it the objective
 #: is divided by the power of two nearest the cheapest weight (see set_objective).
@@ -17,11 +19,12 @@ OBJECTIVE_BAND = (2.0**-4, 2.0**10)
 
 
 def set_objective(m: pulp.LpProblem, v: Variables) -> None:
-    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} + ε·Σ_c b_c (w: $/h, W or 1 per unit).
+    """Minimise Σ w_s·u_p·n_{c,p,s} + ε·Σ u_p·n + ε·Σ_{t,e} f_{t,e} + ε·Σ_c b_c (w: the objective's
+    :class:`~solvers.problem.Measure` per unit: $/h, W or 1).
 
     The tie-breaks prefer fewer units among equal-cost placements and forbid
     needless or circulating flow. With w_min the cheapest positive unit weight,
-    ε = 1e-7·w_min per unit placed (none for the "units" objective) and per
+    ε = 1e-7·w_min per unit placed (none for a measure of units) and per
     unit of flow (F_t bytes/s, about the whole traffic of transfer t, see
     ``Variables.flow_unit``): a flow variable's tie-break is as visible to the
     solvers as a replica's, while a circulation-free transfer crosses only a
@@ -38,7 +41,7 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
     units = ix.units
     weights = [w / units[k] for k, w in v.primary.items() if w > 0]
     w_min = min(weights) if weights else 1.0
-    eps_u = 0.0 if ix.problem.objective == "units" else TIE_BREAK * w_min
+    eps_u = TIE_BREAK * w_min if OBJECTIVES[ix.problem.objective].units_tie_break else 0.0
     primary = v.primary
     low, high = OBJECTIVE_BAND
     scale = 1.0 if low <= w_min <= high else 2.0 ** round(math.log2(w_min))
@@ -52,3 +55,14 @@ def set_objective(m: pulp.LpProblem, v: Variables) -> None:
 def primary_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
     """Σ w·u·n of ``values`` (the objective without tie-breaks)."""
     return sum(v.primary[key] * round(values.get(var) or 0.0) for key, var in v.n.items())
+
+
+def model_objective(v: Variables, values: dict[pulp.LpVariable, float]) -> float:
+    """The model's objective of ``values`` without tie-breaks: the primary objective and the terms of
+    ``Variables.objective_terms`` (a re-plan's migration $)."""
+    return primary_objective(v, values) + sum(term(values) for term in v.objective_terms)
+
+
+#: The primary objective: it *sets* the objective, so it comes before every other term.
+PRIMARY = Family(name="primary_objective", check="check_totals", rows=no_rows, objective=set_objective,
+                 collapse=KEEP, coupling=separable, elastic=hard, start=no_start, columns=no_columns)

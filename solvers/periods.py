@@ -62,12 +62,14 @@ import pulp
 
 from solvers.backends import SolveOptions, run
 from solvers.extract import model_stats, to_solution
+from solvers.family import Family
 from solvers.index import PairSplit
-from solvers.milp import DEFAULT_GAP, build_model
+from solvers.milp import DEFAULT_GAP
+from solvers.model import build_model
 from solvers.problem import Problem
 from solvers.solution import Solution, clean
 from solvers.tolerances import TIE_BREAK
-from solvers.variables import Variables, gc_paused
+from solvers.variables import Variables, gc_paused, scaled_row
 
 __all__ = [
     "PeriodModel",
@@ -154,16 +156,14 @@ def _adopt(m: pulp.LpProblem, sub: pulp.LpProblem, v: Variables, tag: str) -> No
     """Move the rows of one period's model into ``m``, every column and row name prefixed with ``tag``."""
     for var in _variables(v):
         var.name = f"{tag}__{var.name}"
-    for name, row in list(sub._constraints.items()):
-        m.addConstraint(row, f"{tag}__{name}")
+    for row in sub.constraints():
+        m.addConstraint(row, f"{tag}__{row.name}")
 
 
 def _row(m: pulp.LpProblem, name: str, terms: list[tuple[pulp.LpVariable, float]], sense: int, rhs: float) -> None:
-    """Add a row divided by the power of two nearest its largest |coefficient| (as solvers.variables.add_row)."""
-    top = max((abs(c) for _, c in terms), default=0.0)
-    mul = 2.0 ** -round(math.log2(top)) if top > 0 else 1.0
-    expr = pulp.LpAffineExpression([(var, c * mul) for var, c in terms])
-    m.addConstraint(pulp.LpConstraint(expr, sense, name, rhs * mul))
+    """Add a row divided by the power of two nearest its largest |coefficient| (:func:`~solvers.variables.scaled_row`)."""
+    terms, rhs, _ = scaled_row(terms, rhs)
+    m.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), sense, name, rhs))
 
 
 def _sites(pm: PeriodModel) -> list[str]:
@@ -240,7 +240,8 @@ def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
                   reserved_usd_per_hour_per_unit: Mapping[str, float],
                   usd_per_change: Mapping[Key, float] | None = None,
                   pair_split: PairSplit = "auto",
-                  fixed_reserved: Mapping[str, int] | None = None) -> tuple[pulp.LpProblem, PeriodModel]:
+                  fixed_reserved: Mapping[str, int] | None = None,
+                  families: tuple[Family, ...] | None = None) -> tuple[pulp.LpProblem, PeriodModel]:
     """Build the MILP of the module docstring.
 
     Parameters
@@ -256,6 +257,9 @@ def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
         (column, part, site) -> $ of adding or removing one replica (absent: 0).
     fixed_reserved : mapping, optional
         site -> units reserved, held fixed (r_s's bounds); the periods are then linked only by changes.
+    families : tuple of Family, optional
+        Each period's model's families (default the base families): every period is built from them, and
+        the period objective replaces their objective terms (the KV tiers' is refused with the policies).
 
     Raises
     ------
@@ -273,7 +277,7 @@ def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
     pm = PeriodModel(periods=[], hours=list(hours), reserved_usd_per_hour_per_unit=dict(reserved_usd_per_hour_per_unit),
                      usd_per_change=dict(usd_per_change or {}))
     for t, problem in enumerate(problems):
-        sub, v = build_model(problem, pair_split)
+        sub, v = build_model(problem, pair_split, families=families)
         pm.stats.append(model_stats(sub, v))
         pm.infeasible += [f"period {t + 1}: {why}" for why in v.index.infeasible]
         _adopt(m, sub, v, f"t{t:02d}")
@@ -327,7 +331,7 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
                   msg: bool = False, pair_split: PairSplit = "auto",
                   start: Sequence[Mapping[str, float]] | None = None,
                   fixed_reserved: Mapping[str, int] | None = None, relax: bool = False,
-                  restrict: float | None = None) -> PeriodSolution:
+                  restrict: float | None = None, families: tuple[Family, ...] | None = None) -> PeriodSolution:
     """Build (:func:`build_periods`) and solve the schedule MILP; never raises for a solver failure.
 
     ``relax``: solve the LP relaxation only (:func:`_relaxation`: its objective is a proven lower
@@ -339,13 +343,14 @@ def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
     ``best_bound`` is the solver's proven bound on the total $, clipped to ``objective``. ``start``,
     one mapping per period from the LP names of a single-period model of that period's problem
     (``PeriodSolution.values`` of :func:`solve_periods` on ``[problems[t]]``) to values, is a plan
-    handed to backends that take a start (:func:`start_values` completes it). ``fixed_reserved``:
-    see :func:`build_periods`.
+    handed to backends that take a start (:func:`start_values` completes it). ``fixed_reserved`` and
+    ``families``: see :func:`build_periods`.
     """
     began = time.perf_counter()
     with gc_paused():
         m, pm = build_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved_usd_per_hour_per_unit,
-                              usd_per_change=usd_per_change, pair_split=pair_split, fixed_reserved=fixed_reserved)
+                              usd_per_change=usd_per_change, pair_split=pair_split, fixed_reserved=fixed_reserved,
+                              families=families)
         build_s = time.perf_counter() - began
         stats = model_stats(m)
         if pm.infeasible:

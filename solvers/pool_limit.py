@@ -27,9 +27,11 @@ from collections import defaultdict
 
 import pulp
 
+from solvers.family import KEEP, Family, ReplicaRow, hard, no_columns, no_objective
+from solvers.problem import Problem
 from solvers.variables import Variables, add_row, add_var
 
-__all__ = ["add_pool_limit"]
+__all__ = ["POOL_LIMIT", "add_pool_limit"]
 
 
 def add_pool_limit(m: pulp.LpProblem, v: Variables) -> None:
@@ -76,3 +78,22 @@ def add_pool_limit(m: pulp.LpProblem, v: Variables) -> None:
         if len(members) > limit.max_columns:
             add_row(m, v, "pool_count", (group,), [name], [(v.u[c, group], 1.0) for c in sorted(members)],
                     pulp.LpConstraintLE, float(limit.max_columns), scaled=1.0)
+
+
+def _groups_tie(problem: Problem) -> list[ReplicaRow] | None:
+    """A group of steps is a class and stage of every mode: its count ties their columns."""
+    return None if problem.pool_limit is not None else []
+
+
+def _pool_limit_start(v: Variables, part: Variables, values: dict) -> None:
+    """b_{c,G} of a start: 1 where column c carries load of a step of G."""
+    if not v.u:
+        return
+    busy = {key[:2] for key, var in v.y.items() if values[var] > 0}
+    groups = v.index.problem.pool_limit.groups
+    for (c, group), var in v.u.items():
+        values[var] = 1.0 if any((c, q) in busy for q in groups[group]) else 0.0
+
+
+POOL_LIMIT = Family(name="pool_limit", check="check_pool_limit", rows=add_pool_limit, objective=no_objective,
+                    collapse=KEEP, coupling=_groups_tie, elastic=hard, start=_pool_limit_start, columns=no_columns)

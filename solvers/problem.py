@@ -31,16 +31,20 @@ z_{c,s,s'}     replica pairs of two-part column c between sites s and s'
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import AfterValidator, Field, model_serializer, model_validator
 
 from topology.records import Record
 
 __all__ = [
+    "OBJECTIVES",
     "Column",
     "Demand",
     "Edge",
+    "Measure",
     "Objective",
     "Part",
     "Policy",
@@ -52,11 +56,49 @@ __all__ = [
     "Route",
     "Site",
     "Transfer",
+    "register_objective",
     "unit_weight",
 ]
 
-#: What the primary objective sums over the units placed: $/h (``cost``), W (``power``) or units.
-Objective = Literal["cost", "power", "units"]
+
+@dataclass(frozen=True)
+class Measure:
+    """What a primary objective sums over the units placed: ``per_unit(site)`` per unit of a site, in
+    ``unit``.
+
+    ``per_unit`` reads only a site's price, power and resource, and does not fall when the price or the
+    power rises: the collapsed fleet (:mod:`solvers.twolevel`) merges sites into one carrying the least
+    price and power among them, and its optimum must stay a lower bound. ``units_tie_break``: whether
+    equal plans are told apart by their units (not for a measure that counts units already);
+    ``prices``: the measure is the sites' $ price, which the Lagrangian by parts prices
+    (:mod:`solvers.lagrange`).
+    """
+
+    name: str
+    per_unit: Callable[[Site], float]
+    unit: str
+    units_tie_break: bool = True
+    prices: bool = False
+
+
+#: Every measure a primary objective may minimise, by name.
+OBJECTIVES: dict[str, Measure] = {}
+
+
+def register_objective(measure: Measure) -> Measure:
+    """Add (or replace) ``measure`` as an objective problems may name; returns it."""
+    OBJECTIVES[measure.name] = measure
+    return measure
+
+
+def _known(name: str) -> str:
+    if name not in OBJECTIVES:
+        raise ValueError(f"unknown objective {name!r}; expected one of {', '.join(OBJECTIVES)}")
+    return name
+
+
+#: What the primary objective sums over the units placed: a registered :class:`Measure`'s name.
+Objective = Annotated[str, AfterValidator(_known)]
 
 
 
@@ -232,8 +274,9 @@ class Problem(Record):
         return out
 
 
-def unit_weight(objective: Objective, site: Site) -> float:
-    """Primary objective per unit placed in ``site``: $/h for ``cost``, W for ``power``, 1 for ``units``.
+def unit_weight(objective: str, site: Site) -> float:
+    """Primary objective per unit placed in ``site`` (its :class:`Measure`): $/h for ``cost``, W for
+    ``power``, 1 for ``units``.
 
     Examples
     --------
@@ -242,8 +285,21 @@ def unit_weight(objective: Objective, site: Site) -> float:
     >>> unit_weight("cost", s), unit_weight("power", s), unit_weight("units", s)
     (2.5, 700.0, 1.0)
     """
-    if objective == "cost":
-        return site.usd_per_hour_per_unit
-    if objective == "power":
-        return site.power_w_per_unit
+    return OBJECTIVES[objective].per_unit(site)
+
+
+def _usd(site: Site) -> float:
+    return site.usd_per_hour_per_unit
+
+
+def _watts(site: Site) -> float:
+    return site.power_w_per_unit
+
+
+def _one(site: Site) -> float:
     return 1.0
+
+
+register_objective(Measure("cost", _usd, "$/h", prices=True))
+register_objective(Measure("power", _watts, "W"))
+register_objective(Measure("units", _one, "units", units_tie_break=False))

@@ -27,6 +27,7 @@ Examples
 
 from __future__ import annotations
 
+from solvers.family import Family
 from solvers.milp import Start, solve_model
 from solvers.solution import Solution
 
@@ -36,9 +37,11 @@ __all__ = ["REPAIR_FEASIBILITY", "repair"]
 REPAIR_FEASIBILITY = 1e-10
 
 
-def repair(problem, solution: Solution, time_limit_s: float | None = None) -> Solution:
+def repair(problem, solution: Solution, time_limit_s: float | None = None,
+           families: tuple[Family, ...] | None = None) -> Solution:
     """``solution``'s replicas with the continuous part re-solved tightly (see the module docstring).
 
+    ``families``: those of the model ``solution`` came from (its rows hold in the repaired plan too).
     Returns the re-solved solution; its status is that of the repair solve
     (``optimal`` when the fixed replicas admit a plan), and its message says
     it is a repair.
@@ -50,6 +53,6 @@ def repair(problem, solution: Solution, time_limit_s: float | None = None) -> So
                      note="; replicas fixed from the rejected plan, the rest re-solved at feasibility "
                           f"tolerance {REPAIR_FEASIBILITY:g}")
 
-    fixed, _ = solve_model(problem, backend="highs", time_limit_s=time_limit_s, prepare=fix,
-                           feasibility=REPAIR_FEASIBILITY)
+    fixed, _ = solve_model(problem, backend="highs", time_limit_s=time_limit_s, start=fix,
+                           feasibility=REPAIR_FEASIBILITY, families=families)
     return fixed

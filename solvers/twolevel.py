@@ -1,8 +1,8 @@
 """Large models in two levels: a bound from the fleet without its network, a plan from the columns it uses.
 
 On a fleet of ~1,000 domains with attention–FFN pairs the full model has
-hundreds of thousands of variables and its root LP alone can take minutes
-(benchmarks/RESULTS.md). :func:`solve` first works on two small problems:
+hundreds of thousands of variables and its root LP alone can take minutes.
+:func:`solve` first works on two small problems:
 
 1. The **collapsed** problem (:func:`collapsed`): the sites of each resource
    merged into one site (same units per domain, all their domains, the lowest
@@ -11,11 +11,16 @@ hundreds of thousands of variables and its root LP alone can take minutes
    no higher objective — sites merge, the network and its latency limits go,
    prices can only drop — so the solver's bound on the collapsed optimum is a
    lower bound LB on the full optimum. It has one site per resource instead of
-   hundreds, so it solves in seconds.
+   hundreds, so it solves in seconds. The model's families say what becomes of
+   them there (``Family.collapse``): the base families read the collapsed
+   problem; a scenario's rows that only restrict plans (N+1 survival) and its
+   objective terms ≥ 0 (migration $) are left out, which keeps LB a bound.
 2. The **restricted** problem (:func:`restricted`): the full problem — sites,
    network, latency limits — with only the columns the collapsed plan uses.
    Its plans are plans of the full problem (see :func:`start_values`), so its
-   objective is an upper bound UB. If that is not within the gap, the same
+   objective — every objective term of the model, migration $ included — is
+   an upper bound UB. The columns a family's rows name (a re-plan's running
+   columns, ``Family.columns``) are kept in every restricted problem. If that is not within the gap, the same
    again with every column serving those steps on those resources (other
    batches, sizes and pair latency limits, which the network may call for),
    when that is at most a tenth of the full problem.
@@ -48,8 +53,10 @@ A start is a value for every variable of the full model: the columns left out
 have loads, replicas and pairs 0, which satisfies every row they appear in
 (replica capacity, pair balance, their terms in site units, edge capacity,
 power and budget); flows and pairs are rescaled to the full model's units;
-and a single-resource demand that had one possible resource in the smaller
-problem (so no choice variable there) gets w = 1 on the resource serving it.
+and each family completes the variables it added (``Family.start``: a
+single-resource demand that had one possible resource in the smaller problem
+gets w = 1 on the resource serving it; a re-plan's changes d⁺, d⁻ follow from
+the replicas).
 :func:`violated_rows` re-checks every row of the full model at the start
 anyway: a start that broke a row would never be used.
 """
@@ -67,12 +74,14 @@ import pulp
 
 from solvers import dominance
 from solvers.backends import DEFAULT_BACKEND
-from solvers.cost_floors import Floor, add_floors, floors
+from solvers.cost_floors import cost_floors, floors
 from solvers.extract import empty_solution
+from solvers.family import Family, collapse_families
 from solvers.index import PairSplit
 from solvers.lagrange import solve_by_parts
 from solvers.limits import LimitExceeded
 from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time_left
+from solvers.model import families_of
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
 from solvers.tolerances import INTEGRALITY, REL_GAP_MARGIN, ROW_FEASIBILITY, ZERO
@@ -88,12 +97,12 @@ MIN_SIZE = 5_000
 
 #: ... and so are problems of at least this size whose collapse merges sites (two domain groups of one chip
 #: type and domain size): their collapsed level has fewer sites and no network, and the one-level model of
-#: the 9-group, 320-column all-modes bench fleet (size 2,880) is the slow one (benchmarks/BACKENDS.md).
+#: the 9-group, 320-column all-modes bench fleet (size 2,880) was measured the slow one.
 #: The shipped instances have one group per chip type and stay in one level.
 MERGED_MIN_SIZE = 1_000
 
 #: Share of the time left given to the collapsed level: it gives the bound and the columns, without which
-#: the restricted levels have nothing to try (benchmarks/BACKENDS.md: its share of a two-level solve).
+#: the restricted levels have nothing to try (on the bench fleets it takes most of a two-level solve).
 COLLAPSED_SHARE = 0.7
 
 #: Share of the time left given to each restricted problem (up to three) and to the start of the full model.
@@ -118,11 +127,14 @@ def solve(
     msg: bool = False,
     pair_split: PairSplit = "auto",
     full: Callable[[], Problem | None] | None = None,
+    families: tuple[Family, ...] | None = None,
+    levels: bool | None = None,
 ) -> Solution:
     """Solve ``problem`` as :func:`solvers.milp.solve` does, in two levels when it is large.
 
-    Same parameters and result as :func:`solvers.milp.solve`; see the module
-    docstring for the method and why its bound and plans are valid. With
+    Same parameters and result as :func:`solvers.milp.solve` (``families``: the model's, default
+    :data:`solvers.model.BASE_FAMILIES`; ``levels``: two levels or one, default :func:`two_levels`); see
+    the module docstring for the method and why its bound and plans are valid. With
     ``full``, ``problem`` has its two-part columns pruned network-free and
     ``full()`` (called at most once, only when needed) is the problem with
     every column, or ``None`` if the time limit ran out making it (the result
@@ -143,29 +155,34 @@ def solve(
     >>> sol.status, sol.objective
     ('optimal', 3.0)
     """
-    options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split}
-    if not two_levels(problem):
+    families = families_of() if families is None else tuple(families)
+    options = {"backend": backend, "gap": gap, "threads": threads, "msg": msg, "pair_split": pair_split,
+               "families": families}
+    if not (two_levels(problem) if levels is None else levels):
         if full is not None:
             whole = full()
             return _unproven(None, None, 0.0, backend) if whole is None else solve(
-                whole, time_limit_s=time_limit_s, **options)
+                whole, time_limit_s=time_limit_s, levels=levels, **options)
         return solve_model(problem, time_limit_s=time_limit_s, **options)[0]
     full = None if full is None else functools.cache(full)
     began = time.perf_counter()
-    lower = solve_from_lp_support(collapsed(problem), time_limit_s=_share(time_limit_s, began, COLLAPSED_SHARE),
-                                  **options)
+    merged = collapsed(problem)
+    lower = solve_from_lp_support(merged, time_limit_s=_share(time_limit_s, began, COLLAPSED_SHARE),
+                                  **{**options, "families": collapse_families(families, merged)})
     log.info("collapsed fleet: %s, bound %s, %d variables, %.3g s", lower.status, lower.best_bound,
              lower.variables, time.perf_counter() - began)
     plan = part = None
-    for what, where, columns, start in _attempts(problem, lower, gap, full):
+    best = None  # the objective of ``plan``, every term of the model
+    for what, where, columns, start in _attempts(problem, lower, gap, full, families):
         problem = where
-        found, found_vars = solve_model(restricted(problem, columns), prepare=start, **options,
+        found, found_vars = solve_model(restricted(problem, columns), start=start, **options,
                                         time_limit_s=_share(time_limit_s, began, SHARE))
         log.info("%s (%d columns): %s, objective %s, %d variables, %.3g s", what, len(columns), found.status,
                  found.objective, found.variables, time.perf_counter() - began)
-        if found.replicas and (plan is None or found.objective < plan.objective):
-            plan, part = found, found_vars
-        if plan is not None and lower.best_bound is not None and _within(plan.objective, lower.best_bound, gap):
+        total = _objective(found, found_vars)
+        if found.replicas and (plan is None or total < best):
+            plan, part, best = found, found_vars, total
+        if plan is not None and lower.best_bound is not None and _within(best, lower.best_bound, gap):
             return _proven(plan, lower, time.perf_counter() - began)
     if full is not None:
         whole = full()  # no attempt proven (or none made): the full model needs every column
@@ -174,7 +191,7 @@ def solve(
         problem = whole
     note = _note(lower, plan)
 
-    def prepare(m: pulp.LpProblem, v: Variables) -> Start:
+    def known(m: pulp.LpProblem, v: Variables) -> Start:
         """Start values for the full model: the restricted plan, else the plan without two-part columns."""
         source, singles = part, restricted(problem)
         if source is None and singles is not None:
@@ -183,13 +200,22 @@ def solve(
         values = start_values(m, v, source) if source is not None else None
         return Start(values=values, lower_bound=lower.best_bound, seconds=time.perf_counter() - began, note=note)
 
-    whole = solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
+    whole = solve_model(problem, time_limit_s=time_limit_s, start=known, **options)[0]
     if whole.replicas or plan is None:
         return whole
     # The full model was not built (over the memory limit) or stopped with nothing: the restricted plan stands.
     return _unproven(plan, lower, time.perf_counter() - began, backend,
                      f"two levels: the full model gave no plan ({whole.message})",
                      "time_limit" if whole.status == "time_limit" else "feasible")
+
+
+def _objective(sol: Solution, v: Variables | None) -> float | None:
+    """The objective of a solution of model ``v`` with every term the model minimises: ``sol.objective``
+    and the terms it leaves out (``Variables.objective_terms``: a re-plan's migration $)."""
+    if sol.objective is None or v is None or not v.objective_terms:
+        return sol.objective
+    values = {var: var.varValue for var in v.n.values()}
+    return sol.objective + sum(term(values) for term in v.objective_terms)
 
 
 def two_levels(problem: Problem) -> bool:
@@ -249,17 +275,19 @@ def spread(v: Variables, lower: Solution) -> dict[pulp.LpVariable, float]:
     return {var: float(counts[key]) for key, var in v.n.items()}
 
 
-def _attempts(problem: Problem, lower: Solution, gap: float | None,
-              full: Callable[[], Problem | None] | None = None) -> Iterator[tuple[str, Problem, set[str], Callable]]:
-    """(what, problem, columns, prepare) of each plan tried on the real fleet, in order: the collapsed
+def _attempts(problem: Problem, lower: Solution, gap: float | None, full: Callable[[], Problem | None] | None = None,
+              families: tuple[Family, ...] = ()) -> Iterator[tuple[str, Problem, set[str], Callable]]:
+    """(what, problem, columns, start) of each plan tried on the real fleet, in order: the collapsed
     replicas spread over the real groups (an LP completes them); the columns of the collapsed optimum;
     then, if few enough, every column serving their steps on their resources (the other batches, sizes
     and latency limits the network may call for) — of ``full()`` when given, the problem with every
     column (``problem`` has its pairs pruned network-free: the siblings the network may call for are
-    among those it dropped). The MILPs stop at the first plan the bound proves."""
+    among those it dropped). Each keeps the columns the ``families`` name (``Family.columns``). The
+    MILPs stop at the first plan the bound proves."""
     if not lower.replicas:
         return
-    used = {p.column for p in lower.replicas}
+    names = {c.name for c in problem.columns}
+    used = {p.column for p in lower.replicas} | (set().union(*(f.columns(problem) for f in families)) & names)
     yield "collapsed plan spread over the groups", problem, used, lambda m, v: Start(fixed=spread(v, lower))
     # A plan within the gap of the collapsed bound is all that is needed: stop at the first.
     target = None if lower.best_bound is None else lower.best_bound * (1 - REL_GAP_MARGIN) / (1 - _gap(gap))
@@ -287,8 +315,8 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     gives a first plan, a Lagrangian bound per part prices the contested units, and
     the problem on the few columns that can still beat the best combined plan
     proves the optimum (~107 → ~10 CPU s on the collapsed 1,000-domain,
-    8-chip-type fleet of benchmarks/RESULTS.md, which branch and bound alone
-    proved only after thousands of nodes). Otherwise, or if that finds no
+    8-chip-type benchmark fleet, which branch and bound alone proved only
+    after thousands of nodes). Otherwise, or if that finds no
     plan, the support is solved as a MILP with the cost floors of its parts
     (:mod:`solvers.cost_floors`) and its plan is the start of the whole
     problem's MILP (see :func:`start_values`): with it HiGHS can stop as soon
@@ -305,31 +333,22 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
         return by_parts
     left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
     lp = relax(problem, backend=options["backend"], time_limit_s=left, threads=options.get("threads"),
-               pair_split=options.get("pair_split", "auto"))
+               pair_split=options.get("pair_split", "auto"), families=options.get("families"))
     support = restricted(problem, _near(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
     found = None
     if support is not None:
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
         rows = floors(support, time_limit_s=None if left is None else left * FLOOR_SHARE, **options)
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
-        sub, sub_vars = solve_model(support, time_limit_s=left, prepare=_floored(rows), **options)
+        floored = (*(options.get("families") or families_of()), cost_floors(rows))
+        sub, sub_vars = solve_model(support, time_limit_s=left, **{**options, "families": floored})
         found = sub_vars if sub.replicas else None
 
-    def prepare(m: pulp.LpProblem, v: Variables) -> Start:
+    def known(m: pulp.LpProblem, v: Variables) -> Start:
         values = start_values(m, v, found) if found is not None else None
         return Start(values=values, seconds=time.perf_counter() - began)
 
-    return solve_model(problem, time_limit_s=time_limit_s, prepare=prepare, **options)[0]
-
-
-def _floored(rows: list[Floor]):
-    """A ``prepare`` that adds the cost floors ``rows`` (:mod:`solvers.cost_floors`) and starts from nothing."""
-
-    def prepare(m: pulp.LpProblem, v: Variables) -> Start:
-        add_floors(m, v, rows)
-        return Start()
-
-    return prepare
+    return solve_model(problem, time_limit_s=time_limit_s, start=known, **options)[0]
 
 
 def _near(problem: Problem, used: set[str]) -> set[str]:
@@ -518,15 +537,8 @@ def start_values(m: pulp.LpProblem, v: Variables, part: Variables) -> dict[pulp.
         values[var] = _value(part.f[t, e]) * part.flow_unit[t] / v.flow_unit[t]
     for var in v.n.values():
         values[var] = float(round(values[var]))
-    busy = {key[:2] for key, var in v.y.items() if values[var] > 0}
-    groups = v.index.problem.pool_limit.groups if v.u else {}
-    for (c, group), var in v.u.items():  # the pool limit's "column carries load of the group"
-        values[var] = 1.0 if any((c, q) in busy for q in groups[group]) else 0.0
-    serving = _serving_resources(part)
-    for (k, rho), var in v.w.items():
-        if (k, rho) not in part.w:  # one possible resource in the smaller problem: the one serving k
-            values[var] = 1.0 if rho == (serving.get(k) or v.index.choices[k])[0] else 0.0
-        values[var] = float(round(values[var]))
+    for family in v.families:  # the variables each family added (w, the pool limit's b, a re-plan's d±, ...)
+        family.start(v, part, values)
     # Solvers return values a hair outside the bounds (-1e-12); a start must be inside them.
     values = {var: _clamp(var, value) for var, value in values.items()}
     broken = violated_rows(m, values)
@@ -548,16 +560,6 @@ def _clamp(var: pulp.LpVariable, value: float) -> float:
     return value
 
 
-def _serving_resources(v: Variables) -> dict[str, list[str]]:
-    """Demand -> the part-0 resources whose columns carry some of its load (sorted)."""
-    ix = v.index
-    out: dict[str, set[str]] = defaultdict(set)
-    for (c, q, _s), var in v.y.items():
-        if _value(var) > 0:
-            out[ix.route_of_step[q].demand].add(ix.column[c].parts[0].resource)
-    return {k: sorted(rs) for k, rs in out.items()}
-
-
 def violated_rows(m: pulp.LpProblem, values: dict[pulp.LpVariable, float]) -> list[str]:
     """Names of the rows of ``m`` that ``values`` break, bounds and integrality included.
 
@@ -573,12 +575,12 @@ def violated_rows(m: pulp.LpProblem, values: dict[pulp.LpVariable, float]) -> li
     ([], ['c'], ['x'])
     """
     bad = []
-    for name, row in m._constraints.items():  # (PuLP 3 has no public name -> row map)
+    for row in m.constraints():
         activity = sum(coef * values.get(var, 0.0) for var, coef in row.items()) + row.constant
         if (row.sense == pulp.LpConstraintLE and activity > ROW_FEASIBILITY) or (
             row.sense == pulp.LpConstraintGE and activity < -ROW_FEASIBILITY) or (
                 row.sense == pulp.LpConstraintEQ and abs(activity) > ROW_FEASIBILITY):
-            bad.append(name)
+            bad.append(row.name)
     for var, value in values.items():
         low = -float("inf") if var.lowBound is None else var.lowBound
         high = float("inf") if var.upBound is None else var.upBound

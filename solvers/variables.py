@@ -32,6 +32,7 @@ __all__ = [
     "gc_paused",
     "load_units",
     "pair_units",
+    "scaled_row",
 ]
 
 #: A load's unit switches from the replica's capacity to the demand's rate when one replica could
@@ -81,6 +82,15 @@ class Variables:
     row_scale: dict[str, float] = field(default_factory=dict)
     #: The power of two the objective was divided by (see :func:`solvers.objective.set_objective`).
     objective_scale: float = 1.0
+    #: The families the model was built from (:func:`solvers.model.build_model`), in order.
+    families: tuple = ()
+    #: What the model minimises beyond a solution's ``objective`` (the primary objective and the KV tiers'
+    #: holding cost, :func:`solvers.extract.to_solution`), from the values of its variables: one function
+    #: per such term (a re-plan's migration $), so that starts and plans are compared by the model's own
+    #: objective (:mod:`solvers.milp`, :mod:`solvers.twolevel`).
+    objective_terms: list = field(default_factory=list)
+    #: Variables a scenario family adds, by family name (its ``start`` reads them in the other model).
+    extra: dict = field(default_factory=dict)
 
 
 def add_var(
@@ -94,11 +104,7 @@ def add_var(
 ):
     tick()
     name = "__".join([family, *tokens])
-    cat = pulp.LpInteger if integer else pulp.LpContinuous
-    if hasattr(m, "add_variable"):
-        var = m.add_variable(name, 0, ub, cat)
-    else:  # PuLP < 3
-        var = pulp.LpVariable(name, 0, ub, cat)
+    var = m.add_variable(name, 0, ub, pulp.LpInteger if integer else pulp.LpContinuous)
     v.labels[name] = (family, key)
     return var
 
@@ -135,18 +141,30 @@ def add_row(
     """
     tick()
     name = "__".join([family, *tokens])
-    if scaled is None:  # (map/zip: no Python-level loop over the terms)
-        top = max(map(abs, map(_coef, terms)), default=0.0)
-        j = round(math.log2(top)) if top > 0 else 0
-        if j:
-            mul = 2.0**-j
-            terms = zip(map(_var, terms), map(mul.__mul__, map(_coef, terms)))
-            rhs = rhs * mul
-            v.row_scale[name] = 2.0**j
-    elif scaled != 1.0:
+    if scaled is None:
+        terms, rhs, scaled = scaled_row(terms, rhs)
+    if scaled != 1.0:
         v.row_scale[name] = scaled
     m.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), sense, name, rhs))
     v.labels[name] = (family, key)
+
+
+def scaled_row(terms, rhs: float) -> tuple:
+    """``(terms, rhs, 2^j)``: the row divided by the power of two 2^j nearest its largest |coefficient|
+    (see :func:`add_row`; 2^j = 1 leaves it as it is).
+
+    Examples
+    --------
+    >>> t, rhs, div = scaled_row([("x", 3.0), ("y", -0.5)], 6.0)
+    >>> list(t), rhs, div
+    ([('x', 0.75), ('y', -0.125)], 1.5, 4.0)
+    """
+    top = max(map(abs, map(_coef, terms)), default=0.0)  # (map/zip: no Python-level loop over the terms)
+    j = round(math.log2(top)) if top > 0 else 0
+    if not j:
+        return terms, rhs, 1.0
+    mul = 2.0**-j
+    return zip(map(_var, terms), map(mul.__mul__, map(_coef, terms))), rhs * mul, 2.0**j
 
 
 def flow_units(ix: Index) -> dict[str, float]:
@@ -225,7 +243,8 @@ def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
 
         0 ≤ x ≤ 1,  y ≥ 0,  n ∈ {0..D_s·m_s // u_p},  z ≥ 0,  0 ≤ F_t·f ≤ cap_e
 
-    and w ∈ {0, 1} for single-resource demands that have a choice; F_t and μ_c
+    and w ∈ {0, 1} for single-resource demands that have a choice, π ∈ [0, 1] for each KV policy
+    (:mod:`solvers.kv_rows`); F_t and μ_c
     (the unit of z) are :func:`flow_units` and :func:`pair_units`. z has no
     upper bound of its own: the pair balance rows (Σ μ_c·z = n) bound it by
     the bounds of n, and min(n bounds)/μ_c is not exact in binary when μ_c ≠ 1.
@@ -271,6 +290,8 @@ def define_variables(m: pulp.LpProblem, ix: Index) -> Variables:
         for rho in options:
             tokens = [tok["demand", k], tok["resource", rho]]
             v.w[k, rho] = add_var(m, v, "w", (k, rho), tokens, ub=1, integer=True)
+    for i, p in enumerate(ix.problem.policies):  # π_p ∈ [0, 1], in the order of the problem (solvers.kv_rows)
+        v.pi[p.name] = add_var(m, v, "pi", (p.name,), [str(i)], ub=1)
     return v
 
 

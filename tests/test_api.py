@@ -72,11 +72,11 @@ def test_public_names_resolve_to_the_api():
 def test_with_changes_validates_as_on_load():
     inst = placement.load_instance(TOY)
     cls = inst.workload.classes[0].name
-    changed = inst.with_changes({f"workload.classes.{cls}.rate_rps": 7.5})
+    changed = placement.with_changes(inst, {f"workload.classes.{cls}.rate_rps": 7.5})
     assert changed.workload.classes[0].rate_rps == 7.5 and inst.workload.classes[0].rate_rps != 7.5
     with pytest.raises(InputError, match="rate_rps"):
-        inst.with_changes({f"workload.classes.{cls}.rate_rps": -1})
-    assert inst.with_changes({}) is inst
+        placement.with_changes(inst, {f"workload.classes.{cls}.rate_rps": -1})
+    assert placement.with_changes(inst, {}) is inst
 
 
 def test_solve_options_match_the_cli(tmp_path):
@@ -91,8 +91,8 @@ def test_solve_options_match_the_cli(tmp_path):
     assert [p.chip for p in plan.pools] == [p["chip"] for p in cli["pools"]]
     with pytest.raises(InputError, match="--confidence"):
         placement.solve(inst, confidence=1.5)
-    with pytest.raises(InputError, match="--certify"):
-        placement.solve(inst, survive="domain:1", certify=True)
+    with pytest.raises(InputError, match="--survive"):
+        placement.solve(inst, survive="rack:2")
 
 
 def test_solve_settings_last_for_the_call_only(tmp_path, monkeypatch):

@@ -11,8 +11,14 @@
   ``placement.cli`` imports the CLI.
 * Studies return results: no module of ``placement.studies`` calls ``print``, builds a rich
   ``Console``, or imports ``rich``, ``typer`` or ``matplotlib``.
+* No import cycle among the modules of the four packages, inside a package too: the modules and the
+  imports between them form a graph without a cycle (Tarjan's strongly connected components).
 
-Imports inside functions count: a lazy import is still an arrow.
+Imports inside functions count: a lazy import is still an arrow. Imports under ``if TYPE_CHECKING:``
+are annotations only (they never run) and are not arrows of the cycle check. ``from a.b import c``
+is an arrow to the module ``a.b.c`` when there is one, else to ``a.b``; a package's ``__init__``
+that Python runs before a submodule of it is not an arrow of that submodule's (else every package
+would be a cycle with its own modules).
 """
 
 from __future__ import annotations
@@ -84,6 +90,100 @@ def _subpackage(path: Path) -> str:
     """'core', 'studies', ... for a module of placement; '' for placement/__init__.py."""
     parts = path.relative_to(ROOT / "placement").parts
     return parts[0] if len(parts) > 1 else ""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _annotation_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes under an ``if TYPE_CHECKING:`` block."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+            if name == "TYPE_CHECKING":
+                out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+@cache
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the four packages it imports (anywhere but under TYPE_CHECKING)."""
+    modules = {_module_name(p): p for p in _modules()}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        tree = _tree(path)
+        skip = _annotation_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                           for a in node.names]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_lazy_import():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+    graph = _module_graph()
+    assert "placement.studies.sweep" in graph["placement.studies.pareto"]
+    assert "placement.modes.registry" in graph["placement.core.evaluate"]  # imported inside a function
+
+
+def test_no_import_cycles():
+    cycles = _cycles(_module_graph())
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
 def test_the_checks_see_the_code():

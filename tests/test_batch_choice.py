@@ -179,11 +179,11 @@ def test_the_best_batch_replaces_the_best_grid_batch():
 @pytest.mark.parametrize("name", ["mixed-fleet", "rubin-lpx-deepseek"])
 def test_skipping_searches_by_their_bound_keeps_the_same_columns(name, monkeypatch):
     """A search is skipped only when a kept column dominates the most it could find."""
-    from placement.core import candidates
+    from placement.core import generation
 
     ctx = Context.of(load_instance(ROOT / "instances" / f"{name}.yaml"))
     skipped = {c.name: c.capacity for c in _generated(name).columns}
-    monkeypatch.setattr(candidates, "_worth_searching", lambda searches, kept: searches)
+    monkeypatch.setattr(generation, "_worth_searching", lambda searches, kept: searches)
     every = {c.name: c.capacity for c in generate(ctx).columns}
     assert skipped == every
 

@@ -18,8 +18,9 @@ import pytest
 from costmodels.queueing import _UTILISATION_GRID, _slot_wait_scaled, erlang_c, slot_max_rate_per_s
 from placement import load_instance
 from placement.core import candidate_cache
-from placement.core.candidates import build_problem, generate
+from placement.core.candidates import generate
 from placement.core.context import Context
+from placement.core.problem import build_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,8 +186,8 @@ def test_generation_runs_without_the_cycle_collector_and_restores_it(enabled, mo
     from placement.core import candidates
 
     during = []
-    real = candidates._class_candidates
-    monkeypatch.setattr(candidates, "_class_candidates",
+    real = candidates.class_candidates
+    monkeypatch.setattr(candidates, "class_candidates",
                         lambda *a, **k: (during.append(gc.isenabled()), real(*a, **k))[1])
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()

@@ -7,15 +7,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from placement.core import candidates
-from placement.core.candidates import _dominated, _Pending, _prune, prune_groups
+from placement.core import generation
+from placement.core.generation import Pending, _dominated, _prune, prune_groups
 
 
-def _pairwise(pend: list[_Pending]) -> list[_Pending]:
+def _pairwise(pend: list[Pending]) -> list[Pending]:
     """The definition, one pair at a time (what _prune must reproduce)."""
     kept = []
     for g in prune_groups(pend):
-        survivors: list[_Pending] = []
+        survivors: list[Pending] = []
         for x in g:
             if not any(_dominated(x, y) for y in survivors):
                 survivors = [y for y in survivors if not _dominated(y, x)]
@@ -24,7 +24,7 @@ def _pairwise(pend: list[_Pending]) -> list[_Pending]:
     return sorted(kept, key=lambda p: p.name)
 
 
-def _random_pending(rng: np.random.Generator, n: int) -> list[_Pending]:
+def _random_pending(rng: np.random.Generator, n: int) -> list[Pending]:
     out = []
     for i in range(n):
         paired = bool(rng.random() < 0.5)
@@ -33,7 +33,7 @@ def _random_pending(rng: np.random.Generator, n: int) -> list[_Pending]:
                               main=SimpleNamespace(site_resource="a"),
                               partner=SimpleNamespace(site_resource="b") if paired else None)
         # Few distinct values, so ties and equal columns (the name tie-break) occur.
-        out.append(_Pending(name=f"c{i:03d}", cfg=cfg, cls=str(rng.choice(["x", "y"])), steps=["q"],
+        out.append(Pending(name=f"c{i:03d}", cfg=cfg, cls=str(rng.choice(["x", "y"])), steps=["q"],
                             capacity=float(rng.choice([1.0, 2.0, 3.0, 4.0, 8.0])) * units[0],
                             units=units,
                             pair_bytes_per_s=float(rng.choice([0.0, 1e9, 2e9])) if paired else 0.0,
@@ -45,7 +45,7 @@ def _random_pending(rng: np.random.Generator, n: int) -> list[_Pending]:
 @pytest.mark.parametrize("seed", range(30))
 def test_vectorised_pruning_equals_pairwise(seed, block, monkeypatch):
     """Whatever the block size of the block-wise test (solvers.dominance.undominated)."""
-    monkeypatch.setattr(candidates, "PRUNE_BLOCK", block)
+    monkeypatch.setattr(generation, "PRUNE_BLOCK", block)
     pend = _random_pending(np.random.default_rng(seed), 120)
     fast, slow = _prune(pend), _pairwise(pend)
     assert [p.name for p in fast] == [p.name for p in slow]

@@ -15,11 +15,11 @@ import yaml
 from click.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.candidates import build_problem
 from placement.core.certify import claim_of, disagreement
 from placement.core.context import Context
 from placement.core.errors import EXIT_OK, EXIT_SOLVER
 from placement.core.loading import parse_instance
+from placement.core.problem import build_problem
 from placement.core.solve import solve
 from solvers.twolevel import solve as solve_problem
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pulp
 import pytest
 
 from solvers import bruteforce
 from solvers import cost_floors as floors
-from solvers.milp import Start, solve_model
+from solvers.milp import solve_model
+from solvers.model import families_of
 from solvers.problem import Column, Demand, Part, Problem, Route, Site
 
 
@@ -58,12 +58,7 @@ def test_floors_are_the_parts_optima_below_the_margin():
 def test_floor_rows_are_added_on_the_replicas_of_their_part():
     problem = _two_demands()
     found = floors.floors(problem, backend="highs")
-
-    def prepare(m: pulp.LpProblem, v) -> Start:
-        floors.add_floors(m, v, found)
-        return Start()
-
-    sol, v = solve_model(problem, backend="highs", prepare=prepare)
+    sol, v = solve_model(problem, backend="highs", families=families_of([floors.cost_floors(found)]))
     assert sorted(name for name, label in v.labels.items() if label[0] == "floor") == ["floor__0", "floor__1"]
     assert sol.status == "optimal" and sol.objective == pytest.approx(5.0)
 
@@ -90,12 +85,7 @@ def test_floors_keep_every_optimum():  # CBC solves with floors in tests/test_tw
         problem = _random_parts(seed)
         found = floors.floors(problem, backend=backend)
         ref = bruteforce(problem)
-
-        def prepare(m: pulp.LpProblem, v, found=found) -> Start:
-            floors.add_floors(m, v, found)
-            return Start()
-
-        sol, _ = solve_model(problem, backend=backend, prepare=prepare)
+        sol, _ = solve_model(problem, backend=backend, families=families_of([floors.cost_floors(found)]))
         assert sol.status == ref.status, seed
         if ref.status != "optimal":
             continue

@@ -17,6 +17,7 @@ import pytest
 from solvers import bruteforce
 from solvers import lagrange as lg
 from solvers.cost_floors import parts
+from solvers.family import ReplicaRow
 from solvers.problem import Column, Demand, Part, Problem, Route, Site
 
 
@@ -98,13 +99,19 @@ def test_column_fixing_keeps_the_optimal_plans_columns():
                     assert value + rise[c] <= cost * (1 + 1e-9) + 1e-9, (seed, c, mu)
 
 
-def test_the_best_combination_fits_the_sites():
-    a = lg.PartPlan((("x", 0, "s", 1),), 10.0, (("s", 8.0),), 5.0)
-    b = lg.PartPlan((("y", 0, "t", 1),), 12.0, (("t", 8.0),), 1.0)
-    cost, chosen = lg.best_combination([[a, b], [a, b]], {"s": 8.0, "t": 8.0})
+def test_the_best_combination_meets_every_coupling_row():
+    def row(name, rhs):
+        return ReplicaRow(name=name, rhs=rhs, per_unit=lambda site: 1.0)
+
+    a = lg.PartPlan((("x", 0, "s", 1),), 10.0, (("s", 8.0),), (("power_cap", 5.0), ("site_units|s", 8.0)))
+    b = lg.PartPlan((("y", 0, "t", 1),), 12.0, (("t", 8.0),), (("power_cap", 1.0), ("site_units|t", 8.0)))
+    sites = [row("site_units|s", 8.0), row("site_units|t", 8.0)]
+    cost, chosen = lg.best_combination([[a, b], [a, b]], sites)
     assert cost == 22.0 and sorted(p.cost for p in chosen) == [10.0, 12.0]
-    assert lg.best_combination([[a], [a]], {"s": 8.0}) is None
-    assert lg.best_combination([[a, b], [a, b]], {"s": 16.0, "t": 8.0}, power_cap_w=9.0) == (22.0, [a, b])
+    assert lg.best_combination([[a], [a]], sites[:1]) is None
+    assert lg.best_combination([[a, b], [a, b]], [row("site_units|s", 16.0), sites[1], row("power_cap", 9.0)]) == (
+        22.0, [a, b])
+    assert lg.best_combination([[a], [a]], [row("site_units|s", 16.0), row("power_cap", 9.0)]) is None
 
 
 def test_not_applied_with_a_budget_one_part_or_another_objective():

@@ -26,10 +26,10 @@ from click.testing import CliRunner
 
 from placement.cli.app import app
 from placement.cli.options import DEFAULT_SOLVER
-from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.errors import EXIT_INPUT, EXIT_OK, EXIT_SOLVER
 from placement.core.loading import load_instance
+from placement.core.problem import build_problem
 from solvers import limits, twolevel
 from solvers.backends import DEFAULT_BACKEND, SolveOptions, run
 from solvers.backends.highs import HighsBackend
@@ -94,7 +94,7 @@ def test_a_cbc_child_out_of_its_address_space_fails_cleanly(spec_problem):
 def test_a_cbc_child_killed_by_its_memory_limit_is_exit_4_from_the_cli():
     # The pre-build check and the build's look at memory would refuse first; switched off in this process,
     # the child meets its RLIMIT_AS.
-    code = ("import sys; import solvers.limits as L; import solvers.milp as M; M.check_model_fits = lambda *a: None; "
+    code = ("import sys; import solvers.limits as L; import solvers.model as M; M.check_model_fits = lambda *a: None; "
             "L.over_memory = lambda: None; "
             "from placement.cli.app import main; sys.argv = ['placement'] + sys.argv[1:]; main()")
     done = subprocess.run([sys.executable, "-c", code, "solve", SPEC, "-q", "--solver", "cbc", "--memory-limit", "1M"],
@@ -124,9 +124,9 @@ def test_the_deadline_is_looked_at_while_a_build_runs(spec_problem, monkeypatch)
 
 
 def test_a_build_past_the_memory_ceiling_stops(spec_problem, monkeypatch):
-    import solvers.milp
+    import solvers.model
 
-    monkeypatch.setattr(solvers.milp, "check_model_fits", lambda *a: None)  # the estimate alone would refuse it
+    monkeypatch.setattr(solvers.model, "check_model_fits", lambda *a: None)  # the estimate alone would refuse it
     with limits.bounded(memory_bytes=1), pytest.raises(limits.OverMemory, match="past the memory limit"):
         build_model(spec_problem, backend="highs")
 

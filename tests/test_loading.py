@@ -89,3 +89,12 @@ def test_shipped_instances_validate():
         inst = load_instance(f)
         assert inst.name == f.stem, f
         assert yaml.safe_load(f.read_text())["name"] == inst.name
+
+
+@pytest.mark.parametrize(("path", "value"), [("hardware.switches", ["tor", []]),
+                                             ("hardware.chips", [{"name": ["h100"], "base": "h100"}])])
+def test_names_of_the_wrong_type_are_the_schemas_error_not_a_crash(path, value):
+    """A switch or chip name that is a list (the long fuzz's invalid family found one) is reported by the
+    schema, naming the field; the catalogue's extra checks read only names that are strings."""
+    with pytest.raises(InputError, match=path.split(".")[1]):
+        parse_instance(_with(path, value))

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from placement.core.candidates import build_problem, generate
+from placement.core.candidates import generate
 from placement.core.context import Context
 from placement.core.diagnose import slo_floor
 from placement.core.errors import InputError
 from placement.core.evaluate import PartLayout, Perf, PoolConfig
 from placement.core.loading import load_instance, parse_instance
 from placement.core.plan import STAGE_OF_KIND
+from placement.core.problem import build_problem
 from placement.core.schema import MODES as SCHEMA_MODES
 from placement.modes import (
     MODES,
@@ -188,3 +189,12 @@ def test_registering_twice_or_redefining_a_kind_is_refused(toy_mode):
         register(clash)
     with pytest.raises(ValueError, match="free of"):
         register(ServingMode(name="a|b", label="x", option="x", stages=("s",), kinds=(), grids=_toy_grids))
+
+
+def test_a_kind_without_a_floor_is_refused_by_the_verifier(toy_mode):
+    """Its record names no physical floor (PoolKind.floor): the plan is not accepted unchecked."""
+    import placement
+
+    plan = placement.solve(parse_instance(DOC), backend="highs")
+    assert plan.status == "error" and not plan.verified
+    assert any("names no physical floor" in v for v in plan.violations), plan.violations

@@ -18,9 +18,11 @@ import pytest
 from placement.bench.generate import build_instance
 from placement.core import candidate_cache
 from placement.core import solve as solve_module
-from placement.core.candidates import Candidates, build_problem, generate
+from placement.core.candidates import generate
 from placement.core.context import Context
+from placement.core.generation import Candidates
 from placement.core.loading import parse_instance
+from placement.core.problem import build_problem
 from placement.core.solve import solve as solve_instance
 from solvers import bruteforce, dominance, solve, twolevel
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site
@@ -65,7 +67,7 @@ def test_k0_is_a_subset_of_the_full_set_dominating_it_network_free():
 def test_pairs_far_from_the_fastest_are_never_made():
     """A set of pairings evaluated as arrays gives the candidates its grids give one at a time (the full
     set); network-free, only those near the fastest of their size are made, and they keep what all keep."""
-    from placement.core import candidates as cand
+    from placement.core import generation as cand
     from placement.modes import GridSet, configurations
 
     ctx = Context.of(_pairs_instance())
@@ -160,9 +162,9 @@ def test_a_solve_that_asks_for_the_full_set_plans_on_it(monkeypatch):
     """The plan, its candidates and its verification come from the full set once the solve generated it."""
     asked = []
 
-    def full_then_solve(problem, full=None, **options):
+    def full_then_solve(problem, families=None, strategy="auto", full=None, **options):
         asked.append(len(problem.columns))
-        return twolevel.solve(full(), **options)
+        return twolevel.solve(full(), families=families, **options)
 
     monkeypatch.setattr(solve_module, "solve_problem", full_then_solve)
     plan, generations = _plan(monkeypatch, 0)
@@ -221,9 +223,9 @@ def test_the_full_set_is_not_generated_past_the_time_limit():
     # The solve's time limit counts from its start: with none left, no second generation runs.
     import time as clock
 
-    from placement.core.candidates import build_problem
     from placement.core.context import Context
     from placement.core.loading import load_instance
+    from placement.core.problem import build_problem
     from placement.core.solve import _Columns
 
     ctx = Context.of(load_instance("instances/melange-toy.yaml"))

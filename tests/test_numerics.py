@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.loading import load_instance, parse_instance
+from placement.core.problem import build_problem
 from placement.core.solve import solve
 from solvers.milp import build_model, lp_bound, relax
 

@@ -14,11 +14,11 @@ import networkx as nx
 import pytest
 
 from placement.bench.generate import build_instance
-from placement.core.candidates import build_problem
+from placement.core.assemble import assemble_plan
 from placement.core.context import Context
 from placement.core.loading import parse_instance
 from placement.core.plan import Plan
-from placement.core.solve import assemble_plan
+from placement.core.problem import build_problem
 from placement.core.verify import verify
 from solvers import solve
 from solvers.index import HubTree, Index

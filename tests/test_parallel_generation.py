@@ -12,9 +12,10 @@ import functools
 
 import pytest
 
-from placement.core.candidates import Candidates, generate
+from placement.core.candidates import generate
 from placement.core.context import Context
 from placement.core.errors import InputError
+from placement.core.generation import Candidates
 from placement.core.loading import parse_instance
 from placement.core.parallel_generation import generation_jobs, parallel_candidates
 from placement.studies.executor import generation_executor

@@ -99,7 +99,7 @@ def test_prices_do_not_change_the_candidates(inst):
 
 def test_a_chip_copied_by_set_keeps_the_set_price(inst):
     """``--set hardware.chips.h100.…`` copies the catalogue chip into the instance: at the instance's set."""
-    changed = with_prices(inst, "on-demand").with_changes({"hardware.chips.h100.step_overhead_s": 0.003})
+    changed = placement.with_changes(with_prices(inst, "on-demand"), {"hardware.chips.h100.step_overhead_s": 0.003})
     assert Context.of(changed).sites["h100s"].usd_per_hour_per_chip == 3.00
 
 

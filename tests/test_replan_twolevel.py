@@ -1,4 +1,4 @@
-"""The two-level re-plan (solvers.migration_rows.solve_with_migration) finds the one-level re-plan's objective.
+"""The two-level re-plan (solvers.twolevel.solve with the migration family) finds the one-level re-plan's objective.
 
 Large fleets are re-planned in two levels (a bound from the collapsed fleet,
 a plan from the columns it uses and the columns running now, the full model
@@ -69,7 +69,7 @@ def test_two_levels_find_the_one_level_optimum(running, case, monkeypatch):
 def test_a_restricted_plan_within_the_gap_is_returned_without_the_full_model(running, monkeypatch):
     inst, plan = running
     one, two = _both(inst, plan, Events(failed_domains={"a10g-pool": [0, 1]}), 0.01, monkeypatch)
-    assert two.solver.message.startswith("two levels: re-plan from the")
+    assert two.solver.message.startswith("two levels: plan from the")
     bound = two.solver.best_bound
     assert bound <= one.migration.objective_usd_per_hour
     assert two.migration.objective_usd_per_hour - bound <= 0.01 * two.migration.objective_usd_per_hour

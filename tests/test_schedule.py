@@ -130,3 +130,14 @@ def test_cli_schedule(tmp_path):
     assert doc["reserved_chips"] == {"a100-pool": 1}
     r = CliRunner().invoke(app, ["schedule", str(toy), "--profile", str(prof), "--reserved-discount", "1"])
     assert r.exit_code == 2 and "--reserved-discount" in r.output
+
+
+def test_an_infeasible_schedule_is_diagnosed_period_by_period():
+    """A period no fleet of the instance can serve (its rates ×1000) leaves the schedule without a plan; the
+    diagnosis names that period and what is short, as a solve's would."""
+    text = "period,class,rate_rps,hours\n" + "".join(
+        f"{p},{c},{r * f},{h}\n" for p, f, h in (("quiet", 1.0, 12), ("flood", 1000.0, 12)) for c, r in RATES.items())
+    s = schedule(toy_instance(), read_profile(io.StringIO(text)), backend="highs")
+    assert s.status == "infeasible" and not s.periods
+    assert s.diagnosis and all(d.startswith("period flood: ") for d in s.diagnosis), s.diagnosis
+    assert any("domain group" in d and "needs" in d for d in s.diagnosis), s.diagnosis

@@ -87,7 +87,60 @@ def test_cli_solve_survive(tmp_path):
     assert r.exit_code == 2 and "--survive" in r.output
 
 
-@pytest.mark.parametrize("flag", [["--certify"], ["--kv-policy", "tiered"]])
-def test_flags_the_survival_solve_cannot_honour_are_refused_not_dropped(flag):
-    r = CliRunner().invoke(app, ["solve", "instances/melange-toy.yaml", "--survive", "domain:1", *flag])
-    assert r.exit_code == 2 and flag[0] in r.output and "--survive" in r.output and "Traceback" not in r.output
+def test_cli_survive_with_certify_is_checked_by_the_other_backend(tmp_path):
+    out = tmp_path / "n1.json"
+    r = CliRunner().invoke(app, ["solve", "instances/melange-toy.yaml", "--survive", "domain:1", "--certify",
+                                 "--solver", BACKEND, "--json", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert doc["survive"] == "domain:1" and doc["verified"] and doc["certified"] is True
+    assert doc["cost_usd_per_hour"] == pytest.approx(8.35)
+    assert any(n.startswith("certified: cbc agrees") for n in doc["notes"]), doc["notes"]
+
+
+def test_survive_with_session_classes_and_a_kv_policy():
+    """The session classes are expanded (KV tiers) and the failure scenarios serve their outcome classes at the
+    rates the retention shares give: one domain of two lost, the other still serves every class."""
+    from tests.test_kv_tiers import TINY
+
+    inst = parse_instance(TINY)
+    plain = placement.solve(inst, backend=BACKEND, kv_policy="tiered")
+    n1 = placement.solve(inst, backend=BACKEND, kv_policy="tiered", survive="domain:1")
+    assert plain.verified and n1.verified and n1.status == "optimal", n1.violations
+    assert n1.survive == "domain:1" and n1.kv_policy == "tiered" and n1.kv_tiers
+    assert n1.cost_usd_per_hour > plain.cost_usd_per_hour
+    assert placement.check(inst, n1).ok
+    ctx = Context.of(inst)
+    as_n1 = plain.model_copy(deep=True, update={"survive": "domain:1"})
+    spread_domains(ctx, as_n1)
+    lost = [v for v in verify(ctx, as_n1) if v.startswith("survive")]
+    assert lost and all("leaves too few replicas" in v for v in lost)  # the plain plan is not one that survives
+
+
+def test_survive_on_two_levels_keeps_the_one_level_optimum(monkeypatch):
+    """A fleet taken in two levels (the threshold lowered): the collapsed bound leaves the scenarios out, a
+    restricted plan with them is the start, and the full model proves the one-level optimum."""
+    import solvers.twolevel
+
+    doc = copy.deepcopy(TOY)
+    doc["hardware"]["domains"].append({**doc["hardware"]["domains"][0], "name": "a10g-dear",
+                                       "usd_per_hour_per_chip": 1.3})
+    for d in doc["hardware"]["domains"]:
+        d["count"] = 8
+    inst = parse_instance(doc)
+    one = solve_surviving(inst, backend=BACKEND)
+    monkeypatch.setattr(solvers.twolevel, "MIN_SIZE", 0)
+    two = solve_surviving(inst, backend=BACKEND)
+    assert "collapsed" in two.solver.message and "collapsed" not in one.solver.message
+    assert "started from the plan of its columns" in two.solver.message  # the start met every row
+    assert one.verified and two.verified and two.cost_usd_per_hour == pytest.approx(one.cost_usd_per_hour)
+
+
+def test_an_infeasible_survival_is_diagnosed_by_scenario():
+    doc = copy.deepcopy(TOY)
+    for d in doc["hardware"]["domains"]:
+        d["count"] = 1
+    plan = solve_surviving(parse_instance(doc), backend=BACKEND)
+    assert plan.status == "infeasible"
+    assert any(s.startswith("losing a domain of group a100-pool leaves class ") and s.endswith("req/s short")
+               for s in plan.diagnosis), plan.diagnosis

@@ -14,9 +14,9 @@ import math
 
 import pytest
 
-from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.loading import load_instance
+from placement.core.problem import build_problem
 from placement.core.solve import solve as solve_instance
 from solvers import bruteforce, solve, twolevel
 from solvers.backends import HighsBackend, Outcome, register_solver

@@ -128,7 +128,8 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
           began: float | None = None, diagnose: bool = True) -> Plan:
     """The cheapest verified plan (``placement solve``); ``plan.status`` says what happened.
 
-    ``survive`` (``domain:1``, ``switch:1``) plans N+1 (:func:`placement.core.survive.solve_surviving`);
+    ``survive`` (``domain:1``, ``switch:1``) plans N+1 (:func:`placement.core.survive.survival`, with every
+    other option: ``certify``, ``kv_policy``, large fleets in two levels);
     ``compare`` adds the homogeneous-fleet and single-mode comparisons; ``max_pools_per_stage``,
     ``confidence``, ``headroom`` and ``prices`` set the instance's ``limits.max_pools_per_stage``,
     ``confidence``, ``slo_headroom`` and chip price set (``tco``, ``on-demand``) for this solve; ``cache_dir`` and ``executor``/``address`` hold for this call only.
@@ -138,10 +139,12 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
     Raises
     ------
     InputError
-        An option out of range, or ``survive`` with ``certify`` or ``kv_policy``.
+        An option out of range, or a failure ``survive`` does not know.
     """
     from placement.core.deadline import left_after
+    from placement.core.solve import PLACEMENT
     from placement.core.solve import solve as solve_instance
+    from placement.core.survive import survival
 
     began = time.monotonic() if began is None else began
     _share(confidence, "--confidence", True, "a confidence level")
@@ -157,22 +160,10 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
     with_objective = instance if objective is None else instance.model_copy(update={"objective": objective})
     left_after(time_limit_s, began, "reading the instance")
     with _settings(cache_dir, executor, address):
-        if survive is not None:
-            from placement.core.survive import parse_survive, solve_surviving
-
-            # The survival solve is one MILP over every failure scenario: it has no two-level certificate and
-            # no KV tiers, so these are refused rather than silently dropped.
-            for flag, given in (("--certify", certify), ("--kv-policy", kv_policy is not None)):
-                if given:
-                    raise InputError(f"{flag} is not available with --survive; solve without --survive to use "
-                                     "it", field=flag)
-            parse_survive(survive)
-            plan = solve_surviving(with_objective, survive=survive, backend=backend, time_limit_s=time_limit_s,
-                                   gap=gap, slo_factor=survive_slo_factor, source=source)
-        else:
-            plan = solve_instance(instance, backend=backend, objective=objective, time_limit_s=time_limit_s,
-                                  gap=gap, source=source, began=began, certify=certify, kv_policy=kv_policy,
-                                  diagnose=diagnose, memory_limit_bytes=memory_limit_bytes)
+        scenario = PLACEMENT if survive is None else survival(survive, survive_slo_factor)
+        plan = solve_instance(instance, backend=backend, objective=objective, time_limit_s=time_limit_s, gap=gap,
+                              source=source, began=began, certify=certify, kv_policy=kv_policy, diagnose=diagnose,
+                              memory_limit_bytes=memory_limit_bytes, scenario=scenario)
         if compare and plan.verified:
             from placement.studies.compare import with_comparisons
 

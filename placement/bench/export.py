@@ -43,10 +43,11 @@ def export_instance(instance: Instance, *, lp: str | Path | None = None, mps: st
         ``files`` (paths written), ``variables``, ``integer_variables``,
         ``constraints``, ``nonzeros``, ``candidates_s`` and ``export_s``.
     """
-    from placement.core.candidates import build_problem
     from placement.core.context import Context
+    from placement.core.problem import build_problem
+    from solvers.export import export_model
     from solvers.extract import model_stats
-    from solvers.milp import build_model, export_model
+    from solvers.milp import build_model
 
     if lp is None and mps is None:
         raise InputError("expected --lp PATH and/or --mps PATH", field="--lp")

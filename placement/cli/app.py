@@ -34,12 +34,12 @@ from placement.cli.options import (
     ExecutorOpt,
     InstanceArg,
     KvPolicy,
-    Objective,
     PlanArg,
     PricesOpt,
     SolverOpt,
     check_run_options,
     memory_limit_bytes,
+    objective_name,
 )
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.schema import schema_command
@@ -116,7 +116,9 @@ def validate(instance: InstanceArg, calibration: CalibrationOpt = None) -> None:
 def solve(
     instance: InstanceArg,
     solver: SolverOpt = DEFAULT_SOLVER,
-    objective: Annotated[Objective | None, typer.Option(help="what to minimise (default: the instance's)")] = None,
+    objective: Annotated[str | None, typer.Option(help="what to minimise: cost, power, chips or another registered "
+                                                       "objective (default: the instance's)",
+                                                  callback=objective_name)] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="seconds for the whole command (reading, "
                                                      "candidates, model builds, solves, verification); exit 4 "
                                                      "if no plan was found by then")] = None,
@@ -171,7 +173,7 @@ def solve(
 
         check_writable(json_path)  # before the solve, not after it
         refuse_inputs({"--json": json_path}, [instance, *([calibration] if calibration else [])])
-    plan = run(_load(instance, calibration), backend=solver, objective=None if objective is None else str(objective),
+    plan = run(_load(instance, calibration), backend=solver, objective=objective,
                time_limit_s=time_limit, memory_limit_bytes=memory_bytes, gap=gap, compare=with_compare,
                certify=certify, kv_policy=None if kv_policy is None else str(kv_policy), survive=survive,
                survive_slo_factor=survive_slo_factor, max_pools_per_stage=max_pools, confidence=confidence,

@@ -3,13 +3,14 @@
 Examples
 --------
 >>> import json, tempfile, pathlib
->>> d = pathlib.Path(tempfile.mkdtemp())
+>>> d = pathlib.Path(tempfile.mkdtemp()) / "llama-like"  # a record is named after its config's folder
+>>> d.mkdir()
 >>> _ = (d / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 32,
 ...     "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
 ...     "vocab_size": 128256}))
 >>> rows = config_rows([d / "config.json"])
->>> rows[0]["name"] == d.name, round(rows[0]["total_params"] / 1e9, 2)
-(True, 8.03)
+>>> rows[0]["name"], round(rows[0]["total_params"] / 1e9, 2)
+('llama-like', 8.03)
 """
 
 from __future__ import annotations

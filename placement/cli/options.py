@@ -47,7 +47,6 @@ __all__ = [
     "InstanceArg",
     "JsonPath",
     "KvPolicy",
-    "Objective",
     "PlanArg",
     "PlotAxis",
     "PlotPath",
@@ -63,6 +62,7 @@ __all__ = [
     "check_run_options",
     "comma_list",
     "memory_limit_bytes",
+    "objective_name",
 ]
 
 
@@ -73,12 +73,16 @@ class Executor(StrEnum):
     ray = "ray"
 
 
-class Objective(StrEnum):
-    """What ``solve`` minimises (the instance's ``objective`` field)."""
+def objective_name(value: str | None) -> str | None:
+    """Callback of ``--objective``: a registered objective (:mod:`placement.core.objectives`, read when the
+    option is given, so that ``--help`` loads none of the core), else a usage error naming them."""
+    if value is None:
+        return None
+    from placement.core.objectives import OBJECTIVES
 
-    cost = "cost"
-    power = "power"
-    chips = "chips"
+    if value not in OBJECTIVES:
+        raise typer.BadParameter(f"expected one of {', '.join(OBJECTIVES)}, got {value!r}")
+    return value
 
 
 class KvPolicy(StrEnum):

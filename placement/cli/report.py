@@ -7,9 +7,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from placement.core.numbers import num, usd
+from placement.core.objectives import objective
 from placement.core.plan import Plan
 
-__all__ = ["SAVINGS_HEADINGS", "print_comparison", "print_plan"]
+__all__ = ["print_comparison", "print_plan"]
 
 
 def _ms(x: float | None) -> str:
@@ -114,15 +115,10 @@ def print_plan(console: Console, plan: Plan) -> None:
         console.print(f"[red]violation:[/red] {v}", highlight=False)
 
 
-#: The savings column's heading per objective (what the full plan saves is measured in it).
-SAVINGS_HEADINGS = {"cost": "full plan saves ($/h)", "power": "full plan saves (power)",
-                    "chips": "full plan saves (chips)"}
-
-
 def print_comparison(console: Console, rows) -> None:
     t = Table(title="heterogeneous vs homogeneous fleets and single modes")
-    objective = rows[0].savings_of if rows else "cost"
-    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", SAVINGS_HEADINGS[objective]):
+    saved = objective(rows[0].savings_of if rows else "cost").heading  # what the full plan saves is measured in
+    for col in ("fleet / modes", "status", "$/h", "chips", "kW", "$/M out tok", saved):
         t.add_column(col)
     for r in rows:
         t.add_row(r.label, r.status, usd(r.cost_usd_per_hour), num(r.chips),

@@ -63,7 +63,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement.core.cache_store import CacheWarning, Folder, open_folder
-from placement.core.candidates import Candidates, generate
+from placement.core.candidate_codec import decode, encode
+from placement.core.candidates import generate
+from placement.core.generation import Candidates
 
 if TYPE_CHECKING:
     from placement.core.context import Context
@@ -164,7 +166,6 @@ def _read(folder: Folder, name: str) -> Candidates | None:
     import gzip
     import zlib
 
-    from placement.core.candidate_codec import decode
 
     content = folder.read(name)
     if content is None:
@@ -178,7 +179,6 @@ def _read(folder: Folder, name: str) -> Candidates | None:
 def _write(folder: Folder, name: str, cands: Candidates) -> None:
     import gzip
 
-    from placement.core.candidate_codec import encode
 
     # Level 1: a sixth of level 6's time on the 1,000-domain instance, for a file 15% larger.
     folder.write(name, gzip.compress(encode(cands), compresslevel=1, mtime=0))

@@ -36,8 +36,8 @@ import json
 from typing import Any
 
 from placement.core.candidate_records import unvalidated
-from placement.core.candidates import Candidates, _no_cycle_collection
 from placement.core.evaluate import PartLayout, PoolConfig
+from placement.core.generation import Candidates, no_cycle_collection
 from solvers.problem import Column, Part
 
 __all__ = ["FORMAT", "decode", "encode"]
@@ -93,7 +93,7 @@ def encode(cands: Candidates) -> bytes:
     """
     if list(cands.configs) != [c.name for c in cands.columns]:
         raise ValueError("the configurations are not one per column, in column order")
-    with _no_cycle_collection():
+    with no_cycle_collection():
         return json.dumps(_tables(cands), separators=(",", ":"), allow_nan=True).encode()
 
 
@@ -129,7 +129,7 @@ def decode(data: bytes) -> Candidates:
         When ``data`` is not such a document: another format or version, other record fields, lists of
         unequal lengths, or a row number that names no row.
     """
-    with _no_cycle_collection():  # hundreds of thousands of acyclic records (see there)
+    with no_cycle_collection():  # hundreds of thousands of acyclic records (see there)
         try:
             doc = json.loads(data)  # bad JSON or UTF-8: a ValueError
         except RecursionError:

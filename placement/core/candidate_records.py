@@ -2,7 +2,7 @@
 
 Generation keeps tens of thousands of candidates on large fleets; validating a pydantic record per
 column would cost more than the pruning that chose them, and every field already has its type
-(:meth:`placement.core.candidates._Pending.check` is what :class:`~solvers.problem.Column` checks).
+(:meth:`placement.core.generation.Pending.check` is what :class:`~solvers.problem.Column` checks).
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from placement.core.evaluate import PartLayout, PoolConfig
 from solvers.problem import Column, Part
 
 if TYPE_CHECKING:
-    from placement.core.candidates import _Pending
+    from placement.core.generation import Pending
 
 __all__ = ["records", "unvalidated"]
 
 
-def records(kept: list[_Pending], part: Callable[[PartLayout], Part]) -> tuple[dict[str, PoolConfig], list[Column]]:
+def records(kept: list[Pending], part: Callable[[PartLayout], Part]) -> tuple[dict[str, PoolConfig], list[Column]]:
     """The configuration and the column of every kept candidate, in order.
 
     A configuration at one batch is one (frozen) record shared by its columns (a pair's columns at
     each link latency). The columns are built without validation: every field has its type already,
-    and :meth:`_Pending.check` is what :class:`~solvers.problem.Column` would check.
+    and :meth:`Pending.check` is what :class:`~solvers.problem.Column` would check.
     """
     configs: dict[str, PoolConfig] = {}
     columns: list[Column] = []

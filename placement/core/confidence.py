@@ -30,25 +30,15 @@ from typing import TYPE_CHECKING, Literal
 from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, framework_band, stage_metric
 from costmodels.frameworks import DEFAULT_FRAMEWORK
 from placement.core.numbers import num
-from topology.records import MutableRecord, Record
+from placement.core.plan import Plan, Pool, PoolBands
+from placement.modes.registry import pool_kind
+from topology.records import Record
 
 if TYPE_CHECKING:
     from placement.core.context import Context
-    from placement.core.plan import Plan, Pool
 
 __all__ = ["BandRow", "PoolBands", "at_confidence", "band_rows", "loads_inside_bands", "pool_bands", "scaled",
            "slos_inside_bands", "with_framework"]
-
-
-class PoolBands(MutableRecord):
-    """A pool's predictions at the band's levels (one value per level, in the order of ``levels``)."""
-
-    levels: list[float]
-    family: str
-    provenance: str
-    tpot_ms: list[float] | None = None
-    ttft_ms: list[float] | None = None
-    capacity_rps_per_replica: dict[str, list[float]]
 
 
 def scaled(values, band: ChipBand, metric: str, levels=PLAN_LEVELS, nominal_factor: float = 1.0) -> list[float]:
@@ -80,7 +70,7 @@ def pool_bands(pool: Pool, confidence: float | None, framework: str = DEFAULT_FR
     the TTFT band of the chip family's: the framework's own when it has one.
     """
     cfg = pool.config
-    if cfg.kind == "measured" or pool.step_table is not None:
+    if pool_kind(cfg.kind).measured or pool.step_table is not None:
         return None
     band = own or with_framework(chip_band(pool.chip), framework)
     level = confidence

@@ -38,13 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.core.candidates import Candidates
 from placement.core.context import Context
 from placement.core.evaluate import evaluate, framework_latency_s
+from placement.core.generation import Candidates
 from placement.core.numbers import num
 from placement.core.reach import islands_sentences
 from placement.core.schema import TrafficClass
-from placement.modes import STAGE_OF_KIND, StepId, configurations, enabled_modes, pool_kind
+from placement.modes import StepId, configurations, enabled_modes, pool_kind
 from placement.modes.layouts import missing_rates
 from solvers.backends import DEFAULT_BACKEND
 from solvers.problem import Problem
@@ -53,20 +53,15 @@ __all__ = ["Floor", "diagnose", "format_bandwidth", "slo_floor"]
 
 #: SLO used to find the floors: long enough that no configuration misses it (ms).
 _LIFTED_MS = 1e9
-#: Stage names as a planner says them.
-_STAGE_WORDS = {
-    "prefill": "prefill",
-    "decode": "decode",
-    "aggregated": "aggregated-serving",
-    "decode-attention": "decode-attention",
-    "decode-ffn": "decode-FFN",
-    "draft": "draft",
-}
 
 
 def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = DEFAULT_BACKEND,
-             time_limit_s: float | None = None) -> list[str]:
-    """Sentences naming what is short; never empty for an infeasible instance, never raises."""
+             time_limit_s: float | None = None, families: tuple | None = None) -> list[str]:
+    """Sentences naming what is short; never empty for an infeasible instance, never raises.
+
+    ``families``: the model's (:mod:`solvers.family`; default the base families), each made elastic by
+    its own rule in the second pass.
+    """
     out: list[str] = []
     try:
         unservable = _unservable_classes(problem)
@@ -80,7 +75,7 @@ def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = D
     rest = [d.name for d in problem.demands if d.rate > 0 and d.name not in unservable]
     if rest:
         try:
-            out.extend(_elastic_sentences(ctx, problem, cands, set(unservable), backend, time_limit_s))
+            out.extend(_elastic_sentences(ctx, problem, cands, set(unservable), backend, time_limit_s, families))
         except Exception as e:  # noqa: BLE001
             out.append(f"elastic diagnosis failed: {type(e).__name__}: {e}")
     try:
@@ -199,11 +194,11 @@ def _floor_sentences(ctx: Context, problem: Problem, name: str) -> list[str]:
         out.append(f"no chip meets TTFT {num(cls.ttft_ms)} ms for class {name} "
                    f"(best: {floor.ttft_where} at {num(floor.ttft_s * 1e3)} ms){_framework_clause(ctx, cls)}")
     if floor.tpot_s is None:
-        kinds = _kinds(ctx)
-        if not kinds & {"decode", "aggregated", "decode-spec"} and len(ctx.resources()) < 2:
+        decoding = any(pool_kind(k).decodes for k in _kinds(ctx))  # some kind decodes on one chip type
+        if not decoding and len(ctx.resources()) < 2:
             out.append(f"class {name}: mode pd-af pairs attention and FFN on two different chip types, but the "
                        f"fleet has only {', '.join(sorted(ctx.resources()))}")
-        elif not kinds & {"decode", "aggregated", "decode-spec"}:
+        elif not decoding:
             out.append(f"class {name}: no attention–FFN pair of the fleet's chip types both fits "
                        f"{ctx.model.name} in memory and is connected by the network (pd-af is its only decoding "
                        "mode)")
@@ -249,14 +244,15 @@ def _domains(n: int) -> str:
 
 
 def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: set[str], backend: str,
-                       time_limit_s: float | None) -> list[str]:
+                       time_limit_s: float | None, families: tuple | None = None) -> list[str]:
     from solvers.elastic import DEFAULT_TIME_LIMIT_S, elastic_shortfall
 
     if skip:  # already explained: leave them out so they do not distort the rest
         problem = problem.model_copy(update={"demands": [d.model_copy(update={"rate": 0.0}) if d.name in skip
                                                          else d for d in problem.demands]})
     short = elastic_shortfall(problem, backend=backend,
-                              time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
+                              time_limit_s=DEFAULT_TIME_LIMIT_S if time_limit_s is None else time_limit_s,
+                              families=families)
     if not short.solved:
         return [f"elastic diagnosis found no answer ({short.status}: {short.message})"]
     out: list[str] = []
@@ -279,6 +275,15 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
     if short.budget_usd_per_hour is not None:
         need, cap = short.budget_usd_per_hour
         out.append(f"budget: the plan needs ${num(need)}/h, the budget is ${num(cap)}/h")
+    for family, limits in sorted(short.limits.items()):
+        if family in _SAID:
+            continue
+        unit = short.units.get(family, "")
+        for key, (need, has) in sorted(limits.items()):
+            out.append(f"{short.said(family, key)}: the plan needs {num(need)} {unit}, the limit is {num(has)} {unit}")
+    for family, shares in sorted(short.shares.items()):
+        for key, missing in sorted(shares.items()):
+            out.append(f"{short.said(family, key)} {num(missing)} req/s short")
     rates = {d.name: d.rate for d in problem.demands}
     for name, missing in short.unserved_rps.items():
         out.append(f"class {name}: {num(missing)} of {num(rates[name])} req/s cannot be served by adding chips, "
@@ -287,6 +292,10 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
     if short.status == "time_limit":
         out.append("(the elastic diagnosis hit its time limit: the shortfalls above may be overstated)")
     return out
+
+
+#: The families whose shortfalls are said above in their own words.
+_SAID = {"site_units", "edge_capacity", "power_cap", "budget"}
 
 
 def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates, short) -> list[str]:
@@ -312,12 +321,11 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
         if total <= 0:
             continue
         cfg = cands.configs.get(p.column)
-        kind = cfg.kind if cfg is not None else "aggregated"
-        stage = STAGE_OF_KIND.get(kind, ("aggregated", None))[p.part] or "decode"
+        words = pool_kind(cfg.kind if cfg is not None else "aggregated").said(p.part) or "decode"
         for step, y in loads.items():
-            chips[StepId.parse(step).traffic_class, stage][p.site] += units * y / total
+            chips[StepId.parse(step).traffic_class, words][p.site] += units * y / total
     out = []
-    for (name, stage), where in sorted(chips.items()):
+    for (name, words), where in sorted(chips.items()):
         total = sum(where.values())
         extra_by_chip: dict[str, float] = defaultdict(float)
         for site, (need, has) in short.sites.items():
@@ -327,7 +335,6 @@ def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates,
         if extra < 0.05 or extra < 1e-3 * total:
             continue
         chips_txt = ", ".join(f"+{num(x)} {chip} chips" for chip, x in sorted(extra_by_chip.items()))
-        words = _STAGE_WORDS.get(stage, stage)
         kept = total - extra
         if kept <= 1e-9 * total:
             out.append(f"class {name} has no {words} capacity left in the fleet ({chips_txt})")

@@ -18,7 +18,7 @@ arrays, layouts included (:class:`Layouts`), so the configurations of one kind,
 chip and class can be evaluated as one broadcast over their concatenated
 points, each point's floats those of its configuration evaluated alone (same
 formulas, same operation order per element). :func:`evaluate_many` does this
-for the kinds that register a broadcast evaluator (:data:`MANY_EVALUATORS`);
+for the kinds whose record carries a broadcast evaluator (``PoolKind.evaluate_many``);
 with a memo kept across calls (:func:`shared_memo`), the prefill, decode and
 aggregated kinds evaluate every grid of a class on a resource in one
 broadcast when the first is asked for, and read the others from the table.
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from placement.core.schema import TrafficClass
 
 __all__ = [
-    "MANY_EVALUATORS",
     "Kind",
     "Layouts",
     "PartLayout",
@@ -72,7 +71,7 @@ __all__ = [
 
 def _registered_kind(kind: str) -> str:
     # The modes import this module, so the registry is looked up when used.
-    from placement.modes import check_kind
+    from placement.modes.registry import check_kind
 
     return check_kind(kind)
 
@@ -455,29 +454,25 @@ def split_perf(perf: Perf, counts: list[int]) -> list[Perf]:
     return [Perf(*(a[e - n:e] for a in arrays)) for n, e in zip(counts, ends, strict=True)]
 
 
-#: Evaluators of many configurations of one kind and one main chip, for one class, at once, by kind:
-#: ``(ctx, configs, class, batches of each) -> Perf of each``, the kind's own formulas on the
-#: concatenated points (elementwise, so every point's floats are those of the kind's evaluation of its
-#: configuration alone). The modes register theirs (:func:`evaluate_many`).
-MANY_EVALUATORS: dict[str, Callable[..., list[Perf]]] = {}
-
-
 def evaluate_many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batches: list[np.ndarray],
                   pair_latency_s: float = 0.0, memo: dict | None = None) -> list[Perf]:
     """:func:`evaluate` of every configuration of ``cfgs`` over its 1-D ``batches``, bit for bit.
 
-    The single-part configurations of a kind in :data:`MANY_EVALUATORS` are evaluated one broadcast per
-    (kind, main chip); the others one by one.
+    The single-part configurations of a kind with an ``evaluate_many`` (its
+    :class:`~placement.modes.base.PoolKind`) are evaluated one broadcast per (kind, main chip); the others
+    one by one.
     """
+    from placement.modes.registry import pool_kind  # imported here: the modes import this module
+
     out: list[Perf | None] = [None] * len(cfgs)
     groups: dict[tuple[str, str], list[int]] = {}
     for i, cfg in enumerate(cfgs):
-        if cfg.partner is None and cfg.kind in MANY_EVALUATORS:
+        if cfg.partner is None and pool_kind(cfg.kind).evaluate_many is not None:
             groups.setdefault((cfg.kind, cfg.main.chip), []).append(i)
         else:
             out[i] = evaluate(ctx, cfg, cls, batch=batches[i], pair_latency_s=pair_latency_s, memo=memo)
     for (kind, _), idx in groups.items():
-        perfs = MANY_EVALUATORS[kind](ctx, [cfgs[i] for i in idx], cls,
+        perfs = pool_kind(kind).evaluate_many(ctx, [cfgs[i] for i in idx], cls,
                                       [np.asarray(batches[i], dtype=float) for i in idx])
         for i, perf in zip(idx, perfs, strict=True):
             out[i] = perf
@@ -494,7 +489,7 @@ def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_
     the caller for one context, caches results that several configurations
     share (the halves of attention–FFN replicas).
     """
-    from placement.modes import pool_kind  # imported here: the modes import this module
+    from placement.modes.registry import pool_kind  # imported here: the modes import this module
 
     b = np.asarray(cfg.batch if batch is None else batch, dtype=float)
     return pool_kind(cfg.kind).evaluate(ctx, cfg, cls, b, pair_latency_s, _Scratch() if memo is None else memo)

@@ -1,7 +1,7 @@
 """Failed scale-up domains: parsing ``GROUP:INDICES``, and the fleet that is left.
 
 A failed domain is unusable: the MILP's site of its group has one domain
-fewer (:func:`placement.core.candidates.build_problem` reads
+fewer (:func:`placement.core.problem.build_problem` reads
 ``Context.failed_domains``), no replica may list its index (the verifier,
 :func:`check_failed_domains`), and the group's uplink to its switch loses
 that domain's share (:func:`degrade`: a group's uplink is the sum of its

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from placement.modes import check_option, options
+from placement.modes.registry import check_option, options
 from topology.prices import load_price_sets
 
 __all__ = ["MODES", "NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName", "Framework", "Mode", "Name",

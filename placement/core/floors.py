@@ -67,7 +67,9 @@ if TYPE_CHECKING:
     from placement.core.schema import TrafficClass
     from topology.chips import ChipSpec
 
-__all__ = ["RTOL", "Bound", "Floors", "Shape", "Term", "check_floors", "config_floors", "floors", "model_shape"]
+__all__ = ["RTOL", "Bound", "Floors", "Shape", "Term", "aggregated_floor", "attention_ffn_floor", "check_floors",
+           "config_floors", "decode_floor", "floors", "measured_floor", "model_shape", "prefill_floor",
+           "speculative_floor"]
 
 #: Relative slack before a claim counts as beating its floor (solver and float noise).
 RTOL = 1e-6
@@ -424,7 +426,8 @@ def _attention_ffn(ctx, cfg, cls, s, prec, crossing_s) -> Floors:
 
 
 def config_floors(cfg: PoolConfig, ctx: Context, *, crossing_latency_s: float | None = None) -> Floors:
-    """Floors of one pool configuration for its traffic class.
+    """Floors of one pool configuration for its traffic class, by the floor its kind's record names
+    (``PoolKind.floor``: one of this module's ``*_floor`` functions).
 
     ``crossing_latency_s`` is the one-way latency between the two parts of a
     paired configuration (attention–FFN, remote draft); by default the faster
@@ -433,20 +436,55 @@ def config_floors(cfg: PoolConfig, ctx: Context, *, crossing_latency_s: float | 
     Raises
     ------
     KeyError
-        When the configuration names a chip or class the context lacks.
+        When the configuration names a chip or class the context lacks, or a kind with no floor.
     """
-    if cfg.kind == "measured":
-        return Floors("measured", capacity_basis="measured: not checked")
-    cls = ctx.classes[cfg.traffic_class]
+    from placement.modes.registry import (
+        pool_kind,  # the kinds' records name the floors defined here
+    )
+
+    kind = pool_kind(cfg.kind)
+    if kind.floor is None:
+        raise KeyError(f"replica kind {cfg.kind!r} names no physical floor (PoolKind.floor)")
+    if kind.partner != "never" and crossing_latency_s is None:
+        parts = [cfg.main] + ([cfg.partner] if cfg.partner else [])
+        crossing_latency_s = min(ctx.chips[p.chip].scale_up_latency_s for p in parts)
+    return kind.floor(ctx, cfg, crossing_latency_s)
+
+
+def _inputs(ctx: Context, cfg: PoolConfig) -> tuple:
+    """(class, model shape, (weight precision, KV precision)) of a modelled configuration."""
     prec = (ctx.instance.precision.weights, ctx.instance.precision.kv)
-    s = model_shape(ctx.model, prec[1])
-    if cfg.kind in ("decode-spec", "decode-af"):
-        if crossing_latency_s is None:
-            parts = [cfg.main] + ([cfg.partner] if cfg.partner else [])
-            crossing_latency_s = min(ctx.chips[p.chip].scale_up_latency_s for p in parts)
-        fn = _spec if cfg.kind == "decode-spec" else _attention_ffn
-        return fn(ctx, cfg, cls, s, prec, crossing_latency_s)
-    return {"decode": _decode, "prefill": _prefill, "aggregated": _aggregated}[cfg.kind](ctx, cfg, cls, s, prec)
+    return ctx.classes[cfg.traffic_class], model_shape(ctx.model, prec[1]), prec
+
+
+def measured_floor(ctx: Context, cfg: PoolConfig, crossing_s: float | None = None) -> Floors:
+    """A measured configuration: its capacity is a measurement, not checked against the physics."""
+    return Floors("measured", capacity_basis="measured: not checked")
+
+
+def prefill_floor(ctx: Context, cfg: PoolConfig, crossing_s: float | None = None) -> Floors:
+    """A prefill replica's floors."""
+    return _prefill(ctx, cfg, *_inputs(ctx, cfg))
+
+
+def decode_floor(ctx: Context, cfg: PoolConfig, crossing_s: float | None = None) -> Floors:
+    """A decode replica's floors."""
+    return _decode(ctx, cfg, *_inputs(ctx, cfg))
+
+
+def aggregated_floor(ctx: Context, cfg: PoolConfig, crossing_s: float | None = None) -> Floors:
+    """An aggregated replica's floors (prefill and decode on the same chips)."""
+    return _aggregated(ctx, cfg, *_inputs(ctx, cfg))
+
+
+def speculative_floor(ctx: Context, cfg: PoolConfig, crossing_s: float | None = None) -> Floors:
+    """A decode replica with a draft (beside it or remote, ``crossing_s`` away)'s floors."""
+    return _spec(ctx, cfg, *_inputs(ctx, cfg), crossing_s)
+
+
+def attention_ffn_floor(ctx: Context, cfg: PoolConfig, crossing_s: float | None = None) -> Floors:
+    """An attention–FFN pair's floors (its halves ``crossing_s`` apart)."""
+    return _attention_ffn(ctx, cfg, *_inputs(ctx, cfg), crossing_s)
 
 
 def floors(pool: Pool, ctx: Context, plan: Plan | None = None) -> Floors:
@@ -481,8 +519,12 @@ def _path_latency_s(ctx: Context, source: str, target: str) -> float | None:
 
 
 def _checkable(ctx: Context, pool: Pool) -> bool:
-    cfg, spec = pool.config, pool.config.kind == "decode-spec"
-    return (cfg.kind == "measured" or cfg.traffic_class in ctx.classes) and not (spec and ctx.draft_model is None) \
+    from placement.modes.registry import (
+        pool_kind,  # the kinds' records name the floors defined here
+    )
+
+    cfg, kind = pool.config, pool_kind(pool.config.kind)
+    return (kind.measured or cfg.traffic_class in ctx.classes) and not (kind.drafts and ctx.draft_model is None) \
         and all(p.chip in ctx.chips for p in (cfg.main, cfg.partner) if p is not None)
 
 
@@ -511,7 +553,11 @@ def check_floors(plan: Plan, ctx: Context) -> list[str]:
     for pool in plan.pools:
         if not _checkable(ctx, pool):
             continue  # the verifier reports unknown chips and classes
-        f = floors(pool, ctx, plan)
+        try:
+            f = floors(pool, ctx, plan)
+        except KeyError as e:  # a kind without a floor is not accepted unchecked
+            v.append(f"pool {pool.id}: {e.args[0]}")
+            continue
         by_pool[pool.id] = f
         for name, claim, bound in (("tpot_ms", pool.tpot_ms, f.tpot), ("ttft_ms", pool.ttft_ms, f.ttft)):
             if _below(claim, bound):

@@ -41,12 +41,12 @@ from placement.core.plan import (
     Plan,
     class_latencies_ms,
 )
-from placement.modes import enabled_modes
+from placement.modes import enabled_modes, pool_kind
 from solvers.problem import Policy, PolicyFlow, PolicyLimit, PolicyLoad, Problem
 from solvers.solution import Solution
 
 if TYPE_CHECKING:
-    from placement.core.candidates import Candidates
+    from placement.core.generation import Candidates
 
 __all__ = ["KvFacts", "extend_problem", "finish_plan", "first_step_loads", "headroom_bytes", "kv_facts",
            "session_summary", "shares_of", "with_kv_flows"]
@@ -107,7 +107,7 @@ def extend_problem(ctx: Context, exp: Expansion, problem: Problem, cands: Candid
         if tier == "hbm":
             outcomes = {p.outcome for p in ps}
             room = {c: headroom_bytes(exp.context, cfg) for c, cfg in sorted(cands.configs.items())
-                    if cfg.traffic_class in outcomes and cfg.kind != "measured"}
+                    if cfg.traffic_class in outcomes and not pool_kind(cfg.kind).measured}
             limits.append(PolicyLimit(name="kv-hbm-capacity", policies=held, replicas=room))
             continue
         t = exp.tiers[tier]
@@ -153,7 +153,7 @@ def _hbm_room(exp: Expansion, plan: Plan) -> dict[str, float]:
     outcomes = {p.outcome for ps in exp.policies.values() for p in ps if p.tier == "hbm"}
     room: dict[str, float] = defaultdict(float)
     for pool in plan.pools:
-        if pool.part == 0 and pool.config.traffic_class in outcomes and pool.config.kind != "measured":
+        if pool.part == 0 and pool.config.traffic_class in outcomes and not pool_kind(pool.config.kind).measured:
             per = headroom_bytes(exp.context, pool.config)
             for s in pool.sites:
                 room[s.site] += per * s.replicas

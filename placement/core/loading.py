@@ -19,8 +19,8 @@ placement.core.errors.InputError: x.yaml: model: required field is missing
 from __future__ import annotations
 
 import difflib
-import re
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -167,9 +167,11 @@ def _catalogue_errors(data: dict) -> Iterator[tuple[str, str]]:
     """(field, problem) for the references to the catalogue a document that failed its schema still shows —
     unknown chips, an unknown model, undeclared switches — so one run reports them with the schema's errors."""
     hw = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
-    own = {c.get("name") for c in hw.get("chips") or [] if isinstance(c, dict)}
+    # Names are read only where they are strings: anything else is the schema's error already.
+    own = {c.get("name") for c in hw.get("chips") or [] if isinstance(c, dict) and isinstance(c.get("name"), str)}
     known = set(load_chip_catalog()) | own
-    switches = set(hw.get("switches") or []) if isinstance(hw.get("switches"), list) else set()
+    listed = hw.get("switches") if isinstance(hw.get("switches"), list) else []
+    switches = {s for s in listed if isinstance(s, str)}
     for i, d in enumerate(hw.get("domains") or []):
         if not isinstance(d, dict):
             continue

@@ -40,16 +40,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from placement.core.errors import InputError
+from placement.modes.registry import pool_kind
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.evaluate import PartLayout, PoolConfig
     from placement.core.schema import MeasuredStepTime
 
-__all__ = ["TABLE_STAGE_OF_KIND", "interpolate", "measured_step_s", "table_field", "table_for"]
-
-#: The kinds of replica whose step a table replaces, and the table stage that does.
-TABLE_STAGE_OF_KIND = {"decode": "decode", "prefill": "prefill"}
+__all__ = ["interpolate", "measured_step_s", "table_field", "table_for"]
 
 
 def table_for(ctx: Context, part: PartLayout, stage: str) -> tuple[int, MeasuredStepTime] | None:
@@ -66,8 +64,8 @@ def table_field(ctx: Context, cfg: PoolConfig, part: int = 0) -> str | None:
     ``part`` 0 is the replica's main part; only the main part of a
     ``decode`` or ``prefill`` replica reads a table.
     """
-    stage = TABLE_STAGE_OF_KIND.get(cfg.kind)
-    found = None if stage is None or part != 0 else table_for(ctx, cfg.main, stage)
+    kind = pool_kind(cfg.kind)
+    found = None if not kind.step_table or part != 0 else table_for(ctx, cfg.main, kind.stages[0])
     return None if found is None else f"measured_step_time[{found[0]}]"
 
 

@@ -33,10 +33,11 @@ from costmodels.arithmetic import stored_weight_bytes
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig, precision_args
+from placement.modes.registry import pool_kind
 from topology.records import MutableRecord
 
-__all__ = ["AMORTISE_H_RANGE", "MAX_MOVE_USD", "Migration", "Move", "check_move_terms", "reload_seconds",
-           "reload_usd", "weight_bytes_of"]
+__all__ = ["AMORTISE_H_RANGE", "MAX_MOVE_USD", "Migration", "Move", "change_cost", "check_move_terms",
+           "reload_seconds", "reload_usd", "weight_bytes_of"]
 
 #: The largest fixed $ per replica move accepted: a billion dollars, more than any fleet costs. With the
 #: shortest amortisation below, a change weighs at most 1e12 $/h in the objective; the MILP backends
@@ -117,8 +118,9 @@ def weight_bytes_of(ctx: Context, config: PoolConfig, part: int) -> float:
     weights, attention = prec["precision"], prec["attention_precision"]
     if config.partner is None:
         return stored_weight_bytes(ctx.model, "full", weights, attention)
-    if config.kind == "decode-af":
-        return stored_weight_bytes(ctx.model, "ffn" if part else "attention", weights, attention)
+    halves = pool_kind(config.kind).weights  # what each part of the kind holds, if not the whole model
+    if halves is not None:
+        return stored_weight_bytes(ctx.model, halves[part], weights, attention)
     if part and ctx.draft_model is not None:
         return stored_weight_bytes(ctx.draft_model, "full", weights, attention)
     return stored_weight_bytes(ctx.model, "full", weights, attention)
@@ -132,3 +134,15 @@ def reload_seconds(weight_bytes: float, *, chips: int, uplink_bytes_per_s: float
 def reload_usd(seconds: float, *, chips: int, usd_per_hour_per_chip: float, move_usd: float = 0.0) -> float:
     """$ of one reload: the replica's chips paid for ``seconds``, plus the fixed ``move_usd``."""
     return seconds * chips * usd_per_hour_per_chip / 3600.0 + move_usd
+
+
+def change_cost(ctx: Context, config: PoolConfig, part: int, group: str, move_usd: float) -> tuple[float, float, float]:
+    """(weight bytes, reload seconds, $) of adding or removing one replica of ``part`` of ``config`` in domain
+    group ``group`` (the reload rule of the module docstring)."""
+    info = ctx.sites[group]
+    lay = config.main if part == 0 else config.partner
+    weight = weight_bytes_of(ctx, config, part)
+    seconds = reload_seconds(weight, chips=lay.chips, uplink_bytes_per_s=info.uplink_bytes_per_s,
+                             chips_per_domain=info.chips_per_domain)
+    return weight, seconds, reload_usd(seconds, chips=lay.chips, usd_per_hour_per_chip=info.usd_per_hour_per_chip,
+                                       move_usd=move_usd)

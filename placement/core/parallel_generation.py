@@ -44,6 +44,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from placement.core.generation import class_candidates, no_cycle_collection
+
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
@@ -188,11 +190,9 @@ def _forked_mapper(fn: Callable[[Any], T], items: list, workers: int) -> list[T]
 def generation_job(ctx: Context, job: tuple[str, str], network_free: bool = False) -> tuple[list, int, int, bool]:
     """One job: the kept candidates of class ``job[0]`` on main chip type ``job[1]`` (cycle collector off,
     as in :func:`placement.core.candidates.generate`), two-part ones pruned network-free if asked."""
-    from placement.core.candidates import _class_candidates, _no_cycle_collection
-
     cls = next(c for c in ctx.instance.workload.classes if c.name == job[0])
-    with _no_cycle_collection():
-        return _class_candidates(ctx, [cls], job_memo(ctx), job[1], network_free_from=0 if network_free else None)
+    with no_cycle_collection():
+        return class_candidates(ctx, [cls], job_memo(ctx), job[1], network_free_from=0 if network_free else None)
 
 
 def job_memo(ctx: Context) -> dict:

@@ -1,4 +1,4 @@
-"""Fields of an instance by path: what ``--set``, sweeps, re-plans and :meth:`Instance.with_changes` change.
+"""Fields of an instance by path: what ``--set``, sweeps, re-plans and :func:`with_changes` change.
 
 Paths
 -----
@@ -28,14 +28,13 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from typing import Annotated, Any, Union
 
 from pydantic import BaseModel
 
 from placement.core.errors import InputError
-
-if TYPE_CHECKING:
-    from placement.core.schema import Instance
+from placement.core.loading import parse_instance
+from placement.core.schema import Instance
 
 __all__ = ["instance_document", "set_path", "with_changes"]
 
@@ -141,8 +140,6 @@ def set_path(doc: dict, path: str, value: Any) -> None:
     ...
     placement.core.errors.InputError: workload.classes.chat.tpot: unknown field 'tpot' in workload.classes.chat; expected one of ...
     """
-    from placement.core.schema import Instance
-
     segs = path.split(".")
     if any(s == "" for s in segs):
         raise InputError("empty segment in path (two dots in a row, or a leading/trailing dot)", field=path)
@@ -237,15 +234,13 @@ def with_changes(instance: Instance, changes: Mapping[str, Any], *, source: str 
     --------
     >>> import placement
     >>> inst = placement.load_instance("instances/melange-toy.yaml")
-    >>> inst.with_changes({"workload.classes.short-in-short-out.rate_rps": 60}).workload.classes[0].rate_rps
+    >>> with_changes(inst, {"workload.classes.short-in-short-out.rate_rps": 60}).workload.classes[0].rate_rps
     60.0
-    >>> inst.with_changes({"workload.classes.short-in-short-out.rate": 60})  # doctest: +ELLIPSIS
+    >>> with_changes(inst, {"workload.classes.short-in-short-out.rate": 60})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     placement.core.errors.InputError: workload.classes.short-in-short-out.rate: unknown field 'rate' ...
     """
-    from placement.core.loading import parse_instance
-
     if not changes:
         return instance
     doc = instance_document(instance)

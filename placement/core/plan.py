@@ -26,7 +26,6 @@ from pydantic import (
     model_serializer,
 )
 
-from placement.core.confidence import PoolBands
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.field_types import (
@@ -40,7 +39,9 @@ from placement.core.field_types import (
 )
 from placement.core.loading import describe_error, read_document
 from placement.core.migration import Migration
-from placement.modes import STAGE_OF_KIND, StepId, check_stage
+from placement.core.objectives import ObjectiveName
+from placement.modes.ids import StepId
+from placement.modes.registry import STAGE_OF_KIND, check_stage, pool_kind
 from topology.records import MutableRecord
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "PairPlan",
     "Plan",
     "Pool",
+    "PoolBands",
     "PoolSite",
     "Provenance",
     "SolverStats",
@@ -64,6 +66,7 @@ __all__ = [
     "bad_numbers",
     "class_latencies_ms",
     "parse_plan",
+    "pool_kind",
     "read_plan",
     "replica_load_rps",
     "step_records",
@@ -183,6 +186,17 @@ def replica_load_rps(sites: list[PoolSite]) -> float:
     """
     replicas = sum(s.replicas for s in sites)
     return sum(r for s in sites for r in s.load_rps.values()) / replicas if replicas else 0.0
+
+
+class PoolBands(MutableRecord):
+    """A pool's predictions at the band's levels (one value per level, in the order of ``levels``)."""
+
+    levels: list[float]
+    family: str
+    provenance: str
+    tpot_ms: list[float] | None = None
+    ttft_ms: list[float] | None = None
+    capacity_rps_per_replica: dict[str, list[float]]
 
 
 class PoolSite(MutableRecord):
@@ -376,7 +390,7 @@ class Comparison(MutableRecord):
         default=None, description="what the full plan saves against this one, in the instance's objective: "
         "1 - full value / this value (see savings_of)"
     )
-    savings_of: Literal["cost", "power", "chips"] = Field(
+    savings_of: ObjectiveName = Field(
         default="cost", description="the objective savings is measured in: $/h, W or chips"
     )
     reason: str | None = Field(default=None, description="why the row has no verified plan: the first sentence "
@@ -417,7 +431,7 @@ class Plan(MutableRecord):
 
     instance: Name
     status: PlanStatus
-    objective: Literal["cost", "power", "chips"]
+    objective: ObjectiveName
     cost_usd_per_hour: float | None = None
     power_w: float | None = None
     chips: int | None = None

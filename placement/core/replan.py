@@ -3,8 +3,10 @@
 The instance given is the world *now* (new rates, prices, SLOs: edit it, or
 ``--set PATH=VALUE`` on the command line); the plan is what runs; the events
 add failed domains. The re-plan is the MILP of the degraded fleet
-(:mod:`placement.core.failures`) with the migration terms of
-:mod:`solvers.migration_rows` (in two levels on large fleets, exact to the gap)::
+(:mod:`placement.core.failures`) with the migration family of
+:mod:`solvers.migration_rows`, a :class:`~placement.core.solve.Scenario` of the
+one solve pipeline (two levels on large fleets, exact to the gap; the time
+limit, repair, ``certify`` and the diagnosis of an infeasible fleet)::
 
     min  run $/h  +  (Σ reload $ of every replica added or removed) / amortise_h
 
@@ -13,7 +15,8 @@ keep their domain indices; new ones fill the free room of healthy domains
 (:mod:`placement.core.domain_slots`). The new plan records every failed
 domain (the current plan's and the events'), so that the verifier — and
 ``placement check`` — judge it against the degraded fleet, and carries a
-``migration`` record: each move, and the totals.
+``migration`` record: each move, and the totals, which the verifier re-derives
+(:mod:`placement.core.verify.migration`).
 
 Examples
 --------
@@ -36,26 +39,18 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from placement.core.candidates import build_problem
 from placement.core.context import Context
 from placement.core.domain_slots import Slot, place_around, replica_slots
 from placement.core.errors import InputError
 from placement.core.evaluate import PoolConfig
 from placement.core.failures import degrade, healthy_indices, merge_failures
-from placement.core.migration import (
-    Migration,
-    Move,
-    check_move_terms,
-    reload_seconds,
-    reload_usd,
-    weight_bytes_of,
-)
+from placement.core.migration import Migration, Move, change_cost, check_move_terms
 from placement.core.plan import Plan
 from placement.core.schema import Instance
-from placement.core.solve import assemble_plan
-from placement.core.verify import verify
+from placement.core.solve import Scenario, solve_context
+from placement.core.verify import CHECKED_STATUSES
 from solvers.backends import DEFAULT_BACKEND
-from solvers.migration_rows import solve_with_migration
+from solvers.migration_rows import migration
 
 __all__ = ["DEFAULT_AMORTISE_H", "Events", "Running", "replan"]
 
@@ -130,18 +125,6 @@ def _stated_slots(ctx: Context, units: int, site) -> list[Slot]:
     return [(d,) for d, c in zip(site.domains, site.replicas_per_domain) for _ in range(c)]
 
 
-def _usd_per_change(ctx: Context, config: PoolConfig, part: int, group: str, move_usd: float) -> tuple[float, float,
-                                                                                                         float]:
-    """(weight bytes, reload seconds, $) of adding or removing one replica of ``part`` in ``group``."""
-    info = ctx.sites[group]
-    lay = config.main if part == 0 else config.partner
-    weight = weight_bytes_of(ctx, config, part)
-    seconds = reload_seconds(weight, chips=lay.chips, uplink_bytes_per_s=info.uplink_bytes_per_s,
-                             chips_per_domain=info.chips_per_domain)
-    return weight, seconds, reload_usd(seconds, chips=lay.chips, usd_per_hour_per_chip=info.usd_per_hour_per_chip,
-                                       move_usd=move_usd)
-
-
 class _PerChange(Mapping[Key, float]):
     """$ of adding or removing one replica, per (column, part, group), worked out when first asked for.
 
@@ -160,7 +143,7 @@ class _PerChange(Mapping[Key, float]):
             config = self._configs.get(column) or self._running.get(key)
             if config is None or group not in self._ctx.sites:
                 raise KeyError(key)
-            self._known[key] = _usd_per_change(self._ctx, config, part, group, self._move_usd)[2]
+            self._known[key] = change_cost(self._ctx, config, part, group, self._move_usd)[2]
         return self._known[key]
 
     def __iter__(self) -> Iterator[Key]:
@@ -213,7 +196,7 @@ def _migration(ctx: Context, plan: Plan, running: dict[Key, Running], placed: di
             continue
         pool = new_pools.get((column, part))
         config = pool.config if pool is not None else now.config
-        weight, seconds, usd = _usd_per_change(ctx, config, part, group, events.move_usd)
+        weight, seconds, usd = change_cost(ctx, config, part, group, events.move_usd)
         changes = sum(gone.values()) + sum(came.values())
         lay = config.main if part == 0 else config.partner
         moves.append(Move(
@@ -251,8 +234,29 @@ def _check_inputs(instance: Instance, plan: Plan, events: Events, source: str) -
     check_move_terms(events.move_usd, events.amortise_h, prefix="events.")
 
 
+def _moving(ctx: Context, running: dict[Key, Running], events: Events) -> Scenario:
+    """The re-plan as a scenario: the migration family over the replicas alive now, and the new plan's
+    failed domains, replicas per domain and migration record."""
+    alive = {k: len(r.alive) for k, r in running.items() if r.alive}
+
+    def families(work: Context, problem, cands) -> tuple:
+        usd = _PerChange(ctx, cands.configs, {k: r.config for k, r in running.items()}, events.move_usd)
+        return (migration(alive, usd, events.amortise_h),)
+
+    def finish(_: Context, new: Plan, sol) -> Plan:
+        update: dict = {"failed_domains": {g: list(ix) for g, ix in ctx.failed_domains.items()}}
+        if sol.ok and new.status in CHECKED_STATUSES:
+            placed, notes = _place(ctx, new, running)
+            update.update(notes=[*new.notes, *notes], migration=_migration(ctx, new, running, placed, events))
+        return new.model_copy(update=update)
+
+    # Every column is priced by its configuration's reload: the pair columns are not pruned network-free.
+    return Scenario(name="replan", families=families, finish=finish, network_free=False)
+
+
 def replan(instance: Instance, plan: Plan, events: Events | None = None, *, backend: str = DEFAULT_BACKEND,
-           time_limit_s: float | None = None, gap: float | None = None, source: str = "<instance>") -> Plan:
+           time_limit_s: float | None = None, gap: float | None = None, source: str = "<instance>",
+           **options) -> Plan:
     """The cheapest plan for ``instance`` from the running ``plan``, counting migration (module docstring).
 
     Parameters
@@ -264,14 +268,16 @@ def replan(instance: Instance, plan: Plan, events: Events | None = None, *, back
     events : Events, optional
         Failed domains, the fixed $ per move and the amortisation hours.
     backend, time_limit_s, gap
-        As for :func:`placement.solve` (the solver's limit; large fleets are solved in two levels,
-        :func:`solvers.migration_rows.solve_with_migration`).
+        As for :func:`placement.solve`.
+    **options
+        :func:`placement.core.solve.solve_context`'s (``certify``, ``kv_policy``, ``memory_limit_bytes``,
+        ``began``, ``diagnose``).
 
     Returns
     -------
     Plan
         Verified against the degraded fleet; ``failed_domains`` and ``migration`` filled. Its status
-        says what happened (``infeasible``: the fleet left cannot serve the demand).
+        says what happened (``infeasible``: the fleet left cannot serve the demand, with a diagnosis).
 
     Raises
     ------
@@ -283,18 +289,5 @@ def replan(instance: Instance, plan: Plan, events: Events | None = None, *, back
     _check_inputs(instance, plan, events, source)
     ctx = degrade(Context.of(instance, source), merge_failures(plan.failed_domains, events.failed_domains))
     running = _running(ctx, plan, source)
-    problem, cands = build_problem(ctx)
-    alive = {k: len(r.alive) for k, r in running.items() if r.alive}
-
-    usd = _PerChange(ctx, cands.configs, {k: r.config for k, r in running.items()}, events.move_usd)
-    sol = solve_with_migration(problem, alive, usd, events.amortise_h, backend, time_limit_s, gap)
-    new = assemble_plan(ctx, problem, cands, sol)
-    update: dict = {"failed_domains": {g: list(ix) for g, ix in ctx.failed_domains.items()}}
-    if sol.ok and new.status in ("optimal", "feasible", "time_limit"):
-        placed, notes = _place(ctx, new, running)
-        violations = verify(ctx, new.model_copy(update=update))
-        update.update(verified=not violations, violations=violations, notes=[*new.notes, *notes],
-                      migration=_migration(ctx, new, running, placed, events))
-        if violations:
-            update.update(status="error", message="the verifier rejected the re-plan: " + violations[0])
-    return new.model_copy(update=update)
+    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap,
+                         scenario=_moving(ctx, running, events), **options)

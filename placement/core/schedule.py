@@ -43,107 +43,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from pydantic import Field
-
-from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
+from placement.core.diagnose import diagnose
 from placement.core.errors import InputError
+from placement.core.generation import Candidates
 from placement.core.loading import with_prices
-from placement.core.migration import check_move_terms, reload_seconds, reload_usd, weight_bytes_of
+from placement.core.migration import change_cost, check_move_terms
 from placement.core.parallel_generation import forked_map, pool_workers
 from placement.core.plan import Plan
+from placement.core.problem import build_problem
 from placement.core.profile import Period, read_profile, with_rates
+from placement.core.schedule_records import Change, PeriodPlan, PoolCount, Schedule
+from placement.core.schedule_rolling import rolling_schedule
 from placement.core.schema import Instance
-from placement.core.solve import assemble_plan
-from placement.core.verify import verify
-from solvers.periods import PeriodSolution, reservation, solve_periods
+from placement.core.solve import checked
+from solvers.periods import PeriodSolution, reservation
 from solvers.problem import Problem
-from topology.records import MutableRecord
+from solvers.strategy import Periods
+from solvers.strategy import solve as solve_problem
 
 __all__ = ["Change", "Period", "PeriodPlan", "PoolCount", "Schedule", "read_profile", "schedule", "with_rates"]
 
 #: Relative slack of the inequality checks (the totals are rounded to 10 significant digits).
 CHECK_SLACK = 1e-9
-
-
-class PoolCount(MutableRecord):
-    """Replicas of one pool part in one domain group in one period."""
-
-    column: str
-    part: int
-    stage: str
-    traffic_class: str
-    chip: str
-    group: str
-    replicas: int
-
-
-class Change(MutableRecord):
-    """Replicas of one pool part in one group changed at the start of a period, and their reload $."""
-
-    period: str
-    column: str
-    part: int
-    chip: str
-    group: str
-    before: int
-    after: int
-    usd: float
-
-
-class PeriodPlan(MutableRecord):
-    period: str
-    hours: float
-    status: str
-    verified: bool = False
-    violations: list[str] = Field(default_factory=list)
-    cost_usd_per_hour: float | None = Field(default=None, description="run cost at the instance's prices")
-    period_usd_per_hour: float | None = Field(default=None, description="run cost at the period's on-demand prices")
-    chips: int | None = None
-    chips_by_type: dict[str, int] = Field(default_factory=dict)
-    reserved_chips: int = Field(default=0, description="chips in use that are reserved")
-    on_demand_chips: int = Field(default=0, description="chips in use bought on demand this period")
-    pools: list[PoolCount] = Field(default_factory=list)
-    replicas_added: int = 0
-    replicas_removed: int = 0
-    migration_usd: float = Field(default=0.0, description="reload $ of the changes at the period's start")
-    independent_usd_per_hour: float | None = Field(default=None, description="the period solved alone, $/h")
-    independent_bound_usd_per_hour: float | None = Field(default=None, description="a proven lower bound on it")
-    plan: Plan | None = None
-
-
-class Schedule(MutableRecord):
-    """The schedule, its total, the two references and the checks between them (module docstring)."""
-
-    method: str = "one MILP with a period index"
-    references: str = Field(default="exact", description="independent periods as MILPs (exact) or LP bounds (bound)")
-    status: str = "optimal"
-    message: str = ""
-    periods: list[PeriodPlan] = Field(default_factory=list)
-    changes: list[Change] = Field(default_factory=list)
-    reserved_discount: float = 0.0
-    reserved_chips: dict[str, int] = Field(default_factory=dict, description="domain group -> chips reserved")
-    total_usd: float | None = None
-    reserved_usd: float = 0.0
-    on_demand_usd: float = 0.0
-    run_usd: float | None = Field(default=None, description="reserved + on-demand $")
-    migration_usd: float = Field(default=0.0, description="reconfiguration $: reloads of every change")
-    best_bound_usd: float | None = Field(default=None, description="proven lower bound on the best schedule")
-    gap: float | None = Field(default=None, description="(total - best bound) / total")
-    independent_usd: float | None = None
-    independent_bound_usd: float | None = None
-    static_peak_usd: float | None = None
-    static_peak_usd_per_hour: float | None = None
-    static_peak_verified: bool | None = None
-    independent_le_schedule: bool | None = None
-    schedule_le_static: bool | None = None
-    gap_to_independent: float | None = Field(default=None, description="total / independent - 1")
-    solver_seconds: float = Field(default=0.0, description="the schedule MILP's solver wall seconds")
-    build_seconds: float = Field(default=0.0, description="seconds to build the schedule MILP")
-    reference_seconds: float = Field(default=0.0, description="build + solve seconds of the references")
-    variables: int = 0
-    integer_variables: int = 0
-    constraints: int = 0
 
 
 def _price(ctx: Context, group: str, period: Period) -> float:
@@ -164,16 +86,10 @@ def _usd_per_change(ctx: Context, cands: Candidates, problem: Problem, move_usd:
     out = {}
     for column in problem.columns:
         config = cands.configs[column.name]
-        for part, lay in enumerate([config.main, config.partner][:len(column.parts)]):
-            weight = weight_bytes_of(ctx, config, part)
+        for part in range(len(column.parts)):
             for group, info in ctx.sites.items():
-                if info.resource != column.parts[part].resource:
-                    continue
-                seconds = reload_seconds(weight, chips=lay.chips, uplink_bytes_per_s=info.uplink_bytes_per_s,
-                                         chips_per_domain=info.chips_per_domain)
-                out[column.name, part, group] = reload_usd(seconds, chips=lay.chips,
-                                                           usd_per_hour_per_chip=info.usd_per_hour_per_chip,
-                                                           move_usd=move_usd)
+                if info.resource == column.parts[part].resource:
+                    out[column.name, part, group] = change_cost(ctx, config, part, group, move_usd)[2]
     return out
 
 
@@ -201,9 +117,8 @@ def _check(instance: Instance, periods: Sequence[Period], reserved_discount: flo
 def _period_plan(instance: Instance, source: str, problem: Problem, cands: Candidates, sol,
                  period: Period) -> tuple[PeriodPlan, Plan]:
     ctx = Context.of(with_rates(instance, period.rates), source)
-    plan = assemble_plan(ctx, problem, cands, sol)
-    violations = verify(ctx, plan) if plan.status in ("optimal", "feasible", "time_limit") else ["no plan"]
-    plan = plan.model_copy(update={"verified": not violations, "violations": violations})
+    plan = checked(ctx, problem, cands, sol)  # verified, and repaired as any solve's plan is when rejected
+    violations = plan.violations or ([] if plan.verified else ["no plan"])
     pools = [PoolCount(column=p.column, part=p.part, stage=p.stage, traffic_class=p.traffic_class, chip=p.chip,
                        group=s.site, replicas=s.replicas) for p in plan.pools for s in p.sites]
     return PeriodPlan(period=period.name, hours=period.hours, status=plan.status, verified=not violations,
@@ -252,18 +167,35 @@ def _start(problems: list[Problem], hours: list[float], reserved: dict[str, floa
     fixed = reservation([a.used_units[0] for a in alone], hours, reserved, prices)
     if not any(fixed.values()) and all(a.solutions for a in alone):
         return [a.values for a in alone]
-    again = forked_map([partial(solve_periods, [q], [h], reserved_usd_per_hour_per_unit=reserved, fixed_reserved=fixed,
-                                backend=backend, time_limit_s=time_limit_s, gap=gap, restrict=START_RESTRICT,
-                                threads=1) for q, h in zip(problems, hours)], workers)
+    again = forked_map([partial(_periods, Periods([q], [h], reserved, fixed_reserved=fixed, restrict=START_RESTRICT),
+                                backend=backend, time_limit_s=time_limit_s, gap=gap, threads=1)
+                        for q, h in zip(problems, hours)], workers)
     picks = [b if b.ok else a for a, b in zip(alone, again)]
     return [p.values for p in picks] if all(p.ok for p in picks) else None
+
+
+def _diagnosis(instance: Instance, source: str, problems: list[Problem], cands: Candidates,
+               periods: Sequence[Period], alone: list[PeriodSolution], backend: str) -> list[str]:
+    """Why an infeasible schedule has no plan: each period that has none alone, diagnosed as any solve's
+    infeasible model is (:func:`placement.core.diagnose.diagnose`)."""
+    out = []
+    for q, p, a in zip(problems, periods, alone):
+        if a.status == "infeasible":
+            ctx = Context.of(with_rates(instance, p.rates), source)
+            out += [f"period {p.name}: {why}" for why in diagnose(ctx, q, cands, backend=backend)]
+    return out
+
+
+def _periods(strategy: Periods, **options) -> PeriodSolution:
+    """The periods' model (every period built from the base families) solved by the one solve entry."""
+    return solve_problem(None, strategy=strategy, **options)
 
 
 def _reference(problems: list[Problem], hours: list[float], reserved: dict[str, float], backend: str,
                time_limit_s: float | None, gap: float | None, relax: bool = False,
                threads: int | None = None) -> PeriodSolution:
-    return solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, backend=backend,
-                         time_limit_s=time_limit_s, gap=gap, relax=relax, threads=threads)
+    return _periods(Periods(problems, hours, reserved, relax=relax), backend=backend, time_limit_s=time_limit_s,
+                    gap=gap, threads=threads)
 
 
 def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "milp", reserved_discount: float = 0.0,
@@ -308,8 +240,6 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
         raise InputError(f"expected references exact or bound, got {references!r}", field="references")
     instance = with_prices(instance, prices)
     if method == "rolling":
-        from placement.core.schedule_rolling import rolling_schedule
-
         if reserved_discount or any(p.price_factor != 1.0 or p.chip_usd_per_hour for p in periods):
             raise InputError("the rolling horizon models neither reserved capacity nor period prices; "
                              "use method milp", field="method")
@@ -332,14 +262,16 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
                         for q, p in zip(problems, periods)], workers)
     usable = all(a.used_units for a in alone)
     start = _start(problems, hours, reserved, alone, backend, time_limit_s, gap, workers) if usable else None
-    out = solve_periods(problems, hours, reserved_usd_per_hour_per_unit=reserved, usd_per_change=usd,
-                        backend=backend, time_limit_s=time_limit_s, gap=gap, start=start)
+    out = _periods(Periods(problems, hours, reserved, usd_per_change=usd, start=start), backend=backend,
+                   time_limit_s=time_limit_s, gap=gap)
     result = Schedule(status=out.status, message=out.message, reserved_discount=reserved_discount, references=references,
                       build_seconds=round(out.build_seconds, 3), solver_seconds=round(out.solve_seconds, 3),
                       variables=out.stats.get("variables", 0), constraints=out.stats.get("constraints", 0),
                       integer_variables=out.stats.get("integer_variables", 0))
     if not out.ok:
         result.reference_seconds = round(sum(a.solve_seconds + a.build_seconds for a in alone), 3)
+        if out.status == "infeasible":
+            result.diagnosis = _diagnosis(instance, source, problems, cands, periods, alone, backend)
         return result
     for t, p in enumerate(periods):
         row, plan = _period_plan(instance, source, problems[t], cands, out.solutions[t], p)

@@ -16,7 +16,7 @@ from placement.core.errors import InputError
 from placement.core.plan import Plan
 from placement.core.profile import Period, with_rates
 from placement.core.replan import Events, replan
-from placement.core.schedule import PeriodPlan, Schedule
+from placement.core.schedule_records import PeriodPlan, Schedule
 from placement.core.schema import Instance
 from placement.core.solve import solve
 from solvers.backends import DEFAULT_BACKEND

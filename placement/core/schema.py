@@ -68,9 +68,10 @@ from placement.core.field_types import (
     WeightPrecision,
     Whole,
 )
+from placement.core.objectives import ObjectiveName
 from placement.core.sessions import KvTierSpec, Sessions
 from placement.core.user_chips import UserChip, user_chip
-from placement.modes import options
+from placement.modes.registry import options
 from topology.chips import ChipSpec
 from topology.prices import DEFAULT_PRICES
 from topology.records import Record
@@ -484,7 +485,7 @@ class Instance(Record):
     workload: Workload
     hardware: Hardware
     modes: list[Mode] = Field(default_factory=lambda: list(options()), min_length=1)
-    objective: Literal["cost", "power", "chips"] = "cost"
+    objective: ObjectiveName = "cost"
     limits: Limits = Limits()
     measured_capacity: list[MeasuredCapacity] = Field(default_factory=list)
     measured_step_time: list[MeasuredStepTime] = Field(default_factory=list)
@@ -527,11 +528,6 @@ class Instance(Record):
                    for c in self.workload.classes]
         return self.model_copy(update={"slo_headroom": 1.0,
                                        "workload": self.workload.model_copy(update={"classes": classes})})
-
-    def with_changes(self, changes: dict, *, source: str = "<instance>") -> Instance:
-        """This instance with each ``--set`` path changed, validated (:func:`placement.core.paths.with_changes`)."""
-        from placement.core.paths import with_changes
-        return with_changes(self, changes, source=source)
 
     @field_validator("calibration")
     @classmethod

@@ -12,48 +12,82 @@ Examples
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from placement.core.calibration_overlay import overlay_band, overlay_framework_latency_s
-from placement.core.candidates import Candidates, build_problem
-from placement.core.confidence import pool_bands
+from placement.core.assemble import assemble_plan
 from placement.core.context import Context
 from placement.core.deadline import TimeLimitError, bounded, left_after
-from placement.core.evaluate import evaluate
-from placement.core.kv_feeds import kv_feeds_of
-from placement.core.measured_steps import table_field
-from placement.core.plan import (
-    STAGE_OF_KIND,
-    CandidateStats,
-    ClassPlan,
-    FlowPlan,
-    LinkPlan,
-    PairPlan,
-    Plan,
-    Pool,
-    PoolSite,
-    SolverStats,
-    class_latencies_ms,
-    replica_load_rps,
-)
-from placement.core.queues import at_load
+from placement.core.generation import Candidates
+from placement.core.plan import Plan
+from placement.core.problem import build_problem
 from placement.core.schema import Instance
-from placement.core.verify import verify
-from placement.core.verify.facts import SERVED_RPS
-from placement.modes import RouteId
+from placement.core.verify import require_checks, verify
 from solvers import limits, twolevel
 from solvers.backends import DEFAULT_BACKEND
-from solvers.packing import pack_into_domains
-from solvers.problem import Problem, Site
+from solvers.family import Family
+from solvers.model import families_of
+from solvers.problem import Problem
 from solvers.repair import REPAIR_FEASIBILITY, repair
-from solvers.solution import Solution, clean
-from solvers.twolevel import solve as solve_problem
+from solvers.solution import Solution
+from solvers.strategy import solve as solve_problem
 
-__all__ = ["POST_SOLVE_SHARE", "assemble_plan", "solve", "solve_context"]
+__all__ = ["PLACEMENT", "POST_SOLVE_SHARE", "SOURCES", "Scenario", "checked", "register_families", "solve",
+           "solve_context", "unregister_families"]
 
 #: Share of a time limit kept for what follows the solves: assembling and verifying the plan, writing it.
-#: The verifier takes ~1 % of a limit's solve on the 10,000-domain bench fleet (benchmarks/BACKENDS.md).
+#: The verifier takes ~1 % of a limit's solve on the 10,000-domain bench fleet.
 POST_SOLVE_SHARE = 0.05
+
+
+def _no_families(work: Context, problem: Problem, cands: Candidates) -> tuple[Family, ...]:
+    return ()
+
+
+def _as_it_is(ctx: Context, plan: Plan, sol: Solution) -> Plan:
+    return plan
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a solve adds to the placement of an instance: families, and what it makes of the plan.
+
+    ``families(work, problem, candidates)`` gives the families added to the base ones
+    (:func:`solvers.model.families_of`), from the context the model is built on (the session classes
+    expanded, :mod:`placement.core.kvmodel`), its problem and candidates; ``finish(ctx, plan,
+    solution)`` fills what the scenario adds to the assembled plan, before the verifier sees it (a
+    failure it survives, its replicas per domain, a re-plan's moves). ``network_free``: whether the
+    pair columns may be pruned network-free first (a scenario whose families price columns by their
+    configuration needs every column's); ``strategy``: :mod:`solvers.strategy`'s. Every scenario gets
+    the same pipeline: KV expansion, the deadline and memory ceiling, the two levels of large fleets,
+    repair, the second opinion (``certify``) and the diagnosis of an infeasible model.
+    """
+
+    name: str
+    families: Callable[[Context, Problem, Candidates], tuple[Family, ...]] = _no_families
+    finish: Callable[[Context, Plan, Solution], Plan] = _as_it_is
+    network_free: bool = True
+    strategy: str = "auto"
+
+
+#: The plain placement: the base families, the plan as assembled.
+PLACEMENT = Scenario("placement")
+
+#: Where every solve's families beyond the base ones come from (an extension's constraint family or
+#: objective term, its data read from the instance): ``(work, problem, candidates) -> families``.
+SOURCES: list[Callable[[Context, Problem, Candidates], tuple[Family, ...]]] = []
+
+
+def register_families(source: Callable[[Context, Problem, Candidates], tuple[Family, ...]]) -> None:
+    """Add ``source``'s families to every solve from now on (after the base families, before a scenario's);
+    its families' verifier checks must be registered (:func:`placement.core.verify.register_check`)."""
+    SOURCES.append(source)
+
+
+def unregister_families(source: Callable[[Context, Problem, Candidates], tuple[Family, ...]]) -> None:
+    """Stop adding ``source``'s families (no error if it was not registered)."""
+    if source in SOURCES:
+        SOURCES.remove(source)
 
 
 def solve(
@@ -69,6 +103,7 @@ def solve(
     kv_policy: str | None = None,
     diagnose: bool = True,
     memory_limit_bytes: int | None = None,
+    scenario: Scenario = PLACEMENT,
 ) -> Plan:
     """Solve an instance and return a verified :class:`~placement.core.plan.Plan`.
 
@@ -95,7 +130,9 @@ def solve(
     domain group has a KV tier) says where the session classes' KV may be kept
     between calls (:mod:`placement.core.kvmodel`); without session classes it
     changes nothing. ``diagnose=False`` leaves an infeasible plan's diagnosis empty (a search that only
-    needs to know whether a rate is servable, :mod:`placement.studies.capacity`).
+    needs to know whether a rate is servable, :mod:`placement.studies.capacity`). ``scenario`` adds
+    families and post-processing (:class:`Scenario`: N+1 survival, :mod:`placement.core.survive`; a
+    re-plan, :mod:`placement.core.replan`), through all of the above.
 
     Raises
     ------
@@ -113,8 +150,23 @@ def solve(
     if objective is not None:
         instance = instance.model_copy(update={"objective": objective})
     ctx = Context.of(instance, source)
-    plan = solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
-                         kv_policy=kv_policy, diagnose=diagnose, memory_limit_bytes=memory_limit_bytes)
+    return solve_context(ctx, backend=backend, time_limit_s=time_limit_s, gap=gap, began=began, certify=certify,
+                         kv_policy=kv_policy, diagnose=diagnose, memory_limit_bytes=memory_limit_bytes,
+                         scenario=scenario)
+
+
+def solve_context(ctx: Context, *, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
+                  gap: float | None = None, candidates: Candidates | None = None,
+                  began: float | None = None, certify: bool = False, kv_policy: str | None = None,
+                  diagnose: bool = True, memory_limit_bytes: int | None = None,
+                  scenario: Scenario = PLACEMENT) -> Plan:
+    """:func:`solve` on a context (``candidates``: reuse these instead of generating them): the one path
+    every scenario takes."""
+    began = time.monotonic() if began is None else began
+    solver_s = None if time_limit_s is None else time_limit_s * (1 - POST_SOLVE_SHARE)
+    with limits.bounded(deadline=None if solver_s is None else began + solver_s, memory_bytes=memory_limit_bytes):
+        plan = _solve_context(ctx, backend, time_limit_s, solver_s, gap, candidates, began, certify, kv_policy,
+                              diagnose, scenario)
     if plan.provenance is not None:
         return plan
     from placement.core.provenance import provenance  # a plan no solution was assembled into
@@ -122,21 +174,9 @@ def solve(
     return plan.model_copy(update={"provenance": provenance(ctx)})
 
 
-def solve_context(ctx: Context, *, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
-                  gap: float | None = None, candidates: Candidates | None = None,
-                  began: float | None = None, certify: bool = False, kv_policy: str | None = None,
-                  diagnose: bool = True, memory_limit_bytes: int | None = None) -> Plan:
-    """:func:`solve` on a context (``candidates``: reuse these instead of generating them)."""
-    began = time.monotonic() if began is None else began
-    solver_s = None if time_limit_s is None else time_limit_s * (1 - POST_SOLVE_SHARE)
-    with limits.bounded(deadline=None if solver_s is None else began + solver_s, memory_bytes=memory_limit_bytes):
-        return _solve_context(ctx, backend, time_limit_s, solver_s, gap, candidates, began, certify, kv_policy,
-                              diagnose)
-
-
 def _solve_context(ctx: Context, backend: str, time_limit_s: float | None, solver_s: float | None,
                    gap: float | None, candidates: Candidates | None, began: float, certify: bool,
-                   kv_policy: str | None, diagnose: bool) -> Plan:
+                   kv_policy: str | None, diagnose: bool, scenario: Scenario) -> Plan:
     kv = None
     if any(c.sessions is not None for c in ctx.instance.workload.classes):
         from placement.core.kvmodel import expand
@@ -146,7 +186,8 @@ def _solve_context(ctx: Context, backend: str, time_limit_s: float | None, solve
     try:
         with bounded(time_limit_s, began, "candidate generation"):
             # Session classes add policies (always the full model); given candidates are used as they are.
-            loose = _network_free_from(work) if kv is None and candidates is None else None
+            loose = (_network_free_from(work) if kv is None and candidates is None and scenario.network_free
+                     else None)
             problem, cands = build_problem(work, candidates, loose)
             if kv is not None:
                 from placement.core.kvplan import extend_problem
@@ -155,7 +196,10 @@ def _solve_context(ctx: Context, backend: str, time_limit_s: float | None, solve
         left = left_after(time_limit_s, began, "candidate generation")
     except TimeLimitError as e:
         return Plan(instance=ctx.instance.name, objective=ctx.instance.objective, status="time_limit", message=str(e))
-    at = _Columns(work, problem, cands, solver_s, began)
+    families = families_of([*(f for source in SOURCES for f in source(work, problem, cands)),
+                            *scenario.families(work, problem, cands)])
+    require_checks(families)  # a family the verifier does not mirror is not solved
+    at = _Columns(work, problem, cands, solver_s, began, families=families, scenario=scenario)
     plan = _solve_verified(ctx, at, backend, left, gap, kv)
     # CBC has proven wrong bounds on models with single-chip-type rows (issue 15: $4.68/h "optimal"
     # where $3.03/h is feasible): such models are small, and always get a second opinion.
@@ -171,7 +215,8 @@ def _solve_context(ctx: Context, backend: str, time_limit_s: float | None, solve
     if plan.status == "infeasible" and diagnose:
         from placement.core.diagnose import diagnose as diagnosis_of
 
-        diagnosis = diagnosis_of(work, at.full() or at.problem, at.cands, backend=backend, time_limit_s=left)
+        diagnosis = diagnosis_of(work, at.full() or at.problem, at.cands, backend=backend, time_limit_s=left,
+                                 families=families)
         plan = plan.model_copy(update={"diagnosis": diagnosis})
     return plan
 
@@ -185,12 +230,15 @@ def _network_free_from(ctx: Context) -> int | None:
 
 class _Columns:
     """The problem and candidates a solve works on: with ``cands.network_free``, K0's (two-part columns
-    pruned network-free, :mod:`placement.core.candidates`), until :meth:`full` generates every column."""
+    pruned network-free, :mod:`placement.core.candidates`), until :meth:`full` generates every column; the
+    model's families (base, registered sources', the scenario's) and the scenario."""
 
     def __init__(self, ctx: Context, problem: Problem, cands: Candidates, time_limit_s: float | None = None,
-                 began: float | None = None) -> None:
+                 began: float | None = None, *, families: tuple[Family, ...] | None = None,
+                 scenario: Scenario = PLACEMENT) -> None:
         self.ctx, self.problem, self.cands = ctx, problem, cands
         self.time_limit_s, self.began = time_limit_s, time.monotonic() if began is None else began
+        self.families, self.scenario = families, scenario
 
     def full(self) -> Problem | None:
         """The problem with every column (generated on the first call if this one has K0's); ``None`` if the
@@ -212,33 +260,50 @@ def _solve_verified(ctx: Context, at: _Columns, backend: str, time_limit_s: floa
     continuous part re-solved at a tight tolerance); if the repaired plan passes it is returned,
     with its status that of the original solve and a note saying what was repaired.
     """
-    sol = solve_problem(at.problem, backend=backend, time_limit_s=time_limit_s, gap=gap,
-                        full=at.full if at.cands.network_free else None)
-    problem, cands = at.problem, at.cands  # the full set's if the solve asked for it
-    plan = _verified(ctx, problem, cands, sol, kv)
+    sol = solve_problem(at.problem, families=at.families, strategy=at.scenario.strategy, backend=backend,
+                        time_limit_s=time_limit_s, gap=gap, full=at.full if at.cands.network_free else None)
+    # the full set's problem and candidates if the solve asked for them
+    return checked(ctx, at.problem, at.cands, sol, kv=kv, scenario=at.scenario, families=at.families,
+                   time_limit_s=time_limit_s)
+
+
+def checked(ctx: Context, problem: Problem, cands: Candidates, sol: Solution, *, kv=None,
+            scenario: Scenario = PLACEMENT, families: tuple[Family, ...] | None = None,
+            time_limit_s: float | None = None) -> Plan:
+    """The plan of ``sol`` (a solution of ``problem`` with ``families``), finished by ``scenario`` and verified
+    against ``ctx``; status ``error`` with the violations if rejected.
+
+    A rejected plan is first repaired (:func:`solvers.repair.repair`: its replicas kept, the
+    continuous part re-solved at a tight tolerance); if the repaired plan passes it is returned,
+    with its status that of the original solve and a note saying what was repaired.
+    """
+    plan = _verified(ctx, problem, cands, sol, kv, scenario)
     if not plan.violations:
         return plan
-    fixed = repair(problem, sol, time_limit_s=time_limit_s)
+    fixed = repair(problem, sol, time_limit_s=time_limit_s, families=families)
     if not fixed.ok or round(fixed.objective or 0.0, 9) != round(sol.objective or 0.0, 9):
         return plan
     repaired = _verified(ctx, problem, cands, fixed.model_copy(update={
         "status": sol.status, "best_bound": sol.best_bound, "gap": sol.gap, "backend": sol.backend,
-        "solve_seconds": sol.solve_seconds + fixed.solve_seconds}), kv)
+        "solve_seconds": sol.solve_seconds + fixed.solve_seconds}), kv, scenario)
     if repaired.violations:
         return plan
-    note = (f"repaired: the verifier rejected {backend}'s plan ({plan.violations[0]}); its replicas were kept and "
-            "the loads, flows and pairs re-solved by highs at feasibility tolerance "
+    note = (f"repaired: the verifier rejected {sol.backend}'s plan ({plan.violations[0]}); its replicas were kept "
+            "and the loads, flows and pairs re-solved by highs at feasibility tolerance "
             f"{REPAIR_FEASIBILITY:g}, and the repaired plan passes")
     return repaired.model_copy(update={"notes": [*repaired.notes, note]})
 
 
-def _verified(ctx: Context, problem: Problem, cands: Candidates, sol: Solution, kv=None) -> Plan:
-    """The plan of ``sol``, verified against ``ctx`` (``kv``: the session classes' expansion it was solved on)."""
+def _verified(ctx: Context, problem: Problem, cands: Candidates, sol: Solution, kv=None,
+              scenario: Scenario = PLACEMENT) -> Plan:
+    """The plan of ``sol``, finished by ``scenario`` and verified against ``ctx`` (``kv``: the session
+    classes' expansion it was solved on)."""
     plan = assemble_plan(ctx if kv is None else kv.context, problem, cands, sol)
     if kv is not None:
         from placement.core.kvplan import finish_plan
 
         plan = finish_plan(ctx, kv, plan, sol)
+    plan = scenario.finish(ctx, plan, sol)
     # A time limit without an incumbent has no plan to verify (it stays "time_limit", exit 4).
     if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):
         violations = verify(ctx, plan)
@@ -249,236 +314,3 @@ def _verified(ctx: Context, problem: Problem, cands: Candidates, sol: Solution, 
     return plan
 
 
-def _solver_stats(sol: Solution) -> SolverStats:
-    return SolverStats(
-        backend=sol.backend, status=sol.status, message=sol.message, seconds=sol.build_seconds + sol.solve_seconds,
-        build_seconds=sol.build_seconds, objective=sol.objective, best_bound=sol.best_bound, gap=sol.gap,
-        variables=sol.variables, integer_variables=sol.integer_variables, constraints=sol.constraints,
-        nonzeros=sol.nonzeros,
-    )
-
-
-def headroom_notes(ctx: Context) -> list[str]:
-    """The plan note saying its SLOs are the instance's × ``slo_headroom`` (none without a headroom)."""
-    if ctx.given is None or ctx.given.slo_headroom == 1.0:
-        return []
-    return [(f"planned at {ctx.given.slo_headroom:.0%} of every class's SLOs (slo_headroom): the classes' SLO "
-             "fields are the tightened ones")]
-
-
-def price_notes(ctx: Context) -> list[str]:
-    """The plan note naming the chip price set and each fleet chip's price from it (none for the default set)."""
-    from topology.prices import DEFAULT_PRICES, load_price_sets
-
-    name = ctx.instance.prices
-    if name == DEFAULT_PRICES:
-        return []
-    table = load_price_sets()[name]
-    own = {c.name for c in ctx.instance.hardware.chips}
-    used = sorted({s.chip.name for s in ctx.sites.values()
-                   if s.chip.name not in own and s.group.usd_per_hour_per_chip is None})
-    listed = [(c, table.price(c)) for c in used if table.price(c) is not None]
-    estimates = [c for c, p in listed if p.estimate]
-    if not listed:
-        return [(f"chip prices: the {name} set prices no chip here (every chip of the fleet has the instance's "
-                 "own price)")]
-    each = ", ".join(f"{c} ${p.usd_per_hour:,.2f}/h" for c, p in listed)
-    return [f"chip prices: the {name} set (topology/catalog/prices.yaml, {table.as_of}): {each}"
-            + (f"; estimates: {', '.join(estimates)}" if estimates else "")]
-
-
-def framework_notes(inst) -> list[str]:
-    """The plan note naming the serving framework whose request latency every pool's TTFT includes (none if
-    the instance names no framework)."""
-    from costmodels.frameworks import DEFAULT_FRAMEWORK, framework_entry
-
-    name = inst.serving.framework
-    if name == DEFAULT_FRAMEWORK:
-        return []
-    latency_ms = framework_entry(name).ttft_request_latency_s * 1e3
-    fleet = {d.chip for d in inst.hardware.domains}
-    own = {chip: ms for chip in sorted(fleet)
-           if (ms := overlay_framework_latency_s(inst.calibration, name, chip)) is not None}
-    mine = "".join(f"; on {chip} {ms * 1e3:.4g} ms (the calibration overlay {inst.calibration.label}, from your "
-                   "light-load TTFTs)" for chip, ms in sorted(own.items()))
-    return [(f"serving framework {name}: every pool's TTFT includes its request latency of {latency_ms:g} ms "
-            f"(costmodels/catalog/frameworks.yaml){mine}")]
-
-
-def _network_free_notes(cands: Candidates) -> list[str]:
-    """The plan note saying the solve saw the pair columns pruned network-free (K0) and no more."""
-    if not cands.network_free:
-        return []
-    return [(f"candidates: the two-part (attention–FFN, remote draft) columns were pruned network-free, pair "
-             f"traffic and latency limits left out ({cands.kept:,} columns kept); the bound of the fleet without "
-             "its network proved the plan on them, so the full set of pair columns was not generated")]
-
-
-def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Solution) -> Plan:
-    """Turn a solver solution into pools, classes, links and totals (with the plan's provenance)."""
-    from placement.core.provenance import provenance
-
-    inst = ctx.instance
-    base = {
-        "provenance": provenance(ctx),
-        "instance": inst.name,
-        "objective": inst.objective,
-        "confidence": inst.confidence,
-        "notes": headroom_notes(ctx) + price_notes(ctx) + framework_notes(inst) + _network_free_notes(cands),
-        "max_pools_per_stage": inst.limits.max_pools_per_stage,
-        "solver": _solver_stats(sol),
-        "candidates": CandidateStats(generated=cands.generated, feasible=cands.feasible, kept=cands.kept),
-    }
-    if not sol.ok:
-        status = sol.status if sol.status in ("infeasible", "time_limit", "error") else "error"
-        return Plan(status=status, message=sol.message, **base)
-    columns = {c.name: c for c in problem.columns}
-    sites_of: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
-    for p in sol.replicas:
-        if p.replicas > 0:
-            sites_of[p.column, p.part][p.site] = p.replicas
-    loads: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-    for ld in sol.loads:
-        loads[ld.column, ld.site][ld.step] = ld.rate
-    pools: list[Pool] = []
-    index = {col: i + 1 for i, col in enumerate(sorted({c for c, _ in sites_of}))}
-    ids = {(col, part): f"pool-{index[col]:02d}" + ("b" if part else "") for col, part in sites_of}
-    for (col, part), where in sorted(sites_of.items()):
-        cfg = cands.configs[col]
-        lay = cfg.main if part == 0 else cfg.partner
-        stage = STAGE_OF_KIND[cfg.kind][part]
-        replicas = sum(where.values())
-        cap = columns[col].capacity
-        psites = [PoolSite(site=s, replicas=n, load_rps=dict(sorted(loads.get((col, s), {}).items())) if part == 0 else {})
-                  for s, n in sorted(where.items())]
-        used = sum(r / cap[st] for ps in psites for st, r in ps.load_rps.items() if st in cap)
-        ttft = tpot = mem = None
-        busy = 0.0
-        cls = ctx.classes.get(cfg.traffic_class)
-        if cls is not None and cfg.kind != "measured":
-            # Latencies at the load the plan gives each replica, not at the capacity it is rated for.
-            with at_load(replica_load_rps(psites)) as load:
-                perf = evaluate(ctx, cfg, cls, pair_latency_s=_pair_latency(ctx, sol, col))
-            busy = round(load.busy, 6) if part == 0 else 0.0
-            ttft = float(perf.ttft_s) * 1e3 if part == 0 else None
-            tpot = float(perf.tpot_s) * 1e3 if stage != "prefill" else None
-            mem = float(perf.memory_per_chip_bytes) / 1e9 if part == 0 else None
-        usd = sum(n * lay.chips * ctx.sites[s].usd_per_hour_per_chip for s, n in where.items())
-        power = sum(n * lay.chips * ctx.sites[s].chip.power_w for s, n in where.items())
-        partner = ids.get((col, 1 - part)) if cfg.partner else None
-        pools.append(Pool(
-            id=ids[col, part], column=col, stage=stage, traffic_class=cfg.traffic_class, chip=lay.chip,
-            replicas=replicas, chips=replicas * lay.chips, chips_per_replica=lay.chips, tp=lay.tp, ep=lay.ep,
-            pp=lay.pp, batch=cfg.batch, chunk_tokens=cfg.chunk_tokens, micro_batches=cfg.micro_batches,
-            paired_with=partner, capacity_rps_per_replica=dict(sorted(cap.items())) if part == 0 else {},
-            utilisation=round(used / replicas, 6) if part == 0 and replicas else 0.0, busy=busy,
-            ttft_ms=ttft, tpot_ms=tpot, memory_per_chip_gb=mem, step_table=table_field(ctx, cfg, part),
-            usd_per_hour=usd, power_w=power,
-            domains=[ps.site for ps in psites], sites=psites, config=cfg, part=part,
-        ))
-    for pool in pools:
-        pool.bands = pool_bands(pool, inst.confidence, inst.serving.framework,
-                                overlay_band(inst.calibration, pool.chip))
-    _assign_domains(ctx, pools)
-    classes = _class_plans(ctx, sol, pools)
-    edge_load = {(e.source, e.target): e.load_bytes_per_s for e in sol.edge_loads}
-    links = [LinkPlan(source=e.source, target=e.target, load_bytes_per_s=edge_load.get((e.source, e.target), 0.0),
-                      capacity_bytes_per_s=e.capacity_bytes_per_s,
-                      utilisation=round(edge_load.get((e.source, e.target), 0.0) / e.capacity_bytes_per_s, 6)
-                      if e.capacity_bytes_per_s else 0.0)
-             for e in problem.edges]
-    tokens_per_s = sum(c.rate_rps * c.output_tokens for c in inst.workload.classes)
-    cost = sum(p.usd_per_hour for p in pools)
-    chips_by_type: dict[str, int] = defaultdict(int)
-    for p in pools:
-        chips_by_type[p.chip] += p.chips
-    plan = Plan(
-        status="optimal" if sol.status == "optimal" else sol.status,
-        cost_usd_per_hour=round(cost, 9),
-        power_w=round(sum(p.power_w for p in pools), 6),
-        chips=sum(p.chips for p in pools),
-        chips_by_type=dict(sorted(chips_by_type.items())),
-        output_tokens_per_s=tokens_per_s,
-        usd_per_million_output_tokens=round(cost / (tokens_per_s * 3600) * 1e6, 9) if tokens_per_s else None,
-        pools=pools,
-        classes=classes,
-        links=links,
-        flows=[FlowPlan(transfer=f.transfer, source=f.source, target=f.target, bytes_per_s=f.bytes_per_s)
-               for f in sol.flows],
-        pairs=[PairPlan(column=p.column, source_site=p.source_site, target_site=p.target_site, replicas=p.replicas,
-                        latency_us=round(ctx.routing.latency_s(p.source_site, p.target_site) * 1e6, 6))
-               for p in sol.pairs],
-        message=sol.message,
-        **base,
-    )
-    plan.prefill_to_decode = kv_feeds_of(ctx, plan)
-    plan.notes = [*plan.notes, *overlay_range_notes(inst, pools), *uncalibrated_model_notes(ctx.model)]
-    return plan
-
-
-def uncalibrated_model_notes(model) -> list[str]:
-    """A plan note when no serving measurement of the model stands behind the chip factors."""
-    if model.calibration == "calibrated":
-        return []
-    kinds = [k for k, on in (("linear-attention layers", model.linear_mixer is not None),
-                             ("sparse attention", model.attention.indexer is not None)) if on]
-    extra = f"; its {' and '.join(kinds)} are priced by the roofline alone" if kinds else ""
-    return [(f"model {model.name} is uncalibrated: the chip factors were fitted on other models' measurements"
-            f"{extra} (placement measure import / placement calibrate fit yours)")]
-
-
-def overlay_range_notes(inst, pools: list[Pool]) -> list[str]:
-    """Plan notes for pools on a chip of the calibration overlay run beyond the batches it was measured at:
-    the overlay's factors and band are extrapolated there."""
-    ov = inst.calibration
-    out = []
-    for p in pools:
-        cal = None if ov is None else ov.chips.get(p.chip)
-        if cal is None or cal.batch_per_replica is None or p.part:
-            continue
-        lo, hi = cal.batch_per_replica
-        if not lo <= p.batch <= hi:
-            out.append(f"{p.id} runs batch {p.batch:,} on {p.chip}, outside the {lo:g}–{hi:g} sequences per replica "
-                       f"its calibration overlay was measured at: the overlay's factors and band are extrapolated")
-    return out
-
-
-def _pair_latency(ctx: Context, sol: Solution, column: str) -> float:
-    lats = [ctx.routing.latency_s(p.source_site, p.target_site) for p in sol.pairs
-            if p.column == column and p.replicas > 1e-9]
-    return max(lats, default=0.0)
-
-
-def _assign_domains(ctx: Context, pools: list[Pool]) -> None:
-    """Name the domains of each group that host each pool (largest replicas first)."""
-    by_site: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
-    for p in pools:
-        for s in p.sites:
-            by_site[s.site][p.id] = (p.chips_per_replica, s.replicas)
-    for site_name, sizes in by_site.items():
-        info = ctx.sites[site_name]
-        site = Site(name=site_name, node=site_name, resource=info.resource, units_per_domain=info.chips_per_domain,
-                    domains=info.group.count, usd_per_hour_per_unit=0.0, power_w_per_unit=0.0)
-        try:
-            hosted = pack_into_domains(site, sizes)
-        except ValueError:
-            continue  # the verifier reports it
-        for p in pools:
-            for s in p.sites:
-                if s.site == site_name:
-                    s.domains = sorted(d for d, items in hosted.items() if any(k == p.id for k, _ in items))
-
-
-def _class_plans(ctx: Context, sol: Solution, pools: list[Pool]) -> list[ClassPlan]:
-    out = []
-    for cls in ctx.instance.workload.classes:
-        modes = {}
-        for route, rate in sorted(sol.route_rates.items()):
-            rid = RouteId.parse(route)
-            if rid.traffic_class == cls.name and rate > 0:
-                modes[rid.mode] = clean(rate / cls.rate_rps)  # 10 significant digits, not 9 decimals
-        ttft, tpot = class_latencies_ms(cls.name, (
-            ([st for s in p.sites for st, r in s.load_rps.items() if r > SERVED_RPS], p.ttft_ms, p.tpot_ms) for p in pools))
-        out.append(ClassPlan(name=cls.name, rate_rps=cls.rate_rps, modes=modes, ttft_ms=ttft, tpot_ms=tpot,
-                             ttft_slo_ms=cls.ttft_ms, tpot_slo_ms=cls.tpot_ms))
-    return out

@@ -8,8 +8,14 @@ every class). Replicas are then spread round-robin over the group's domains
 puts at most ⌈n/D⌉ ≤ m on any domain, and the plan states its replicas per
 domain, so that the verifier (:mod:`placement.core.verify.survive`) removes
 each domain in turn and re-checks coverage. Parts larger than a domain are
-not offered (they take whole domains and are not spread this way); the
-one-level MILP is solved (not the two-level scheme of large fleets).
+not offered (they take whole domains and are not spread this way).
+
+It is a :class:`~placement.core.solve.Scenario` of the one solve pipeline
+(:func:`survival`): the failure families and the plan's survival fields on
+top of the plain placement, so session classes (KV tiers and ``kv_policy``),
+the time limit, two levels on large fleets (the collapsed bound without the
+scenarios, which only restrict plans), repair, the second opinion
+(``certify``) and the diagnosis of an infeasible model all apply.
 
 Examples
 --------
@@ -34,25 +40,27 @@ import math
 
 import numpy as np
 
-from placement.core.candidates import Candidates, build_problem
 from placement.core.context import Context
 from placement.core.errors import InputError
 from placement.core.evaluate import evaluate
 from placement.core.failures import healthy_indices
+from placement.core.generation import Candidates
 from placement.core.plan import Plan
 from placement.core.schema import Instance
-from placement.core.solve import assemble_plan
-from placement.core.verify import verify
+from placement.core.solve import Scenario, solve
+from placement.core.verify import CHECKED_STATUSES
 from placement.core.verify.survive import SURVIVABLE, relaxed_context
+from placement.modes import pool_kind
+from solvers import survive_rows
 from solvers.backends import DEFAULT_BACKEND
-from solvers.milp import Start, solve_model
 from solvers.problem import Problem
-from solvers.survive_rows import add_site_loss, add_survive, too_large
+from solvers.solution import Solution
 
 #: The batches tried in the failure scenarios, as multiples of a column's own (rounded to integers).
 FAILOVER_BATCHES = 2.0 ** np.linspace(0.0, 2.0, 17)
 
-__all__ = ["FAILOVER_BATCHES", "parse_survive", "relaxed_capacity", "solve_surviving", "spread_domains", "switch_scenarios"]
+__all__ = ["FAILOVER_BATCHES", "parse_survive", "relaxed_capacity", "solve_surviving", "spread_domains", "survival",
+           "switch_scenarios"]
 
 
 def parse_survive(text: str) -> str:
@@ -111,7 +119,7 @@ def relaxed_capacity(ctx: Context, problem: Problem, cands: Candidates,
     batches: dict[str, int] = {}
     for column in problem.columns:
         cfg = cands.configs.get(column.name)
-        if cfg is None or cfg.kind == "measured" or cfg.partner is not None or cfg.traffic_class not in rctx.classes:
+        if cfg is None or pool_kind(cfg.kind).measured or cfg.partner is not None or cfg.traffic_class not in rctx.classes:
             continue
         cls = rctx.classes[cfg.traffic_class]
         grid = np.unique(np.round(cfg.batch * FAILOVER_BATCHES)).astype(int)
@@ -127,9 +135,49 @@ def relaxed_capacity(ctx: Context, problem: Problem, cands: Candidates,
     return capacity, batches
 
 
+def survival(survive: str = "domain:1", slo_factor: float = 1.0) -> Scenario:
+    """The N+1 scenario: the failure families of ``survive`` (at the scenarios' capacities for
+    ``slo_factor``, :func:`relaxed_capacity`) and the plan's survival fields.
+
+    Raises
+    ------
+    InputError
+        ``survive`` is not a failure this solver knows (:func:`parse_survive`), or the factor is not ≥ 1.
+    """
+    parse_survive(survive)
+    if not (math.isfinite(slo_factor) and slo_factor >= 1.0):
+        raise InputError(f"expected a finite SLO factor >= 1, got {slo_factor}", field="--survive-slo-factor")
+    made: dict = {"batches": {}, "dropped": set(), "scenarios": {}}
+
+    def families(work: Context, problem: Problem, cands: Candidates) -> tuple:
+        capacity, made["batches"] = relaxed_capacity(work, problem, cands, slo_factor)
+        if survive == "switch:1":
+            made["scenarios"] = switch_scenarios(work)
+            return (survive_rows.site_loss(made["scenarios"], capacity),)
+        return (survive_rows.survive(capacity, made["dropped"]),)
+
+    def finish(ctx: Context, plan: Plan, sol: Solution) -> Plan:
+        update: dict = {"survive": survive}
+        batches = made["batches"]
+        if slo_factor > 1.0:
+            update["survive_slo_factor"] = slo_factor
+            update["survive_batches"] = {p.id: batches[p.column] for p in plan.pools
+                                         if p.part == 0 and p.column in batches and p.batch != batches[p.column]}
+        if survive == "switch:1" and not made["scenarios"]:
+            update["notes"] = [*plan.notes, "--survive switch:1: no domain group hangs off a switch; nothing to lose"]
+        elif made["dropped"]:
+            update["notes"] = [*plan.notes, (f"--survive {survive}: {len({k[0] for k in made['dropped']})} "
+                                             "candidate configuration(s) larger than a domain were not offered")]
+        if sol.ok and plan.status in CHECKED_STATUSES and survive == "domain:1":
+            spread_domains(ctx, plan)
+        return plan.model_copy(update=update)
+
+    return Scenario(name=f"survive {survive}", families=families, finish=finish)
+
+
 def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: str = DEFAULT_BACKEND,
                     time_limit_s: float | None = None, gap: float | None = None, slo_factor: float = 1.0,
-                    source: str = "<instance>") -> Plan:
+                    source: str = "<instance>", **options) -> Plan:
     """The cheapest verified plan that still serves every class after losing any one domain (or switch).
 
     ``slo_factor`` f ≥ 1: in the failure scenarios every class's TTFT and TPOT SLO is multiplied by
@@ -137,6 +185,8 @@ def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: s
     (:func:`relaxed_capacity`, possibly at a larger batch); the healthy plan still meets the instance's
     SLOs. The plan records f (``survive_slo_factor``, when f > 1) and each pool's batch in the
     scenarios (``survive_batches``), and the verifier re-checks each scenario at the relaxed SLOs.
+    ``options`` are :func:`placement.core.solve.solve`'s (``certify``, ``kv_policy``,
+    ``memory_limit_bytes``, ``began``, ``diagnose``).
 
     Returns
     -------
@@ -149,40 +199,5 @@ def solve_surviving(instance: Instance, *, survive: str = "domain:1", backend: s
     InputError
         ``survive`` is not a failure this solver knows (:func:`parse_survive`).
     """
-    parse_survive(survive)
-    if not (math.isfinite(slo_factor) and slo_factor >= 1.0):
-        raise InputError(f"expected a finite SLO factor >= 1, got {slo_factor}", field="--survive-slo-factor")
-    ctx = Context.of(instance, source)
-    problem, cands = build_problem(ctx)
-    capacity, batches = relaxed_capacity(ctx, problem, cands, slo_factor)
-    dropped: list = []
-    scenarios = switch_scenarios(ctx) if survive == "switch:1" else {}
-
-    def prepare(m, v):
-        if survive == "switch:1":
-            add_site_loss(m, v, scenarios, capacity)
-        else:
-            dropped.extend(too_large(v))
-            add_survive(m, v, capacity)
-        return Start()
-
-    sol, _ = solve_model(problem, backend, time_limit_s, gap, prepare=prepare)
-    plan = assemble_plan(ctx, problem, cands, sol)
-    update: dict = {"survive": survive}
-    if slo_factor > 1.0:
-        update["survive_slo_factor"] = slo_factor
-        update["survive_batches"] = {p.id: batches[p.column] for p in plan.pools
-                                     if p.part == 0 and p.column in batches and p.batch != batches[p.column]}
-    if survive == "switch:1" and not scenarios:
-        update["notes"] = [*plan.notes, "--survive switch:1: no domain group hangs off a switch; nothing to lose"]
-    elif dropped:
-        update["notes"] = [*plan.notes, (f"--survive {survive}: {len({k[0] for k in dropped})} candidate "
-                           "configuration(s) larger than a domain were not offered")]
-    if sol.ok and plan.status in ("optimal", "feasible", "time_limit"):
-        if survive == "domain:1":
-            spread_domains(ctx, plan)
-        violations = verify(ctx, plan.model_copy(update=update))
-        update.update(verified=not violations, violations=violations)
-        if violations:
-            update.update(status="error", message="the verifier rejected the solver's plan: " + violations[0])
-    return plan.model_copy(update=update)
+    return solve(instance, backend=backend, time_limit_s=time_limit_s, gap=gap, source=source,
+                 scenario=survival(survive, slo_factor), **options)

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 from placement.core.errors import InputError
-from placement.core.plan import Plan, Pool
+from placement.core.plan import Plan, Pool, pool_kind
 from placement.deploy.engines import CHIPS_PER_NODE, EngineLayout, target_engines
 from placement.deploy.names import dns_name, label_value, require_unique
 
@@ -128,7 +128,7 @@ def units_of(plan: Plan, engine: str, *, kv: str, draft_model: str | None = None
                          "(give --chips-per-node chip=N)")
         draft = None
         tokens = None
-        if pool.config.kind == "decode-spec" and pool.stage == "decode":
+        if pool_kind(pool.config.kind).drafts and pool.part == 0:
             draft, tokens = draft_model, pool.config.draft_tokens
             if pool.config.partner is not None:
                 notes.append(f"the plan runs the draft on {pool.config.partner.chip}; the engines run it beside "

@@ -36,7 +36,6 @@ import numpy as np
 
 from costmodels import aggregated_step, fits, memory_per_chip_bytes
 from placement.core.evaluate import (
-    MANY_EVALUATORS,
     Layouts,
     PartLayout,
     Perf,
@@ -54,6 +53,7 @@ from placement.core.evaluate import (
     prefix_reload_s,
     step_precision_args,
 )
+from placement.core.floors import aggregated_floor, measured_floor
 from placement.core.queues import prefill_queue, slot_admission
 from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, main_sites
 from placement.modes.layouts import BATCHES, parts, weights
@@ -168,9 +168,11 @@ def _measured(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, l
     return Perf(cap, z, z, np.ones(b.shape, dtype=bool), z, z)
 
 
-AGGREGATED = PoolKind("aggregated", ("aggregated", None), _aggregated)
-MEASURED = PoolKind("measured", ("aggregated", None), _measured, measured=True)
-MANY_EVALUATORS[AGGREGATED.name] = _aggregated_many
+AGGREGATED = PoolKind("aggregated", ("aggregated", None), _aggregated, evaluate_many=_aggregated_many,
+                      floor=aggregated_floor, words=("aggregated-serving", None), decodes=True, chunked=True,
+                      shared_batch=True)
+MEASURED = PoolKind("measured", ("aggregated", None), _measured, measured=True, floor=measured_floor,
+                    words=("aggregated-serving", None))
 
 
 def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -52,7 +52,28 @@ class PoolKind:
     runs on; ``measured`` marks kinds whose capacity is measured, not modelled;
     ``partner`` whether a configuration has a second part: ``"never"``,
     ``"always"`` (attention–FFN) or ``"optional"`` (a draft beside the target or
-    remote) — what the verifier holds each configuration to.
+    remote) — what the verifier holds each configuration to. ``evaluate_many``, if given, evaluates
+    many single-part configurations of the kind and one main chip at once, ``(ctx, configs, class,
+    batches of each) -> Perf of each``: the kind's own formulas on the concatenated points
+    (elementwise, so every point's floats are those of ``evaluate`` on its configuration alone;
+    :func:`placement.core.evaluate.evaluate_many`).
+
+    What the rest of the package says of a kind is said here, never in a table keyed by its name:
+
+    * ``floor``: its physical floors, one of :mod:`placement.core.floors`' ``*_floor`` functions
+      (``(ctx, config, crossing latency s) -> Floors``; code shared with no cost model); a kind
+      without one is refused by the verifier;
+    * ``words``: each part's stage as a planner says it (default: the stage names);
+    * ``decodes``: it serves a class's decode on one chip type (what a diagnosis looks for before
+      blaming attention–FFN pairing); ``step_table``: a measured step table may time its main part
+      (:mod:`placement.core.measured_steps`);
+    * ``weights``: what each part holds (``stored_weight_bytes`` parts, ``("attention", "ffn")``):
+      its main part is then an attention half whose dp groups each run their own batch, and it may
+      pipeline micro-batches; ``None``: each part holds the whole model (a draft part the draft);
+    * ``drafts``: it runs the instance's draft model (needs one); ``chunked``: a configuration has a
+      prefill chunk; ``shared_batch``: its main part's dp ranks share the replica's batch;
+      ``batch_search``: generation searches its best integer batch (not where capacity is not
+      unimodal in the batch, prefill).
     """
 
     name: str
@@ -61,7 +82,20 @@ class PoolKind:
     where: Callable[[PoolConfig], str] = _main_chip
     measured: bool = False
     partner: Literal["never", "always", "optional"] = "never"
+    evaluate_many: Callable[..., list[Perf]] | None = None
+    floor: Callable[..., Any] | None = None
+    words: tuple[str, str | None] | None = None
+    decodes: bool = False
+    step_table: bool = False
+    weights: tuple[str, str] | None = None
+    drafts: bool = False
+    chunked: bool = False
+    shared_batch: bool = False
+    batch_search: bool = True
 
+    def said(self, part: int) -> str | None:
+        """Part ``part``'s stage as a planner says it."""
+        return (self.words or self.stages)[part]
 
 @dataclass(frozen=True)
 class Grid:

@@ -37,7 +37,6 @@ import numpy as np
 
 from costmodels import decode_step, fits, kv_transfer_bytes, memory_per_chip_bytes, prefill_step
 from placement.core.evaluate import (
-    MANY_EVALUATORS,
     Layouts,
     PartLayout,
     Perf,
@@ -55,6 +54,7 @@ from placement.core.evaluate import (
     prefix_reload_s,
     step_precision_args,
 )
+from placement.core.floors import decode_floor, prefill_floor
 from placement.core.measured_steps import measured_step_s
 from placement.core.queues import prefill_queue, slot_admission
 from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec, main_sites
@@ -176,9 +176,10 @@ def _on_grid(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, me
     return class_table(memo, ("pd grid", kind, cls.name, res), cls, build).get(cfg.main)
 
 
-PREFILL = PoolKind("prefill", ("prefill", None), _prefill)
-DECODE = PoolKind("decode", ("decode", None), _decode)
-MANY_EVALUATORS[PREFILL.name] = MANY_EVALUATORS[DECODE.name] = _many
+PREFILL = PoolKind("prefill", ("prefill", None), _prefill, evaluate_many=_many, floor=prefill_floor, step_table=True,
+                   batch_search=False)
+DECODE = PoolKind("decode", ("decode", None), _decode, evaluate_many=_many, floor=decode_floor, decodes=True,
+                  step_table=True, shared_batch=True)
 
 
 def prefill_grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:

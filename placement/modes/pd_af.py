@@ -49,6 +49,7 @@ from placement.core.evaluate import (
     memory_args,
     step_precision_args,
 )
+from placement.core.floors import attention_ffn_floor
 from placement.core.queues import slot_admission
 from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, attention_parts, pair_latencies, parts, weights
@@ -303,7 +304,8 @@ def _where(cfg: PoolConfig) -> str:
     return f"{cfg.main.chip} attention + {cfg.partner.chip} FFN"
 
 
-DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af, where=_where, partner="always")
+DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af, where=_where, partner="always",
+                     floor=attention_ffn_floor, words=("decode-attention", "decode-FFN"), weights=("attention", "ffn"))
 
 
 def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict) -> list[PoolConfig]:

@@ -42,6 +42,7 @@ from placement.core.evaluate import (
     memory_args,
     step_precision_args,
 )
+from placement.core.floors import speculative_floor
 from placement.core.queues import slot_admission
 from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, pair_latencies, parts, weights
@@ -98,7 +99,8 @@ def _where(cfg: PoolConfig) -> str:
     return f"{cfg.main.chip} with a draft on {cfg.partner.chip}" if cfg.partner else cfg.main.chip
 
 
-DECODE_SPEC = PoolKind("decode-spec", ("decode", "draft"), _decode_spec, where=_where, partner="optional")
+DECODE_SPEC = PoolKind("decode-spec", ("decode", "draft"), _decode_spec, where=_where, partner="optional",
+                       floor=speculative_floor, decodes=True, drafts=True)
 
 
 def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid]:

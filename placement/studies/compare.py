@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from placement.core.objectives import objective
 from placement.core.plan import Comparison, Plan
 from placement.core.schema import Instance
 from placement.core.solve import solve
 from solvers.backends import DEFAULT_BACKEND
 
-__all__ = ["OBJECTIVE_FIELDS", "compare", "kv_variants", "objective_value", "reason_of", "variants", "with_comparisons"]
+__all__ = ["compare", "kv_variants", "objective_value", "reason_of", "variants", "with_comparisons"]
 
 
 def variants(inst: Instance) -> list[tuple[str, str, Instance]]:
@@ -54,17 +55,21 @@ def kv_variants(inst: Instance) -> list[tuple[str, str]]:
     return [(f"KV policy {p}", p) for p in ("tiered", "hbm-only", "none") if p != default]
 
 
-#: The plan field each objective of ``Instance.objective`` measures ($/h, W, chips); a test holds the two equal.
-OBJECTIVE_FIELDS = {"cost": "cost_usd_per_hour", "power": "power_w", "chips": "chips"}
+def objective_value(plan: Plan, name: str) -> float | None:
+    """What objective ``name`` (:mod:`placement.core.objectives`) measures of a verified plan: $/h, W, chips.
 
-
-def objective_value(plan: Plan, objective: str) -> float | None:
-    """What ``objective`` (:data:`OBJECTIVE_FIELDS`) measures of a verified plan: $/h, W or chips."""
-    if objective not in OBJECTIVE_FIELDS:
-        raise ValueError(f"unknown objective {objective!r}; expected one of {', '.join(OBJECTIVE_FIELDS)}")
+    Raises
+    ------
+    ValueError
+        ``name`` is not a registered objective.
+    """
+    try:
+        measured = objective(name)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
     if not plan.verified:
         return None
-    value = getattr(plan, OBJECTIVE_FIELDS[objective])
+    value = measured.of_plan(plan)
     return None if value is None else float(value)
 
 

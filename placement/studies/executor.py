@@ -24,34 +24,16 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from placement.core.errors import InputError
+from placement.studies.jobs import Outcome, call
+from placement.studies.ray_executor import generation_mapper as ray_mapper
+from placement.studies.ray_executor import run_map_ray
 
 __all__ = ["EXECUTORS", "Outcome", "generation_executor", "run_map", "set_generation_executor"]
 
 EXECUTORS = ("local", "ray")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one job gave: its value, or the error that stopped it."""
-
-    index: int
-    value: Any = None
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-def _call(fn: Callable, index: int, item: Any) -> Outcome:
-    try:
-        return Outcome(index, fn(item))
-    except Exception as e:  # noqa: BLE001 - a failed point is reported, not raised
-        return Outcome(index, error=f"{type(e).__name__}: {e}")
 
 
 def run_map(
@@ -80,8 +62,6 @@ def run_map(
         raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
     n = len(items)
     if executor == "ray":
-        from placement.studies.ray_executor import run_map_ray
-
         return run_map_ray(fn, items, address=address, workers=workers, progress=progress)
     workers = workers or os.cpu_count() or 1
     if workers < 1:
@@ -89,12 +69,12 @@ def run_map(
     results: list[Outcome | None] = [None] * n
     if workers == 1 or n <= 1:
         for i, item in enumerate(items):
-            results[i] = _call(fn, i, item)
+            results[i] = call(fn, i, item)
             if progress:
                 progress(i + 1, n)
         return results  # type: ignore[return-value]
     with ProcessPoolExecutor(max_workers=min(workers, n)) as pool:
-        futures = {pool.submit(_call, fn, i, item): i for i, item in enumerate(items)}
+        futures = {pool.submit(call, fn, i, item): i for i, item in enumerate(items)}
         for done, fut in enumerate(as_completed(futures), start=1):
             i = futures[fut]
             try:
@@ -112,8 +92,6 @@ def _generation_mapper(executor: str, address: str | None):
         raise InputError(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", field="--executor")
     if executor == "local":
         return None
-    from placement.studies.ray_executor import generation_mapper as ray_mapper
-
     return ray_mapper(address)
 
 

@@ -35,7 +35,16 @@ from typing import Any
 from placement.core.errors import InputError
 from placement.core.numbers import usd, value
 from placement.modes import MODES
-from placement.studies.sweep import MODE_LABELS, AxisInfo, Job, Point, SweepResult, _execute
+from placement.studies.sweep import (
+    MODE_LABELS,
+    AxisInfo,
+    Job,
+    Point,
+    SweepResult,
+    _execute,
+    envelope,
+    mark_frontier,
+)
 from placement.studies.whatif import (
     MAX_SOLVES,
     Axis,
@@ -190,66 +199,6 @@ def run_pareto(
 
 # ---------------------------------------------------------------------------------------------
 # frontier and checks
-
-
-def _frontier(pts: list[Point], y: str, higher_better: bool) -> set[int]:
-    keep = set()
-    cand = [(i, p) for i, p in enumerate(pts) if p.ok and p.tokens_per_s_per_user is not None
-            and getattr(p, y) is not None]
-    for i, p in cand:
-        x, v = p.tokens_per_s_per_user, getattr(p, y)
-        dominated = False
-        for j, q in cand:
-            if i == j:
-                continue
-            qx, qv = q.tokens_per_s_per_user, getattr(q, y)
-            better = (qv >= v) if higher_better else (qv <= v)
-            strictly = qx > x or ((qv > v) if higher_better else (qv < v))
-            if qx >= x and better and strictly:
-                dominated = True
-                break
-        if not dominated:
-            keep.add(i)
-    return keep
-
-
-def mark_frontier(result: SweepResult) -> None:
-    """Flag Pareto-optimal points: interactivity vs $/M tokens, and vs tokens/s per chip.
-
-    ``frontier*`` — within each series. ``envelope*`` — the frontier of the heterogeneous instance
-    itself, taken over the plans of *every* series: a homogeneous fleet or a single mode is a
-    restriction of the instance (fewer domain groups, fewer routes), so each of their plans is also a
-    plan of the instance at the same SLOs. The SLO sweep only finds the cheapest plan at each SLO, and
-    a restricted variant may reach an interactivity the sweep's grid skipped; the envelope keeps it.
-    """
-    for s in result.series:
-        pts = result.series_points(s)
-        cost = _frontier(pts, "usd_per_million_output_tokens", higher_better=False)
-        thr = _frontier(pts, "tokens_per_s_per_chip", higher_better=True)
-        for i, p in enumerate(pts):
-            p.frontier = i in cost
-            p.frontier_throughput = i in thr
-    if any(p.kind == "full" for p in result.points):
-        pts = result.points
-        cost = _frontier(pts, "usd_per_million_output_tokens", higher_better=False)
-        thr = _frontier(pts, "tokens_per_s_per_chip", higher_better=True)
-        for i, p in enumerate(pts):
-            p.envelope = i in cost
-            p.envelope_throughput = i in thr
-
-
-def envelope(result: SweepResult, throughput: bool = False) -> list[Point]:
-    """The heterogeneous instance's frontier (see :func:`mark_frontier`), by rising interactivity,
-    one point per distinct (interactivity, value) — the instance's own point when it is one of them."""
-    flag = "envelope_throughput" if throughput else "envelope"
-    y = "tokens_per_s_per_chip" if throughput else "usd_per_million_output_tokens"
-    seen: dict[tuple, Point] = {}
-    for p in result.points:
-        if getattr(p, flag):
-            key = (p.tokens_per_s_per_user, getattr(p, y))
-            if key not in seen or (p.kind == "full" and seen[key].kind != "full"):
-                seen[key] = p
-    return [seen[k] for k in sorted(seen)]
 
 
 def monotone_violations(result: SweepResult, label: str | None = None, rel_tol: float = 1e-6) -> list[str]:

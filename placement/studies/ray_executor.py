@@ -2,8 +2,8 @@
 
 Ray is an optional extra (``pip install 'placement[ray]'``). Each item becomes
 one Ray task (1 CPU) running the same wrapper as the local process pool
-(:func:`placement.studies.executor._call`), so a job that raises comes back as a
-failed :class:`~placement.studies.executor.Outcome` with the same error text, and a
+(:func:`placement.studies.jobs.call`), so a job that raises comes back as a
+failed :class:`~placement.studies.jobs.Outcome` with the same error text, and a
 task that dies with its worker comes back as failed too — never dropped.
 Outcomes are returned in input order, so results do not depend on which node
 ran what, or when.
@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from placement.core.errors import InputError, SolverError, redact
-from placement.studies.executor import Outcome, _call
+from placement.studies.jobs import Outcome, call
 
 __all__ = ["CONNECT_TIMEOUT_S", "generation_mapper", "probe_address", "ray_available", "run_map_ray"]
 
@@ -196,7 +196,7 @@ def run_map_ray(
             raise SolverError(redact(f"cannot start or reach Ray at {where}: {e}{hint}")) from None
         started = True
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(_call)
+        task = ray.remote(num_cpus=1, max_retries=0)(call)
         fn_ref = ray.put(fn)
         limit = workers or n
         pending: dict[Any, int] = {}

@@ -26,12 +26,13 @@ solvers.backends.UnknownSolverError: unknown solver 'nope'; registered: cbc, hig
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pulp
 
-from solvers.backends.base import Backend, Capabilities, Outcome, SolveOptions
+from solvers.backends.base import Backend, Capabilities, Outcome, SolveOptions, unavailable
 from solvers.backends.highs import HighsBackend
-from solvers.backends.pulp_cmd import CbcBackend, PulpBackend, unavailable
+from solvers.backends.pulp_cmd import CbcBackend, PulpBackend
 
 __all__ = [
     "DEFAULT_BACKEND",
@@ -52,9 +53,9 @@ __all__ = [
 ]
 
 
-#: The backend a solve uses unless told otherwise: HiGHS, by the whole-process measurements of
-#: benchmarks/BACKENDS.md (within noise of CBC on the shipped instances; on the bench fleets it proves
-#: optima CBC leaves open or finds no plan for, and CBC's model copies in its child took 4-9x the memory).
+#: The backend a solve uses unless told otherwise: HiGHS, by whole-process measurements of both
+#: (benchmarks/backend_cases.py): within noise of CBC on the shipped instances; on the bench fleets it proves
+#: optima CBC leaves open or finds no plan for, and CBC's model copies in its child took 4-9x the memory.
 DEFAULT_BACKEND = "highs"
 
 
@@ -129,7 +130,9 @@ def run(model: pulp.LpProblem, name: str, options: SolveOptions) -> Outcome:
     ('error', True)
     """
     try:
-        backend = get_solver(name)
+        outcome = get_solver(name).solve(model, options)
     except UnknownSolverError as exc:
-        return unavailable(name, str(exc))
-    return backend.solve(model, options)
+        outcome = unavailable(name, str(exc))
+    if outcome.unavailable:
+        return replace(outcome, message=f"{outcome.message}; available: {', '.join(available_solvers())}")
+    return outcome

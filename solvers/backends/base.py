@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import pulp
 
-__all__ = ["Backend", "Capabilities", "Outcome", "SolveOptions", "finite_or_none"]
+__all__ = ["Backend", "Capabilities", "Outcome", "SolveOptions", "finite_or_none", "unavailable"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,14 @@ class Outcome:
     bound: float | None
     seconds: float
     backend: str
+    #: The backend could not run at all (unknown name, not installed): :func:`solvers.backends.run` then
+    #: names the backends that can.
+    unavailable: bool = False
+
+
+def unavailable(backend: str, why: str) -> Outcome:
+    """The error outcome of a backend that cannot run (:func:`solvers.backends.run` adds what can)."""
+    return Outcome("error", f"backend {backend!r} unavailable ({why})", False, None, 0.0, backend, unavailable=True)
 
 
 @dataclass(frozen=True)

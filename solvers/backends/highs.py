@@ -46,7 +46,7 @@ STOPPED_AT_TIME = "stopped at the time limit"
 
 #: HiGHS ``presolve_mode`` (0 default = full, 2 light): full presolve's probing of spec-decode-draft's 304
 #: binaries takes ~25 CPU s (its whole solve time), light presolve solves it at the root in 0.1 s with the
-#: same optimum; on the other shipped instances the two are within noise (``benchmarks/BACKENDS.md``).
+#: same optimum; on the other shipped instances the two were measured within noise of each other.
 PRESOLVE_MODE = 2
 
 
@@ -233,7 +233,7 @@ class _BatchHiGHS(pulp.HiGHS):
                 kinds = np.full(len(ints), int(highspy.HighsVarType.kInteger), dtype=np.uint8)
                 h.changeColsIntegrality(len(ints), ints, kinds)
         starts, index, value, row_lower, row_upper = [], [], [], [], []
-        for constraint in lp._constraints.values():
+        for constraint in lp.constraints():
             starts.append(len(index))
             for var, coef in constraint.items():
                 if coef != 0:

@@ -27,12 +27,12 @@ import time
 
 import pulp
 
-from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none
+from solvers.backends.base import Capabilities, Outcome, SolveOptions, finite_or_none, unavailable
 from solvers.backends.scratch import scratch_dir
 from solvers.backends.watchdog import run_watched
 from solvers.limits import child_address_space, clip_time
 
-__all__ = ["CbcBackend", "PulpBackend", "unavailable"]
+__all__ = ["CbcBackend", "PulpBackend"]
 
 log = logging.getLogger("solvers.backends")
 
@@ -40,14 +40,6 @@ _CBC_RESULT = re.compile(r"^Result - (.*)$", re.MULTILINE)
 _CBC_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
 #: Appended to CBC's log when the watchdog stopped it: whatever CBC then printed, the run hit its time limit.
 _WATCHDOG_LINE = "placement: the watchdog stopped CBC at its time limit"
-
-
-def unavailable(backend: str, why: str) -> Outcome:
-    """The error outcome of a backend that cannot run, naming the ones that can."""
-    from solvers.backends import available_solvers
-
-    message = f"backend {backend!r} unavailable ({why}); available: {', '.join(available_solvers())}"
-    return Outcome("error", message, False, None, 0.0, backend)
 
 
 def pulp_options(options: SolveOptions) -> dict:

@@ -12,6 +12,7 @@ check, its rule in its docstring:
 ``check_pool_fields``     every field of a pool = its re-derived value
 ``check_class_fields``    a class's rate, SLOs, TTFT and TPOT = the instance's and its pools'
 ``check_totals``          cost, power, chips (by type), tokens/s, $/M tokens = sums over pools
+``check_objective``       the plan's objective is a registered one; what it measures = its pools'
 ``check_pair_fields``     a pair's latency = its path's
 ``check_links``           a link's capacity, utilisation and load = the fleet's and its flows'
 ``check_demand``          mode shares sum to 1, each step carries its mode's share of the rate
@@ -28,10 +29,15 @@ check, its rule in its docstring:
 ``check_survival``        (N+1 plans) with any one domain lost, the rest still serve every class
 ``check_floors``          no TPOT, TTFT or capacity beats its physical floor (:mod:`placement.core.floors`,
                           which shares no code with the cost models)
+``check_migration``       (re-plans) each move's replicas and reload $ and the totals re-derived
 ``check_kv``              session classes: retention policies, hit rates, tier capacity, bandwidth
                           and cost re-derived (:mod:`~placement.core.verify.kv`); the checks above
                           then see the session classes as their outcome classes
 ========================  ==================================================================
+
+The checks are kept by name (:mod:`~placement.core.verify.checks`): each constraint family of the
+MILP names the one that mirrors it, and an extension registers its own
+(:func:`~placement.core.verify.checks.register_check`).
 
 Examples
 --------
@@ -46,6 +52,7 @@ from placement.core.confidence import at_confidence
 from placement.core.context import Context
 from placement.core.floors import check_floors
 from placement.core.plan import Plan
+from placement.core.verify.checks import CHECKS, register_check, require_checks, unregister_check
 from placement.core.verify.facts import RTOL, derive, pair_latency_of
 from placement.core.verify.fields import (
     check_class_fields,
@@ -56,6 +63,8 @@ from placement.core.verify.fields import (
 )
 from placement.core.verify.fleet import check_domains, check_limits, check_network
 from placement.core.verify.kv import check_kv, has_sessions
+from placement.core.verify.migration import check_migration
+from placement.core.verify.objective import check_objective
 from placement.core.verify.operate import check_kv_feeds, check_pool_limit
 from placement.core.verify.serving import (
     check_capacity,
@@ -67,7 +76,7 @@ from placement.core.verify.serving import (
 from placement.core.verify.structure import check_configurations, check_numbers, check_references
 from placement.core.verify.survive import check_survival
 
-__all__ = ["RTOL", "pair_latency_of", "verify"]
+__all__ = ["CHECKS", "RTOL", "pair_latency_of", "register_check", "require_checks", "unregister_check", "verify"]
 
 #: Plan statuses that carry a placement to verify.
 CHECKED_STATUSES = ("optimal", "feasible", "time_limit")
@@ -105,24 +114,22 @@ def verify(ctx: Context, plan: Plan, *, stated_fields: bool = True) -> list[str]
     unevaluable = [f.problem for f in facts if f.problem]
     if unevaluable:
         return unevaluable
-    stated = [
-        *check_pool_fields(ctx, plan, facts),
-        *check_class_fields(ctx, plan, facts),
-        *check_totals(ctx, plan, facts),
-        *check_pair_fields(ctx, plan),
-        *check_links(ctx, plan, facts),
-        *check_kv_feeds(ctx, plan),
-    ] if stated_fields else []
-    return stated + [
-        *check_demand(ctx, plan, facts),
-        *check_routes(ctx, plan, facts),
-        *check_capacity(ctx, plan, facts),
-        *check_slos_and_memory(ctx, plan, facts),
-        *check_pairing(ctx, plan, facts),
-        *check_domains(ctx, plan, facts),
-        *check_network(ctx, plan, facts),
-        *check_pool_limit(ctx, plan),
-        *check_limits(ctx, plan, facts),
-        *check_floors(plan, ctx),
-        *check_survival(ctx, plan, facts),
-    ]
+    return [v for check in CHECKS.values() if stated_fields or not check.stated for v in check.run(ctx, plan, facts)]
+
+
+def _without_facts(check):
+    return lambda ctx, plan, facts: check(ctx, plan)
+
+
+for _name, _run in (("check_pool_fields", check_pool_fields), ("check_class_fields", check_class_fields),
+                    ("check_totals", check_totals), ("check_objective", check_objective),
+                    ("check_pair_fields", _without_facts(check_pair_fields)),
+                    ("check_links", check_links), ("check_kv_feeds", _without_facts(check_kv_feeds))):
+    register_check(_name, _run, stated=True)
+for _name, _run in (("check_demand", check_demand), ("check_routes", check_routes), ("check_capacity", check_capacity),
+                    ("check_slos_and_memory", check_slos_and_memory), ("check_pairing", check_pairing),
+                    ("check_domains", check_domains), ("check_network", check_network),
+                    ("check_pool_limit", _without_facts(check_pool_limit)), ("check_limits", check_limits),
+                    ("check_floors", lambda ctx, plan, facts: check_floors(plan, ctx)),
+                    ("check_survival", check_survival), ("check_migration", check_migration)):
+    register_check(_name, _run)

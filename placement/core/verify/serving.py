@@ -17,6 +17,7 @@ from placement.core.evaluate import max_sequences_per_rank, rank_sequence_ceilin
 from placement.core.plan import Plan, class_latencies_ms
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
 from placement.modes.ids import RouteId, StepId
+from placement.modes.registry import pool_kind
 
 __all__ = ["check_capacity", "check_demand", "check_pairing", "check_routes", "check_slos_and_memory",
            "demand_tolerance_rps"]
@@ -130,11 +131,12 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
     serving = ctx.instance.serving
     engine_cap = max_sequences_per_rank(ctx)
     for f in facts:
-        if not f.main or f.pool.config.kind == "measured":
+        kind = pool_kind(f.pool.config.kind)
+        if not f.main or kind.measured:
             continue
         cfg, cls = f.pool.config, ctx.classes[f.pool.config.traffic_class]
-        # An attention–FFN replica's attention groups each run its batch; other kinds share it over dp ranks.
-        per_rank = cfg.batch if cfg.kind == "decode-af" else cfg.batch / cfg.main.dp
+        # An attention half's dp groups each run its batch (PoolKind.weights); other kinds share it over dp ranks.
+        per_rank = cfg.batch if kind.weights is not None else cfg.batch / cfg.main.dp
         rank_chips = cfg.main.chips / cfg.main.dp
         chip_cap = float(rank_sequence_ceiling(ctx, rank_chips))
         if per_rank > engine_cap:

@@ -124,18 +124,17 @@ def check_configurations(ctx: Context, plan: Plan) -> list[str]:
     return v
 
 
-#: Kinds whose replica shares one batch over data-parallel attention groups (``dp`` of the main part).
-_DP_KINDS = ("decode", "aggregated")
 
 
 def _config_problems(ctx: Context, pid: str, cfg: PoolConfig) -> list[str]:
     v: list[str] = []
-    partner = pool_kind(cfg.kind).partner  # the kind's own record says whether it has a second part
+    kind = pool_kind(cfg.kind)  # the kind's own record says what a configuration of it may be
+    partner = kind.partner
     if partner == "never" and cfg.partner is not None:
         v.append(f"pool {pid}: config kind {cfg.kind!r} has no partner part, but one is given")
     if partner == "always" and cfg.partner is None:
         v.append(f"pool {pid}: config kind {cfg.kind!r} needs a partner part")
-    if cfg.kind == "measured":
+    if kind.measured:
         if cfg.traffic_class != "*":
             v.append(f"pool {pid}: a measured configuration serves every measured class ('*'), not "
                      f"{cfg.traffic_class!r}")
@@ -146,13 +145,13 @@ def _config_problems(ctx: Context, pid: str, cfg: PoolConfig) -> list[str]:
             v.append(f"pool {pid}: config serves unknown class {cfg.traffic_class!r}")
         if ctx.instance.only_measured:
             v.append(f"pool {pid}: a {cfg.kind} (roofline) configuration in an instance with only_measured")
-    if (cfg.kind == "aggregated") != (cfg.chunk_tokens is not None):
+    if kind.chunked != (cfg.chunk_tokens is not None):
         v.append(f"pool {pid}: chunk_tokens is {cfg.chunk_tokens}; only an aggregated configuration has a chunk")
     elif cfg.chunk_tokens is not None and cfg.chunk_tokens < 1:
         v.append(f"pool {pid}: chunk_tokens is {cfg.chunk_tokens}; expected ≥ 1")
-    if cfg.micro_batches < 1 or (cfg.micro_batches != 1 and cfg.kind != "decode-af"):
+    if cfg.micro_batches < 1 or (cfg.micro_batches != 1 and kind.weights is None):
         v.append(f"pool {pid}: micro_batches is {cfg.micro_batches}; expected 1 (≥ 1 for decode-af)")
-    if cfg.kind == "decode-spec":
+    if kind.drafts:
         draft = ctx.instance.draft
         if draft is None or ctx.draft_model is None:
             v.append(f"pool {pid}: a decode-spec configuration in an instance without a draft model")
@@ -164,11 +163,10 @@ def _config_problems(ctx: Context, pid: str, cfg: PoolConfig) -> list[str]:
         if part is None:
             continue
         # Measured capacities need no model; a remote draft runs the draft model.
-        model = None if cfg.kind == "measured" else (
-            ctx.draft_model if cfg.kind == "decode-spec" and name == "partner" else ctx.model)
+        model = None if kind.measured else (ctx.draft_model if kind.drafts and name == "partner" else ctx.model)
         v += _layout_problems(ctx, f"pool {pid}: config.{name}", part, model,
-                              attention=cfg.kind == "decode-af" and name == "main",
-                              shared_batch=cfg.kind in _DP_KINDS and name == "main")
+                              attention=kind.weights is not None and name == "main",
+                              shared_batch=kind.shared_batch and name == "main")
     return v
 
 

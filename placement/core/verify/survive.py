@@ -26,7 +26,7 @@ import pulp
 from placement.core.context import Context
 from placement.core.plan import Plan
 from placement.core.verify.facts import RTOL, PoolFacts
-from placement.modes import enabled_modes
+from placement.modes import enabled_modes, pool_kind
 from solvers.backends.highs import quiet_highs_banner
 
 __all__ = ["SURVIVABLE", "check_survival", "covers", "relaxed_context"]
@@ -132,7 +132,7 @@ def _failover_batches(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[
     by_id = {f.pool.id: f for f in facts}
     for pool_id, batch in sorted(plan.survive_batches.items()):
         f = by_id.get(pool_id)
-        if f is None or not f.main or f.pool.config.kind == "measured" or f.pool.config.partner is not None:
+        if f is None or not f.main or pool_kind(f.pool.config.kind).measured or f.pool.config.partner is not None:
             v.append(f"survive_batches: {pool_id!r} is not a one-part, modelled pool of the plan")
             continue
         cls = ctx.classes[f.pool.config.traffic_class]
