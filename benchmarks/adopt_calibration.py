@@ -106,6 +106,15 @@ def adopt(text: str, results: dict) -> str:
         if anchor is not None:
             old = anchor.group(2)
             block = block.replace(old, _source_numbers(old, fit, _errors(results, chip)))
+        if "batch_per_rank" in fit:  # the batches the fit saw: plans beyond them say they extrapolate
+            lo, hi = fit["batch_per_rank"]
+            line = f"  calibrated_batch_per_rank: [{_fmt(lo, 4)}, {_fmt(hi, 4)}]\n"
+            pattern = re.compile(r"^  calibrated_batch_per_rank: .*\n", re.MULTILINE)
+            if pattern.search(block):
+                block = pattern.sub(line, block, count=1)
+            else:
+                at = re.search(r"^  heldout_tpot_error: .*\n", block, re.MULTILINE).end()
+                block = block[:at] + line + block[at:]
         split = _errors(results, chip)
         held = [split[k] for k in (("TPOT", "leave-one-source-out"), ("TPOT", "leave-one-model-out"))
                 if split.get(k) is not None]

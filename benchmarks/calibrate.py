@@ -286,7 +286,9 @@ def chip_table(evals: dict[str, dict]) -> list[dict]:
                "sources": sorted({_source(m) for m in ev["rows"]}),
                "fitted": _catalogue_factors(fit.fitted), "default": _catalogue_factors(fit.default),
                "objective_default": fit.objective_default, "objective_fitted": fit.objective_fitted,
-               "tpot_default": _stats(ev["predicted"]["default"]["TPOT"], meas)}
+               "tpot_default": _stats(ev["predicted"]["default"]["TPOT"], meas),
+               "batch_per_rank": [min(m.batch / m.attn_dp for m in ev["rows"]),
+                                  max(m.batch / m.attn_dp for m in ev["rows"])]}
         for split in SPLITS:
             if split in ev["predicted"]:
                 row[f"tpot_{split}"] = _stats(ev["predicted"][split]["TPOT"], meas)

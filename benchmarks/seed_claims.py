@@ -1,6 +1,6 @@
 """Where do the seeds' claims hold? Sweeps of the shipped instances, written to SEED_CLAIMS.md.
 
-Three claims of the seeds (``../shared/seeds/DIGEST.md``, quoted in each
+Three claims of the seeds the project started from (each quoted in its
 instance's header) are tested against the current cost models, never by
 tuning inputs until they appear: each study sweeps one SLO of the class the
 claim is about, under a few stated conditions (a link latency, a price, a
@@ -374,6 +374,23 @@ def section(fam: str, results: dict[str, list[dict]]) -> list[str]:
     return out
 
 
+def write_markdown(path: Path, results: dict[str, list[dict]]) -> None:
+    """Rewrite each family's block of ``path`` (its prose outside the markers kept), or write the whole page
+    when there is none yet."""
+    from doc_figures import replace_block
+
+    if not path.exists():
+        path.write_text(markdown(results) + "\n")
+        return
+    text = path.read_text()
+    for fam in TABLES:
+        body = section(fam, results)
+        while body and body[-1] == "":
+            body.pop()
+        text = replace_block(text, f"seed-{fam}", "\n".join(body))
+    path.write_text(text)
+
+
 def markdown(results: dict[str, list[dict]]) -> str:
     """The whole SEED_CLAIMS.md; each family between ``<!-- figures:seed-FAMILY -->`` markers
     (``benchmarks/doc_figures.py`` re-solves the ``draft`` family and rewrites its block)."""
@@ -411,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         results[PRICE_SWEEP] = json.loads(args.price_sweep.read_text())["points"]
     if args.render:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True, default=str) + "\n")
-        args.markdown.write_text(markdown(results) + "\n")
+        write_markdown(args.markdown, results)
         return 0
     for s in STUDIES:
         if args.only and s.family not in args.only:
@@ -422,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         results[s.condition] = run(s)
         # written after every study, so a long run interrupted keeps what it solved
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True, default=str) + "\n")
-        args.markdown.write_text(markdown(results) + "\n")
+        write_markdown(args.markdown, results)
     return 0
 
 

@@ -34,11 +34,12 @@ from typing import Literal
 
 from topology.chips import ChipSpec
 
-__all__ = ["LEVELS", "PRIOR_FIELDS", "at_prior", "prior_peers", "prior_range"]
+__all__ = ["LEVELS", "PRIOR_FIELDS", "REFERENCE_LAYERS", "at_prior", "prior_peers", "prior_range"]
 
-#: The factors a prior covers, and whether a larger value makes the chip faster.
+#: The factors a prior covers, and whether a larger value makes the chip faster (the fixed costs τ and τ_layer
+#: are taken as one pair, :func:`prior_range`).
 PRIOR_FIELDS: dict[str, bool] = {"compute_efficiency": True, "memory_efficiency": True, "step_overhead_s": False,
-                                 "allreduce_efficiency": True}
+                                 "layer_overhead_s": False, "allreduce_efficiency": True}
 #: The levels a prior is taken at.
 LEVELS = ("low", "nominal", "high")
 Level = Literal["low", "nominal", "high"]
@@ -52,11 +53,33 @@ def prior_peers(chip: ChipSpec, catalogue: dict[str, ChipSpec]) -> list[ChipSpec
     return same_vendor or same_memory
 
 
+#: Layers the fixed cost of a step is compared at when the per-step and per-layer costs are taken as one pair
+#: (an 80-layer model, Llama-3.1-70B's depth): a fit may put its fixed cost in either term (H100's puts it all
+#: in the per-layer one), so the two come from the same peer.
+REFERENCE_LAYERS = 80
+
+
+def _fixed_s(c: ChipSpec) -> float:
+    return c.step_overhead_s + REFERENCE_LAYERS * c.layer_overhead_s
+
+
 def prior_range(chip: ChipSpec, catalogue: dict[str, ChipSpec]) -> dict[str, tuple[float, float, float]]:
     """Per prior factor of an uncalibrated ``chip``: (pessimistic, nominal, optimistic) value; {} for a
     calibrated chip or one with no peers.
 
-    SRAM parts take only the fixed step cost from their peers: their peers' efficiencies are not fitted.
+    The fixed step cost (``step_overhead_s``, ``layer_overhead_s``) is one pair, the chip's own or one peer's
+    whole — the peer with the highest (lowest) τ + :data:`REFERENCE_LAYERS`·τ_layer at the pessimistic
+    (optimistic) end — never one peer's τ with another's τ_layer. SRAM parts take only the fixed step cost from
+    their peers: their peers' efficiencies are not fitted.
+
+    Examples
+    --------
+    >>> from topology.chips import load_chip_catalog
+    >>> cat = load_chip_catalog()
+    >>> r = prior_range(cat["rubin"], cat)
+    >>> fast = r["step_overhead_s"][2] + REFERENCE_LAYERS * r["layer_overhead_s"][2]
+    >>> fast == min(_fixed_s(c) for c in [*prior_peers(cat["rubin"], cat), cat["rubin"]])
+    True
     """
     if chip.calibration == "calibrated":
         return {}
@@ -65,12 +88,16 @@ def prior_range(chip: ChipSpec, catalogue: dict[str, ChipSpec]) -> dict[str, tup
         return {}
     out = {}
     for name, faster_up in PRIOR_FIELDS.items():
-        if chip.sram_only and name != "step_overhead_s":
+        if name == "step_overhead_s" or (chip.sram_only and name != "step_overhead_s"):
             continue
         nominal = float(getattr(chip, name))
         values = [float(getattr(c, name)) for c in peers] + [nominal]
         worst, best = (min(values), max(values)) if faster_up else (max(values), min(values))
         out[name] = (worst, nominal, best)
+    pairs = [*peers, chip]
+    slow, fast = max(pairs, key=_fixed_s), min(pairs, key=_fixed_s)
+    for name in ("step_overhead_s", "layer_overhead_s"):
+        out[name] = (float(getattr(slow, name)), float(getattr(chip, name)), float(getattr(fast, name)))
     return out
 
 

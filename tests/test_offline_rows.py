@@ -47,3 +47,30 @@ def test_kept_rows_and_what_is_left_out(offline):
     assert gpt and {m.precision for m in gpt} == {"mxfp4"}
     assert {m.kv_precision for m in gpt if m.chip in ("h100", "h200")} == {"bf16"}
     assert skipped["chip or model not catalogued"] > 0
+
+
+def _instance(batch_range):
+    return {"name": "range", "model": "llama-3.1-8b", "modes": ["aggregated"],
+            "workload": {"classes": [{"name": "c", "rate_rps": 40, "prompt_tokens": 1000, "output_tokens": 500,
+                                      "ttft_ms": 3000, "tpot_ms": 60}]},
+            "hardware": {"chips": [{"name": "b200x", "base": "b200", "calibrated_batch_per_rank": batch_range}],
+                         "domains": [{"name": "g", "chip": "b200x", "chips_per_domain": 8, "count": 1}]}}
+
+
+def test_a_plan_beyond_the_batches_the_fit_measured_says_it_extrapolates():
+    from placement.core.loading import parse_instance
+    from placement.core.solve import solve
+
+    plan = solve(parse_instance(_instance([1, 8])), backend="highs")
+    assert plan.verified and all(p.batch > 8 for p in plan.pools)
+    notes = [n for n in plan.notes if "beyond the 8 its calibration measured" in n]
+    assert len(notes) == len(plan.pools) and "serving.max_sequences_per_rank" in notes[0]
+    wide = solve(parse_instance(_instance([1, 100_000])), backend="highs")
+    assert not any("its calibration measured" in n for n in wide.notes)
+
+
+def test_the_calibrated_chips_carry_the_batches_their_fit_measured():
+    chips = load_chip_catalog()
+    for name in ("h100", "h200", "b200"):
+        lo, hi = chips[name].calibrated_batch_per_rank
+        assert 0 < lo < hi <= ENGINE_MAX_REQUESTS

@@ -19,9 +19,14 @@ def test_ranges_come_from_calibrated_peers_and_bracket_the_catalogue():
     assert {c.name for c in prior_peers(cat["trainium3"], cat)} == {"b200", "h100", "h200", "mi300x", "mi355x"}
     assert {c.name for c in prior_peers(cat["lp30"], cat)} == {"groq-lpu-v1", "wse3"}  # SRAM peers only
     for name in ("rubin", "trainium3", "bertha", "corsair", "lp30"):
-        for field, (lo, nom, hi) in prior_range(cat[name], cat).items():
-            slower_is_larger = field == "step_overhead_s"
-            assert (lo >= nom >= hi) if slower_is_larger else (lo <= nom <= hi), (name, field)
+        r = prior_range(cat[name], cat)
+        for field, (lo, nom, hi) in r.items():
+            if field in ("step_overhead_s", "layer_overhead_s"):
+                continue  # one pair, compared whole below
+            assert lo <= nom <= hi, (name, field)
+        (t0, t1, t2), (l0, l1, l2) = r["step_overhead_s"], r["layer_overhead_s"]
+        assert t0 + 80 * l0 >= t1 + 80 * l1 >= t2 + 80 * l2, name  # the fixed cost of an 80-layer step
+        assert any((c.step_overhead_s, c.layer_overhead_s) == (t2, l2) for c in cat.values()), name  # one chip's
     assert prior_range(cat["b200"], cat) == {}
     assert at_prior(cat["rubin"], cat, "low")["allreduce_efficiency"] == min(
         cat[n].allreduce_efficiency for n in ("b200", "h100", "h200"))

@@ -120,10 +120,12 @@ class ChipSpec(Record):
         Achieved fraction of the modelled tensor-parallel all-reduce speed in
         serving (:func:`costmodels.comm.tp_allreduce_s` divides by it); 1 = the
         microbenchmark model. A value below 1 needs a source.
-    calibration, heldout_tpot_error
+    calibration, heldout_tpot_error, calibrated_batch_per_rank
         ``calibrated`` when the efficiency fields were fitted to public
         measurements (``benchmarks/CALIBRATION.md``), else ``uncalibrated``;
-        the median absolute held-out TPOT error of that fit (fraction).
+        the median absolute held-out TPOT error of that fit (fraction); the
+        least and most sequences per rank the fit's measurements ran (plans beyond
+        them are noted as extrapolating).
     all_reduce_algorithms
         All-reduce algorithms the fabrics offer beyond the ring
         (:data:`ALL_REDUCE_ALGORITHMS`); a non-empty list needs a source.
@@ -160,6 +162,9 @@ class ChipSpec(Record):
                                               "bandwidth an expert all-to-all's logical bytes move at")
     calibration: Literal["calibrated", "uncalibrated"] = "uncalibrated"
     heldout_tpot_error: float | None = Field(default=None, ge=0)
+    calibrated_batch_per_rank: tuple[float, float] | None = Field(
+        default=None, description="the least and most sequences per rank (attention data-parallel group) among the "
+        "measurements the factors were fitted on: a plan beyond them extrapolates")
     all_reduce_algorithms: list[AllReduceAlgorithm] = Field(
         default_factory=list, description="all-reduce algorithms the fabrics offer beyond the ring")
     sources: dict[str, str] = Field(description="field name -> public source of its value")

@@ -18,6 +18,7 @@ from placement.core.evaluate import evaluate
 from placement.core.generation import Candidates
 from placement.core.kv_feeds import kv_feeds_of
 from placement.core.measured_steps import table_field
+from placement.core.numbers import num
 from placement.core.plan import (
     STAGE_OF_KIND,
     CandidateStats,
@@ -40,8 +41,8 @@ from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
 
-__all__ = ["assemble_plan", "framework_notes", "headroom_notes", "overlay_range_notes", "price_notes",
-           "uncalibrated_model_notes"]
+__all__ = ["assemble_plan", "fit_range_notes", "framework_notes", "headroom_notes", "overlay_range_notes",
+           "price_notes", "uncalibrated_model_notes"]
 
 
 def _solver_stats(sol: Solution) -> SolverStats:
@@ -205,7 +206,8 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         **base,
     )
     plan.prefill_to_decode = kv_feeds_of(ctx, plan)
-    plan.notes = [*plan.notes, *overlay_range_notes(inst, pools), *uncalibrated_model_notes(ctx.model)]
+    plan.notes = [*plan.notes, *overlay_range_notes(inst, pools), *fit_range_notes(ctx, pools),
+                  *uncalibrated_model_notes(ctx.model)]
     return plan
 
 
@@ -218,6 +220,25 @@ def uncalibrated_model_notes(model) -> list[str]:
     extra = f"; its {' and '.join(kinds)} are priced by the roofline alone" if kinds else ""
     return [(f"model {model.name} is uncalibrated: the chip factors were fitted on other models' measurements"
             f"{extra} (placement measure import / placement calibrate fit yours)")]
+
+
+def fit_range_notes(ctx: Context, pools: list[Pool]) -> list[str]:
+    """Plan notes for pools on a catalogue-calibrated chip (none of the overlay's) that run more sequences per
+    rank than any measurement its factors were fitted on: the step model extrapolates there, and on held-out
+    campaigns such plans were the most optimistic (benchmarks/CAPACITY.md)."""
+    listed = set() if ctx.instance.calibration is None else set(ctx.instance.calibration.chips)
+    out = []
+    for p in pools:
+        chip = ctx.chips.get(p.chip)
+        if chip is None or p.chip in listed or chip.calibrated_batch_per_rank is None or p.part:
+            continue
+        per_rank = p.batch / max(p.chips_per_replica // (p.tp * p.pp), 1)
+        hi = chip.calibrated_batch_per_rank[1]
+        if per_rank > hi:
+            out.append(f"{p.id} runs {num(per_rank)} sequences per rank on {p.chip}, beyond the {num(hi)} its "
+                       "calibration measured: the step model extrapolates there (hold plans to measured loads with "
+                       "serving.max_sequences_per_rank, or price them at --confidence)")
+    return out
 
 
 def overlay_range_notes(inst, pools: list[Pool]) -> list[str]:
