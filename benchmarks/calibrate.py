@@ -54,6 +54,7 @@ from costmodels.calibration import (
     PRIOR_WEIGHT,
     PUBLIC_FIT_PLAN,
     SCALE_FIT_CHIPS,
+    SHARED_FITS,
     TTFT_WEIGHT,
     fit_chip,
     heldout_predictions,
@@ -157,16 +158,22 @@ def fit_without(chip: str, campaign: str, by_chip: dict[str, list], chips, model
     """``chip``'s fitted factors on every calibration row (:func:`chip_rows`) but those of ``campaign``, with the
     calibration's own settings (:func:`fit_kwargs`): the chip as a fit that never saw the campaign prices it.
     Returns (factors, the rows fitted)."""
+    kw = fit_kwargs(chip, by_chip, chips)
+    kw["siblings"] = {n: (c, [m for m in r if m.row.backend != campaign]) for n, (c, r) in kw.get("siblings", {}).items()}
     rows = [m for m in by_chip.get(chip, []) if m.row.backend != campaign]
-    return fit_chip(chips[chip], rows, models, **fit_kwargs(chip)).fitted, rows
+    return fit_chip(chips[chip], rows, models, **kw).fitted, rows
 
 
-def fit_kwargs(chip: str) -> dict:
-    """What :func:`fit_chip` fits for ``chip``: every factor of GPU_FACTORS on GPU serving data, else the public plan."""
+def fit_kwargs(chip: str, by_chip: dict[str, list] | None = None, chips=None) -> dict:
+    """What :func:`fit_chip` fits for ``chip``: every factor of GPU_FACTORS on GPU serving data, else the public plan;
+    given every chip's rows, also the chips it shares its fit with (:data:`costmodels.calibration.SHARED_FITS`)."""
     if chip in PUBLIC_FIT_PLAN:
         factors, reference = PUBLIC_FIT_PLAN[chip]
         return {"factors": factors, "reference": reference, "system": chip}
-    return {"factors": GPU_FACTORS, "system": chip}
+    kw = {"factors": GPU_FACTORS, "system": chip}
+    if by_chip is not None and SHARED_FITS.get(chip):
+        kw["siblings"] = {n: (chips[n], by_chip.get(n, [])) for n in SHARED_FITS[chip]}
+    return kw
 
 
 def _throughput_per_chip(tpot_s: np.ndarray, rows) -> np.ndarray:
@@ -178,10 +185,11 @@ def _throughput_per_chip(tpot_s: np.ndarray, rows) -> np.ndarray:
     return np.where(ok, conc / (gpus * tpot_s), np.nan)
 
 
-def evaluate_chip(chip_name: str, rows, chips, models, holdout: bool) -> dict:
-    """Fit one chip; per-row measured and predicted metrics for every split."""
-    chip = chips[chip_name]
-    kw = fit_kwargs(chip_name)
+def evaluate_chip(chip_name: str, by_chip: dict[str, list], chips, models, holdout: bool) -> dict:
+    """Fit one chip (with the chips it shares its fit with); per-row measured and predicted metrics of its own rows
+    for every split."""
+    chip, rows = chips[chip_name], by_chip[chip_name]
+    kw = fit_kwargs(chip_name, by_chip, chips)
     fit = fit_chip(chip, rows, models, **kw)
     p = fit.predictions
     preds = {"in-sample": (p["tpot_fitted"], p["ttft_fitted"]), "default": (p["tpot_default"], p["ttft_default"])}
@@ -587,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
 
     chips, models = load_chip_catalog(), load_model_catalog()
     by_chip, skipped, n_read, n_kept = chip_rows(chips, models)
-    evals = {c: evaluate_chip(c, by_chip[c], chips, models, not args.no_holdout) for c in sorted(by_chip)}
+    evals = {c: evaluate_chip(c, by_chip, chips, models, not args.no_holdout) for c in sorted(by_chip)}
     fam = summary(evals, lambda c: FAMILIES.get(c, c))
     per_chip = summary(evals, lambda c: c)
     chips_tab, worst, resid = chip_table(evals), worst_points(evals), residuals(evals)
@@ -617,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_holdout:  # the other light-load TTFT model, for the comparison table
         other = "closed-loop" if args.ttft_model == "wave" else "wave"
         calibration.TTFT_MODEL = other
-        alt = {c: evaluate_chip(c, by_chip[c], chips, models, True) for c in sorted(by_chip)}
+        alt = {c: evaluate_chip(c, by_chip, chips, models, True) for c in sorted(by_chip)}
         calibration.TTFT_MODEL = args.ttft_model
         variants[other] = summary(alt, lambda c: FAMILIES.get(c, c))
     ttft = ttft_section(evals, models, _md_table, dict(sorted(variants.items(), reverse=True)), args.ttft_model)

@@ -251,7 +251,9 @@ def heldout_overlays(cases: list[Case]) -> dict[tuple[str, str], dict]:
         if len(rows) == len(by_chip.get(chip, [])):
             continue  # the calibration never saw this campaign: the catalogue already holds it out
         f = asdict(fitted)
-        pred, _ = heldout_predictions(chips[chip], rows, models, lambda m: m.row.backend, **fit_kwargs(chip))
+        kw = fit_kwargs(chip, by_chip, chips)
+        kw["siblings"] = {n: (c, [m for m in r if m.row.backend != campaign]) for n, (c, r) in kw.get("siblings", {}).items()}
+        pred, _ = heldout_predictions(chips[chip], rows, models, lambda m: m.row.backend, **kw)
         meas = np.array([m.row.tpot_ms for m in rows]) / 1e3
         tpot = ratio_quantiles(meas, pred)
         thr = ratio_quantiles(pred, meas)

@@ -30,7 +30,7 @@ Examples
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -57,6 +57,7 @@ __all__ = [
     "PRIOR_WEIGHT",
     "PUBLIC_FIT_PLAN",
     "SCALE_FIT_CHIPS",
+    "SHARED_FITS",
     "SRAM_REFERENCE",
     "TTFT_MODEL",
     "TTFT_WEIGHT",
@@ -373,17 +374,40 @@ def _group_errors(system: str, rows: list[MappedRow], pred: dict[str, np.ndarray
     return out
 
 
+def _concat_terms(terms: list[_Terms]) -> _Terms:
+    """One objective over several chips' rows: the arrays side by side, each chip's weights scaled to an equal
+    share (so a chip with more rows does not set the shared factors alone)."""
+    if len(terms) == 1:
+        return terms[0]
+    out = {}
+    for f in fields(_Terms):
+        if f.name == "request":
+            out[f.name] = terms[0].request
+            continue
+        parts = []
+        for t in terms:
+            v = getattr(t, f.name)
+            if f.name == "bandwidth_bytes_per_s" or np.ndim(v) == 0:
+                v = np.full(t.measured.size, float(v))
+            parts.append(v / len(terms) if f.name == "weight" else np.asarray(v, dtype=float))
+        out[f.name] = np.concatenate(parts, axis=-1)
+    return _Terms(**out)
+
+
 def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec] | None = None, *,
              system: str | None = None, ttft_weight: float = TTFT_WEIGHT,
              prior_weight: float = PRIOR_WEIGHT, per_model: bool = PER_MODEL_WEIGHTS,
-             reference: FitFactors | None = None, factors: tuple[str, ...] = GPU_FACTORS) -> ChipFit:
+             reference: FitFactors | None = None, factors: tuple[str, ...] = GPU_FACTORS,
+             siblings: dict[str, tuple[ChipSpec, list[MappedRow]]] | None = None) -> ChipFit:
     """Fit the ``factors`` of ``chip`` (default: :data:`GPU_FACTORS`) on ``rows``.
 
     The fit starts from, and is reported against, ``reference`` (default
     :data:`KERNEL_REFERENCE`, the uncalibrated kernel-level factors) — not the
     catalogue's values, which for calibrated chips are this fit's own output.
     The search never returns a point worse than the reference, so the fitted
-    objective is never above the reference one.
+    objective is never above the reference one. ``siblings`` (name → chip and its rows; :data:`SHARED_FITS`)
+    share the factors: their rows, each priced on its own chip, enter the objective with an equal share per
+    chip; the errors reported are ``chip``'s own.
     """
     models = load_model_catalog() if models is None else models
     if not rows:
@@ -393,9 +417,13 @@ def fit_chip(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec]
     default = KERNEL_REFERENCE if reference is None else reference
     chip = chip_with(chip, **asdict(default))
     tpot_terms, ttft_terms = _build_terms(chip, models, rows, per_model)
+    more = [_build_terms(chip_with(c, **asdict(default)), models, r, per_model)
+            for c, r in (siblings or {}).values() if r]
+    tpot_all = _concat_terms([tpot_terms, *(m[0] for m in more)])
+    ttft_all = _concat_terms([ttft_terms, *(m[1] for m in more)])
 
     def objective(f):
-        return _objective_many(tpot_terms, ttft_terms, f, default, ttft_weight, prior_weight)
+        return _objective_many(tpot_all, ttft_all, f, default, ttft_weight, prior_weight)
 
     if TTFT_MODEL == "wave":  # nothing in the wave model pays the request latency: do not search it
         factors = tuple(f for f in factors if f != "request_overhead_s")
@@ -432,13 +460,19 @@ PUBLIC_FIT_PLAN: dict[str, tuple[tuple[str, ...], FitFactors]] = {
 #: :func:`costmodels.measured_rows.read_scale_csv`): those without rows in the aiconfigurator database.
 #: Their campaigns are then fit data, held out one campaign (one month) at a time.
 SCALE_FIT_CHIPS: tuple[str, ...] = ("mi300x", "mi355x", "h100", "h200", "b200")
+#: Chips fitted as one: the same die and serving software, so one set of factors (each row priced on its own
+#: chip's peaks and bandwidth). H100 and H200 are both GH100 (H200 with HBM3e): fitted apart, the same die took
+#: η_m 1.0 and 0.45 and held-out TPOT 16.6 % / 24.6 %; fitted as one, 18.5 % / 16.2 % (20.0 → 17.4 % pooled,
+#: the InferenceX campaigns 22.9 → 9.7 %; leave-one-source-out, benchmarks/CALIBRATION.md).
+SHARED_FITS: dict[str, tuple[str, ...]] = {"h100": ("h200",), "h200": ("h100",)}
 #: Chips also calibrated on the offline maximum-throughput campaigns (:mod:`costmodels.offline_rows`: the
 #: TensorRT-LLM perf overview's trtllm-bench tables), the only public measurements of a step at the batches
 #: a capacity plan runs; each campaign is one held-out source.
 OFFLINE_FIT_CHIPS: tuple[str, ...] = ("h100", "h200", "b200")
 
 
-def heldout_predictions(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec], key, **fit_kw
+def heldout_predictions(chip: ChipSpec, rows: list[MappedRow], models: dict[str, ModelSpec], key, *,
+                        siblings: dict[str, tuple[ChipSpec, list[MappedRow]]] | None = None, **fit_kw
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Leave one group out: predict each group's rows from a fit on the other groups.
 
@@ -454,7 +488,8 @@ def heldout_predictions(chip: ChipSpec, rows: list[MappedRow], models: dict[str,
         train = [rows[i] for i in np.flatnonzero(groups != g)]
         if not train:
             continue
-        f = fit_chip(chip, train, models, **fit_kw).fitted
+        others = {n: (c, [m for m in r if key(m) != g]) for n, (c, r) in (siblings or {}).items()}
+        f = fit_chip(chip, train, models, siblings=others, **fit_kw).fitted
         tpot[test], ttft[test] = predict_rows(chip_with(chip, **asdict(f)), [rows[i] for i in test], models)
     return tpot, ttft
 

@@ -137,12 +137,12 @@ def test_a_tpot_below_its_floor_is_rejected_naming_the_floor(bertha):
     pool = _decode_pool(bad)
     pool.tpot_ms = 1.0
     v = check_floors(bad, ctx)
-    # B = 165 on TP4 (the cheapest H100 decode meeting the 25 ms TPOT with the calibrated H100): at the mean
-    # context, 1,500 + 300/2 tokens × 163,840 B of FP8 KV = 270 MB a sequence, 44.6 GB for 165;
-    # (69.5 GB + 44.6 GB) / (4 × 3.35 TB/s) = 8.51 ms.
-    assert pool.batch == 165 and pool.chips_per_replica == 4, pool
-    assert (69.5e9 + 165 * 1650 * 163_840) / (4 * 3.35e12) == pytest.approx(8.513e-3, abs=0.005e-3)
-    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 8.513") and "memory: weights 69.5 GB" in m
+    # B = 194 on TP4 (the cheapest H100 decode meeting the 25 ms TPOT with the calibrated H100): at the mean
+    # context, 1,500 + 300/2 tokens × 163,840 B of FP8 KV = 270 MB a sequence, 52.4 GB for 194;
+    # (69.5 GB + 52.4 GB) / (4 × 3.35 TB/s) = 9.10 ms.
+    assert pool.batch == 194 and pool.chips_per_replica == 4, pool
+    assert (69.5e9 + 194 * 1650 * 163_840) / (4 * 3.35e12) == pytest.approx(9.098e-3, abs=0.005e-3)
+    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 9.098") and "memory: weights 69.5 GB" in m
                and "4 × h100 × 3.35 TB/s" in m for m in v), v
     assert any(m in verify(ctx, bad) for m in v)
 
