@@ -206,8 +206,12 @@ def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro
       (:func:`pp_hop_s`, sent by all dp·tp chips of a stage).
     * ``attention``: AR(x, tp) per layer (after the output projection).
     * ``ffn``: AR(x, tp) per dense layer, and per MoE layer when ep = 1; with
-      ep = tp tokens arrive at their experts directly (the dispatch is the
-      attention–FFN traffic, :func:`af_activation_bytes_per_token`).
+      ep = tp (dp = 1) tokens arrive at their experts directly (the dispatch is
+      the attention–FFN traffic, :func:`af_activation_bytes_per_token`). An
+      expert-parallel stage (dp > 1, ep = dp·tp) receives each token once, on
+      one of its dp groups of tp chips: a dense layer is AR(x, tp) in each
+      group, a MoE layer A2A + [AR(x_e, e) if e > 1] over the stage, as in
+      ``full`` without the attention's all-reduce.
 
     A collective whose chips span more than one scale-up domain runs on the
     scale-out NICs (:func:`link_for_span`).
@@ -221,16 +225,20 @@ def step_comm_s(chip: ChipSpec, model: ModelSpec, *, part: str, tokens_per_micro
     if part == "attention":
         return as_result(model.layers * ar)
     sharded = ep_a > 1
-    if part == "ffn":
-        return as_result(dense * ar + moe * np.where(sharded, 0.0, ar))
     stage_chips = dp_a * tp_a
-    moe_s = 0.0
+    exchange = 0.0
     if moe:
         k = model.moe.active_experts
         a2a = np.asarray(ep_alltoall_s(chip, t, k, model.hidden_size, activation_bytes_per_value, ep_a, stage_chips))
         slices = stage_chips / ep_a
         x_e = x * np.minimum(1.0, k / ep_a)
-        moe_s = ar + a2a + np.where(slices > 1, np.asarray(tp_allreduce_s(chip, x_e, slices)), 0.0)
+        exchange = a2a + np.where(slices > 1, np.asarray(tp_allreduce_s(chip, x_e, slices)), 0.0)
+    if part == "ffn":
+        # ep = 1: the TP group all-reduces; ep = tp, dp = 1: tokens came to their experts directly; dp > 1: the
+        # stage dispatches and combines itself.
+        moe_ffn = np.where(sharded, np.where(dp_a > 1, exchange, 0.0), ar)
+        return as_result(dense * ar + moe * moe_ffn)
+    moe_s = ar + exchange if moe else 0.0
     # One all-reduce after each layer's token mixer (``ar`` in moe_s for a MoE layer's), one after each dense
     # FFN; MoE layers dispatch instead. Layers without an FFN (hybrids' mixer-only blocks) add their mixer's.
     total = dense * 2.0 * ar + moe * moe_s + (model.layers - model.ffn_layer_count) * ar

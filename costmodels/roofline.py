@@ -439,6 +439,7 @@ def decode_ffn_step(
     tp: ArrayLike = 1,
     ep: ArrayLike = 1,
     pp: ArrayLike = 1,
+    dp: ArrayLike = 1,
     precision: str = "bf16",
     kv_precision: str | None = None,
     activation_precision: str = DEFAULT_ACTIVATION_PRECISION,
@@ -447,9 +448,13 @@ def decode_ffn_step(
     """The FFN half of a decode step: FFN weights (expert touch), no KV, no context term.
 
     ``context`` and ``kv_precision`` are accepted for symmetry and ignored. With
-    ``ep == tp`` tokens arrive at their experts' ranks directly (the dispatch is
-    the attention–FFN traffic), so MoE layers need no collective; dense layers
-    and ``ep == 1`` all-reduce once per layer.
+    ``ep == tp`` (``dp == 1``) tokens arrive at their experts' ranks directly
+    (the dispatch is the attention–FFN traffic), so MoE layers need no
+    collective; dense layers and ``ep == 1`` all-reduce once per layer. An
+    expert-parallel stage (``dp > 1``, ``ep == dp·tp``) receives each token
+    once and dispatches and combines it over its chips (the all-to-all of
+    :func:`costmodels.comm.step_comm_s`); its dense layers and shared experts
+    are replicated in each of the ``dp`` groups of ``tp`` chips.
 
     Examples
     --------
@@ -458,7 +463,7 @@ def decode_ffn_step(
     64.0
     """
     return _decode(chip, model, "ffn", batch, 0.0 * np.asarray(batch, dtype=float), tp, ep, pp, precision, kv_precision,
-                   activation_precision, attention_precision=attention_precision)
+                   activation_precision, dp, attention_precision)
 
 
 def prefill_step(
