@@ -2,11 +2,14 @@
 
 The MILP bounds the units used in a site by one aggregate constraint,
 Σ u_p·n_{c,p,s} ≤ D_s·m_s. That is exact (every aggregate-feasible multiset
-of replicas packs into the m_s domains) when the part sizes and D_s form a
-*divisibility chain*: sorted, each size divides the next. Then sizes ≤ D_s
-divide D_s and sizes > D_s are whole multiples of D_s, and largest-first
-first-fit packs any multiset whose total fits (each placed size divides all
-earlier ones, so the free space of every domain stays a multiple of it).
+of replicas packs into the m_s domains) when the part sizes up to D_s and D_s
+form a *divisibility chain* (sorted, each size divides the next) and every
+size above D_s is a whole number of domains. Largest-first first-fit then
+packs any multiset whose total fits: a replica of n domains takes n whole free
+domains whatever n (they come first, so whole domains are still free), and the
+units left are D_s times the domains left, into which the smaller sizes pack
+as a chain does (each placed size divides all earlier ones, so the free space
+of every domain stays a multiple of it).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ __all__ = ["check_packable", "pack_into_domains"]
 
 
 def check_packable(problem: Problem) -> None:
-    """Raise ``ValueError`` unless, in each site, the part sizes form a divisibility chain with D_s.
+    """Raise ``ValueError`` unless, in each site, the part sizes up to D_s form a divisibility chain with D_s
+    and the larger ones are whole multiples of D_s (the module notes: exact packing).
 
     Sites with no domains are skipped (nothing can be placed there).
 
@@ -48,6 +52,12 @@ def check_packable(problem: Problem) -> None:
     Traceback (most recent call last):
     ...
     ValueError: site 's' (8 units per domain): part size 3 of column 'c3' breaks the divisibility chain [3, 8]
+
+    Three domains beside two is whole domains, and packs:
+
+    >>> cols = [Column(name=f"c{u}", parts=[Part(resource="gpu", units=u)], capacity={"q": 1.0}) for u in (4, 16, 24)]
+    >>> check_packable(Problem(demands=p.demands, routes=p.routes, columns=cols, sites=[site])) is None
+    True
     """
     # resource -> size -> first column (in problem order) using it, for the message; once, not per site
     # (a 625-site fleet with 10^5 columns: 10^8 loop steps per site otherwise)
@@ -59,15 +69,23 @@ def check_packable(problem: Problem) -> None:
         if site.domains == 0:
             continue
         owner = owners.get(site.resource, {})
-        sizes = sorted(set(owner) | {site.units_per_domain})
+        d = site.units_per_domain
+        sizes = sorted({u for u in owner if u <= d} | {d})
         for small, large in pairwise(sizes):
             if large % small:
                 culprit = small if small in owner else large
-                if culprit == site.units_per_domain:
+                if culprit == d:
                     culprit = large
                 raise ValueError(
-                    f"site {site.name!r} ({site.units_per_domain} units per domain): part size "
+                    f"site {site.name!r} ({d} units per domain): part size "
                     f"{culprit} of column {owner[culprit]!r} breaks the divisibility chain {sizes}"
+                )
+        # Above a domain, whole domains of any number.
+        for u in sorted(owner):
+            if u > d and u % d:
+                raise ValueError(
+                    f"site {site.name!r} ({d} units per domain): part size {u} of column {owner[u]!r} "
+                    f"is not a whole number of domains"
                 )
 
 
