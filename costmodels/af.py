@@ -86,6 +86,7 @@ __all__ = [
     "AFPipeline",
     "af_busiest_stage_layers",
     "af_layers_per_stage",
+    "af_micro_batch_counts",
     "af_pipeline",
     "af_pipeline_tpot_s",
     "af_stage_utilisation",
@@ -94,6 +95,10 @@ __all__ = [
 
 #: Activations cross twice per layer (there and back); each direction is its own NIC server.
 _DIRECTIONS = 2.0
+#: Most micro-batches an attention group splits its batch into: each pays the attention step's fixed
+#: costs (a GPU's 2 ms framework step, :func:`costmodels.efficiency.overhead_time_s`), so m·A ≥ m·τ; at 8
+#: that is 16 ms, beyond the tightest attention–FFN TPOT SLO shipped (15 ms).
+MAX_MICRO_BATCHES = 8
 
 
 def af_layers_per_stage(layers: int, pp: int) -> np.ndarray:
@@ -144,6 +149,32 @@ def af_stream_counts(dp: int, micro_batches: int, pp: int) -> list[int]:
     if dp < 1 or micro_batches < 1 or pp < 1:
         raise ValueError(f"dp, micro_batches and pp must be ≥ 1, got {dp}, {micro_batches} and {pp}")
     return [micro_batches * k for k in range(1, min(dp, pp) + 1) if dp % k == 0]
+
+
+def af_micro_batch_counts(dp: int, pp: int, most: int = MAX_MICRO_BATCHES) -> list[int]:
+    """Micro-batch counts m a replica of ``dp`` attention groups and ``pp`` FFN stages may run: powers of two
+    from 1 to ``most``, and beyond while m·min(dp, pp) < 2·pp.
+
+    More micro-batches shorten the loop a token's micro-batch runs, A(B/m) + F + C, and let more streams
+    (S ≤ m·min(dp, pp), :func:`af_stream_counts`) keep the FFN stages busy, each of which is busy only when
+    it ping-pongs two (the one-stage ping-pong of MegaScale-Infer, S = 2 at pp = 1): S ≥ 2·pp. Each costs the
+    attention step's fixed costs once more (m·A ≥ m·τ), which bounds m by :data:`MAX_MICRO_BATCHES` unless
+    the pipeline's depth asks for more. m = 1 is kept for the chips whose fixed costs exceed a round trip. A
+    group's memory bounds its batch B, and a batch splits into m micro-batches only when m ≤ B (the
+    evaluator refuses the others).
+
+    Examples
+    --------
+    >>> af_micro_batch_counts(288, 32), af_micro_batch_counts(9, 48)
+    ([1, 2, 4, 8], [1, 2, 4, 8, 16])
+    """
+    if dp < 1 or pp < 1:
+        raise ValueError(f"dp and pp must be ≥ 1, got {dp} and {pp}")
+    out, m = [1], 1
+    while m < most or m * min(dp, pp) < 2 * pp:
+        m *= 2
+        out.append(m)
+    return out
 
 
 @dataclass(frozen=True)

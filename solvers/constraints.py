@@ -190,7 +190,8 @@ def add_site_units(m: pulp.LpProblem, v: Variables) -> None:
 
         Σ_{c,p: parts[p].resource = s.resource} u_p·n_{c,p,s} ≤ D_s·m_s
 
-    Exact for divisibility chains of part sizes (see check_packable). The row
+    Exact when the part sizes up to a domain form a divisibility chain and larger ones are whole
+    domains (see check_packable). The row
     (units) is divided by the power of two nearest the largest u_p in it.
     """
     ix = v.index

@@ -168,10 +168,10 @@ class Site(Record):
     """``domains`` identical scale-up domains of ``units_per_domain`` units of one resource.
 
     Replicas of up to ``units_per_domain`` units pack inside one domain;
-    larger ones take whole domains. Part sizes must form a divisibility chain
-    with the domain size (each size divides every larger one, see
-    :func:`solvers.milp.check_packable`), which makes the aggregate unit
-    constraint exact.
+    larger ones take whole domains. Part sizes up to a domain must form a
+    divisibility chain with the domain size (each divides every larger one) and
+    larger ones be whole domains (see :func:`solvers.packing.check_packable`),
+    which makes the aggregate unit constraint exact.
     """
 
     name: str

@@ -30,18 +30,20 @@ def test_the_untouched_plans_pass_check(tmp_path):
         assert r.exit_code == 0, r.output
 
 
-def _lp30_to_256(doc: dict, config_too: bool) -> None:
-    """The 2,048-chip FFN replica shrunk to 256 chips, its cost, power and the plan's totals lowered to match."""
+def _lp30_to_256(doc: dict, config_too: bool) -> int:
+    """The FFN replica (several LPX racks) shrunk to 256 chips, its cost, power and the plan's totals lowered to
+    match; returns its chips before."""
     ffn = pool(doc, stage="decode-ffn", chip="lp30")
-    assert ffn["chips_per_replica"] == 2048
-    scale = 256 / 2048
+    g = ffn["chips_per_replica"]
+    assert g > 256
+    scale = 256 / g
     saved_usd, saved_w = ffn["usd_per_hour"] * (1 - scale), ffn["power_w"] * (1 - scale)
     ffn.update(chips=256 * ffn["replicas"], chips_per_replica=256, usd_per_hour=ffn["usd_per_hour"] * scale,
                power_w=ffn["power_w"] * scale)
     ffn["sites"][0]["domains"] = ffn["sites"][0]["domains"][:1]
     doc["cost_usd_per_hour"] -= saved_usd
     doc["power_w"] -= saved_w
-    doc["chips"] -= 2048 - 256
+    doc["chips"] -= g - 256
     doc["chips_by_type"]["lp30"] = 256
     if config_too:  # the configuration edited as well: tp × pp = 256 chips, in both halves' copies
         pp = 256 // ffn["tp"]
@@ -49,12 +51,13 @@ def _lp30_to_256(doc: dict, config_too: bool) -> None:
             if p["column"] == ffn["column"]:
                 p["config"]["partner"].update(chips=256, pp=pp)
         ffn["pp"] = pp
+    return g
 
 
 @pytest.mark.parametrize("config_too", [False, True], ids=["flat-fields", "flat-fields-and-config"])
 def test_lp30_replica_cut_to_256_chips_is_rejected(tmp_path, config_too):
     _, ctx, doc = solved(RUBIN_AF)
-    _lp30_to_256(doc, config_too)
+    g = _lp30_to_256(doc, config_too)
     violations = verify(ctx, parse_plan(doc))
     assert violations
     r = _check(tmp_path, RUBIN_AF, doc)
@@ -62,7 +65,7 @@ def test_lp30_replica_cut_to_256_chips_is_rejected(tmp_path, config_too):
     if config_too:  # consistent fields, but 256 LP30 chips cannot hold the FFN weights
         assert "does not fit in memory" in r.output
     else:
-        assert "chips_per_replica says 256" in r.output and "gives 2048" in r.output
+        assert "chips_per_replica says 256" in r.output and f"gives {g}" in r.output
 
 
 DECODE_EDITS = {
@@ -78,8 +81,9 @@ DECODE_EDITS = {
 @pytest.mark.parametrize("field", sorted(DECODE_EDITS))
 def test_decode_pool_flat_field_edited_is_rejected(tmp_path, field):
     _, ctx, doc = solved(RUBIN)
-    # The plan's first pool that decodes (a decode pool, or an aggregated one that also decodes).
-    decode = next(p for p in doc["pools"] if p["stage"] in ("decode", "aggregated"))
+    # The plan's first pool that decodes (a decode pool, an aggregated one that also decodes, or the attention
+    # half of an attention–FFN pair: the plan may serve every class split).
+    decode = next(p for p in doc["pools"] if p["stage"] in ("decode", "aggregated", "decode-attention"))
     assert decode[field] != DECODE_EDITS[field]
     decode[field] = DECODE_EDITS[field]
     assert any(f"{field} says" in v for v in verify(ctx, parse_plan(doc)))

@@ -129,7 +129,8 @@ def config_chip_not_in_catalogue(doc):
 
 
 def config_kind_decode_to_decode_af(doc):
-    next(p for p in doc["pools"] if p["stage"] in ("decode", "aggregated"))["config"]["kind"] = "decode-af"
+    # A pool without a partner part (the plan may decode every class attention–FFN: then a prefill pool).
+    next(p for p in doc["pools"] if p["stage"] in ("decode", "aggregated", "prefill"))["config"]["kind"] = "decode-af"
 
 
 def config_kind_prefill_to_aggregated(doc):

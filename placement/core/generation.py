@@ -41,9 +41,10 @@ the full pruning drops is dominated network-free too); on the shipped
 instances and the 1,000-domain benchmark instance it is.
 
 Only columns of one class, kind and resources are compared. Replica sizes
-form a divisibility chain with the domain size
-(:func:`placement.modes.layouts.replica_sizes`), so the solver's aggregate
-chip constraint packs exactly (see :func:`solvers.milp.check_packable`).
+below a domain form a divisibility chain with the domain size, larger ones
+are whole domains (:func:`placement.modes.layouts.replica_sizes`,
+:func:`~placement.modes.layouts.ffn_sizes`), so the solver's aggregate chip
+constraint packs exactly (see :func:`solvers.packing.check_packable`).
 
 Serving modes become routes (ARCHITECTURE.md, "Data flow"), one per class and enabled mode, with
 the mode's transfers between their steps. Roofline columns serve one class
@@ -128,7 +129,8 @@ def _part_tag(p: PartLayout) -> str:
 def _name_around_batch(cfg: PoolConfig, latency_s: float | None) -> tuple[str, str]:
     """The column name before and after its batch field (one grid shares them)."""
     head = [cfg.traffic_class, cfg.kind, _part_tag(cfg.main)] + ([_part_tag(cfg.partner)] if cfg.partner else [])
-    tail = ([f"c{cfg.chunk_tokens}"] if cfg.chunk_tokens else []) + ([f"k{cfg.draft_tokens}"] if cfg.draft_tokens else [])
+    tail = ([f"c{cfg.chunk_tokens}"] if cfg.chunk_tokens else []) + ([f"k{cfg.draft_tokens}"] if cfg.draft_tokens else []) \
+        + ([f"m{cfg.micro_batches}"] if cfg.micro_batches > 1 else [])
     if latency_s is not None:
         tail.append(f"l{latency_s * 1e6:.3g}us")
     return "|".join(head), "".join(f"|{t}" for t in tail)

@@ -1,13 +1,15 @@
 """Replica layouts the serving modes enumerate: sizes, TP/EP/PP splits, batches, pair latencies.
 
-Replica sizes per chip type form a divisibility chain with the domain size
-(powers of two dividing the domain, then whole-domain multiples doubling), so
-the solver's aggregate chip constraint packs exactly (see
-:func:`solvers.milp.check_packable`). Tensor parallelism stays inside one
+Replica sizes per chip type are powers of two dividing the domain, the
+domain, and whole numbers of domains (doubling, and every whole number near
+what an attention–FFN replica's FFN half needs, :func:`ffn_sizes`), so the
+solver's aggregate chip constraint packs exactly (see
+:func:`solvers.packing.check_packable`). Tensor parallelism stays inside one
 scale-up domain and divides the attention heads; a mixture-of-experts model
 may also split its experts over the TP group (EP = TP) or, for decode and
 aggregated replicas, run data-parallel attention with its experts over the
-whole stage (wide EP, :func:`layouts`).
+whole stage (wide EP, :func:`layouts`); an FFN half may be a pipeline of
+expert-parallel stages inside one domain (:func:`ffn_layouts`).
 
 Results that every class asks for again are kept in ``memo``, a dict the
 caller keeps for one context (:attr:`placement.core.candidates.Candidates.memo`).
@@ -31,9 +33,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCHES",
+    "FFN_DENSE_GROUPS",
     "SIZE_HEADROOM",
     "Weights",
     "attention_parts",
+    "ffn_layouts",
+    "ffn_parts",
+    "ffn_sizes",
     "layouts",
     "missing_rates",
     "pair_latencies",
@@ -47,6 +53,13 @@ __all__ = [
 BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096], dtype=float)
 #: Largest replica considered, as a multiple of the smallest one that holds the weights.
 SIZE_HEADROOM = 8
+#: Data-parallel groups of an expert-parallel FFN stage (:func:`ffn_layouts`): each runs the dense layers
+#: and shared experts on its tp = w/8 chips for the tokens it received. Eight copies of DeepSeek-V3's
+#: 3.7 GB of dense and shared FFN weights over a 1,536-chip LPX half add 7·3.7 GB / 1,536 = 17 MB a chip
+#: (3 % of an LP30's 500 MB SRAM) and keep each dense all-reduce on w/8 chips.
+FFN_DENSE_GROUPS = 8
+#: Widest expert-parallel FFN stages tried per size: the domain and its next two halvings.
+_FFN_STAGE_WIDTHS = 3
 
 
 @dataclass(frozen=True)
@@ -188,6 +201,87 @@ def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: d
         for tp, ep, pp, dp in layouts(ctx, site, g, stage, data_parallel):
             out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep, pp=pp,
                                   dp=dp))
+    if memo is not None:
+        memo[key] = out
+    return out
+
+
+def ffn_sizes(domain_chips: int, need_chips: int, max_chips: int) -> list[int]:
+    """Chips of an attention–FFN replica's FFN half: the sub-domain chain of :func:`replica_sizes`, then
+    every whole number n of domains from the fewest that hold the weights, n₀ = ⌈need/D⌉, to ⌈1.5·n₀⌉, then
+    powers of two times the domain up to ``max_chips``; none below ``need_chips``. (Between ⌈1.5·n₀⌉ and
+    the next power of two, two replicas of the smaller sizes serve what one would.)
+
+    Packing: a replica of n ≥ 1 whole domains takes n domains of its site whatever n; the sizes below a
+    domain still divide it and each other. So a multiset of replicas whose chips fit a site's D·m chips
+    packs: the multi-domain replicas take Σnⱼ whole domains, and the smaller ones, whose chips fit the
+    D·(m − Σnⱼ) left, pack into those domains largest first, as any divisibility chain does
+    (:func:`solvers.packing.check_packable`).
+
+    Examples
+    --------
+    DeepSeek-V3's FP8 FFN needs ~1,316 LP30 (500 MB each) on 256-chip LPX racks: 6 racks (1,536 chips),
+    not the 2,048 powers of two give.
+
+    >>> ffn_sizes(256, 1316, 8192)
+    [1536, 1792, 2048, 2304, 4096, 8192]
+    >>> ffn_sizes(72, 3, 600)
+    [4, 8, 72, 144, 288, 576]
+    """
+    n0 = max(1, -(-need_chips // domain_chips))
+    most = -(-3 * n0 // 2)
+    sizes = [g for g in replica_sizes(domain_chips, domain_chips) if g >= need_chips]
+    sizes += [n * domain_chips for n in range(n0, most + 1) if n * domain_chips <= max(max_chips, domain_chips)]
+    n = 1
+    while n * domain_chips <= max_chips:
+        if n > most:
+            sizes.append(n * domain_chips)
+        n *= 2
+    return sorted(set(sizes))
+
+
+def ffn_layouts(ctx: Context, site: SiteInfo, chips: int) -> list[tuple[int, int, int, int]]:
+    """(tp, ep, pp, dp) of an FFN half of ``chips`` chips: :func:`layouts`'s (tensor-parallel stages, their
+    experts split over the TP group or not), and on a mixture-of-experts model pipelines of expert-parallel
+    stages: pp = chips/w stages of w chips, the experts over all w (ep = w), the tokens arriving once on
+    one of dp = :data:`FFN_DENSE_GROUPS` groups of tp = w/dp chips (tp = 1 where w/8 does not divide the
+    heads) and dispatched to their experts over the domain's fabric (the all-to-all of
+    :func:`costmodels.comm.step_comm_s`) — "EP64 × PP24" beside "TP64 × PP24". Stage widths: the domain
+    and its halvings (powers of two) down to 8 chips, the widest :data:`_FFN_STAGE_WIDTHS`, each inside
+    one domain and no wider than the experts (every chip holds one at least).
+    """
+    m = ctx.model
+    out = layouts(ctx, site, chips, "decode-ffn")
+    if m.moe is None:
+        return out
+    domain = site.chips_per_domain
+    widths = sorted({domain} | {1 << i for i in range(20) if 8 <= (1 << i) < domain and domain % (1 << i) == 0},
+                    reverse=True)
+    for w in widths[:_FFN_STAGE_WIDTHS]:
+        if w < 8 or w > m.moe.experts or chips % w or chips // w > m.layers:
+            continue
+        tp = w // FFN_DENSE_GROUPS if w % FFN_DENSE_GROUPS == 0 and m.attention.heads % (w // FFN_DENSE_GROUPS) == 0 \
+            else 1
+        out.append((tp, w, chips // w, w // tp))
+    return out
+
+
+def ffn_parts(ctx: Context, site: SiteInfo, weight_bytes: float, memo: dict | None = None) -> list[PartLayout]:
+    """FFN halves on ``site``'s resource holding ``weight_bytes``: every :func:`ffn_sizes` size and its
+    :func:`ffn_layouts` (kept in ``memo``); none where the chip lacks the FFN's matmul rate."""
+    key = ("ffn parts", site.resource, weight_bytes)
+    if memo is not None and key in memo:
+        return memo[key]
+    out = []
+    if runs_precisions(ctx, site.chip, "decode-ffn"):
+        need = _min_chips_for_weights(site, weight_bytes)
+        max_chips = min(_fleet_chips(ctx, site.resource), need * SIZE_HEADROOM)
+        for g in ffn_sizes(site.chips_per_domain, need, max_chips):
+            if g > _fleet_chips(ctx, site.resource):
+                continue
+            for tp, ep, pp, dp in ffn_layouts(ctx, site, g):
+                out.append(PartLayout(chip=site.chip.name, site_resource=site.resource, chips=g, tp=tp, ep=ep,
+                                      pp=pp, dp=dp))
     if memo is not None:
         memo[key] = out
     return out

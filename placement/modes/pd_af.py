@@ -4,15 +4,21 @@ Route ``class|pd-af``: steps ``prefill`` → ``decode`` with the KV transfer of
 :mod:`placement.modes.pd` (the prefill replicas are shared with it). A decode
 replica pairs ``dp`` attention groups on one chip type with one FFN group on
 another (MegaScale-Infer's M:N ratio, DeepSeek's data-parallel attention),
-ping-ponging :data:`MICRO_BATCHES` micro-batches, at each latency the fleet
-offers between the two chip types.
+each group splitting its batch into m micro-batches (a candidate's choice among
+:func:`costmodels.af.af_micro_batch_counts`), at each latency the fleet offers
+between the two chip types. The FFN group is any whole number of domains near
+what its weights need and a pipeline of tensor- or expert-parallel stages
+(:func:`placement.modes.layouts.ffn_parts`).
 
 Capacity rule (requests/s per replica): TPOT from
 :func:`costmodels.af.af_pipeline` — activations return to the attention side
 after every layer, so the FFN half is timed layer by layer on one stage's
-``tp`` chips, S streams keep its ``pp`` stages busy, and each crossing goes
+dp·tp chips, S streams keep its ``pp`` stages busy, and each crossing goes
 over the sending group's and the active stage's NICs, with the link's latency
-per crossing; ``dp`` attention groups of batch B: dp·B slots each held
+per crossing. A token crosses once each way, or k times on the MoE layers when
+the attention side dispatches it to its experts itself (a stage with ep = tp,
+dp = 1); an expert-parallel stage (dp > 1) dispatches and combines over its own
+fabric instead. ``dp`` attention groups of batch B: dp·B slots each held
 output_tokens·TPOT, capacity and wait for a slot by
 :func:`placement.core.queues.slot_admission`.
 """
@@ -29,6 +35,7 @@ import numpy as np
 
 from costmodels import (
     af_activation_bytes_per_token,
+    af_micro_batch_counts,
     af_pipeline_tpot_s,
     af_stream_counts,
     decode_attention_step,
@@ -52,21 +59,18 @@ from placement.core.evaluate import (
 from placement.core.floors import attention_ffn_floor
 from placement.core.queues import slot_admission
 from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
-from placement.modes.layouts import BATCHES, attention_parts, pair_latencies, parts, weights
+from placement.modes.layouts import BATCHES, attention_parts, ffn_parts, pair_latencies, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
 if TYPE_CHECKING:
     from placement.core.context import Context
     from placement.core.schema import TrafficClass
 
-__all__ = ["DECODE_AF", "MICRO_BATCHES", "MODE"]
-
-#: Ping-pong depth of attention–FFN replicas (MegaScale-Infer uses 2–3).
-MICRO_BATCHES = 2
+__all__ = ["DECODE_AF", "MODE"]
 
 
 def _decode_af(ctx: Context, cfg: PoolConfig, cls: TrafficClass, b: np.ndarray, lat: float, memo: dict) -> Perf:
-    """``dp`` attention groups of B sequences, m micro-batches each, in S streams over ``pp`` FFN stages.
+    """``dp`` attention groups of B sequences, m micro-batches each (m ≤ B), in S streams over ``pp`` FFN stages.
 
     TPOT is the closed-loop bound of :func:`costmodels.af.af_pipeline`, at the
     stream count that minimises it (the scheduler's choice among
@@ -140,9 +144,11 @@ def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cf
                               micro_batches=lay.micro_batches, streams=lay.streams, layers=ctx.model.layers,
                               pp=lay.pp)
     tpot = np.minimum.reduceat(at_s, lay.first_row, axis=0)
-    # Each attention DP group is an engine rank running its B sequences.
+    # Each attention DP group is an engine rank running its B sequences, split into m micro-batches of ≥ 1.
     group_chips = np.array([c.main.chips / c.main.dp for c in cfgs])[:, None]  # (C, 1), as the memories (C, B)
-    fit = np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem)) & engine_admits(ctx, b, group_chips)
+    whole = b[None, :] >= np.array([c.micro_batches for c in cfgs])[:, None]
+    fit = (np.asarray(fits(a_chip, amem)) & np.asarray(fits(f_chip, fmem)) & engine_admits(ctx, b, group_chips)
+           & whole)
     pair = lay.dp_b[:, None, :] * lay.bytes_per_token / tpot
     # One slot admission for every entry (it is elementwise): dp·B slots, each held output_tokens·TPOT.
     caps, waits = slot_admission(np.broadcast_to(lay.dp_b[:, None, :], tpot.shape).ravel(),
@@ -198,10 +204,12 @@ def _pairing_layout(ctx: Context, memo: dict, cfgs: list[PoolConfig], lats: list
     dp = np.array([c.main.dp for c in cfgs])
     mb = np.array([c.micro_batches for c in cfgs])
     pp = np.array([c.partner.pp for c in cfgs])
+    # The attention side sends a token's k expert copies itself only to a stage without its own all-to-all.
     per_token = {ep: af_activation_bytes_per_token(m, act, ffn_expert_parallel=ep) for ep in (False, True)}
-    bytes_per_token = np.array([per_token[c.partner.ep > 1] for c in cfgs])[:, None, None]
+    bytes_per_token = np.array([per_token[c.partner.ep > 1 and c.partner.dp == 1] for c in cfgs])[:, None, None]
     group_nic = np.array([c.main.tp * a_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
-    stage_nic = np.array([c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s for c in cfgs])[:, None, None]
+    stage_nic = np.array([c.partner.dp * c.partner.tp * f_chip.scale_out_bandwidth_bytes_per_s
+                          for c in cfgs])[:, None, None]
     a_firsts, a_of = _distinct(range(len(cfgs)), key=lambda i: (id(cfgs[i].main), cfgs[i].micro_batches))
     m_firsts, m_of = _distinct(range(len(cfgs)), key=lambda i: (id(cfgs[i].partner), cfgs[i].main.dp))
     # A row per (configuration, stream count), a stream of dp·B/S tokens.
@@ -263,7 +271,7 @@ def _half_time(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch
                cls: TrafficClass | None) -> np.ndarray:
     """Time (s) of one step of ``step_batch`` through all L layers on one half of a replica, kept in ``memo``.
 
-    The FFN half is timed layer by layer on the ``tp`` chips of one stage
+    The FFN half is timed layer by layer on the dp·tp chips of one stage
     (``pp = 1`` in the step model): activations go back to the attention side
     after every layer, so a micro-batch never has more than one stage working
     on it. Generation pairs every attention half with every FFN half at every
@@ -272,7 +280,7 @@ def _half_time(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch
     """
     step_batch = np.asarray(step_batch, dtype=float)
     attention = half == "attention"
-    key = ("af step", half, part.chip, part.tp, part.ep, part.pp if attention else 1,
+    key = ("af step", half, part.chip, part.tp, part.ep, part.pp if attention else 1, 1 if attention else part.dp,
            decode_context_tokens(cls) if attention else None, step_batch.tobytes())
     if key not in memo:
         chip, m, step_prec = ctx.chips[part.chip], ctx.model, step_precision_args(ctx)
@@ -281,7 +289,7 @@ def _half_time(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch
             step = decode_attention_step(chip, m, batch=step_batch, context=decode_context_tokens(cls), **layout,
                                          **step_prec)
         else:
-            step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, **step_prec)
+            step = decode_ffn_step(chip, m, batch=step_batch, **{**layout, "pp": 1}, dp=part.dp, **step_prec)
         memo[key] = banded_step_s(ctx, part, "decode", step)
     return memo[key]
 
@@ -289,14 +297,16 @@ def _half_time(ctx: Context, memo: dict, half: str, part: PartLayout, step_batch
 def _half_memory(ctx: Context, memo: dict, half: str, part: PartLayout, memory_batch,
                  cls: TrafficClass) -> np.ndarray:
     """Memory per chip (bytes) of one half of a replica holding ``memory_batch`` sequences (that of its real
-    ``pp``-stage layout), kept in ``memo``."""
+    ``pp``-stage layout; an attention group's tp chips, an FFN stage's dp·tp), kept in ``memo``."""
     memory_batch = np.asarray(memory_batch, dtype=float)
-    key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, max_context_tokens(cls), memory_batch.tobytes())
+    dp = 1 if half == "attention" else part.dp
+    key = ("af memory", half, part.chip, part.tp, part.ep, part.pp, dp, max_context_tokens(cls),
+           memory_batch.tobytes())
     if key not in memo:
         stage = "decode-attention" if half == "attention" else "decode-ffn"
         memo[key] = np.asarray(memory_per_chip_bytes(ctx.chips[part.chip], ctx.model, stage=stage,
                                                      batch=memory_batch, context=max_context_tokens(cls),
-                                                     **layout_args(part), **memory_args(ctx)), dtype=float)
+                                                     **layout_args(part), dp=dp, **memory_args(ctx)), dtype=float)
     return memo[key]
 
 
@@ -309,16 +319,19 @@ DECODE_AF = PoolKind("decode-af", ("decode-attention", "decode-ffn"), _decode_af
 
 
 def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict) -> list[PoolConfig]:
-    """Attention halves on ``res`` paired with FFN halves on ``res_f``, in the order generation visits them
-    (the same part objects for every class: kept in ``memo``)."""
+    """Attention halves on ``res`` paired with FFN halves on ``res_f`` (:func:`placement.modes.layouts.ffn_parts`)
+    at each micro-batch count :func:`costmodels.af.af_micro_batch_counts` allows them, in the order generation
+    visits them (the same part objects for every class: kept in ``memo``)."""
     key = ("af part pairs", res, res_f)
     if key not in memo:
         w = weights(ctx)
         resources = ctx.resources()
-        memo[key] = list(product(attention_parts(ctx, resources[res], w.attention_bytes),
-                                 parts(ctx, resources[res_f], "decode-ffn", w.ffn_bytes, memo)))
+        memo[key] = [(apart, fpart, m)
+                     for apart, fpart in product(attention_parts(ctx, resources[res], w.attention_bytes),
+                                                 ffn_parts(ctx, resources[res_f], w.ffn_bytes, memo))
+                     for m in af_micro_batch_counts(apart.dp, fpart.pp)]
     return [PoolConfig(kind=DECODE_AF.name, traffic_class=cls.name, main=apart, partner=fpart, batch=1,
-                       micro_batches=MICRO_BATCHES) for apart, fpart in memo[key]]
+                       micro_batches=m) for apart, fpart, m in memo[key]]
 
 
 def _grids(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None) -> Iterator[Grid | GridSet]:

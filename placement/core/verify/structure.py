@@ -166,15 +166,17 @@ def _config_problems(ctx: Context, pid: str, cfg: PoolConfig) -> list[str]:
         model = None if kind.measured else (ctx.draft_model if kind.drafts and name == "partner" else ctx.model)
         v += _layout_problems(ctx, f"pool {pid}: config.{name}", part, model,
                               attention=kind.weights is not None and name == "main",
-                              shared_batch=kind.shared_batch and name == "main")
+                              shared_batch=kind.shared_batch and name == "main",
+                              expert_stage=kind.weights is not None and name == "partner")
     return v
 
 
 def _layout_problems(ctx: Context, where: str, part: PartLayout, model: ModelSpec | None,
-                     attention: bool, shared_batch: bool = False) -> list[str]:
+                     attention: bool, shared_batch: bool = False, expert_stage: bool = False) -> list[str]:
     """A replica's chips are dp·tp·pp of a catalogue chip; TP inside one domain and dividing the heads;
-    no more stages than layers; data-parallel groups only in an attention half or (``shared_batch``) a
-    decode or aggregated replica; ep divides the dp·tp chips of a stage (ep = 1 in an attention half).
+    no more stages than layers; data-parallel groups only in an attention half, (``shared_batch``) a
+    decode or aggregated replica, or (``expert_stage``) an FFN half whose stage of dp·tp chips, inside one
+    domain, holds the experts (ep = dp·tp); ep divides the dp·tp chips of a stage (ep = 1 in an attention half).
     An all-to-all across domains is priced on the scale-out NICs by the cost models, and the pool's
     re-derived ``tpot_ms`` is compared with the plan's (``check_pool_fields``)."""
     chip = ctx.chips.get(part.chip)
@@ -195,9 +197,16 @@ def _layout_problems(ctx: Context, where: str, part: PartLayout, model: ModelSpe
         v.append(f"{where}: tp {part.tp} does not divide the model's {model.attention.heads} heads")
     if model is not None and part.pp > model.layers:
         v.append(f"{where}: pp {part.pp} exceeds the model's {model.layers} layers")
-    if part.dp > 1 and not (attention or shared_batch):
-        v.append(f"{where}: dp {part.dp}; only decode and aggregated replicas and the attention half of a "
-                 f"decode-af replica are data-parallel")
+    if part.dp > 1 and expert_stage:
+        if part.ep != part.dp * part.tp:
+            v.append(f"{where}: dp {part.dp} in an FFN half needs its stage's experts over all dp·tp chips "
+                     f"(ep {part.ep}, expected {part.dp * part.tp})")
+        elif sizes and part.ep > max(sizes):
+            v.append(f"{where}: an expert-parallel stage of {part.ep} chips spans more than one "
+                     f"{max(sizes)}-chip domain")
+    elif part.dp > 1 and not (attention or shared_batch):
+        v.append(f"{where}: dp {part.dp}; only decode and aggregated replicas, the attention half of a "
+                 f"decode-af replica and its expert-parallel FFN stages are data-parallel")
     stage_chips = part.tp if attention else part.dp * part.tp
     if (part.ep > 1 and attention) or stage_chips % part.ep:
         v.append(f"{where}: ep {part.ep} must divide the {stage_chips} chips of a stage (dp·tp"
