@@ -81,6 +81,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodels.arrays import as_result
+from costmodels.comm import SCALE_OUT_ALLTOALL_FLOOR_S
 
 __all__ = [
     "AFPipeline",
@@ -151,29 +152,38 @@ def af_stream_counts(dp: int, micro_batches: int, pp: int) -> list[int]:
     return [micro_batches * k for k in range(1, min(dp, pp) + 1) if dp % k == 0]
 
 
-def af_micro_batch_counts(dp: int, pp: int, most: int = MAX_MICRO_BATCHES) -> list[int]:
+def af_micro_batch_counts(dp: int, pp: int, *, attention_fixed_s: float = 0.0, layers: int = 1,
+                          most: int = MAX_MICRO_BATCHES) -> list[int]:
     """Micro-batch counts m a replica of ``dp`` attention groups and ``pp`` FFN stages may run: powers of two
-    from 1 to ``most``, and beyond while m·min(dp, pp) < 2·pp.
+    from 2 to ``most``, and beyond while m·min(dp, pp) < 2·pp; 1 too where the attention step's fixed cost
+    ``attention_fixed_s`` (τ) is at least the ``layers``' crossings' floor, 2·L·60 µs.
 
     More micro-batches shorten the loop a token's micro-batch runs, A(B/m) + F + C, and let more streams
     (S ≤ m·min(dp, pp), :func:`af_stream_counts`) keep the FFN stages busy, each of which is busy only when
     it ping-pongs two (the one-stage ping-pong of MegaScale-Infer, S = 2 at pp = 1): S ≥ 2·pp. Each costs the
     attention step's fixed costs once more (m·A ≥ m·τ), which bounds m by :data:`MAX_MICRO_BATCHES` unless
-    the pipeline's depth asks for more. m = 1 is kept for the chips whose fixed costs exceed a round trip. A
-    group's memory bounds its batch B, and a batch splits into m micro-batches only when m ≤ B (the
-    evaluator refuses the others).
+    the pipeline's depth asks for more. One micro-batch beats two only through that cost: two run
+    2·A(B/2) ≈ A(B) + τ of attention a round, one waits for its own loop A(B) + F + C, and C is never below
+    the 2·L crossings' kernel floor (:func:`costmodels.comm.af_round_trip_s`). A group's memory bounds its
+    batch B, and a batch splits into m micro-batches only when m ≤ B (the evaluator refuses the others).
 
     Examples
     --------
-    >>> af_micro_batch_counts(288, 32), af_micro_batch_counts(9, 48)
-    ([1, 2, 4, 8], [1, 2, 4, 8, 16])
+    Rubin's 2 ms step against DeepSeek-V3's 61 layers (7.3 ms of crossings), and a 15 ms step:
+
+    >>> af_micro_batch_counts(288, 32, attention_fixed_s=2e-3, layers=61), af_micro_batch_counts(9, 48)
+    ([2, 4, 8], [2, 4, 8, 16])
+    >>> af_micro_batch_counts(72, 32, attention_fixed_s=14.7e-3, layers=61)
+    [1, 2, 4, 8]
     """
     if dp < 1 or pp < 1:
         raise ValueError(f"dp and pp must be ≥ 1, got {dp} and {pp}")
-    out, m = [1], 1
+    out, m = [2], 2
     while m < most or m * min(dp, pp) < 2 * pp:
         m *= 2
         out.append(m)
+    if attention_fixed_s >= _DIRECTIONS * layers * SCALE_OUT_ALLTOALL_FLOOR_S:
+        out.insert(0, 1)
     return out
 
 

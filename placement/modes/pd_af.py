@@ -44,6 +44,7 @@ from costmodels import (
     memory_per_chip_bytes,
 )
 from costmodels.comm import af_round_trip_s
+from costmodels.efficiency import overhead_time_s
 from placement.core.evaluate import (
     PartLayout,
     Perf,
@@ -326,10 +327,13 @@ def _pairings(ctx: Context, cls: TrafficClass, res: str, res_f: str, memo: dict)
     if key not in memo:
         w = weights(ctx)
         resources = ctx.resources()
+        # The attention step's fixed cost (no sequences): what one micro-batch more costs a round.
+        fixed_s = float(overhead_time_s(resources[res].chip, ctx.model.layers))
         memo[key] = [(apart, fpart, m)
                      for apart, fpart in product(attention_parts(ctx, resources[res], w.attention_bytes),
                                                  ffn_parts(ctx, resources[res_f], w.ffn_bytes, memo))
-                     for m in af_micro_batch_counts(apart.dp, fpart.pp)]
+                     for m in af_micro_batch_counts(apart.dp, fpart.pp, attention_fixed_s=fixed_s,
+                                                    layers=ctx.model.layers)]
     return [PoolConfig(kind=DECODE_AF.name, traffic_class=cls.name, main=apart, partner=fpart, batch=1,
                        micro_batches=m) for apart, fpart, m in memo[key]]
 
