@@ -31,7 +31,8 @@ pays the uncalibrated per-step (2 ms) and per-sequence (20 µs) costs the catalo
 hold its replicas to small batches (the instance's header); an LP30 FFN step pays 0.1 ms. The table below
 is the solver's, at every price and TPOT.
 
-Run (~3–5 min on one core; 2·3 Rubin-only solves and at most 2·3·3 whole-fleet ones)::
+Run (15 s on an idle core, a minute on a busy one: 6 Rubin-only solves and at most 18 whole-fleet ones, the
+prices of one point sharing its candidate generation, :mod:`placement.core.candidate_cache`)::
 
     .venv/bin/python benchmarks/af_break_even.py      # writes af_break_even.json and SEED_CLAIMS.md's block
     .venv/bin/python benchmarks/af_break_even.py --render   # the block from the JSON, no solve
