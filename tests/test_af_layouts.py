@@ -194,3 +194,30 @@ def test_an_expert_parallel_ffn_plan_is_verified_and_a_bad_one_refused():
         if p["column"] == column:
             p["config"]["partner"]["ep"] = p["config"]["partner"]["tp"]
     assert any("needs its stage's experts over all dp·tp chips" in v for v in verify(ctx, parse_plan(doc)))
+
+
+def test_four_micro_batches_are_chosen_where_they_are_cheaper(monkeypatch):
+    """Llama-3.1-70B on 10 Rubin + LPX domains at 30 ms, attention–FFN decode only (tests/test_network_free.py's
+    instance): the optimum runs one pair (72 Rubin groups, 128 LP30 as TP8 × PP16) at 4 micro-batches; with every
+    pairing held to 2, as before, the verified optimum costs more."""
+    from placement.bench.generate import build_instance
+    from placement.core import candidate_cache
+    from placement.core.loading import parse_instance
+    from placement.modes import pd_af
+
+    doc = build_instance(domains=10, chip_types=["rubin", "lp30"], classes=1, family="mixed", model="llama-3.1-70b")
+    doc["modes"] = ["pd-af"]
+    doc["workload"]["classes"][0]["tpot_ms"] = 30
+    inst = parse_instance(doc)
+    candidate_cache.clear()
+    try:
+        plan = solve(inst)
+        monkeypatch.setattr(pd_af, "af_micro_batch_counts", lambda *args, **kwargs: [2])
+        candidate_cache.clear()
+        two = solve(inst)
+    finally:
+        candidate_cache.clear()
+    assert plan.verified and two.verified
+    assert {p.config.micro_batches for p in plan.pools if p.config.kind == "decode-af"} >= {4}
+    assert {p.config.micro_batches for p in two.pools if p.config.kind == "decode-af"} == {2}
+    assert plan.cost_usd_per_hour < 0.95 * two.cost_usd_per_hour
