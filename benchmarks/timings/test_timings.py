@@ -1,6 +1,6 @@
 """Timings that are recorded per commit: the whole operations a user waits for, each in one process.
 
-Run (``make timings``; ~3 min on two idle cores)::
+Run (``make timings``; ~1 min on two cores)::
 
     .venv/bin/python -m pytest benchmarks/timings -p no:xdist -p no:cacheprovider --benchmark-only \
         --benchmark-autosave --benchmark-storage=file://benchmarks/timings/history
