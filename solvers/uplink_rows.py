@@ -1,0 +1,135 @@
+"""Rows of the placement MILP on the domains' uplinks: KV sent between two domains of one site.
+
+A site is a group of m_s scale-up domains behind one switch, and the network of :mod:`solvers.network_rows`
+sees it as one node: a transfer whose source and target steps both run in the site nets out there and
+uses no edge. Physically each domain has its own uplink of U_s bytes/s per direction
+(``Site.uplink_bytes_per_s``), and KV handed from a prefill replica in domain 1 to a decode replica in
+domain 0 of the same group crosses domain 1's uplink, the switch and domain 0's uplink; only KV handed
+inside one domain stays on its scale-up fabric.
+
+The MILP counts replicas per site, not per domain (which domain hosts which replica is decided after the
+solve, :func:`solvers.packing.pack_into_domains`), so the family bounds each replica by its own share of the
+uplinks, which holds whatever the packing. With a_{c,q,s} the load of step q on column c at site s
+(requests/s), b_t the bytes per request of transfer t, u_c the units of c's part 0 and D_s the units per
+domain, for each column c, site s with m_s ≥ 2 domains and a stated uplink, and direction (out: the
+transfers whose source step c serves; in: those whose target step it serves)::
+
+    Σ_{t: q_t ∈ steps(c)} b_t·a_{c,q_t,s}  ≤  (U_s·u_c/D_s)·n_{c,0,s}        (bytes/s)
+
+The load of a pool is spread evenly over its replicas, so each replica sends (receives) at most
+U_s·u_c/D_s. A domain holds replicas of at most D_s units in all, so what leaves (enters) it is at most
+Σ U_s·u/D_s ≤ U_s; a replica larger than a domain spans u_c/D_s whole domains and sends D_s/u_c of its KV
+over each, again ≤ U_s. The row is *sound* — every plan it admits fits every domain's uplink — and
+*conservative*: KV a prefill replica hands to a decode replica in its own domain never crosses the uplink,
+but the row counts it, because the packing that would put them together is not a MILP decision. Sites of
+one domain get no row: there every byte that leaves the domain leaves the site, on the site's edge, whose
+capacity row (U_s) is exact. The plan reports each domain's real use, local KV netted out
+(``Plan.uplinks``), and the verifier checks it against U_s (``check_uplinks``).
+
+Hand calculation (issue 30): U_s = 1.25 GB/s, D_s = 8 chips, a prefill replica of u_c = 8 chips, prompts of
+32K tokens whose KV is b = 5.2 GB. The row allows 1.25e9·8/8 = 1.25e9 B/s per replica, so
+a/n ≤ 1.25e9/5.2e9 = 0.240 requests/s per replica; a pool that prefills 1 request/s needs ⌈1/0.240⌉ =
+⌈4.16⌉ = 5 replicas (and its decode pool as many) where the chips alone would take 1 each.
+
+Examples
+--------
+>>> from solvers.milp import solve
+>>> from solvers.problem import Column, Demand, Part, Problem, Route, Site, Transfer
+>>> def probe(uplink):
+...     return Problem(demands=[Demand(name="k", rate=1.0)],
+...                    routes=[Route(name="r", demand="k", steps=["pre", "dec"])],
+...                    transfers=[Transfer(name="kv", route="r", source="pre", target="dec", bytes_per_request=5.2e9)],
+...                    columns=[Column(name="P", parts=[Part(resource="gpu", units=8)], capacity={"pre": 1.0}),
+...                             Column(name="D", parts=[Part(resource="gpu", units=8)], capacity={"dec": 1.0})],
+...                    sites=[Site(name="s", node="s", resource="gpu", units_per_domain=8, domains=16,
+...                                usd_per_hour_per_unit=1.0, power_w_per_unit=1.0, uplink_bytes_per_s=uplink)])
+>>> solve(probe(None), backend="highs").units, solve(probe(1.25e9), backend="highs").units
+(16, 80)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import partial
+
+import pulp
+
+from solvers.family import DROP, Family, no_columns, no_objective, no_start, separable
+from solvers.solution import Solution
+from solvers.variables import Variables, add_row
+
+__all__ = ["UPLINK_SHARE", "add_uplink_share", "uplink_rows_of"]
+
+#: The two directions of a domain's uplink, as the rows' keys name them.
+DIRECTIONS = ("out", "in")
+
+
+def uplink_rows_of(v: Variables) -> dict[tuple[str, str, str], list[tuple[pulp.LpVariable, float]]]:
+    """(column, site, direction) -> the KV terms b_t·κ_{c,q}·y_{c,q,s} (bytes/s) of its uplink row, for the
+    sites of ≥ 2 domains with a stated uplink (module docstring)."""
+    ix = v.index
+    bytes_of: dict[str, dict[str, float]] = {d: defaultdict(float) for d in DIRECTIONS}
+    for t in ix.transfers:
+        bytes_of["out"][t.source] += t.bytes_per_request
+        bytes_of["in"][t.target] += t.bytes_per_request
+    rows: dict[tuple[str, str, str], list] = defaultdict(list)
+    for key in ix.load_keys:
+        c, q, s = key
+        site = ix.site[s]
+        if site.uplink_bytes_per_s is None or site.domains < 2:
+            continue
+        for direction in DIRECTIONS:
+            b = bytes_of[direction].get(q, 0.0)
+            if b > 0:
+                rows[c, s, direction].append((v.y[key], b * v.load_unit[c, q]))
+    return dict(sorted(rows.items()))
+
+
+def add_uplink_share(m: pulp.LpProblem, v: Variables) -> None:
+    """Uplink share, for each column c, site s of ≥ 2 domains with an uplink, and direction (bytes/s)::
+
+        Σ_{t: q_t ∈ steps(c)} b_t·a_{c,q_t,s} − (U_s·u_c/D_s)·n_{c,0,s} ≤ 0
+
+    q_t is t's source step for the outbound row, its target step for the inbound one; a = κ·y
+    (``Variables.load_unit``). add_row divides the row by the power of two nearest its largest coefficient.
+    """
+    ix = v.index
+    tok = ix.names.tokens
+    for (c, s, direction), terms in uplink_rows_of(v).items():
+        site = ix.site[s]
+        replicas = v.n.get((c, 0, s))
+        if replicas is not None:
+            share = site.uplink_bytes_per_s * ix.units[c, 0, s] / site.units_per_domain
+            terms = [*terms, (replicas, -share)]
+        add_row(m, v, "uplink_share", (c, s, direction), [tok["column", c], tok["site", s], direction], terms,
+                pulp.LpConstraintLE, 0.0)
+
+
+def _uplink_needed(c: str, s: str, uplink: float, domains_per_unit: float, seen: dict, sol: Solution,
+                   slack: float) -> float | None:
+    """The per-domain uplink the row of column ``c`` at site ``s`` needs in the elastic plan: the row
+    Σ b·a ≤ (U·u/D)·n + U·σ holds with U' = U·(1 + σ·D/(u·n)) in place of U (``seen``: the plan's replicas,
+    read once per solution)."""
+    if seen.get("of") is not sol:
+        seen.update(of=sol, n={(p.column, p.site): p.replicas for p in sol.replicas if p.part == 0})
+    n = seen["n"].get((c, s), 0)
+    return None if n <= 0 else uplink * (1.0 + slack * domains_per_unit / n)
+
+
+def _uplink_elastic(em) -> None:
+    """Let each row's traffic exceed its replicas' share by σ·U_s (σ ≥ 0, one domain's uplink per unit)."""
+    ix = em.variables.index
+    seen: dict = {}
+    for name, key, row in em.rows("uplink_share"):
+        c, s, _ = key
+        site = ix.site[s]
+        em.relax_excess("uplink_share", "uplink", name, key, row, site.uplink_bytes_per_s, "B/s",
+                        partial(_uplink_needed, c, s, site.uplink_bytes_per_s,
+                                site.units_per_domain / ix.units[c, 0, s], seen),
+                        words="the uplinks of domain group {1} ({2}bound KV of column {0})")
+
+
+#: Dropped on the collapsed fleet (sites merged, no network): leaving rows out is a relaxation, so the
+#: collapsed optimum stays a lower bound. Each row holds one column, so one demand: separable.
+UPLINK_SHARE = Family(name="uplink_share", check="check_uplinks", rows=add_uplink_share, objective=no_objective,
+                      collapse=DROP, coupling=separable, elastic=_uplink_elastic, start=no_start, columns=no_columns)
