@@ -105,27 +105,30 @@ def add_uplink_share(m: pulp.LpProblem, v: Variables) -> None:
                 pulp.LpConstraintLE, 0.0)
 
 
-def _uplink_needed(c: str, s: str, uplink: float, domains_per_unit: float, seen: dict, sol: Solution,
-                   slack: float) -> float | None:
+def _uplink_needed(c: str, s: str, uplink: float, seen: dict, sol: Solution, slack: float) -> float | None:
     """The per-domain uplink the row of column ``c`` at site ``s`` needs in the elastic plan: the row
-    Σ b·a ≤ (U·u/D)·n + U·σ holds with U' = U·(1 + σ·D/(u·n)) in place of U (``seen``: the plan's replicas,
-    read once per solution)."""
+    Σ b·a ≤ (U·u/D)·(n + ω) holds with U' = U·(1 + ω/n) in place of U (``seen``: the plan's replicas, read
+    once per solution)."""
     if seen.get("of") is not sol:
         seen.update(of=sol, n={(p.column, p.site): p.replicas for p in sol.replicas if p.part == 0})
     n = seen["n"].get((c, s), 0)
-    return None if n <= 0 else uplink * (1.0 + slack * domains_per_unit / n)
+    return None if n <= 0 else uplink * (1.0 + slack / n)
 
 
 def _uplink_elastic(em) -> None:
-    """Let each row's traffic exceed its replicas' share by σ·U_s (σ ≥ 0, one domain's uplink per unit)."""
+    """Let each row's KV exceed its replicas' share by ω replica shares (ω ≥ 0), at W_LIMIT·u/(2·D·m) per
+    share: half of what one more replica's units cost as a share of the site's, so that a shortfall the
+    uplinks alone explain is said to be theirs, not the chips' (:mod:`solvers.elastic`)."""
     ix = em.variables.index
     seen: dict = {}
     for name, key, row in em.rows("uplink_share"):
         c, s, _ = key
         site = ix.site[s]
-        em.relax_excess("uplink_share", "uplink", name, key, row, site.uplink_bytes_per_s, "B/s",
-                        partial(_uplink_needed, c, s, site.uplink_bytes_per_s,
-                                site.units_per_domain / ix.units[c, 0, s], seen),
+        units = ix.units[c, 0, s]
+        share = site.uplink_bytes_per_s * units / site.units_per_domain
+        weight = units / (2.0 * site.units_per_domain * max(site.domains, 1))
+        em.relax_excess("uplink_share", "uplink", name, key, row, share, site.uplink_bytes_per_s, "B/s",
+                        partial(_uplink_needed, c, s, site.uplink_bytes_per_s, seen), weight,
                         words="the uplinks of domain group {1} ({2}bound KV of column {0})")
 
 
