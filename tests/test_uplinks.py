@@ -37,12 +37,13 @@ PROMPT_TOKENS = 32768
 KV_BYTES_PER_TOKEN = 80 * 8 * 128 * 2 * 1
 
 
-def probe_doc(uplink_gb_per_s: float, *, count: int = 16, rate_rps: float = 2.0, modes=None) -> dict:
+def probe_doc(uplink_gb_per_s: float, *, count: int = 16, rate_rps: float = 2.0, modes=None,
+              prompt_tokens: int = PROMPT_TOKENS) -> dict:
     doc = yaml.safe_load((ROOT / "instances" / "bertha-lpddr.yaml").read_text())
     doc["name"] = "pd-probe"
     if modes is not None:
         doc["modes"] = modes
-    doc["workload"]["classes"] = [{"name": "long", "rate_rps": rate_rps, "prompt_tokens": PROMPT_TOKENS,
+    doc["workload"]["classes"] = [{"name": "long", "rate_rps": rate_rps, "prompt_tokens": prompt_tokens,
                                    "output_tokens": 512, "ttft_ms": 20000, "tpot_ms": 50}]
     doc["hardware"]["domains"] = [{"name": "h100-hgx", "chip": "h100", "chips_per_domain": 8, "count": count,
                                    "switch": "tor", "uplink_gb_per_s": uplink_gb_per_s}]
@@ -156,7 +157,9 @@ def test_elastic_model_reports_the_uplink_shortfall():
 
 
 def test_diagnosis_names_the_uplinks_and_their_number_suffices():
-    doc = probe_doc(SLOW_GB_PER_S, count=2, rate_rps=0.5, modes=["pd"])
+    """PD only on three domains: the fast network's plan takes 18 chips, more than one domain, so its KV
+    crosses the slow uplinks; the diagnosis names the bandwidth, and that bandwidth is enough."""
+    doc = probe_doc(SLOW_GB_PER_S, count=3, modes=["pd"])
     plan = solve(parse_instance(doc))
     assert plan.status == "infeasible"
     said = [d for d in plan.diagnosis if d.startswith("uplinks of domain group h100-hgx need ")]
@@ -164,5 +167,20 @@ def test_diagnosis_names_the_uplinks_and_their_number_suffices():
     need = max(float(m.group(1).replace(",", "")) for d in said
                for m in [re.search(r"need ([0-9][0-9,]*(?:\.[0-9]+)?) GB/s", d)] if m)
     assert need > SLOW_GB_PER_S
-    raised = probe_doc(need * 1.01, count=2, rate_rps=0.5, modes=["pd"])
+    raised = probe_doc(need * 1.01, count=3, modes=["pd"])
     assert solve(parse_instance(raised)).verified
+
+
+def test_a_group_whose_plan_fits_one_domain_keeps_its_kv_inside_it():
+    """8K-token prompts at 2 req/s: the fast network's PD plan fits in one 8-chip domain, so its KV never
+    crosses an uplink and the slow network's plan is the same one."""
+    plans = [solve(parse_instance(probe_doc(bw, prompt_tokens=8192))) for bw in (FAST_GB_PER_S, SLOW_GB_PER_S)]
+    fast, slow = plans
+    assert fast.verified and slow.verified
+    assert fast.classes[0].modes.get("pd", 0.0) > 0 and fast.chips <= 8
+    assert slow.cost_usd_per_hour == fast.cost_usd_per_hour and slow.classes[0].modes == fast.classes[0].modes
+    for plan in plans:
+        assert {s.site for p in plan.pools for s in p.sites} == {"h100-hgx"}
+        assert {d for p in plan.pools for s in p.sites for d in s.domains} == {0}
+        assert plan.uplinks and all(u.out_bytes_per_s == u.in_bytes_per_s == 0.0 < u.local_bytes_per_s
+                                    for u in plan.uplinks)
