@@ -234,6 +234,16 @@ class ElasticModel:
             self.penalties[s] = W_LIMIT * weight
         self._asked[name] = make
 
+    def release(self, name: str, tag: str, row: pulp.LpConstraint) -> None:
+        """A ``≤`` row the elastic model does without: a slack ≥ 0 at no penalty makes it hold for any values
+        (for a row that restates limits the other families relax)."""
+        def make() -> None:
+            s = self._slack(name, tag, None)
+            row.expr.addterm(s, -1.0)
+            row.modified = True
+            self.penalties[s] = 0.0
+        self._asked[name] = make
+
     def apply(self) -> None:
         """Make the slacks asked for, in the order of their rows' names."""
         for name in sorted(self._asked):

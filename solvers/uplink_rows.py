@@ -110,28 +110,37 @@ def add_uplink_share(m: pulp.LpProblem, v: Variables) -> None:
         Σ_{c,p} u_p·n_{c,p,s} + (D_s·m_s − D_s)·δ_s ≤ D_s·m_s
         Σ_t Σ_e F_t·f_{t,e} + (C_s − U_s)·δ_s ≤ C_s
 
-    add_row divides each row by the power of two nearest its largest coefficient.
+    Rows that cannot bind are left out, which keeps the matrix's range: a column's row when M_{c,s} is at
+    most one replica's share (a load needs n ≥ 1), a site's δ when none of its rows is left, and its edge
+    rows when Σ_t b_t·λ_k, the most KV that can leave the one domain (what the verifier counts: the net
+    out of the site, flows in circles aside), is at most U_s. add_row divides each row by the power of two
+    nearest its largest coefficient.
     """
     ix = v.index
     tok = ix.names.tokens
-    rows = uplink_rows_of(v)
-    one = {s: add_var(m, v, "uplink_one", (s,), [tok["site", s]], ub=1, integer=True)
-           for s in sorted({s for _, s, _ in rows})}
-    v.extra["uplink_share"] = one
-    for (c, s, direction), (terms, most) in rows.items():
+    binding = {}
+    for (c, s, direction), (terms, most) in uplink_rows_of(v).items():
         site = ix.site[s]
+        share = site.uplink_bytes_per_s * ix.units[c, 0, s] / site.units_per_domain
         replicas = v.n.get((c, 0, s))
-        if replicas is not None:
-            share = site.uplink_bytes_per_s * ix.units[c, 0, s] / site.units_per_domain
-            terms = [*terms, (replicas, -share)]
+        if replicas is not None and most <= share:
+            continue  # a load needs n ≥ 1 (replica capacity), and one replica's share carries the most it can send
+        binding[c, s, direction] = (terms if replicas is None else [*terms, (replicas, -share)], most)
+    one = {s: add_var(m, v, "uplink_one", (s,), [tok["site", s]], ub=1, integer=True)
+           for s in sorted({s for _, s, _ in binding})}
+    v.extra["uplink_share"] = one
+    for (c, s, direction), (terms, most) in binding.items():
         add_row(m, v, "uplink_share", (c, s, direction), [tok["column", c], tok["site", s], direction],
                 [*terms, (one[s], -most)], pulp.LpConstraintLE, 0.0)
+    kv_most = sum(t.bytes_per_request * ix.rate[ix.route_of_step[t.source].demand] for t in ix.transfers)
     for s, delta in one.items():
         site = ix.site[s]
         whole = float(site.units_per_domain * site.domains)
         units = [(var, float(ix.units[key])) for key, var in v.n.items() if key[2] == s]
         add_row(m, v, "uplink_one_domain", (s,), [tok["site", s]],
                 [*units, (delta, whole - site.units_per_domain)], pulp.LpConstraintLE, whole)
+        if kv_most <= site.uplink_bytes_per_s:
+            continue  # the KV leaving (entering) the one domain is at most Σ b·λ: its uplink carries it
         for direction, end in (("out", 0), ("in", 1)):
             edges = [e for e in ix.edges if e[end] == site.node]
             cap = sum(ix.capacity[e] for e in edges)
@@ -176,7 +185,14 @@ def _uplink_needed(c: str, s: str, uplink: float, seen: dict, sol: Solution, sla
 def _uplink_elastic(em) -> None:
     """Let each row's KV exceed its replicas' share by ω replica shares (ω ≥ 0), at W_LIMIT·u/(2·D·m) per
     share: half of what one more replica's units cost as a share of the site's, so that a shortfall the
-    uplinks alone explain is said to be theirs, not the chips' (:mod:`solvers.elastic`)."""
+    uplinks alone explain is said to be theirs, not the chips' (:mod:`solvers.elastic`). The diagnosis
+    takes no one-domain credit: δ is fixed to 0 and the one-domain rows are released — with δ = 0 they
+    restate the site's units and its edges' bandwidth, which the elastic model lets grow."""
+    for delta in em.variables.extra.get("uplink_share", {}).values():
+        delta.upBound = 0
+    for label in ("uplink_one_domain", "uplink_one_node"):
+        for name, _, row in em.rows(label):
+            em.release(name, "uplink_one", row)
     ix = em.variables.index
     seen: dict = {}
     for name, key, row in em.rows("uplink_share"):
