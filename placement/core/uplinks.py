@@ -116,10 +116,12 @@ def place_in_listed_domains(site: Site, sizes: dict[str, tuple[int, int, list[in
     size_d = site.units_per_domain
     free = [size_d] * site.domains
     placed: dict[str, dict[int, int]] = {}
-    for key, (_, _, listed) in sorted(sizes.items()):
+    for key, (units, count, listed) in sorted(sizes.items()):
         bad = [d for d in listed if not 0 <= d < site.domains]
         if bad or len(set(listed)) != len(listed):
             return placed, f"{key} lists domains {listed}: each once, in 0 … {site.domains - 1}"
+        if units < 1 or count < 0:
+            return placed, f"{key}: {count} replicas of {units} chips"
     for key, (units, count, listed) in sorted(sizes.items(), key=lambda kv: (-kv[1][0], kv[0])):
         span = -(-units // size_d)
         where: dict[int, int] = defaultdict(int)
