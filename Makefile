@@ -10,7 +10,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 # (PYTHONDONTWRITEBYTECODE) every run compiles ~110 modules again (~0.4 s); compiled once here, they are read.
 COMPILE = $(BIN)/python -m compileall -q placement topology costmodels solvers
 
-.PHONY: demo test install bench clean
+.PHONY: demo test install bench timings clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/costmodel_throughput.py
+
+# Whole-operation timings recorded per commit (benchmarks/timings/test_timings.py says how to compare runs).
+timings: $(STAMP)
+	$(BIN)/python -m pytest benchmarks/timings -p no:xdist -p no:cacheprovider --benchmark-only \
+		--benchmark-autosave --benchmark-storage=file://benchmarks/timings/history
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

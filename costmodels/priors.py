@@ -10,8 +10,8 @@ together with the chip's own catalogue value. ``low`` is the pessimistic end of 
 efficiencies, highest fixed cost), ``high`` the optimistic end, ``nominal`` the catalogue's value.
 
 Fitted values behind the ranges (``topology/catalog/chips.yaml``, benchmarks/CALIBRATION.md): NVIDIA
-B200/H100/H200 η_c 0.58–0.63, η_m 0.45–1.0, τ 0–3.8 ms (H100's fit puts its fixed cost in the per-layer
-term), η_ar 0.31–0.58; AMD MI300X/MI355X η_c 0.21–0.38, τ 4.6–14.7 ms; SRAM Groq LPU / WSE-3 τ 0.07–0.47 ms
+B200 and H100/H200 (one shared Hopper fit) η_c 0.58–0.66, η_m 0.57–0.63, τ 0.76–0.86 ms with τ_layer
+36–40 µs (3.7–4.0 ms per step of an 80-layer model), η_ar 0.31–0.41; AMD MI300X/MI355X η_c 0.21–0.38, τ 4.6–14.7 ms; SRAM Groq LPU / WSE-3 τ 0.07–0.47 ms
 (their efficiencies are not fitted: a few % of a step). GB200, B300 and GB300 take B200's factors as their
 nominal value (the same Blackwell silicon and software, benchmarks/adopt_calibration.py ``SIBLINGS``).
 
@@ -21,7 +21,8 @@ Examples
 >>> cat = load_chip_catalog()
 >>> sorted(c.name for c in prior_peers(cat["rubin"], cat))
 ['b200', 'h100', 'h200']
->>> lo, nom, hi = prior_range(cat["rubin"], cat)["step_overhead_s"]
+>>> r = prior_range(cat["rubin"], cat)
+>>> lo, nom, hi = (r["step_overhead_s"][i] + REFERENCE_LAYERS * r["layer_overhead_s"][i] for i in range(3))
 >>> lo >= nom >= hi
 True
 >>> prior_range(cat["h100"], cat)  # a calibrated chip has no prior: its factors are fitted

@@ -15,13 +15,17 @@ route_split         Σ_{r∈k} x_r + s_k = 1,  0 ≤ s_k ≤ 1             W_DEM
 site_units          Σ u_p·n_{c,p,s} ≤ U_s·(1 + σ_s)                 W_LIMIT · σ_s
 edge_capacity       Σ F·f + Σ k·B·μ·z ≤ cap_e·(1 + ε_e)             W_LIMIT · ε_e
 power_cap           Σ W·u·n ≤ P·(1 + π)                             W_LIMIT · π
+uplink_share        Σ b·a − (U·u/D)·n ≤ (U·u/D)·ω                    W_LIMIT·u/(2·D·m) · ω
 budget              Σ $·u·n ≤ B·(1 + β)                             W_LIMIT · β
 =================  ==============================================  ==============
 
 ``s_k`` is the share of demand k left unserved; σ, ε, π, β are the shares by
 which a site's chips, an edge's bandwidth, the power cap and the budget would
-have to grow. Each slack's coefficient equals its row's right-hand side, so
-the elastic rows are exactly as well scaled as the originals. The objective is
+have to grow; ω is a column's KV beyond its replicas' share of the uplinks, in
+replica shares U·u/D (:mod:`solvers.uplink_rows`), priced at half of what one more
+replica's units cost as a share of the site (D·m units), so that a shortfall the
+uplinks alone explain is reported as theirs, not as chips. Each slack's
+coefficient equals its row's right-hand side (ω's: U·u/D), so the elastic rows are exactly as well scaled as the originals. The objective is
 the penalties alone (plus a 1e-7 tie-break against needless flow): cost does
 not matter when no plan exists. ``W_LIMIT = 1`` per 100 % of a limit and
 ``W_DEMAND = 1e6`` per whole class: raising limits is preferred — it answers
@@ -213,6 +217,31 @@ class ElasticModel:
             self.slacks.append(_Slack(family, key, s, rhs * self.variables.row_scale.get(name, 1.0), unit, need,
                                       words))
             self.penalties[s] = W_LIMIT
+        self._asked[name] = make
+
+    def relax_excess(self, family: str, tag: str, name: str, key: tuple, row: pulp.LpConstraint, scale: float,
+                     has: float, unit: str, need: Need, weight: float, words: str = "") -> None:
+        """A limit written Σ a·x ≤ 0 made Σ a·x ≤ ``scale``·ω, ω ≥ 0 at W_LIMIT·``weight`` per unit (``has``: the
+        limit reported beside what the row needs; ``scale`` ≤ 0: the row stays hard)."""
+        if scale <= 0:
+            return
+
+        def make() -> None:
+            s = self._slack(name, tag, None)
+            row.expr.addterm(s, -scale / self.variables.row_scale.get(name, 1.0))
+            row.modified = True
+            self.slacks.append(_Slack(family, key, s, has, unit, need, words))
+            self.penalties[s] = W_LIMIT * weight
+        self._asked[name] = make
+
+    def release(self, name: str, tag: str, row: pulp.LpConstraint) -> None:
+        """A ``≤`` row the elastic model does without: a slack ≥ 0 at no penalty makes it hold for any values
+        (for a row that restates limits the other families relax)."""
+        def make() -> None:
+            s = self._slack(name, tag, None)
+            row.expr.addterm(s, -1.0)
+            row.modified = True
+            self.penalties[s] = 0.0
         self._asked[name] = make
 
     def apply(self) -> None:

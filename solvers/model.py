@@ -6,7 +6,8 @@
 
     min   Σ w_s·u_p·n_{c,p,s}  (+ a tiny tie-break, see set_objective)
     s.t.  route split, step coverage, replica capacity, single resource, site units,
-          pair balance, transfer conservation, edge capacity, power cap, budget
+          pair balance, transfer conservation, edge capacity, power cap, budget,
+          KV tiers, pool limit, uplink share (KV between the domains of one site)
 
 Scaling. The inputs span bytes/s (~1e13) to replica counts (~1); the model
 the solvers see is scaled deterministically, by powers of two and ten only:
@@ -68,6 +69,7 @@ from solvers.objective import PRIMARY
 from solvers.packing import check_packable
 from solvers.pool_limit import POOL_LIMIT
 from solvers.problem import Problem
+from solvers.uplink_rows import UPLINK_SHARE
 from solvers.variables import Variables, define_variables, estimated_size, gc_paused
 
 __all__ = ["BASE_FAMILIES", "build_model", "families_of"]
@@ -78,7 +80,7 @@ __all__ = ["BASE_FAMILIES", "build_model", "families_of"]
 #: (:func:`families_of`).
 BASE_FAMILIES: tuple[Family, ...] = (ROUTE_SPLIT, STEP_COVERAGE, REPLICA_CAPACITY, SINGLE_RESOURCE, SITE_UNITS,
                                      PAIR_BALANCE, TRANSFER_CONSERVATION, EDGE_CAPACITY, POWER_CAP, BUDGET, PRIMARY,
-                                     KV_TIERS, POOL_LIMIT)
+                                     KV_TIERS, POOL_LIMIT, UPLINK_SHARE)
 
 
 def families_of(extra: tuple[Family, ...] | list[Family] | None = None) -> tuple[Family, ...]:

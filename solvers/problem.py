@@ -181,6 +181,17 @@ class Site(Record):
     domains: int = Field(ge=0)
     usd_per_hour_per_unit: float = Field(ge=0)
     power_w_per_unit: float = Field(ge=0)
+    uplink_bytes_per_s: float | None = Field(default=None, ge=0, description="each domain's uplink per direction, "
+                                             "which KV sent between two of the site's domains crosses (None: not "
+                                             "modelled; see solvers.uplink_rows)")
+
+    @model_serializer(mode="wrap")
+    def _without_unmodelled_uplink(self, handler):
+        """Sites without a modelled uplink serialise as they did before uplinks existed."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("uplink_bytes_per_s", 0.0) is None:
+            del out["uplink_bytes_per_s"]
+        return out
 
 
 class Edge(Record):

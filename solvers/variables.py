@@ -303,8 +303,8 @@ def estimated_size(ix: Index) -> tuple[int, int]:
     its coverage and capacity rows and the conservation rows of its transfers (two each); a replica
     count in a capacity row per step it serves and in its site-units, power and pair-balance rows; a
     pair or half-pair in its balance rows and each edge of its round trip; a flow in the conservation
-    rows of the edge's two ends and in the edge's capacity row. The pool limit and policy rows, which
-    few models have, are left out.
+    rows of the edge's two ends and in the edge's capacity row; the uplink rows' terms
+    (:func:`_uplink_size`). The pool limit and policy rows, which few models have, are left out.
     """
     steps = {c.name: len(c.capacity) for c in ix.columns}
     route_steps = sum(len(r.steps) for r in ix.routes)
@@ -317,7 +317,32 @@ def estimated_size(ix: Index) -> tuple[int, int]:
     choices = sum(len(o) for o in ix.choices.values())
     variables = (len(ix.routes) + len(ix.load_keys) + len(ix.replica_keys) + len(ix.pair_keys) + len(ix.hub_keys)
                  + len(ix.transfers) * len(ix.edges) + choices)
-    return variables, len(ix.routes) + route_steps + loads + replicas + pairs + halves + flows + 2 * choices
+    uplink_terms = _uplink_size(ix)
+    return variables, (len(ix.routes) + route_steps + loads + replicas + pairs + halves + flows + 2 * choices
+                               + uplink_terms)
+
+
+def _uplink_size(ix: Index) -> int:
+    """The nonzeros of :mod:`solvers.uplink_rows` (its δ per site is a family's variable, not counted) on sites of ≥ 2 domains with an uplink: per
+    column and direction, its loads at the transfer's end, its replicas and δ; per site δ and the units of
+    every replica there; per direction, the flows on the site's node's edges and δ (an upper bound)."""
+    ends = {"out": {t.source for t in ix.transfers}, "in": {t.target for t in ix.transfers}}
+    rows: set[tuple[str, str, str]] = set()
+    terms = 0
+    for c, q, s in ix.load_keys:
+        site = ix.site[s]
+        if site.uplink_bytes_per_s is None or site.domains < 2:
+            continue
+        for direction, steps in ends.items():
+            if q in steps:
+                terms += 1
+                rows.add((c, s, direction))
+    sites = {s for _, s, _ in rows}
+    terms += 2 * len(rows) + sum(1 for key in ix.replica_keys if key[2] in sites) + len(sites)
+    for s in sites:
+        node = ix.site[s].node
+        terms += 2 + len(ix.transfers) * sum(1 for e in ix.edges if node in e)
+    return terms
 
 
 _gc_lock = threading.Lock()

@@ -186,3 +186,29 @@ def test_stated_replicas_per_domain_are_checked_exactly():
     s = next(s for p in crowded.pools for s in p.sites if s.site == "a10g-pool")
     s.replicas_per_domain = [s.replicas, *[0] * (len(s.domains) - 1)] if len(s.domains) > 1 else [s.replicas + 1]
     assert not placement.check(inst, crowded).ok
+
+
+def test_cli_replan_takes_certify_and_keeps_or_changes_the_kv_policy(tmp_path):
+    """``replan`` passes --certify and --kv-policy to the one solve pipeline (they were dropped before): the
+    second backend's opinion is recorded; without --kv-policy the running plan's policy holds, with it the new
+    policy is planned, and hbm-only costs at least what tiered does (it is tiered with the slower tiers shut)."""
+    from tests.test_kv_tiers import TINY
+
+    runner = CliRunner()
+    inst_path, p0 = tmp_path / "tiny.json", tmp_path / "p0.json"
+    inst_path.write_text(json.dumps(TINY))
+    r = runner.invoke(app, ["solve", str(inst_path), "--solver", BACKEND, "--kv-policy", "tiered", "--json", str(p0),
+                            "-q"])
+    assert r.exit_code == 0, r.output
+    out = {}
+    for name, extra in (("kept", []), ("hbm", ["--kv-policy", "hbm-only"])):
+        path = tmp_path / f"{name}.json"
+        r = runner.invoke(app, ["replan", str(inst_path), str(p0), "--solver", BACKEND, "--certify", *extra,
+                                "--json", str(path), "-q"])
+        assert r.exit_code == 0, r.output
+        out[name] = json.loads(path.read_text())
+        assert out[name]["certified"] is True and out[name]["verified"]
+        assert any(n.startswith("certified: cbc agrees") for n in out[name]["notes"]), out[name]["notes"]
+    assert out["kept"]["kv_policy"] == "tiered" and out["hbm"]["kv_policy"] == "hbm-only"
+    assert out["kept"]["migration"]["replicas_added"] == 0
+    assert out["hbm"]["cost_usd_per_hour"] >= out["kept"]["cost_usd_per_hour"] - 1e-6

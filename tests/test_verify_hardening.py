@@ -15,7 +15,9 @@ from verify_plans import instance_file, pool, solved, write
 
 from placement.cli.app import app
 from placement.core.plan import parse_plan
+from placement.core.uplinks import domain_uplinks
 from placement.core.verify import verify
+from placement.core.verify.facts import transfers
 
 runner = CliRunner()
 
@@ -284,13 +286,17 @@ def test_in_memory_plans_with_nan_are_rejected_by_verify_itself():
 
 
 def test_a_valid_alternative_domain_listing_is_accepted():
-    """Domains are checked index by index, not against one packing: a pool moved to a free domain is fine."""
+    """Domains are checked index by index, not against one packing: a pool moved to a free domain is fine,
+    once the plan's uplinks say where its KV now goes (they follow the domains)."""
     _, ctx, doc = solved("rubin-lpx-deepseek-af")
     af = pool(doc, stage="decode-attention")
     used = {d for p in doc["pools"] if p["chip"] == "rubin" for s in p["sites"] for d in s["domains"]}
     free = sorted(set(range(ctx.sites["vr-nvl72"].group.count)) - used)
     af["sites"][0]["domains"] = free[:len(af["sites"][0]["domains"])]
-    assert verify(ctx, parse_plan(doc)) == []
+    moved = parse_plan(doc)
+    assert any(v.startswith("uplinks: domain ") for v in verify(ctx, moved))
+    moved.uplinks = domain_uplinks(ctx, moved.pools, transfers(ctx))
+    assert verify(ctx, moved) == []
 
 
 def test_plan_file_that_is_not_an_object_is_an_input_error(tmp_path):

@@ -251,19 +251,23 @@ def marginal(instance: Instance, plan: Plan | None = None, *, bandwidth_factor: 
 
 def replan(instance: Instance, plan: Plan, events=None, *, changes: Mapping[str, Any] | None = None,
            backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None, gap: float | None = None,
-           cache_dir: str | Path | None = None, prices: str | None = None, source: str = "<instance>") -> Plan:
+           certify: bool = False, kv_policy: str | None = None, cache_dir: str | Path | None = None,
+           prices: str | None = None, source: str = "<instance>") -> Plan:
     """The cheapest plan from the running ``plan`` after ``events`` (:class:`placement.core.replan.Events`:
     failed domains, $ per move, amortisation hours) on the instance with ``changes``
-    (``placement replan --fail --set --move-usd --amortise-h``). The running plan's confidence level, SLO
-    headroom and price set hold where the instance asks for none (:func:`placement.core.provenance.as_solved`;
-    a note says so); ``prices`` overrides its price set."""
+    (``placement replan --fail --set --move-usd --amortise-h --certify --kv-policy``). The running plan's
+    confidence level, SLO headroom and price set hold where the instance asks for none
+    (:func:`placement.core.provenance.as_solved`; a note says so); ``prices`` overrides its price set, and
+    ``kv_policy`` its KV policy (default: the running plan's). ``certify`` asks the other backend for a
+    second opinion, as :func:`solve`'s."""
     from placement.core.provenance import as_solved
     from placement.core.replan import replan as run
 
     solved, settings = as_solved(instance, plan, "re-planned")
     with _settings(cache_dir):
         new = run(with_changes(with_prices(solved, prices), changes or {}, source=source), plan, events,
-                  backend=backend, time_limit_s=time_limit_s, gap=gap, source=source)
+                  backend=backend, time_limit_s=time_limit_s, gap=gap, source=source, certify=certify,
+                  kv_policy=plan.kv_policy if kv_policy is None else kv_policy)
     held = [s for s in settings if prices is None or "price set" not in s]
     return new.model_copy(update={"notes": [*new.notes, *held]}) if held else new
 

@@ -9,6 +9,7 @@ from placement.cli.options import (
     DEFAULT_SOLVER,
     CalibrationOpt,
     InstanceArg,
+    KvPolicy,
     PlanArg,
     PricesOpt,
     SolverOpt,
@@ -70,6 +71,12 @@ def replan_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="read (and keep) candidate generations "
                                                    "here, e.g. the solve's (also PLACEMENT_CACHE_DIR)")] = None,
+    certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
+                                          "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
+                                          "they disagree (the better verified plan is still written)")] = False,
+    kv_policy: Annotated[KvPolicy | None, typer.Option("--kv-policy", help="session classes: keep KV in every "
+                                                       "tier, in HBM only, or recompute every prefix "
+                                                       "(default: the running plan's)")] = None,
     calibration: CalibrationOpt = None,
     prices: PricesOpt = None,
 ) -> None:
@@ -97,7 +104,8 @@ def replan_command(
     inst, _ = apply_overrides(load_instance(instance, calibration), list(set_ or []), str(instance))
     current = read_plan(plan_path)
     new = replan(inst, current, Events(failed_domains=failed, move_usd=move_usd, amortise_h=amortise_h),
-                 backend=solver, time_limit_s=time_limit, gap=gap, cache_dir=cache_dir,
+                 backend=solver, time_limit_s=time_limit, gap=gap, certify=certify,
+                 kv_policy=None if kv_policy is None else str(kv_policy), cache_dir=cache_dir,
                  prices=prices, source=str(instance))
     if json_path is not None:
         from placement.core.output import write_atomic
@@ -114,6 +122,8 @@ def replan_command(
 
 
 def _exit(plan) -> int:
+    if plan.certified is False:  # --certify: the second backend refuted the first's claim
+        return EXIT_SOLVER
     if plan.status in ("optimal", "feasible", "time_limit") and plan.verified:
         return EXIT_OK
     if plan.status == "infeasible":

@@ -35,7 +35,8 @@ from placement.core.plan import (
 )
 from placement.core.provenance import provenance
 from placement.core.queues import at_load
-from placement.core.verify.facts import SERVED_RPS
+from placement.core.uplinks import domain_uplinks
+from placement.core.verify.facts import SERVED_RPS, transfers
 from placement.modes import RouteId, pool_kind
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
@@ -206,6 +207,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
         **base,
     )
     plan.prefill_to_decode = kv_feeds_of(ctx, plan)
+    plan.uplinks = domain_uplinks(ctx, plan.pools, transfers(ctx))
     plan.notes = [*plan.notes, *overlay_range_notes(inst, pools), *fit_range_notes(ctx, pools),
                   *uncalibrated_model_notes(ctx.model)]
     return plan

@@ -269,6 +269,12 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
     for (u, v), (need, has) in short.edges.items():
         kind = "link" if u not in ctx.sites and v not in ctx.sites else "uplink"
         out.append(f"{kind} {u}→{v} needs {format_bandwidth(need, has)}, has {format_bandwidth(has)}")
+    for (column, site, direction), (need, has) in sorted(short.limits.get("uplink_share", {}).items()):
+        cfg = cands.configs.get(column)
+        what = column if cfg is None else f"the {cfg.kind} replicas of {cfg.traffic_class} on {cfg.main.chip}"
+        out.append(f"uplinks of domain group {site} need {format_bandwidth(need, has)} per domain, have "
+                   f"{format_bandwidth(has)}: the KV {what} {'send' if direction == 'out' else 'receive'} "
+                   "crosses them (between the group's domains or beyond)")
     if short.power_w is not None:
         need, cap = short.power_w
         out.append(f"power cap: the plan needs {num(need / 1e3)} kW, the cap is {num(cap / 1e3)} kW")
@@ -295,7 +301,7 @@ def _elastic_sentences(ctx: Context, problem: Problem, cands: Candidates, skip: 
 
 
 #: The families whose shortfalls are said above in their own words.
-_SAID = {"site_units", "edge_capacity", "power_cap", "budget"}
+_SAID = {"site_units", "edge_capacity", "power_cap", "budget", "uplink_share"}
 
 
 def _class_capacity_sentences(ctx: Context, problem: Problem, cands: Candidates, short) -> list[str]:

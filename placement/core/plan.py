@@ -40,6 +40,7 @@ from placement.core.field_types import (
 from placement.core.loading import describe_error, read_document
 from placement.core.migration import Migration
 from placement.core.objectives import ObjectiveName
+from placement.core.uplinks import UplinkPlan
 from placement.modes.ids import StepId
 from placement.modes.registry import STAGE_OF_KIND, check_stage, pool_kind
 from topology.records import MutableRecord
@@ -443,6 +444,8 @@ class Plan(MutableRecord):
     links: list[LinkPlan] = Field(default_factory=list)
     flows: list[FlowPlan] = Field(default_factory=list)
     pairs: list[PairPlan] = Field(default_factory=list)
+    uplinks: list[UplinkPlan] = Field(default_factory=list, description="KV each domain sends and receives over "
+                                      "its uplink, inside its group or beyond (placement.core.uplinks)")
     prefill_to_decode: list[KvFeed] = Field(default_factory=list, description="which prefill pool feeds which "
                                             "decode pool, per class and mode, from the loads and the KV-transfer "
                                             "flows")
@@ -483,7 +486,7 @@ class Plan(MutableRecord):
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Plans without sessions, made from scratch on a healthy fleet, are written without those fields."""
         return _drop_unset(handler(self), ("kv_policy", "kv_tiers", "kv_flows", "kv_usd_per_hour", "failed_domains",
-                                           "migration", "survive", "max_pools_per_stage",
+                                           "migration", "uplinks", "survive", "max_pools_per_stage",
                                            "survive_slo_factor", "survive_batches"))
 
     def canonical_json(self) -> str:

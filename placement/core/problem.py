@@ -1,6 +1,8 @@
 """The solver-neutral problem of an instance (:class:`solvers.problem.Problem`): its classes as demands,
-the enabled modes as routes and transfers, the domain groups as sites, the fleet graph as the network,
-and the candidate columns (generated, or reused from :mod:`placement.core.candidate_cache`)."""
+the enabled modes as routes and transfers, the domain groups as sites (with their domains' uplinks when
+attached to a switch: KV between two domains of a group crosses them, :mod:`solvers.uplink_rows`), the
+fleet graph as the network, and the candidate columns (generated, or reused from
+:mod:`placement.core.candidate_cache`)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def build_problem(ctx: Context, cands: Candidates | None = None,
     sites = [
         Site(name=n, node=n, resource=s.resource, units_per_domain=s.chips_per_domain,
              domains=s.group.count - len(ctx.failed_domains.get(n, ())),
-             usd_per_hour_per_unit=s.usd_per_hour_per_chip, power_w_per_unit=s.chip.power_w)
+             usd_per_hour_per_unit=s.usd_per_hour_per_chip, power_w_per_unit=s.chip.power_w,
+             uplink_bytes_per_s=None if s.group.switch is None else s.uplink_bytes_per_s)
         for n, s in sorted(ctx.sites.items())
     ]
     edges = [Edge(source=u, target=v, capacity_bytes_per_s=d["bandwidth_bytes_per_s"], latency_s=d["latency_s"])

@@ -10,8 +10,8 @@ Examples
 >>> from placement.core.loading import load_instance
 >>> inst = with_priors(load_instance("instances/rubin-lpx-deepseek.yaml"), "low")
 >>> rubin = next(c for c in inst.hardware.chips if c.name == "rubin")
->>> rubin.step_overhead_s, rubin.allreduce_efficiency  # NVIDIA peers' slowest fixed cost and all-reduce
-(0.00378, 0.313)
+>>> rubin.step_overhead_s, rubin.layer_overhead_s, rubin.allreduce_efficiency  # slowest peer's fixed pair
+(0.000758, 3.99e-05, 0.313)
 """
 
 from __future__ import annotations

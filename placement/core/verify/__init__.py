@@ -15,6 +15,7 @@ check, its rule in its docstring:
 ``check_objective``       the plan's objective is a registered one; what it measures = its pools'
 ``check_pair_fields``     a pair's latency = its path's
 ``check_links``           a link's capacity, utilisation and load = the fleet's and its flows'
+``check_uplink_fields``   a domain's uplink use (KV out, in, handed inside) = its pools' loads and domains'
 ``check_demand``          mode shares sum to 1, each step carries its mode's share of the rate
 ``check_routes``          loads only on steps a configuration serves, of modes its class uses
 ``check_capacity``        each site's load fits its replicas at the pairs' actual latency
@@ -23,6 +24,7 @@ check, its rule in its docstring:
 ``check_domains``         domain indices in range, replicas fit the domains listed, packing
 ``check_failed_domains``  no replica on a domain the plan records as failed (whose uplink share is gone)
 ``check_network``         transfer conservation per node, link loads within bandwidth
+``check_uplinks``         the KV each domain of a group sends and receives within its uplink, per direction
 ``check_kv_feeds``        which prefill pool feeds which decode pool = what the loads and KV flows give
 ``check_pool_limit``      at most max_pools_per_stage pools per class and stage (the plan's or instance's)
 ``check_limits``          power and budget limits
@@ -75,6 +77,7 @@ from placement.core.verify.serving import (
 )
 from placement.core.verify.structure import check_configurations, check_numbers, check_references
 from placement.core.verify.survive import check_survival
+from placement.core.verify.uplinks import check_uplink_fields, check_uplinks
 
 __all__ = ["CHECKS", "RTOL", "pair_latency_of", "register_check", "require_checks", "unregister_check", "verify"]
 
@@ -124,11 +127,13 @@ def _without_facts(check):
 for _name, _run in (("check_pool_fields", check_pool_fields), ("check_class_fields", check_class_fields),
                     ("check_totals", check_totals), ("check_objective", check_objective),
                     ("check_pair_fields", _without_facts(check_pair_fields)),
-                    ("check_links", check_links), ("check_kv_feeds", _without_facts(check_kv_feeds))):
+                    ("check_links", check_links), ("check_uplink_fields", check_uplink_fields),
+                    ("check_kv_feeds", _without_facts(check_kv_feeds))):
     register_check(_name, _run, stated=True)
 for _name, _run in (("check_demand", check_demand), ("check_routes", check_routes), ("check_capacity", check_capacity),
                     ("check_slos_and_memory", check_slos_and_memory), ("check_pairing", check_pairing),
                     ("check_domains", check_domains), ("check_network", check_network),
+                    ("check_uplinks", check_uplinks),
                     ("check_pool_limit", _without_facts(check_pool_limit)), ("check_limits", check_limits),
                     ("check_floors", lambda ctx, plan, facts: check_floors(plan, ctx)),
                     ("check_survival", check_survival), ("check_migration", check_migration)):

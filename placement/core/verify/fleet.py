@@ -19,6 +19,7 @@ from itertools import pairwise
 
 from placement.core.context import Context
 from placement.core.plan import Plan
+from placement.core.uplinks import place_in_listed_domains
 from placement.core.verify.facts import RTOL, PoolFacts, over, transfers
 from solvers.packing import pack_into_domains
 from solvers.problem import Site
@@ -124,32 +125,10 @@ def assign_in_listed_domains(site: Site, sizes: dict[str, tuple[int, int, list[i
     """Place every replica in a domain its pool lists (largest first, first fit), every listed domain used.
 
     ``sizes``: pool -> (chips per replica, replicas, listed domain indices). A replica larger than a
-    domain takes consecutive whole listed domains. None when it works, else what does not fit.
+    domain takes consecutive whole listed domains. None when it works, else what does not fit
+    (:func:`placement.core.uplinks.place_in_listed_domains`).
     """
-    size_d = site.units_per_domain
-    free = [size_d] * site.domains
-    for key, (units, count, listed) in sorted(sizes.items(), key=lambda kv: (-kv[1][0], kv[0])):
-        span = -(-units // size_d)
-        used: set[int] = set()
-        at = 0  # first fit only moves forward: free space only shrinks and every replica is the same size
-        for _ in range(count):
-            while at + span <= len(listed) and not _fits(free, listed[at:at + span], units, size_d):
-                at += 1
-            if at + span > len(listed):
-                return f"domains {listed} cannot host {count} × {units} chips of {key} beside what is placed there"
-            for d in listed[at:at + span]:
-                free[d] -= min(units, size_d)
-                used.add(d)
-        if used != set(listed):
-            return f"{key} lists domains {sorted(set(listed) - used)} that none of its replicas needs"
-    return None
-
-
-def _fits(free: list[int], run: list[int], units: int, size_d: int) -> bool:
-    """One replica of ``units`` chips fits in ``run`` (one domain, or consecutive whole free domains)."""
-    if units <= size_d:
-        return free[run[0]] >= units
-    return run[-1] - run[0] == len(run) - 1 and all(free[d] == size_d for d in run)
+    return place_in_listed_domains(site, sizes)[1]
 
 
 def check_network(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
