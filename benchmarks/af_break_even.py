@@ -32,7 +32,7 @@ hold its replicas to small batches (the instance's header); an LP30 FFN step pay
 is the solver's, at every price and TPOT.
 
 Run (15 s on an idle core, a minute on a busy one: 6 Rubin-only solves and at most 18 whole-fleet ones, the
-prices of one point sharing its candidate generation, :mod:`placement.core.candidate_cache`)::
+prices of one point sharing its candidate generation, :mod:`placement.core.replicas.candidate_cache`)::
 
     .venv/bin/python benchmarks/af_break_even.py      # writes af_break_even.json and SEED_CLAIMS.md's block
     .venv/bin/python benchmarks/af_break_even.py --render   # the block from the JSON, no solve
@@ -74,7 +74,7 @@ def run() -> list[dict]:
     """Every solve of the grid (module notes), one record each."""
     from costmodels.models import load_model_catalog
     from placement.api import solve
-    from placement.core.loading import load_instance
+    from placement.core.instance.loading import load_instance
     from placement.studies.pareto import pareto_series
     from placement.studies.whatif import apply_overrides
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("cbc", "highs")

@@ -33,12 +33,12 @@ INSTANCES = sorted((ROOT / "instances").glob("*.yaml")) + [
 
 def _api():
     """The candidate and context entry points wherever the package keeps them."""
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
 
     try:
-        from placement.core.problem import build_problem
-    except ImportError:  # layout before build_problem left placement.core.candidates
-        from placement.core.candidates import build_problem
+        from placement.core.pipeline.problem import build_problem
+    except ImportError:  # layout before build_problem left placement.core.replicas.candidates
+        from placement.core.replicas.candidates import build_problem
     return build_problem, Context
 
 

@@ -1,7 +1,7 @@
 """Write and read time and size of one candidate generation in the on-disk cache's format and others.
 
-The candidate cache (:mod:`placement.core.candidate_cache`) stores a generation as gzip-compressed
-JSON tables (:mod:`placement.core.candidate_codec`). This script compares, on the generation of one
+The candidate cache (:mod:`placement.core.replicas.candidate_cache`) stores a generation as gzip-compressed
+JSON tables (:mod:`placement.core.replicas.candidate_codec`). This script compares, on the generation of one
 instance (made here, not read from disk): Python pickle (what the cache wrote before; never read from
 a file), the JSON tables plain and gzip-compressed at levels 1 and 6, and the same tables as numpy
 arrays in an ``.npz`` (ragged lists flattened with offsets, None as -1 or NaN; loaded with
@@ -28,9 +28,9 @@ import time
 import numpy as np
 
 import placement
-from placement.core import candidate_codec as codec
-from placement.core.candidates import generate
-from placement.core.context import Context
+from placement.core.instance.context import Context
+from placement.core.replicas import candidate_codec as codec
+from placement.core.replicas.candidates import generate
 
 
 def _best(fn, n: int = 3):

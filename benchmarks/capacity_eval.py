@@ -292,12 +292,17 @@ def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None, lengths
                              overlay: dict | None = None) -> tuple[float, str]:
     """Output tokens/s per GPU at the point's own layout (tp, ep, DP attention, pp as measured), the batch the
     best the SLO allows — held to ``per_chip`` sequences per chip when given, as plans are — and every chunk size,
-    from :func:`placement.core.evaluate.evaluate` (no MILP: one replica's capacity times the replicas).
+    from :func:`placement.core.replicas.evaluate.evaluate` (no MILP: one replica's capacity times the replicas).
     Returns (tokens/s per GPU, the configuration), or (0, why) when no batch is feasible."""
 
-    from placement.core.context import Context
-    from placement.core.evaluate import PartLayout, PoolConfig, evaluate, rank_sequence_ceiling
-    from placement.core.loading import parse_instance
+    from placement.core.instance.context import Context
+    from placement.core.instance.loading import parse_instance
+    from placement.core.replicas.evaluate import (
+        PartLayout,
+        PoolConfig,
+        evaluate,
+        rank_sequence_ceiling,
+    )
     from placement.modes.aggregated import CHUNKS
 
     tp, ep = (int(w[2:]) for w in c.layout.split()[:2])
@@ -331,7 +336,7 @@ def measured_layout_capacity(c: Case, ttft: str, per_chip: float | None, lengths
 
 def predict(args: tuple[Case, str, bool, int | None, float | None, str, dict | None]) -> dict:
     c, ttft, band, max_per_rank, per_chip, lengths, overlay = args
-    from placement.core.loading import parse_instance
+    from placement.core.instance.loading import parse_instance
     from placement.studies.capacity import capacity
 
     began = time.perf_counter()

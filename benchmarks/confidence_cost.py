@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from placement.core.loading import load_instance
+from placement.core.instance.loading import load_instance
 from placement.studies.confidence import cost_of_confidence, markdown
 
 

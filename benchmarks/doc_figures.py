@@ -5,7 +5,7 @@ A generated block is the text between ``<!-- figures:NAME -->`` and
 everything outside the markers is prose and is never touched. Each block
 names the solves it needs; all of them run first (in a process pool, each
 solve once even when several blocks quote it), then every doc is rewritten
-atomically (``placement.core.output.write_atomic``).
+atomically (``placement.core.plans.output.write_atomic``).
 
 Blocks (``BLOCKS``):
 
@@ -58,10 +58,10 @@ sys.path.insert(0, str(HERE))
 import kv_sweep
 import seed_claims
 
-from placement.core.loading import load_instance
-from placement.core.output import write_atomic
-from placement.core.plan import Plan
-from placement.core.solve import solve
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.output import write_atomic
+from placement.core.plans.plan import Plan
 from placement.studies.compare import kv_variants, objective_value, reason_of, variants
 from placement.studies.confidence import DEFAULT_LEVELS, ConfidenceRow
 from placement.studies.confidence import markdown as confidence_markdown

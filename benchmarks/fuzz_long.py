@@ -136,9 +136,9 @@ def _cap_memory(gigabytes: float) -> None:
 
 def _tamper_check(plans: dict):
     """The tamper property of tests/test_verify_property.py as a check of one drawn case."""
-    from placement.core.errors import InputError
-    from placement.core.plan import parse_plan
-    from placement.core.verify import verify
+    from placement.core.instance.errors import InputError
+    from placement.core.plans.plan import parse_plan
+    from placement.core.verify.verifier import verify
 
     def check(case) -> str:
         name, index, new = case
@@ -169,9 +169,9 @@ def _tamper_cases():
 
 def _devices(report: dict) -> None:
     """Special files as instance and plan inputs: each must be an InputError naming the file."""
-    from placement.core.errors import InputError
-    from placement.core.loading import load_instance
-    from placement.core.plan import read_plan
+    from placement.core.instance.errors import InputError
+    from placement.core.instance.loading import load_instance
+    from placement.core.plans.plan import read_plan
 
     outcomes: Counter = Counter()
     failures = []
@@ -282,9 +282,9 @@ def _cache_tamper_check(folder: Path, entry: Path, good: bytes, uncached: str, s
     uncached plan, no code run, no link written through; a hit only when the bytes are unchanged (and an
     unchanged entry must hit, without a warning)."""
     import placement
-    from placement.core import candidate_cache
-    from placement.core.cache_store import CacheWarning
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
+    from placement.core.replicas import candidate_cache
+    from placement.core.replicas.cache_store import CacheWarning
 
     toy = placement.load_instance(Path(placement.__file__).parent / "instances" / "melange-toy.yaml")
     marker = scratch / "code-ran"
@@ -325,8 +325,8 @@ def _cache_tamper_check(folder: Path, entry: Path, good: bytes, uncached: str, s
 def _cache_tamper(examples: int, seed_value: int, report: dict) -> None:
     """Make the toy's good entry (private folder), the uncached plan, then run the family."""
     import placement
-    from placement.core import candidate_cache
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
+    from placement.core.replicas import candidate_cache
 
     toy = placement.load_instance(Path(placement.__file__).parent / "instances" / "melange-toy.yaml")
     before = os.environ.get(candidate_cache.CACHE_DIR_ENV)
@@ -370,9 +370,9 @@ HOSTILE_ALPHABET = sorted(set("abcXYZ019-_." + SHELL_METACHARACTERS + "\n\t\x00Ã
 
 def _bertha_plan() -> tuple:
     """The bertha-lpddr plan (HiGHS) as a JSON document, and its context."""
-    from placement.core.context import Context
-    from placement.core.loading import load_instance
-    from placement.core.solve import solve
+    from placement.core.instance.context import Context
+    from placement.core.instance.loading import load_instance
+    from placement.core.pipeline.solve import solve
 
     inst = load_instance(BERTHA)
     plan = solve(inst, backend="highs")
@@ -403,9 +403,9 @@ def _hostile_names_check(doc: dict):
     cleanly or turns into relative paths, YAML that loads and shell that parses."""
     import yaml
 
-    from placement.core.errors import InputError
-    from placement.core.plan import parse_plan
-    from placement.core.schema import NAME_PATTERN
+    from placement.core.instance.errors import InputError
+    from placement.core.instance.schema import NAME_PATTERN
+    from placement.core.plans.plan import parse_plan
     from placement.deploy import build
 
     def check(case) -> str:
@@ -442,7 +442,7 @@ def _hostile_names_check(doc: dict):
 
 PROVENANCE_FIELDS = ["model", "draft_model", "precision_weights", "precision_attention", "precision_kv",
                      "precision_activations", "framework", "schema_version", "tool_version", "instance_sha256"]
-#: Fields that may differ in a plan that re-verifies (a warning, placement.core.provenance._NOTED_FIELDS).
+#: Fields that may differ in a plan that re-verifies (a warning, placement.core.plans.provenance._NOTED_FIELDS).
 WARNED_FIELDS = ("tool_version", "schema_version", "instance_sha256")
 #: Matched fields a plan may leave unrecorded (None).
 OPTIONAL_FIELDS = ("precision_attention", "framework")
@@ -467,9 +467,9 @@ def _provenance_cases():
 def _provenance_edits_check(doc: dict, ctx):
     """One provenance field changed: exit 2 (invalid, unknown model), exit 5 (mismatch), or accepted only as
     the instance's own value, an unrecorded optional field, or a field that is only a warning."""
-    from placement.core.errors import InputError
-    from placement.core.plan import parse_plan
-    from placement.core.provenance import compare_provenance, provenance
+    from placement.core.instance.errors import InputError
+    from placement.core.plans.plan import parse_plan
+    from placement.core.plans.provenance import compare_provenance, provenance
 
     wants = provenance(ctx)
 
@@ -554,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     report["total"] = {k: sum(report[p][k] for p in families) for k in ("examples", "crashes", "violations", "hangs")}
     # A tampered plan that the verifier accepted beyond tolerance; the other violations are solver plans it rejected.
     report["total"]["verifier_escapes"] = report["tamper"]["violations"]
-    from placement.core.output import write_atomic
+    from placement.core.plans.output import write_atomic
 
     write_atomic(args.out, json.dumps(report, indent=2, default=str) + "\n")
     print(json.dumps(report["total"]))

@@ -9,8 +9,8 @@ host price, 50 GB/s per GPU [EST: one 400G NIC per GPU], 20 µs) and prints its 
 
 from __future__ import annotations
 
-from placement.core.loading import load_instance
-from placement.core.solve import solve
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.solve import solve
 
 HOST, FLASH = 0.00334, 0.00011
 POINTS = [(1, 1), (1, 30), (1, 300), (0.1, 300), (10, None)]

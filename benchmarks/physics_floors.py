@@ -1,4 +1,4 @@
-"""How far each shipped plan's claims sit above their physical floors (placement.core.floors).
+"""How far each shipped plan's claims sit above their physical floors (placement.core.verify.floors).
 
 Solves every shipped instance with HiGHS and prints, per pool and claim, the
 claimed value, its floor (a ceiling for capacity), the ratio — claimed ÷ floor
@@ -30,7 +30,7 @@ KEYS = ["instance", "pool", "stage", "chip", "chips_per_replica", "batch", "clai
 
 def _context():
     """The context class wherever the package keeps it."""
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
 
     return Context
 
@@ -41,9 +41,9 @@ def pool_rows(path: Path, solver: str = "highs", plans: Path | None = None) -> l
     With ``plans``, the plan is read from ``plans/<instance>.plan.json`` and must pass the verifier.
     """
     import placement
-    from placement.core.floors import check_floors, floors
-    from placement.core.plan import read_plan
-    from placement.core.verify import verify
+    from placement.core.plans.plan import read_plan
+    from placement.core.verify.floors import check_floors, floors
+    from placement.core.verify.verifier import verify
 
     inst = placement.load_instance(path)
     ctx = _context().of(inst, str(path))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from costmodels.priors import LEVELS, REFERENCE_LAYERS
-from placement.core.loading import load_instance
+from placement.core.instance.loading import load_instance
 from placement.studies.priors import prior_chips, sensitivity
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def measure() -> dict:
     """Instance name -> its plan's cost, chips, classes and pools (what the comparison prints)."""
-    from placement.core.loading import load_instance
-    from placement.core.solve import solve
+    from placement.core.instance.loading import load_instance
+    from placement.core.pipeline.solve import solve
 
     out = {}
     for path in sorted((ROOT / "instances").glob("*.yaml")):

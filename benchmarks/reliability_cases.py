@@ -279,7 +279,7 @@ class Cases:
 
     def lp30_point(self) -> list[Result]:
         """The point of the 20-point LP30 price sweep (0.2:2:20) that the verifier once refused."""
-        from placement.core.paths import set_path
+        from placement.core.instance.paths import set_path
 
         doc = shipped("rubin-lpx-deepseek.yaml")
         set_path(doc, "hardware.chips.lp30.usd_per_hour", 0.2 + 1.8 / 19 * 2)  # the sweep's third point

@@ -36,7 +36,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from placement.core.loading import parse_instance, read_document
+from placement.core.instance.loading import parse_instance, read_document
 from placement.studies.pareto import pareto_series, run_pareto
 from placement.studies.sweep import Point
 from placement.studies.whatif import apply_overrides

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.chdir(ROOT)
 
-from placement.core.loading import load_instance
+from placement.core.instance.loading import load_instance
 from placement.studies.sweep import run_sweep
 
 OUT_PATH = Path(__file__).with_name("sweep_speed.json")

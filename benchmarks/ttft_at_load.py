@@ -1,7 +1,7 @@
 """Each shipped instance's pools: TTFT at the plan's load beside the TTFT at rated capacity.
 
 Prints, per instance solved with HiGHS, every pool that states a TTFT — its utilisation (load ÷ rated
-capacity), the TTFT the plan reports (at its load, ``placement.core.queues.at_load``) and the same
+capacity), the TTFT the plan reports (at its load, ``placement.core.replicas.queues.at_load``) and the same
 configuration's TTFT evaluated alone (each queue at its own capacity) — then each class's TTFT.
 The output is the last section of ``benchmarks/QUEUEING.md``.
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from placement.core.context import Context
-from placement.core.evaluate import evaluate
-from placement.core.loading import load_instance
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.solve import solve
+from placement.core.replicas.evaluate import evaluate
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from placement.core.loading import parse_instance
-from placement.core.solve import solve
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -67,13 +67,18 @@ if TYPE_CHECKING:
         sweep,
         with_changes,
     )
-    from placement.core.errors import InputError, PlacementError, SolverError, VerificationError
-    from placement.core.loading import load_instance, parse_instance
-    from placement.core.plan import Plan
-    from placement.core.profile import read_profile
-    from placement.core.replan import Events
-    from placement.core.schedule import Schedule, schedule
-    from placement.core.schema import Instance
+    from placement.core.instance.errors import (
+        InputError,
+        PlacementError,
+        SolverError,
+        VerificationError,
+    )
+    from placement.core.instance.loading import load_instance, parse_instance
+    from placement.core.instance.schema import Instance
+    from placement.core.operations.profile import read_profile
+    from placement.core.operations.replan import Events
+    from placement.core.operations.schedule import Schedule, schedule
+    from placement.core.plans.plan import Plan
 
 __all__ = [
     "CheckResult",
@@ -105,18 +110,18 @@ __all__ = [
 
 #: Public name -> the module that defines it.
 _HOME = {
-    "InputError": "placement.core.errors",
-    "PlacementError": "placement.core.errors",
-    "SolverError": "placement.core.errors",
-    "VerificationError": "placement.core.errors",
-    "load_instance": "placement.core.loading",
-    "parse_instance": "placement.core.loading",
-    "Plan": "placement.core.plan",
-    "Instance": "placement.core.schema",
-    "Events": "placement.core.replan",
-    "schedule": "placement.core.schedule",
-    "Schedule": "placement.core.schedule",
-    "read_profile": "placement.core.profile",
+    "InputError": "placement.core.instance.errors",
+    "PlacementError": "placement.core.instance.errors",
+    "SolverError": "placement.core.instance.errors",
+    "VerificationError": "placement.core.instance.errors",
+    "load_instance": "placement.core.instance.loading",
+    "parse_instance": "placement.core.instance.loading",
+    "Plan": "placement.core.plans.plan",
+    "Instance": "placement.core.instance.schema",
+    "Events": "placement.core.operations.replan",
+    "schedule": "placement.core.operations.schedule",
+    "Schedule": "placement.core.operations.schedule",
+    "read_profile": "placement.core.operations.profile",
     **{name: "placement.api" for name in ("solve", "check", "CheckResult", "capacity", "compare", "sweep", "pareto",
                                           "marginal", "replan", "kv_prices", "deployment", "html_report",
                                           "with_changes")},

@@ -25,7 +25,7 @@ field               what the family says, and who asks
                     solved model ``w`` of a smaller problem (:func:`solvers.twolevel.start_values`)
 ``columns(p)``      the columns of ``p`` its rows refer to, which every restricted problem of the
                     two-level solve keeps (a re-plan's running columns)
-``check``           the name of the verifier check that mirrors it (placement.core.verify keeps its
+``check``           the name of the verifier check that mirrors it (placement.core.verify.verifier keeps its
                     checks by name; a solve refuses a family whose check is not there)
 ==================  ================================================================================
 

@@ -2,7 +2,7 @@
 
 Given the replicas that run now, n⁰_{c,p,s} (those on failed domains already
 dropped), and the one-off cost m_{c,p,s} of adding or removing one replica
-(its weight reload, see :mod:`placement.core.migration`), a re-plan
+(its weight reload, see :mod:`placement.core.plans.migration`), a re-plan
 minimises::
 
     Σ w_s·u_p·n_{c,p,s}  +  (1/H)·Σ m_{c,p,s}·|n_{c,p,s} − n⁰_{c,p,s}|

@@ -23,7 +23,7 @@ d⁺ − d⁻ = Δn with at most one of them positive (d⁺ replicas added, d⁻
 removed), so the objective is the schedule's total $. The model with a single
 period of H hours prices each unit at min(ρ_s·H, Σ_t h_t·w_{t,s}): that is
 how the independent and static references are solved
-(:mod:`placement.core.schedule`).
+(:mod:`placement.core.operations.schedule`).
 
 Examples
 --------

@@ -210,7 +210,7 @@ class Policy(Record):
     is served at λ_k·Σ_p ``demands[k]``·π_p instead of λ_k (the demands named
     by policies have no fixed rate: λ_k is the most they can carry). ``cost`` is
     added to the objective per unit of π (the objective's units: $/h for cost).
-    For KV retention (:mod:`placement.core.kvmodel`): a group is a session class,
+    For KV retention (:mod:`placement.core.kv.kvmodel`): a group is a session class,
     a policy a (tier, window), its demands the hit and miss classes.
     """
 

@@ -38,7 +38,7 @@ restricted problem :data:`SHARE` of what is then left, the full model the rest; 
 build also ends by the deadline in force (:mod:`solvers.limits`).
 
 The problem may come with its two-part columns pruned network-free (K0,
-:mod:`placement.core.candidates`: pair traffic and latency limits left out of
+:mod:`placement.core.replicas.candidates`: pair traffic and latency limits left out of
 dominance) and a callable ``full`` giving the problem with every column. Every
 column of the full set is dominated network-free by a K0 column, so the
 collapsed problem of K0 — whose columns are those dominance keeps once the

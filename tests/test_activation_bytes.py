@@ -13,8 +13,8 @@ from costmodels import (
 )
 from costmodels.models import load_model_catalog
 from placement import load_instance
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.instance.context import Context
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
 from topology.chips import load_chip_catalog
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,12 +27,12 @@ from costmodels.comm import (
     SCALE_UP_ALLTOALL_FLOOR_S,
 )
 from placement.api import solve
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.loading import load_instance
-from placement.core.plan import parse_plan
-from placement.core.schema import TrafficClass
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
+from placement.core.instance.schema import TrafficClass
+from placement.core.plans.plan import parse_plan
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.verify.verifier import verify
 from placement.modes.layouts import BATCHES, ffn_parts, pair_latencies, parts, weights
 from placement.modes.pd_af import _pairings
 from placement.studies.whatif import apply_overrides
@@ -201,8 +201,8 @@ def test_four_micro_batches_are_chosen_where_they_are_cheaper(monkeypatch):
     instance): the optimum runs one pair (72 Rubin groups, 128 LP30 as TP8 × PP16) at 4 micro-batches; with every
     pairing held to 2, as before, the verified optimum costs more."""
     from placement.bench.generate import build_instance
-    from placement.core import candidate_cache
-    from placement.core.loading import parse_instance
+    from placement.core.instance.loading import parse_instance
+    from placement.core.replicas import candidate_cache
     from placement.modes import pd_af
 
     doc = build_instance(domains=10, chip_types=["rubin", "lp30"], classes=1, family="mixed", model="llama-3.1-70b")

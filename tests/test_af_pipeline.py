@@ -26,11 +26,11 @@ from costmodels import (
     decode_attention_step,
     decode_ffn_step,
 )
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.loading import load_instance
-from placement.core.queues import MAX_UTILISATION
-from placement.core.schema import TrafficClass
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
+from placement.core.instance.schema import TrafficClass
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.replicas.queues import MAX_UTILISATION
 from placement.modes import GridSet, configurations
 from placement.modes.layouts import pair_latencies
 from placement.modes.pd_af import _evaluate_pairings, _pairings

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import placement
 from placement import api
 from placement.cli.app import app
-from placement.core.errors import InputError, VerificationError
+from placement.core.instance.errors import InputError, VerificationError
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = ROOT / "instances" / "melange-toy.yaml"
@@ -98,7 +98,7 @@ def test_solve_options_match_the_cli(tmp_path):
 def test_solve_settings_last_for_the_call_only(tmp_path, monkeypatch):
     import os
 
-    from placement.core.candidate_cache import CACHE_DIR_ENV
+    from placement.core.replicas.candidate_cache import CACHE_DIR_ENV
 
     monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
     plan = placement.solve(placement.load_instance(TOY), cache_dir=tmp_path / "cache")

@@ -19,7 +19,7 @@ import yaml
 from click.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import EXIT_INFEASIBLE, EXIT_INPUT
+from placement.core.instance.errors import EXIT_INFEASIBLE, EXIT_INPUT
 
 HERE = Path(__file__).parent / "bad_instances"
 EXPECTED: dict[str, dict] = yaml.safe_load((HERE / "expected.yaml").read_text(encoding="utf-8"))
@@ -97,7 +97,7 @@ def test_missing_file_and_directory_are_input_errors(tmp_path):
 
 
 def test_oversized_file_is_refused_before_parsing(tmp_path):
-    from placement.core.documents import MAX_FILE_BYTES
+    from placement.core.instance.documents import MAX_FILE_BYTES
 
     big = tmp_path / "huge.yaml"
     with open(big, "wb") as f:  # sparse: no disk used

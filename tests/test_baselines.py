@@ -6,9 +6,9 @@ import pytest
 
 from placement.bench.baselines import class_options, exhaustive, greedy, lp_relaxation
 from placement.bench.generate import build_instance
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.problem import build_problem
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.problem import build_problem
 from solvers.milp import solve
 from solvers.problem import Column, Demand, Part, Problem, Route, Site
 

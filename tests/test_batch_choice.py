@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from placement import load_instance
-from placement.core.batch_choice import REFINE_POINTS, best_batch
-from placement.core.candidates import generate
-from placement.core.context import Context
-from placement.core.evaluate import evaluate
-from placement.core.schema import Instance
+from placement.core.instance.context import Context
+from placement.core.instance.schema import Instance
+from placement.core.replicas.batch_choice import REFINE_POINTS, best_batch
+from placement.core.replicas.candidates import generate
+from placement.core.replicas.evaluate import evaluate
 from placement.modes import configurations
 from placement.modes.layouts import BATCHES
 
@@ -179,7 +179,7 @@ def test_the_best_batch_replaces_the_best_grid_batch():
 @pytest.mark.parametrize("name", ["mixed-fleet", "rubin-lpx-deepseek"])
 def test_skipping_searches_by_their_bound_keeps_the_same_columns(name, monkeypatch):
     """A search is skipped only when a kept column dominates the most it could find."""
-    from placement.core import generation
+    from placement.core.replicas import generation
 
     ctx = Context.of(load_instance(ROOT / "instances" / f"{name}.yaml"))
     skipped = {c.name: c.capacity for c in _generated(name).columns}

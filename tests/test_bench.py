@@ -13,7 +13,7 @@ from placement.bench.plots import scaling_plot
 from placement.bench.report import baseline_rows, markdown, ratios, summarise, table_rows
 from placement.bench.runner import bench, run_case
 from placement.cli.app import app
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 FIELDS = ("build_s", "solve_s", "status", "objective", "best_bound", "gap", "variables", "integer_variables",
           "constraints", "nonzeros", "peak_rss_mb", "solver_child_peak_mb", "candidates_s", "domains", "groups")

@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 from placement.bench.runner import read_problem, write_problem
-from placement.core.context import Context
-from placement.core.loading import load_instance
-from placement.core.problem import build_problem
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.problem import build_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 

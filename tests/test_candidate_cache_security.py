@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 import placement
-from placement.core import candidate_cache, candidates
-from placement.core.solve import solve
+from placement.core.pipeline.solve import solve
+from placement.core.replicas import candidate_cache, candidates
 
 BACKEND = "highs"
 TOY = Path(placement.__file__).parent / "instances" / "melange-toy.yaml"
@@ -261,7 +261,7 @@ def test_the_cli_says_why_an_entry_is_not_used(tmp_path, monkeypatch):
 
 def _awkward_generation():
     """The toy's generation, and two columns of floats that a decimal writer could get wrong."""
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
     from solvers.problem import Column, Part
 
     cands = candidates.generate(Context.of(placement.load_instance(TOY)), workers=1)
@@ -276,7 +276,7 @@ def _awkward_generation():
 
 
 def test_floats_read_back_bit_for_bit():
-    from placement.core.candidate_codec import decode, encode
+    from placement.core.replicas.candidate_codec import decode, encode
 
     cands = _awkward_generation()
     back = decode(encode(cands))
@@ -299,7 +299,7 @@ def test_floats_read_back_bit_for_bit():
     lambda doc: doc.update(format="placement-candidates/0"),
 ], ids=["negative-row", "row-past-the-end", "renamed-field", "capacity-without-step", "other-version"])
 def test_a_document_of_another_shape_does_not_decode(spoil):
-    from placement.core.candidate_codec import decode, encode
+    from placement.core.replicas.candidate_codec import decode, encode
 
     doc = json.loads(encode(_awkward_generation()))
     spoil(doc)

@@ -17,10 +17,10 @@ import pytest
 
 from costmodels.queueing import _UTILISATION_GRID, _slot_wait_scaled, erlang_c, slot_max_rate_per_s
 from placement import load_instance
-from placement.core import candidate_cache
-from placement.core.candidates import generate
-from placement.core.context import Context
-from placement.core.problem import build_problem
+from placement.core.instance.context import Context
+from placement.core.pipeline.problem import build_problem
+from placement.core.replicas import candidate_cache
+from placement.core.replicas.candidates import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def test_the_disk_key_holds_the_code_it_was_generated_by(tmp_path, monkeypatch):
     key = candidate_cache.disk_key(ctx)
     monkeypatch.setattr(candidate_cache, "code_fingerprint", lambda: "edited")
     assert candidate_cache.disk_key(ctx) != key
-    files = ["placement/__init__.py", "placement/core/candidates.py", "placement/modes/pd.py",
+    files = ["placement/__init__.py", "placement/core/replicas/candidates.py", "placement/modes/pd.py",
              "costmodels/catalog/models.yaml", "solvers/dominance.py", "topology/catalog/chips.yaml",
              "placement/cli/app.py", "placement/core/__pycache__/candidates.cpython-311.pyc"]
     for f in files:
@@ -163,7 +163,7 @@ def test_the_disk_key_holds_the_code_it_was_generated_by(tmp_path, monkeypatch):
     assert len(seen) == 1 + 6  # every edit but the command line's and the compiled file's
 def test_pairings_evaluated_together_equal_one_at_a_time():
     """Attention–FFN configurations evaluated as one array (generation) give what each gives alone."""
-    from placement.core.evaluate import evaluate
+    from placement.core.replicas.evaluate import evaluate
     from placement.modes import configurations
 
     ctx = _context("rubin-lpx-deepseek")
@@ -183,7 +183,7 @@ def test_pairings_evaluated_together_equal_one_at_a_time():
 def test_generation_runs_without_the_cycle_collector_and_restores_it(enabled, monkeypatch):
     import gc
 
-    from placement.core import candidates
+    from placement.core.replicas import candidates
 
     during = []
     real = candidates.class_candidates
@@ -202,7 +202,7 @@ def test_generation_runs_without_the_cycle_collector_and_restores_it(enabled, mo
 
 def test_kept_records_equal_validated_ones():
     """Columns and configurations built without validation are what validating them gives."""
-    from placement.core.evaluate import PoolConfig
+    from placement.core.replicas.evaluate import PoolConfig
     from solvers.problem import Column
 
     cands = generate(Context.of(load_instance(ROOT / "instances/bertha-lpddr.yaml")), workers=1)

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from placement.core import generation
-from placement.core.generation import Pending, _dominated, _prune, prune_groups
+from placement.core.replicas import generation
+from placement.core.replicas.generation import Pending, _dominated, _prune, prune_groups
 
 
 def _pairwise(pend: list[Pending]) -> list[Pending]:

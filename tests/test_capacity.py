@@ -8,11 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.candidate_cache import cached_generate
-from placement.core.context import Context
-from placement.core.loading import load_instance, parse_instance
-from placement.core.profile import with_rates
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance, parse_instance
+from placement.core.operations.profile import with_rates
+from placement.core.pipeline.solve import solve
+from placement.core.replicas.candidate_cache import cached_generate
 from placement.studies.capacity import MIX, capacity, largest_scale
 
 runner = CliRunner()

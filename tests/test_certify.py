@@ -15,12 +15,12 @@ import yaml
 from click.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.certify import claim_of, disagreement
-from placement.core.context import Context
-from placement.core.errors import EXIT_OK, EXIT_SOLVER
-from placement.core.loading import parse_instance
-from placement.core.problem import build_problem
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.errors import EXIT_OK, EXIT_SOLVER
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.problem import build_problem
+from placement.core.pipeline.solve import solve
+from placement.core.verify.certify import claim_of, disagreement
 from solvers.twolevel import solve as solve_problem
 
 COMMAND = typer.main.get_command(app)

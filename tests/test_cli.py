@@ -140,7 +140,7 @@ def test_help_imports_no_heavy_module():
     code = ("import sys; from placement.cli.app import app\n"
             "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
             "heavy = ['numpy', 'pulp', 'highspy', 'networkx', 'matplotlib', 'ray', 'rich.table', 'pydantic', "
-            "'costmodels', 'solvers', 'placement.core.loading']\n"
+            "'costmodels', 'solvers', 'placement.core.instance.loading']\n"
             "print(sorted(m for m in heavy if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

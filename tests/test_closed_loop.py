@@ -13,9 +13,9 @@ import yaml
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.loading import load_instance, parse_instance, read_document
-from placement.core.solve import solve
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance, parse_instance, read_document
+from placement.core.pipeline.solve import solve
 from placement.measure.importer import import_files
 from placement.measure.refit import band_quantiles, refit, t_quantile
 
@@ -58,7 +58,7 @@ def test_the_h100_band_shrinks_and_its_error_falls(loop):
     catalogue = load_instance(INSTANCE)
     from costmodels.calibration import predict_rows
     from costmodels.measured_rows import map_row
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
 
     pts = [p for p in import_files([SWEEP], {}).points if p.chip == "h100"]
     rows = [map_row(p.measured_row()) for p in pts]

@@ -14,8 +14,8 @@ from costmodels import (
     verify_step,
 )
 from placement import load_instance
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.instance.context import Context
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 

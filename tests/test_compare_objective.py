@@ -47,9 +47,9 @@ def test_the_table_names_the_unit(toy):
 
 
 def test_every_objective_an_instance_may_name_measures_a_verified_plan(toy):
-    from placement.core.objectives import OBJECTIVES
-    from placement.core.plan import Plan
-    from placement.core.solve import solve
+    from placement.core.instance.objectives import OBJECTIVES
+    from placement.core.pipeline.solve import solve
+    from placement.core.plans.plan import Plan
     from placement.studies.compare import objective_value
 
     plan = solve(toy, backend="highs")

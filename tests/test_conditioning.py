@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
 from placement.modes import StepId
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +174,7 @@ def test_load_units_switch_to_the_demand_only_for_replicas_far_larger_than_it():
 
 
 def _corrupting(monkeypatch, corrupt):
-    import placement.core.solve as core_solve
+    import placement.core.pipeline.solve as core_solve
 
     real = core_solve.solve_problem
 

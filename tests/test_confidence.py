@@ -9,10 +9,10 @@ from typer.testing import CliRunner
 
 from costmodels.bands import chip_band, step_factor
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.solve import solve
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
+from placement.core.verify.verifier import verify
 
 SMALL = {
     "name": "small-h100", "model": "llama-3.1-8b", "modes": ["pd"],
@@ -117,7 +117,7 @@ def test_printed_plan_shows_each_pools_band(plans):
 
 def test_pareto_confidence_axis_is_the_cost_of_confidence(plans, tmp_path):
     from placement.cli.confidence_plot import confidence_lines, plot_confidence
-    from placement.core.errors import InputError
+    from placement.core.instance.errors import InputError
     from placement.studies.pareto import parse_confidence_levels, run_pareto
 
     result = run_pareto(_instance(), [], confidence=[0.0, 0.9], variants=False, backend="highs", workers=1)

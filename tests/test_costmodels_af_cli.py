@@ -20,7 +20,7 @@ from costmodels import (
     decode_ffn_step,
 )
 from placement.cli import roofline_report
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 # ---- attention–FFN ------------------------------------------------------------------
 

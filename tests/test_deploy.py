@@ -16,8 +16,8 @@ import yaml
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.loading import load_instance
-from placement.core.plan import Plan
+from placement.core.instance.loading import load_instance
+from placement.core.plans.plan import Plan
 from placement.deploy import build
 from placement.deploy.engines import EngineLayout, sglang_args, trtllm_options, vllm_args
 
@@ -58,7 +58,7 @@ def test_the_published_schemas_are_their_sources_converted():
 
 @cache
 def solved(name: str) -> Plan:
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     plan = solve(load_instance(ROOT / f"instances/{name}.yaml"))  # the default backend (CBC): HiGHS is slow on spec-decode
     assert plan.status == "optimal"

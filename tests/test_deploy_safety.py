@@ -22,9 +22,9 @@ import yaml
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.loading import load_instance
-from placement.core.plan import Plan
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance
+from placement.core.plans.plan import Plan
 from placement.deploy import build
 from placement.deploy.bench import bench_script
 from placement.deploy.engines import engine_args
@@ -40,7 +40,7 @@ LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 
 @cache
 def _solved(name: str) -> str:
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     plan = solve(load_instance(f"instances/{name}.yaml"))
     assert plan.status == "optimal" and plan.verified

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from costmodels.models import load_model_catalog
 from placement.cli.app import app
-from placement.core.loading import load_instance
+from placement.core.instance.loading import load_instance
 from placement.deploy import build
 from placement.deploy.checkpoints import checkpoints
 from placement.deploy.engines import (
@@ -81,7 +81,7 @@ SHIPPED = sorted(p.stem for p in (ROOT / "instances").glob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def plans():
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     out = {}
     for name in SHIPPED:

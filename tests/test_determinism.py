@@ -21,10 +21,10 @@ import typer
 from click.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import EXIT_INPUT, EXIT_SOLVER, InputError
-from placement.core.loading import load_instance
-from placement.core.output import write_atomic
-from placement.core.solve import solve
+from placement.core.instance.errors import EXIT_INPUT, EXIT_SOLVER, InputError
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.output import write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "instances" / "melange-toy.yaml"
@@ -99,7 +99,7 @@ def test_json_to_a_bad_place_is_an_input_error_before_the_solve(tmp_path, monkey
     def no_solve(*a, **k):  # the path is checked first: no solve may start
         raise AssertionError("solved before checking the output path")
 
-    monkeypatch.setattr(importlib.import_module("placement.core.solve"), "solve", no_solve)
+    monkeypatch.setattr(importlib.import_module("placement.core.pipeline.solve"), "solve", no_solve)
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     for target, words in ((tmp_path / "absent" / "plan.json", "does not exist"),

@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.problem import build_problem
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.problem import build_problem
+from placement.core.pipeline.solve import solve
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site, Transfer
 
 CLS = {"name": "chat", "rate_rps": 2, "prompt_tokens": 500, "output_tokens": 100, "ttft_ms": 1000, "tpot_ms": 50}

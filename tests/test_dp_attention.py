@@ -16,10 +16,10 @@ from verify_plans import solved
 from costmodels import decode_step, memory_per_chip_bytes
 from costmodels.models import load_model_catalog
 from placement.cli.app import app
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.floors import config_floors
-from placement.core.plan import parse_plan
-from placement.core.verify import verify
+from placement.core.plans.plan import parse_plan
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.verify.floors import config_floors
+from placement.core.verify.verifier import verify
 from placement.modes.layouts import layouts
 from topology.chips import load_chip_catalog
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from placement import load_instance
-from placement.core.batch_choice import best_batches
-from placement.core.context import Context
-from placement.core.evaluate import Perf, evaluate, evaluate_many
+from placement.core.instance.context import Context
+from placement.core.replicas.batch_choice import best_batches
+from placement.core.replicas.evaluate import Perf, evaluate, evaluate_many
 from placement.modes import configurations
 
 ROOT = Path(__file__).resolve().parents[1]

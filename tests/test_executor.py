@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from placement.core.candidates import generate
-from placement.core.errors import InputError
-from placement.core.loading import load_instance
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance
+from placement.core.replicas.candidates import generate
 from placement.studies.executor import generation_executor, run_map, set_generation_executor
 from placement.studies.pareto import run_pareto
 from placement.studies.sweep import run_sweep
@@ -110,7 +110,7 @@ def test_cli_solve_generates_on_ray(ray_cluster, tmp_path, monkeypatch):
 
     import placement.studies.ray_executor as rx
     from placement.cli.app import app
-    from placement.core import candidate_cache
+    from placement.core.replicas import candidate_cache
 
     calls = []
     real = rx.run_map_ray

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 from placement.bench.export import export_instance
 from placement.bench.generate import build_instance, write_instance
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.loading import load_instance
-from placement.core.problem import build_problem
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.problem import build_problem
 from solvers.milp import solve
 
 RATES = {"chat": 30.0, "summarisation": 4.0}

@@ -42,8 +42,8 @@ def test_catalogue_errors_are_reported_all_at_once():
     """An unknown model, an unknown chip and an undeclared switch: one error naming the three fields."""
     import pytest
 
-    from placement.core.errors import InputError
-    from placement.core.loading import parse_instance
+    from placement.core.instance.errors import InputError
+    from placement.core.instance.loading import parse_instance
 
     doc = copy.deepcopy(TOY)
     doc["model"] = "llama-9-999b"

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from placement.cli.app import app
 from placement.cli.study_report import print_result
-from placement.core.confidence import band_rows, slos_inside_bands
-from placement.core.plan import read_plan
+from placement.core.plans.confidence import band_rows, slos_inside_bands
+from placement.core.plans.plan import read_plan
 from placement.studies.sweep import AxisInfo, Point, SweepResult
 from tests.toy_fixture import BANDED
 

@@ -1,4 +1,4 @@
-"""Physical floors (placement.core.floors): hand calculations, tampered plans, the shipped instances."""
+"""Physical floors (placement.core.verify.floors): hand calculations, tampered plans, the shipped instances."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 import placement
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig
-from placement.core.floors import check_floors, config_floors, model_shape
-from placement.core.loading import parse_instance
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.replicas.evaluate import PartLayout, PoolConfig
+from placement.core.verify.floors import check_floors, config_floors, model_shape
+from placement.core.verify.verifier import verify
 
 SHIPPED = sorted(Path("instances").glob("*.yaml"))
 
@@ -196,11 +196,11 @@ def test_every_shipped_plan_is_above_its_floors(path):
 
 
 def test_floors_share_no_code_with_the_cost_models():
-    """Only records (under TYPE_CHECKING) come from costmodels/, placement.core.evaluate and the plan."""
-    for path in ("placement/core/floors.py", "placement/core/floor_shape.py"):
+    """Only records (under TYPE_CHECKING) come from costmodels/, placement.core.replicas.evaluate and the plan."""
+    for path in ("placement/core/verify/floors.py", "placement/core/verify/floor_shape.py"):
         tree = ast.parse(Path(path).read_text())
         runtime = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
         modules = {a.name for n in runtime if isinstance(n, ast.Import) for a in n.names}
         modules |= {n.module for n in runtime if isinstance(n, ast.ImportFrom)}
-        allowed = {"__future__", "math", "dataclasses", "typing", "networkx", "placement.core.floor_shape"}
+        allowed = {"__future__", "math", "dataclasses", "typing", "networkx", "placement.core.verify.floor_shape"}
         assert modules <= allowed, (path, modules)

@@ -13,9 +13,9 @@ import yaml
 import placement
 from costmodels.frameworks import framework_entry, framework_names
 from placement import load_instance
-from placement.core.context import Context
-from placement.core.errors import InputError
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.instance.context import Context
+from placement.core.instance.errors import InputError
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,7 +112,7 @@ def test_confidence_prices_prefill_and_request_latency_at_the_framework_band(tmp
     """With a framework and a confidence, a calibrated chip's prefill steps and the request latency take the
     framework's TTFT quantile; an uncalibrated chip's prefill keeps its own (wider) band; pooled has none."""
     from costmodels.bands import chip_band, framework_band, interpolate_quantile
-    from placement.core.evaluate import framework_latency_s, step_factor
+    from placement.core.replicas.evaluate import framework_latency_s, step_factor
 
     assert framework_band("pooled") is None
     levels, q = framework_band("vllm")
@@ -132,7 +132,7 @@ def test_confidence_prices_prefill_and_request_latency_at_the_framework_band(tmp
 
 def test_plan_bands_take_the_framework_ttft_band_on_calibrated_chips_only():
     from costmodels.bands import chip_band, framework_band
-    from placement.core.confidence import with_framework
+    from placement.core.plans.confidence import with_framework
 
     h100, a100 = chip_band("h100"), chip_band("a100-80gb")
     assert with_framework(h100, "pooled") == h100 and with_framework(a100, "vllm") == a100

@@ -7,7 +7,7 @@
   diagnosis.
 * **Invalid instances** (a valid one with one mutation that no schema accepts: an unknown key,
   NaN/inf, a negative number, a list or mapping where a scalar belongs, a required key removed)
-  must raise :class:`~placement.core.errors.InputError` — never another exception.
+  must raise :class:`~placement.core.instance.errors.InputError` — never another exception.
 * **Mangled files** (the YAML/JSON text of a valid instance, truncated or with bytes spliced
   in) must load or raise ``InputError``.
 
@@ -27,13 +27,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placement.core.context import Context
-from placement.core.deadline import TimeLimitError
-from placement.core.errors import InputError
-from placement.core.loading import _in_size_chain, load_instance, parse_instance
-from placement.core.schema import MODES
-from placement.core.solve import solve
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import _in_size_chain, load_instance, parse_instance
+from placement.core.instance.schema import MODES
+from placement.core.pipeline.deadline import TimeLimitError
+from placement.core.pipeline.solve import solve
+from placement.core.verify.verifier import verify
 from topology.chips import load_chip_catalog
 
 CHIPS = sorted(load_chip_catalog())

@@ -17,7 +17,7 @@ from placement.bench.generate import (
     write_instance,
 )
 from placement.cli.app import app
-from placement.core.loading import load_instance, parse_instance
+from placement.core.instance.loading import load_instance, parse_instance
 from topology.chips import load_chip_catalog
 from topology.generators import (
     CHIP_PREFERENCE,

@@ -329,17 +329,17 @@ def test_the_issue_models_are_catalogued_within_one_percent_of_their_published_t
 
 
 def test_llama_3_3_70b_is_served_by_the_llama_3_1_70b_record():
-    from placement.core.loading import model_aliases
+    from placement.core.instance.loading import model_aliases
 
     assert model_aliases()["meta-llama/llama-3.3-70b-instruct"] == "llama-3.1-70b"
     assert "llama3_3/MODEL_CARD.md" in load_model_catalog()["llama-3.1-70b"].sources["hf_ids"]
     # the short name an instance writes resolves too, and no catalogue name is shadowed by a repository name
-    from placement.core.loading import parse_instance
+    from placement.core.instance.loading import parse_instance
 
     doc = {"name": "x", "model": "Llama-3.3-70B", "workload": {"classes": [
         {"name": "c", "rate_rps": 1, "prompt_tokens": 100, "output_tokens": 10, "ttft_ms": 5000, "tpot_ms": 100}]},
         "hardware": {"domains": [{"name": "g", "chip": "h100", "chips_per_domain": 8, "count": 1}]}}
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
 
     assert Context.of(parse_instance(doc)).model.name == "llama-3.1-70b"
     assert all(model_aliases()[n] == n for n in load_model_catalog())

@@ -15,11 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.confidence import band_rows
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig
-from placement.core.plan import ClassPlan, LinkPlan, Plan, Pool, PoolSite
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.pipeline.solve import solve
+from placement.core.plans.confidence import band_rows
+from placement.core.plans.plan import ClassPlan, LinkPlan, Plan, Pool, PoolSite
+from placement.core.replicas.evaluate import PartLayout, PoolConfig
 from placement.report import render_html
 from placement.report.bands import bands_svg
 from placement.report.fleet import fleet_svg

@@ -14,8 +14,8 @@ import yaml
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import InputError, SolverError
-from placement.core.loading import load_instance, model_aliases, parse_instance
+from placement.core.instance.errors import InputError, SolverError
+from placement.core.instance.loading import load_instance, model_aliases, parse_instance
 
 runner = CliRunner()
 ROOT = Path(__file__).parents[1]
@@ -29,7 +29,7 @@ def _tiny(**hardware) -> dict:
 
 
 def test_init_writes_a_starter_that_validates_and_solves(tmp_path):
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     out = tmp_path / "starter.yaml"
     r = runner.invoke(app, ["init", "--model", "META-LLAMA/Llama-3.1-70B-Instruct", "--chips", "h100,Bertha",
@@ -63,7 +63,7 @@ def test_hugging_face_ids_are_unique_sourced_aliases():
     assert aliases["deepseek-ai/deepseek-v3"] == "deepseek-v3" and aliases["llama-3.1-8b"] == "llama-3.1-8b"
     inst = parse_instance({**_tiny(), "model": "Meta-Llama/LLAMA-3.1-70B-INSTRUCT"})
     assert inst.model == "Meta-Llama/LLAMA-3.1-70B-INSTRUCT"  # kept as written; resolved by model_of
-    from placement.core.loading import model_of
+    from placement.core.instance.loading import model_of
 
     assert model_of(inst).name == "llama-3.1-70b"
 

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from costmodels import kv_transfer_bytes
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.kvmodel import expand, outcome_name, prefix_bytes, written_bytes
-from placement.core.loading import parse_instance
-from placement.core.sessions import Gap, Sessions, mean_prefix_tokens
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.instance.sessions import Gap, Sessions, mean_prefix_tokens
+from placement.core.kv.kvmodel import expand, outcome_name, prefix_bytes, written_bytes
+from placement.core.pipeline.solve import solve
 from solvers.milp import solve as solve_milp
 from solvers.problem import (
     Column,

@@ -16,15 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.loading import load_instance, parse_instance
-from placement.core.sessions import (
+from placement.core.instance.loading import load_instance, parse_instance
+from placement.core.instance.sessions import (
     RETENTION_WINDOWS_S,
     Gap,
     Sessions,
     expected_min_s,
     session_hit_and_residence,
 )
-from placement.core.solve import solve
+from placement.core.pipeline.solve import solve
 from solvers.milp import relax
 from solvers.milp import solve as solve_milp
 from solvers.problem import Column, Demand, Part, Policy, PolicyLimit, Problem, Route, Site
@@ -252,7 +252,7 @@ def test_instances_without_sessions_are_unchanged():
 def test_kv_prices_marginal_hits_cost_more_with_longer_windows(tmp_path):
     """The hits a longer window adds cost more to hold per hit (the gap tail thins out), in every tier; the
     command prints the table with the uncached price."""
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
     from placement.studies.kv_prices import price_rows
 
     ctx = Context.of(parse_instance(TINY))
@@ -303,7 +303,7 @@ def test_a_session_class_needs_a_cached_prefix():
 
 def test_cli_policy_choices_are_the_library_modes():
     from placement.cli.options import KvPolicy
-    from placement.core.kvmodel import POLICY_MODES
+    from placement.core.kv.kvmodel import POLICY_MODES
 
     assert tuple(p.value for p in KvPolicy) == POLICY_MODES
 
@@ -324,9 +324,9 @@ def test_a_replica_reloads_no_faster_than_its_own_links_read():
     a 30,000-token prefix is 3.9 GB, and one H100 reads local flash at 7 GB/s — at most ~1.8 reloads/s, however
     fast it prefills. Host memory (63 GB/s) allows ~16/s. The tiny instance's hits therefore move from flash to
     host."""
-    from placement.core.context import Context
-    from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-    from placement.core.kvmodel import outcome_class, resolve_tiers
+    from placement.core.instance.context import Context
+    from placement.core.kv.kvmodel import outcome_class, resolve_tiers
+    from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
 
     ctx = Context.of(parse_instance(TINY))
     tiers = resolve_tiers(ctx)
@@ -343,10 +343,10 @@ def test_a_replica_reloads_no_faster_than_its_own_links_read():
 
 
 def test_the_independent_floor_caps_reloads_at_the_links():
-    from placement.core.context import Context
-    from placement.core.evaluate import PartLayout, PoolConfig
-    from placement.core.floors import config_floors
-    from placement.core.kvmodel import outcome_class, resolve_tiers
+    from placement.core.instance.context import Context
+    from placement.core.kv.kvmodel import outcome_class, resolve_tiers
+    from placement.core.replicas.evaluate import PartLayout, PoolConfig
+    from placement.core.verify.floors import config_floors
 
     ctx = Context.of(parse_instance(TINY))
     cls = outcome_class(ctx, ctx.instance.workload.classes[0], "flash", resolve_tiers(ctx), 1.0)

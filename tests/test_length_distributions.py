@@ -19,13 +19,13 @@ from typer.testing import CliRunner
 
 from costmodels.queueing import bulk_max_rate_per_s, bulk_wait_s, slot_max_rate_per_s, slot_wait_s
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.evaluate import decode_context_tokens, max_context_tokens
-from placement.core.loading import parse_instance
-from placement.core.queues import prompt_tail_ratio, ttft_tail
-from placement.core.schema import LengthDistribution, TrafficClass
-from placement.core.solve import solve
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.instance.schema import LengthDistribution, TrafficClass
+from placement.core.pipeline.solve import solve
+from placement.core.replicas.evaluate import decode_context_tokens, max_context_tokens
+from placement.core.replicas.queues import prompt_tail_ratio, ttft_tail
+from placement.core.verify.verifier import verify
 
 ARRIVALS = 200_000
 SAMPLING = 0.04

@@ -26,10 +26,10 @@ from click.testing import CliRunner
 
 from placement.cli.app import app
 from placement.cli.options import DEFAULT_SOLVER
-from placement.core.context import Context
-from placement.core.errors import EXIT_INPUT, EXIT_OK, EXIT_SOLVER
-from placement.core.loading import load_instance
-from placement.core.problem import build_problem
+from placement.core.instance.context import Context
+from placement.core.instance.errors import EXIT_INPUT, EXIT_OK, EXIT_SOLVER
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.problem import build_problem
 from solvers import limits, twolevel
 from solvers.backends import DEFAULT_BACKEND, SolveOptions, run
 from solvers.backends.highs import HighsBackend

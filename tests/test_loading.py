@@ -7,8 +7,8 @@ import copy
 import pytest
 import yaml
 
-from placement.core.errors import InputError
-from placement.core.loading import load_instance, parse_instance
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance, parse_instance
 
 BASE = {
     "name": "t",

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.loading import parse_instance
-from placement.core.paths import instance_document
-from placement.core.solve import solve
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import parse_instance
+from placement.core.instance.paths import instance_document
+from placement.core.pipeline.solve import solve
 from placement.studies.marginal import marginal, variants
 
 runner = CliRunner()

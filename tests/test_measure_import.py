@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 from placement.measure.formats import detect_format
 from placement.measure.importer import import_files, read_result_file
 

@@ -6,7 +6,7 @@ import pydantic
 import pytest
 
 from costmodels.measured import MeasuredCapacity, capacities_from_melange
-from placement.core import schema
+from placement.core.instance import schema
 
 
 def test_instance_files_use_the_costmodels_record():

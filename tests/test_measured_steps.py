@@ -14,15 +14,15 @@ from click.testing import CliRunner
 
 from placement import load_instance
 from placement.cli.app import app
-from placement.core.candidates import generate
-from placement.core.context import Context
-from placement.core.errors import EXIT_INPUT, InputError
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.loading import parse_instance
-from placement.core.measured_steps import interpolate
-from placement.core.queues import MAX_UTILISATION
-from placement.core.solve import solve
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.errors import EXIT_INPUT, InputError
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
+from placement.core.replicas.candidates import generate
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.replicas.measured_steps import interpolate
+from placement.core.replicas.queues import MAX_UTILISATION
+from placement.core.verify.verifier import verify
 
 INSTANCE = Path(__file__).parent / "instances" / "measured-steps.yaml"
 H100_TP1 = PartLayout(chip="h100", site_resource="h100@1", chips=1, tp=1, ep=1, pp=1)

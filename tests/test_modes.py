@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from placement.core.candidates import generate
-from placement.core.context import Context
-from placement.core.diagnose import slo_floor
-from placement.core.errors import InputError
-from placement.core.evaluate import PartLayout, Perf, PoolConfig
-from placement.core.loading import load_instance, parse_instance
-from placement.core.plan import STAGE_OF_KIND
-from placement.core.problem import build_problem
-from placement.core.schema import MODES as SCHEMA_MODES
+from placement.core.instance.context import Context
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance, parse_instance
+from placement.core.instance.schema import MODES as SCHEMA_MODES
+from placement.core.pipeline.diagnose import slo_floor
+from placement.core.pipeline.problem import build_problem
+from placement.core.plans.plan import STAGE_OF_KIND
+from placement.core.replicas.candidates import generate
+from placement.core.replicas.evaluate import PartLayout, Perf, PoolConfig
 from placement.modes import (
     MODES,
     Grid,

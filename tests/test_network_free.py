@@ -16,14 +16,14 @@ import math
 import pytest
 
 from placement.bench.generate import build_instance
-from placement.core import candidate_cache
-from placement.core import solve as solve_module
-from placement.core.candidates import generate
-from placement.core.context import Context
-from placement.core.generation import Candidates
-from placement.core.loading import parse_instance
-from placement.core.problem import build_problem
-from placement.core.solve import solve as solve_instance
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline import solve as solve_module
+from placement.core.pipeline.problem import build_problem
+from placement.core.pipeline.solve import solve as solve_instance
+from placement.core.replicas import candidate_cache
+from placement.core.replicas.candidates import generate
+from placement.core.replicas.generation import Candidates
 from solvers import bruteforce, dominance, solve, twolevel
 from solvers.problem import Column, Demand, Edge, Part, Problem, Route, Site
 
@@ -67,7 +67,7 @@ def test_k0_is_a_subset_of_the_full_set_dominating_it_network_free():
 def test_pairs_far_from_the_fastest_are_never_made():
     """A set of pairings evaluated as arrays gives the candidates its grids give one at a time (the full
     set); network-free, only those near the fastest of their size are made, and they keep what all keep."""
-    from placement.core import generation as cand
+    from placement.core.replicas import generation as cand
     from placement.modes import GridSet, configurations
 
     ctx = Context.of(_pairs_instance())
@@ -112,7 +112,7 @@ def test_one_level_instances_prune_the_full_way_in_one_generation():
 def test_jobs_apart_prune_network_free_only_on_large_fleets(large, monkeypatch):
     """With a job mapper a small fleet is generated once, the full way; a large one (the threshold lowered
     here) has its jobs prune network-free, giving what one process gives."""
-    from placement.core import parallel_generation
+    from placement.core.replicas import parallel_generation
 
     maps = []
 
@@ -224,10 +224,10 @@ def test_the_full_set_is_not_generated_past_the_time_limit():
     # The solve's time limit counts from its start: with none left, no second generation runs.
     import time as clock
 
-    from placement.core.context import Context
-    from placement.core.loading import load_instance
-    from placement.core.problem import build_problem
-    from placement.core.solve import _Columns
+    from placement.core.instance.context import Context
+    from placement.core.instance.loading import load_instance
+    from placement.core.pipeline.problem import build_problem
+    from placement.core.pipeline.solve import _Columns
 
     ctx = Context.of(load_instance("instances/melange-toy.yaml"))
     problem, cands = build_problem(ctx)

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from placement.core.context import Context
-from placement.core.loading import load_instance, parse_instance
-from placement.core.problem import build_problem
-from placement.core.solve import solve
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance, parse_instance
+from placement.core.pipeline.problem import build_problem
+from placement.core.pipeline.solve import solve
 from solvers.milp import build_model, lp_bound, relax
 
 ROOT = Path(__file__).resolve().parent.parent

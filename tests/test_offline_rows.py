@@ -58,8 +58,8 @@ def _instance(batch_range):
 
 
 def test_a_plan_beyond_the_batches_the_fit_measured_says_it_extrapolates():
-    from placement.core.loading import parse_instance
-    from placement.core.solve import solve
+    from placement.core.instance.loading import parse_instance
+    from placement.core.pipeline.solve import solve
 
     plan = solve(parse_instance(_instance([1, 8])), backend="highs")
     assert plan.verified and all(p.batch > 8 for p in plan.pools)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.output import check_writable, write_atomic
+from placement.core.plans.output import check_writable, write_atomic
 
 
 def test_dash_is_stdout(capsys):

@@ -14,12 +14,12 @@ import networkx as nx
 import pytest
 
 from placement.bench.generate import build_instance
-from placement.core.assemble import assemble_plan
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.plan import Plan
-from placement.core.problem import build_problem
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.assemble import assemble_plan
+from placement.core.pipeline.problem import build_problem
+from placement.core.plans.plan import Plan
+from placement.core.verify.verifier import verify
 from solvers import solve
 from solvers.index import HubTree, Index
 

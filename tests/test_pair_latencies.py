@@ -2,8 +2,8 @@
 
 import math
 
-from placement.core.context import Context
-from placement.core.loading import load_instance
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
 from placement.modes.layouts import pair_latencies
 
 

@@ -12,12 +12,12 @@ import functools
 
 import pytest
 
-from placement.core.candidates import generate
-from placement.core.context import Context
-from placement.core.errors import InputError
-from placement.core.generation import Candidates
-from placement.core.loading import parse_instance
-from placement.core.parallel_generation import generation_jobs, parallel_candidates
+from placement.core.instance.context import Context
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import parse_instance
+from placement.core.replicas.candidates import generate
+from placement.core.replicas.generation import Candidates
+from placement.core.replicas.parallel_generation import generation_jobs, parallel_candidates
 from placement.studies.executor import generation_executor
 
 #: Two chip types, one class, pd-af (prefill and attention–FFN columns): one leaf each under a spine.
@@ -85,7 +85,7 @@ def test_unknown_executor_is_an_input_error():
 def test_jobs_of_one_context_share_a_memo_per_process_and_leave_none_behind():
     """Jobs run in one process (a serial mapper) share one memo; mapping resets it, so no context and no
     cost-model results outlive the generation; the columns are those of one process."""
-    from placement.core import parallel_generation as pg
+    from placement.core.replicas import parallel_generation as pg
 
     ctx = small_context()
     seen = []

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.loading import load_instance
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance
 from placement.studies.pareto import (
     envelope,
     mark_frontier,

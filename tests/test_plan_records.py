@@ -5,9 +5,16 @@ import json
 
 import pytest
 
-from placement.core.errors import InputError
-from placement.core.kv_feeds import derive_kv_feeds, site_feeds
-from placement.core.plan import PLAN_SCHEMA_VERSION, FlowPlan, Plan, Pool, PoolSite, parse_plan
+from placement.core.instance.errors import InputError
+from placement.core.kv.kv_feeds import derive_kv_feeds, site_feeds
+from placement.core.plans.plan import (
+    PLAN_SCHEMA_VERSION,
+    FlowPlan,
+    Plan,
+    Pool,
+    PoolSite,
+    parse_plan,
+)
 
 KV = {"c|pd|kv": ("c|pd|prefill", "c|pd|decode")}
 

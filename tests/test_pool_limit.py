@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import placement
 from placement.cli.app import app
-from placement.core.loading import parse_instance
+from placement.core.instance.loading import parse_instance
 from placement.modes import StepId
 from solvers.problem import Column, Demand, Part, PoolLimit, Problem, Route, Site
 from tests.toy_fixture import TOY, toy_instance

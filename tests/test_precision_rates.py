@@ -8,8 +8,8 @@ import yaml
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.loading import parse_instance
-from placement.core.solve import solve
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
 
 
 def _doc(domains: list[dict]) -> dict:

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 import placement
 from placement.cli.app import app
-from placement.core.candidate_cache import candidate_key
-from placement.core.context import Context
-from placement.core.errors import InputError
-from placement.core.loading import parse_instance, with_prices
+from placement.core.instance.context import Context
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import parse_instance, with_prices
+from placement.core.replicas.candidate_cache import candidate_key
 from topology import prices as price_module
 from topology.chips import load_chip_catalog
 from topology.prices import DEFAULT_PRICES, PriceSet, load_price_sets
@@ -121,7 +121,7 @@ def test_unknown_sets_and_unpriced_chips_are_input_errors(inst, monkeypatch):
     narrow = {**load_price_sets(), "narrow": PriceSet(name="narrow", description="h100 only", as_of="2026",
                                                       prices=[load_price_sets()["on-demand"].price("h100")])}
     monkeypatch.setattr(price_module, "load_price_sets", lambda: dict(narrow))
-    monkeypatch.setattr("placement.core.loading.load_price_sets", lambda: dict(narrow))
+    monkeypatch.setattr("placement.core.instance.loading.load_price_sets", lambda: dict(narrow))
     with pytest.raises(InputError, match="price set 'narrow' has no price for chip 'l4'") as e:
         Context.of(inst.model_copy(update={"prices": "narrow"}))
     assert e.value.field == "hardware.domains[1].chip"

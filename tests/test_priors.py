@@ -6,8 +6,8 @@ from typer.testing import CliRunner
 
 from costmodels.priors import at_prior, prior_peers, prior_range
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.loading import load_instance
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
 from placement.studies.priors import prior_chips, sensitivity, with_priors
 from topology.chips import load_chip_catalog
 

@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.loading import load_instance
+from placement.core.instance.loading import load_instance
 
 runner = CliRunner()
 BERTHA = "instances/bertha-lpddr.yaml"  # llama-3.1-70b, no draft, FP8 weights and KV, BF16 activations, pooled
@@ -21,7 +21,7 @@ BERTHA = "instances/bertha-lpddr.yaml"  # llama-3.1-70b, no draft, FP8 weights a
 
 @cache
 def _solved() -> str:
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     plan = solve(load_instance(BERTHA))
     assert plan.status == "optimal" and plan.verified and plan.provenance is not None

@@ -20,15 +20,15 @@ from costmodels.queueing import (
     slot_max_rate_per_s,
     slot_wait_s,
 )
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.loading import load_instance, parse_instance
-from placement.core.plan import class_latencies_ms, replica_load_rps
-from placement.core.queues import ADMISSION_SHARE, MAX_UTILISATION, at_load
-from placement.core.solve import solve
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance, parse_instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.plan import class_latencies_ms, replica_load_rps
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.replicas.queues import ADMISSION_SHARE, MAX_UTILISATION, at_load
 from placement.core.verify.facts import derive
 from placement.core.verify.serving import check_slos_and_memory
+from placement.core.verify.verifier import verify
 from placement.modes.pd import prefill_batches
 
 ARRIVALS = 60_000

@@ -20,13 +20,13 @@ from typer.testing import CliRunner
 from costmodels.examples import h100, llama_70b
 from costmodels.roofline import aggregated_step, decode_step, prefill_step
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.failures import parse_failures
-from placement.core.loading import load_instance, parse_instance
-from placement.core.migration import check_move_terms
-from placement.core.profile import MAX_PERIODS, read_profile
-from placement.core.schedule import schedule
-from placement.core.solve import solve
+from placement.core.instance.errors import InputError
+from placement.core.instance.failures import parse_failures
+from placement.core.instance.loading import load_instance, parse_instance
+from placement.core.operations.profile import MAX_PERIODS, read_profile
+from placement.core.operations.schedule import schedule
+from placement.core.pipeline.solve import solve
+from placement.core.plans.migration import check_move_terms
 
 TOY = "instances/melange-toy.yaml"
 EXE = str(Path(sys.executable).parent / "placement")

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 import placement
 from placement.cli.app import app
-from placement.core.loading import parse_instance
-from placement.core.replan import Events, replan
-from placement.core.solve import solve
+from placement.core.instance.loading import parse_instance
+from placement.core.operations.replan import Events, replan
+from placement.core.pipeline.solve import solve
 from tests.toy_fixture import TOY
 
 BACKEND = "highs"

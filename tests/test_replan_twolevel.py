@@ -17,9 +17,9 @@ import pytest
 
 import placement
 import solvers.twolevel
-from placement.core.loading import parse_instance
-from placement.core.replan import Events, replan
-from placement.core.solve import solve
+from placement.core.instance.loading import parse_instance
+from placement.core.operations.replan import Events, replan
+from placement.core.pipeline.solve import solve
 from tests.toy_fixture import TOY
 
 BACKEND = "highs"
@@ -80,7 +80,7 @@ def test_cli_replan_reads_the_solves_candidate_cache(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from placement.cli.app import app
-    from placement.core import candidate_cache
+    from placement.core.replicas import candidate_cache
 
     monkeypatch.setenv(candidate_cache.CACHE_DIR_ENV, "")  # none; the commands' --cache-dir set it, undone after
     runner, toy, cache = CliRunner(), "instances/melange-toy.yaml", tmp_path / "cache"

@@ -12,9 +12,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.problem import build_problem
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.problem import build_problem
 from solvers.index import Index
 from topology.routing import UNREACHABLE_PS, Routing, latency_ps
 

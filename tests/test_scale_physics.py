@@ -19,13 +19,13 @@ from costmodels.frameworks import framework_entry
 from costmodels.memory import memory_per_chip_bytes
 from costmodels.models import load_model_catalog
 from costmodels.roofline import aggregated_step, decode_step
-from placement.core.context import Context
-from placement.core.errors import InputError
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.loading import parse_instance
-from placement.core.plan import parse_plan
-from placement.core.solve import solve
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.plan import parse_plan
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.verify.verifier import verify
 from topology.chips import load_chip_catalog
 
 CHIPS, MODELS = load_chip_catalog(), load_model_catalog()

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.schedule import read_profile, schedule
+from placement.core.instance.errors import InputError
+from placement.core.operations.schedule import read_profile, schedule
 from tests.toy_fixture import TOY, toy_instance
 
 RATES = {c["name"]: c["rate_rps"] for c in TOY["workload"]["classes"]}

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.json_schema import instance_markdown, schema_json, shipped_instances
-from placement.core.loading import load_instance, read_document
-from placement.core.provenance import instance_sha256
+from placement.core.instance.loading import load_instance, read_document
+from placement.core.plans.json_schema import instance_markdown, schema_json, shipped_instances
+from placement.core.plans.provenance import instance_sha256
 
 runner = CliRunner()
 ROOT = Path(__file__).parents[1]
@@ -33,7 +33,7 @@ def validator(kind: str) -> jsonschema.Draft202012Validator:
 
 @cache
 def toy_plan() -> dict:
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     plan = solve(load_instance(ROOT / "instances/melange-toy.yaml"), backend="highs")
     assert plan.status == "optimal"
@@ -106,7 +106,7 @@ def test_the_instance_hash_follows_content_not_formatting(tmp_path):
 
 
 def test_canonical_json_leaves_provenance_out():
-    from placement.core.plan import Plan
+    from placement.core.plans.plan import Plan
 
     plan = Plan.model_validate(toy_plan())
     assert "provenance" not in json.loads(plan.canonical_json())

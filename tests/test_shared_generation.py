@@ -6,7 +6,7 @@ import multiprocessing
 
 import pytest
 
-from placement.core import candidate_cache, candidates
+from placement.core.replicas import candidate_cache, candidates
 from placement.studies.sweep import run_sweep
 from tests.toy_fixture import toy_instance
 

@@ -3,9 +3,9 @@ the HTML report (issue 35, item 2)."""
 
 from __future__ import annotations
 
-from placement.core.confidence import slos_inside_bands
-from placement.core.loading import load_instance
-from placement.core.solve import solve
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.confidence import slos_inside_bands
 from placement.report import render_html
 
 

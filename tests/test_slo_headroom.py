@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.api import check
-from placement.core.loading import parse_instance
-from placement.core.provenance import instance_sha256
-from placement.core.solve import solve
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.provenance import instance_sha256
+from placement.core.verify.api import check
 
 DOC = {"name": "headroom", "model": "llama-3.1-8b", "modes": ["aggregated", "pd"],
        "workload": {"classes": [{"name": "chat", "rate_rps": 40, "prompt_tokens": 1500, "output_tokens": 300,

@@ -7,8 +7,8 @@ import json
 import pytest
 
 import placement
-from placement.core.context import Context
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.verify.verifier import verify
 
 TOY = "instances/melange-toy.yaml"
 

@@ -10,8 +10,8 @@ import pytest
 from costmodels import expected_tokens_per_verify
 from costmodels.models import load_model_catalog
 from costmodels.speculative import load_speculative_catalog, speculative_entry
-from placement.core.errors import InputError
-from placement.core.loading import load_instance, parse_instance
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance, parse_instance
 
 
 def test_every_entry_is_sourced_and_names_a_catalogued_target():

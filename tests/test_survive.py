@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 import placement
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.solve import solve
-from placement.core.survive import solve_surviving, spread_domains
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.operations.survive import solve_surviving, spread_domains
+from placement.core.pipeline.solve import solve
+from placement.core.verify.verifier import verify
 from tests.toy_fixture import TOY
 
 BACKEND = "highs"

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 import placement
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.loading import parse_instance
-from placement.core.survive import solve_surviving
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import parse_instance
+from placement.core.operations.survive import solve_surviving
 from tests.test_conditioning import ONE_CLASS
 
 BACKEND = "highs"

@@ -12,11 +12,11 @@ import json
 from typer.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.solve import solve
-from placement.core.survive import solve_surviving, switch_scenarios
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.operations.survive import solve_surviving, switch_scenarios
+from placement.core.pipeline.solve import solve
+from placement.core.verify.verifier import verify
 from tests.toy_fixture import TOY
 
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import placement.studies.executor
 from placement.cli.app import app
-from placement.core.errors import InputError
-from placement.core.loading import load_instance, parse_instance
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import load_instance, parse_instance
 from placement.studies.sweep import run_sweep, to_csv
 from placement.studies.whatif import (
     build_points,
@@ -213,7 +213,7 @@ def test_grid_points_are_the_product_first_axis_slowest():
 # ---- solving -------------------------------------------------------------------------------
 
 def test_rate_sweep_costs_rise_with_rate():
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     res = run_sweep(toy_instance(), ["workload.classes.long-in-long-out.rate_rps=6:60:4"], workers=1)
     costs = [p.cost_usd_per_hour for p in res.points]

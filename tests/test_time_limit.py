@@ -20,10 +20,10 @@ import typer
 from click.testing import CliRunner
 
 from placement.cli.app import app
-from placement.core.deadline import TimeLimitError
-from placement.core.errors import EXIT_INPUT, EXIT_SOLVER
-from placement.core.loading import load_instance
-from placement.core.solve import solve
+from placement.core.instance.errors import EXIT_INPUT, EXIT_SOLVER
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.deadline import TimeLimitError
+from placement.core.pipeline.solve import solve
 from solvers.backends import SolveOptions
 from solvers.backends.pulp_cmd import CbcBackend
 

@@ -14,10 +14,10 @@ import math
 
 import pytest
 
-from placement.core.context import Context
-from placement.core.loading import load_instance
-from placement.core.problem import build_problem
-from placement.core.solve import solve as solve_instance
+from placement.core.instance.context import Context
+from placement.core.instance.loading import load_instance
+from placement.core.pipeline.problem import build_problem
+from placement.core.pipeline.solve import solve as solve_instance
 from solvers import bruteforce, solve, twolevel
 from solvers.backends import HighsBackend, Outcome, register_solver
 from solvers.milp import build_model, solve_model

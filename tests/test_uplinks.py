@@ -16,13 +16,13 @@ from types import SimpleNamespace
 
 import yaml
 
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.plan import PoolSite
-from placement.core.solve import solve
-from placement.core.uplinks import domain_uplinks
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.plan import PoolSite
+from placement.core.plans.uplinks import domain_uplinks
 from placement.core.verify.facts import transfers
+from placement.core.verify.verifier import verify
 from solvers.elastic import elastic_shortfall
 from solvers.milp import solve as solve_problem
 from solvers.model import build_model

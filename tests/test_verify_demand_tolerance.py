@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from placement.core.context import Context
-from placement.core.solve import solve
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.pipeline.solve import solve
 from placement.core.verify.serving import check_demand, demand_tolerance_rps
+from placement.core.verify.verifier import verify
 from tests.test_conditioning import _one_class as _instance
 
 

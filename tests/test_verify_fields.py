@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from verify_plans import instance_file, pool, solved, write
 
 from placement.cli.app import app
-from placement.core.plan import parse_plan
-from placement.core.verify import verify
+from placement.core.plans.plan import parse_plan
+from placement.core.verify.verifier import verify
 
 RUBIN = "rubin-lpx-deepseek"
 RUBIN_AF = "rubin-lpx-deepseek-af"  # the Rubin + LPX instance restricted to attention–FFN decode

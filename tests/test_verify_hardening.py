@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from verify_plans import instance_file, pool, solved, write
 
 from placement.cli.app import app
-from placement.core.plan import parse_plan
-from placement.core.uplinks import domain_uplinks
-from placement.core.verify import verify
+from placement.core.plans.plan import parse_plan
+from placement.core.plans.uplinks import domain_uplinks
 from placement.core.verify.facts import transfers
+from placement.core.verify.verifier import verify
 
 runner = CliRunner()
 

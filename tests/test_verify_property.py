@@ -5,7 +5,7 @@ Plans of four shipped instances (measured capacities, PD, speculative decoding w
 data-parallel attention with wide expert parallelism) and of the Rubin + LPX one restricted to
 attention–FFN pairs over a switch are solved once per session; each example changes one numeric leaf
 of one plan — by a tiny relative amount, a factor, a small integer step, or to 0, its negative, NaN,
-infinity or a huge value — and runs the JSON loader and :func:`placement.core.verify.verify`.
+infinity or a huge value — and runs the JSON loader and :func:`placement.core.verify.verifier.verify`.
 
 Left out: solver and candidate statistics (a report of how the plan was found, not of the placement)
 and domain indices (another listing can be as valid; tests/test_verify_hardening.py covers them).
@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verify_plans import solved
 
-from placement.core.errors import InputError
-from placement.core.plan import parse_plan
-from placement.core.verify import verify
+from placement.core.instance.errors import InputError
+from placement.core.plans.plan import parse_plan
+from placement.core.verify.verifier import verify
 
 INSTANCES = ["melange-toy", "bertha-lpddr", "spec-decode-draft", "rubin-lpx-deepseek", "rubin-lpx-deepseek-af"]
 UNVERIFIED = ("solver", "candidates", "comparisons")

@@ -5,7 +5,7 @@ diagnosis and the verifier.
 * The toy family, "at most N chips of a chip type", is two files: its :class:`solvers.family.Family`
   (rows, what becomes of it on the collapsed fleet, its rows over replica counts, its elastic rows) and
   its verifier check with the source that adds it to every solve. A family read from the instance adds
-  a field to ``placement/core/schema.py``: four files at most.
+  a field to ``placement/core/instance/schema.py``: four files at most.
 * The toy objective, "$/h plus energy at $0.12 per kWh", is two files: its solver measure and its
   placement record (what it measures of a plan and of the verifier's pools). Three at most: the
   instance's ``objective`` takes any registered name, so the schema is not edited.
@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 import placement
-from placement.core.context import Context
-from placement.core.loading import parse_instance
-from placement.core.plan import parse_plan
-from placement.core.problem import build_problem
-from placement.core.verify import verify
+from placement.core.instance.context import Context
+from placement.core.instance.loading import parse_instance
+from placement.core.pipeline.problem import build_problem
+from placement.core.plans.plan import parse_plan
+from placement.core.verify.verifier import verify
 from solvers import lagrange, twolevel
 from solvers import milp as placement_milp
 from solvers.cost_floors import parts
@@ -79,8 +79,8 @@ FAMILY = {
     ''',
     "toy_chip_cap_check.py": '''
         """Toy family's verifier check and its source: every solve caps the A10G chips at CAP."""
-        from placement.core.solve import register_families
-        from placement.core.verify import register_check
+        from placement.core.pipeline.solve import register_families
+        from placement.core.verify.verifier import register_check
         from toy_chip_cap import chip_cap
 
         CHIP, CAP = "a10g", 2
@@ -116,7 +116,7 @@ OBJECTIVE = {
     ''',
     "toy_energy_objective.py": '''
         """Toy objective: what an instance names, what it measures of a plan and of the verifier's pools."""
-        from placement.core.objectives import Objective, register
+        from placement.core.instance.objectives import Objective, register
         from toy_energy_measure import USD_PER_WH
 
         register(Objective("cost-and-energy", "cost+energy", "$/h", "full plan saves ($/h with energy)",
@@ -138,8 +138,8 @@ def _add(tmp_path: Path, monkeypatch, files: dict[str, str]) -> list:
 
 @pytest.fixture
 def chip_cap(tmp_path, monkeypatch):
-    from placement.core import solve as pipeline
-    from placement.core.verify import unregister_check
+    from placement.core.pipeline import solve as pipeline
+    from placement.core.verify.verifier import unregister_check
 
     plain = placement.solve(placement.load_instance("instances/melange-toy.yaml"), backend=BACKEND)
     family, check = _add(tmp_path, monkeypatch, FAMILY)
@@ -192,8 +192,8 @@ def test_a_constraint_family_from_two_files_reaches_the_model_bound_diagnosis_an
 
 
 def test_the_toy_family_is_diagnosed_and_a_half_registered_one_is_not_solved(chip_cap):
-    from placement.core import solve as pipeline
-    from placement.core.verify import unregister_check
+    from placement.core.pipeline import solve as pipeline
+    from placement.core.verify.verifier import unregister_check
 
     family, check, _ = chip_cap
     pipeline.unregister_families(check.source)
@@ -216,7 +216,7 @@ def test_the_toy_family_is_diagnosed_and_a_half_registered_one_is_not_solved(chi
 
 @pytest.fixture
 def energy(tmp_path, monkeypatch):
-    from placement.core.objectives import OBJECTIVES
+    from placement.core.instance.objectives import OBJECTIVES
     from solvers.problem import OBJECTIVES as MEASURES
 
     modules = _add(tmp_path, monkeypatch, OBJECTIVE)

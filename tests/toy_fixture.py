@@ -4,7 +4,7 @@ instances, which the cost-model owners retune."""
 
 import copy
 
-from placement.core.loading import parse_instance
+from placement.core.instance.loading import parse_instance
 
 TOY = {
     "name": "toy", "model": "llama-2-7b", "modes": ["aggregated"], "only_measured": True,

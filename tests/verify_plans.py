@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import placement
-from placement.core.context import Context
+from placement.core.instance.context import Context
 
 #: Variants of shipped instances: (the shipped file, the ``modes`` line it is restricted to). With
 #: data-parallel attention the Rubin + LPX plan serves every class on Rubin alone; the tamper tests of

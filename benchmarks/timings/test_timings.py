@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 import placement
-from placement.core import candidate_cache
+from placement.core.replicas import candidate_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "instances").glob("*.yaml"))

@@ -4,7 +4,7 @@ Every command of the CLI that works on an instance or a plan has its function he
 under library names (``--solver`` → ``backend``, ``--time-limit`` → ``time_limit_s``, ``--set`` →
 ``changes``/``assignments``); the CLI parses the files and flags, calls these and prints. What a CLI
 option does that a caller does itself (``--json``, ``--csv``, ``--plot``, ``--quiet``, ``--out``, reading
-the instance or plan file, ``--calibration`` of :func:`~placement.core.loading.load_instance`) is listed
+the instance or plan file, ``--calibration`` of :func:`~placement.core.instance.loading.load_instance`) is listed
 per command in :data:`CLI_ONLY`; ``tests/test_api.py`` holds every other CLI option to its twin here.
 docs/api.md is the reference, generated from these docstrings.
 
@@ -28,13 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from placement.core.api import CheckResult, check
-from placement.core.context import Context
-from placement.core.errors import InputError, VerificationError
-from placement.core.loading import with_prices
-from placement.core.paths import with_changes
-from placement.core.plan import Plan
-from placement.core.schema import Instance
+from placement.core.instance.context import Context
+from placement.core.instance.errors import InputError, VerificationError
+from placement.core.instance.loading import with_prices
+from placement.core.instance.paths import with_changes
+from placement.core.instance.schema import Instance
+from placement.core.plans.plan import Plan
+from placement.core.verify.api import CheckResult, check
 from solvers.backends import DEFAULT_BACKEND
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ CLI_ONLY: dict[str, dict[str, str]] = {
 def _settings(cache_dir: str | Path | None = None, executor: str = "local", address: str | None = None
               ) -> Iterator[None]:
     """The candidate cache folder and generation executor for one call, as they were after it."""
-    from placement.core.candidate_cache import CACHE_DIR_ENV
+    from placement.core.replicas.candidate_cache import CACHE_DIR_ENV
     from placement.studies.executor import generation_executor
 
     was = os.environ.get(CACHE_DIR_ENV)
@@ -128,23 +128,23 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
           began: float | None = None, diagnose: bool = True) -> Plan:
     """The cheapest verified plan (``placement solve``); ``plan.status`` says what happened.
 
-    ``survive`` (``domain:1``, ``switch:1``) plans N+1 (:func:`placement.core.survive.survival`, with every
+    ``survive`` (``domain:1``, ``switch:1``) plans N+1 (:func:`placement.core.operations.survive.survival`, with every
     other option: ``certify``, ``kv_policy``, large fleets in two levels);
     ``compare`` adds the homogeneous-fleet and single-mode comparisons; ``max_pools_per_stage``,
     ``confidence``, ``headroom`` and ``prices`` set the instance's ``limits.max_pools_per_stage``,
     ``confidence``, ``slo_headroom`` and chip price set (``tco``, ``on-demand``) for this solve; ``cache_dir`` and ``executor``/``address`` hold for this call only.
     ``time_limit_s`` counts from ``began`` (default now); the rest is
-    :func:`placement.core.solve.solve`'s.
+    :func:`placement.core.pipeline.solve.solve`'s.
 
     Raises
     ------
     InputError
         An option out of range, or a failure ``survive`` does not know.
     """
-    from placement.core.deadline import left_after
-    from placement.core.solve import PLACEMENT
-    from placement.core.solve import solve as solve_instance
-    from placement.core.survive import survival
+    from placement.core.operations.survive import survival
+    from placement.core.pipeline.deadline import left_after
+    from placement.core.pipeline.solve import PLACEMENT
+    from placement.core.pipeline.solve import solve as solve_instance
 
     began = time.monotonic() if began is None else began
     _share(confidence, "--confidence", True, "a confidence level")
@@ -253,15 +253,15 @@ def replan(instance: Instance, plan: Plan, events=None, *, changes: Mapping[str,
            backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None, gap: float | None = None,
            certify: bool = False, kv_policy: str | None = None, cache_dir: str | Path | None = None,
            prices: str | None = None, source: str = "<instance>") -> Plan:
-    """The cheapest plan from the running ``plan`` after ``events`` (:class:`placement.core.replan.Events`:
+    """The cheapest plan from the running ``plan`` after ``events`` (:class:`placement.core.operations.replan.Events`:
     failed domains, $ per move, amortisation hours) on the instance with ``changes``
     (``placement replan --fail --set --move-usd --amortise-h --certify --kv-policy``). The running plan's
     confidence level, SLO headroom and price set hold where the instance asks for none
-    (:func:`placement.core.provenance.as_solved`; a note says so); ``prices`` overrides its price set, and
+    (:func:`placement.core.plans.provenance.as_solved`; a note says so); ``prices`` overrides its price set, and
     ``kv_policy`` its KV policy (default: the running plan's). ``certify`` asks the other backend for a
     second opinion, as :func:`solve`'s."""
-    from placement.core.provenance import as_solved
-    from placement.core.replan import replan as run
+    from placement.core.operations.replan import replan as run
+    from placement.core.plans.provenance import as_solved
 
     solved, settings = as_solved(instance, plan, "re-planned")
     with _settings(cache_dir):

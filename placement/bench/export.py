@@ -14,7 +14,7 @@ The objective includes the formulation's tie-breaks (at most ~1e-7 relative,
 Examples
 --------
 >>> import tempfile, pathlib
->>> from placement.core.loading import load_instance
+>>> from placement.core.instance.loading import load_instance
 >>> inst = load_instance("instances/melange-toy.yaml")
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> stats = export_instance(inst, lp=d / "m.lp", mps=d / "m.mps")
@@ -27,8 +27,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from placement.core.errors import InputError
-from placement.core.schema import Instance
+from placement.core.instance.errors import InputError
+from placement.core.instance.schema import Instance
 
 __all__ = ["export_instance"]
 
@@ -43,8 +43,8 @@ def export_instance(instance: Instance, *, lp: str | Path | None = None, mps: st
         ``files`` (paths written), ``variables``, ``integer_variables``,
         ``constraints``, ``nonzeros``, ``candidates_s`` and ``export_s``.
     """
-    from placement.core.context import Context
-    from placement.core.problem import build_problem
+    from placement.core.instance.context import Context
+    from placement.core.pipeline.problem import build_problem
     from solvers.export import export_model
     from solvers.extract import model_stats
     from solvers.milp import build_model

@@ -1,7 +1,7 @@
 """Seeded benchmark instances: a fleet family, a realistic traffic mix, rates that load the fleet.
 
 :func:`build_instance` returns an instance document (a plain dict, valid under
-:func:`placement.core.loading.parse_instance`); :func:`write_instance` writes it as
+:func:`placement.core.instance.loading.parse_instance`); :func:`write_instance` writes it as
 YAML; ``placement generate`` does both from the command line. The same
 arguments (seed included) always give byte-identical files.
 
@@ -29,7 +29,7 @@ Examples
 ...                      rates={"chat": 10.0, "summarisation": 2.0})
 >>> doc["name"], len(doc["hardware"]["domains"]), [c["name"] for c in doc["workload"]["classes"]]
 ('bench-leaf-spine-d10-k2-c2-s0', 2, ['chat', 'summarisation'])
->>> from placement.core.loading import parse_instance
+>>> from placement.core.instance.loading import parse_instance
 >>> parse_instance(doc).modes
 ['aggregated', 'pd', 'pd-af']
 """
@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from placement.core.errors import InputError
-from placement.core.schema import MODES
+from placement.core.instance.errors import InputError
+from placement.core.instance.schema import MODES
 from topology.generators import CHIP_PREFERENCE, FAMILIES, FleetSpec, fleet
 
 __all__ = [
@@ -171,9 +171,9 @@ def calibrate_rates(doc: dict, load: float, seed: int) -> dict[str, float]:
     InputError
         When no chip type can serve some class within its SLOs.
     """
-    from placement.core.candidates import generate
-    from placement.core.context import Context
-    from placement.core.loading import parse_instance
+    from placement.core.instance.context import Context
+    from placement.core.instance.loading import parse_instance
+    from placement.core.replicas.candidates import generate
 
     totals: dict[str, int] = {}
     size: dict[str, int] = {}
@@ -294,8 +294,8 @@ def build_instance(
 
 def write_instance(doc: dict, path: str | Path) -> Path:
     """Write an instance document as YAML (atomically) after validating it; returns the path."""
-    from placement.core.loading import parse_instance
-    from placement.core.output import write_atomic
+    from placement.core.instance.loading import parse_instance
+    from placement.core.plans.output import write_atomic
 
     parse_instance(doc, source=str(path))
     header = (f"# {doc.get('description', '')}\n"

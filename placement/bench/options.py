@@ -11,7 +11,7 @@ Examples
 >>> BenchOptions(instances=("a.yaml",), repeat=0)
 Traceback (most recent call last):
 ...
-placement.core.errors.InputError: --repeat: expected --repeat >= 1, got 0
+placement.core.instance.errors.InputError: --repeat: expected --repeat >= 1, got 0
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from placement.bench.runner import BASELINES, PREPARE_LIMIT_S, bench
-from placement.core.errors import InputError
-from placement.core.schema import MODES
+from placement.core.instance.errors import InputError
+from placement.core.instance.schema import MODES
 
 __all__ = ["BenchOptions", "run_bench"]
 

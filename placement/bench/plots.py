@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from placement.core.numbers import num
+from placement.core.plans.numbers import num
 
 __all__ = ["scaling_figure", "scaling_plot"]
 

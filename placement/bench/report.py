@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 
-from placement.core.numbers import num
+from placement.core.plans.numbers import num
 
 __all__ = ["baseline_rows", "markdown", "ratios", "report_markdown", "summarise", "table_rows"]
 
@@ -55,7 +55,7 @@ def ratios(summary: list[dict], numerator: str = "cbc", denominator: str = "high
 
 
 def _fmt(x, digits: int = 3) -> str:
-    """A cell: a number by :func:`placement.core.numbers.num` (``—`` when missing), anything else as written."""
+    """A cell: a number by :func:`placement.core.plans.numbers.num` (``—`` when missing), anything else as written."""
     return num(x, digits, none="—") if x is None or isinstance(x, (int, float)) else str(x)
 
 

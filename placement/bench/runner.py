@@ -48,7 +48,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 __all__ = [
     "BASELINES",
@@ -148,9 +148,9 @@ def _isolated(target: str, job: dict, limit_s: float) -> dict:
 
 
 def _prepare_job(job: dict) -> dict:
-    from placement.core.context import Context
-    from placement.core.loading import load_instance
-    from placement.core.problem import build_problem
+    from placement.core.instance.context import Context
+    from placement.core.instance.loading import load_instance
+    from placement.core.pipeline.problem import build_problem
 
     start = time.perf_counter()
     inst = load_instance(job["instance"])

@@ -3,7 +3,7 @@ commands; the others are registered from :mod:`placement.cli.studies`, :mod:`~pl
 :mod:`~placement.cli.roofline_report`. Heavy modules are imported inside the commands, so that
 ``placement --help`` starts fast.
 
-Exit codes are those of :mod:`placement.core.errors`: 0 success, 2 input error,
+Exit codes are those of :mod:`placement.core.instance.errors`: 0 success, 2 input error,
 3 infeasible, 4 solver failure, 5 verification failed. Errors print one clear
 message on stderr, never a traceback.
 """
@@ -44,7 +44,7 @@ from placement.cli.options import (
 from placement.cli.roofline_report import catalog, roofline
 from placement.cli.schema import schema_command
 from placement.cli.studies import marginal_command, pareto_command, sweep_command
-from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY
+from placement.core.instance.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY
 
 # Plain click help and usage errors (rich_markup_mode=None): typer's rich help costs ~0.3 s of imports
 # (rich.markdown, markdown_it) on every `placement --help`.
@@ -71,7 +71,7 @@ def _options(
 
 
 def _load(path: Path, calibration: Path | None = None):
-    from placement.core.loading import load_instance
+    from placement.core.instance.loading import load_instance
 
     return load_instance(path, calibration)
 
@@ -95,12 +95,12 @@ def _plan_exit(plan) -> int:
 def validate(instance: InstanceArg, calibration: CalibrationOpt = None) -> None:
     """Check an instance file and summarise it."""
     from placement.cli.consoles import out
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
 
     inst = _load(instance, calibration)
     ctx = Context.of(inst, str(instance))
     chips = sum(s.chips for s in ctx.sites.values())
-    from placement.core.numbers import num
+    from placement.core.plans.numbers import num
     from topology.prices import DEFAULT_PRICES
 
     out.print(f"[green]ok[/green] {instance}: model {ctx.model.name}, {len(inst.workload.classes)} classes, "
@@ -169,7 +169,7 @@ def solve(
     check_run_options(time_limit_s=time_limit, gap=gap)
     memory_bytes = memory_limit_bytes(memory_limit)
     if json_path is not None:
-        from placement.core.output import check_writable, refuse_inputs
+        from placement.core.plans.output import check_writable, refuse_inputs
 
         check_writable(json_path)  # before the solve, not after it
         refuse_inputs({"--json": json_path}, [instance, *([calibration] if calibration else [])])
@@ -180,7 +180,7 @@ def solve(
                headroom=headroom, prices=prices, cache_dir=cache_dir, executor=str(executor), address=address,
                source=str(instance), began=began)
     if json_path is not None:
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_path, plan.model_dump_json(indent=2))
     if not quiet:  # with --json - the plan owns standard output; the table goes to standard error
@@ -202,8 +202,8 @@ def check(instance: InstanceArg, plan_path: PlanArg, calibration: CalibrationOpt
     from rich.markup import escape
 
     from placement.cli.consoles import err, out
-    from placement.core.api import check as run
-    from placement.core.plan import read_plan
+    from placement.core.plans.plan import read_plan
+    from placement.core.verify.api import check as run
 
     inst = _load(instance, calibration)
     plan = read_plan(plan_path)
@@ -237,19 +237,19 @@ def compare(
 
     check_run_options(time_limit_s=time_limit)
     if json_path is not None:
-        from placement.core.output import check_writable, refuse_inputs
+        from placement.core.plans.output import check_writable, refuse_inputs
 
         check_writable(json_path)  # before the solves, not after them
         refuse_inputs({"--json": json_path}, [instance])
     from placement.cli.studies import ProgressBar
-    from placement.core.loading import with_prices
+    from placement.core.instance.loading import with_prices
     from placement.studies.compare import kv_variants, variants
 
     inst = with_prices(_load(instance, calibration), prices)
     with ProgressBar(f"compare {inst.name}", len(variants(inst)) + len(kv_variants(inst))) as bar:
         rows = run(inst, backend=solver, time_limit_s=time_limit, priors=priors, source=str(instance), progress=bar)
     if json_path is not None:
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_path, json.dumps([r.model_dump() for r in rows], indent=2))
     print_comparison(out, rows)

@@ -1,6 +1,6 @@
 """The printed plan's band table: every pool's TTFT, TPOT and load against its limit, drawn in text.
 
-The rows are the HTML report's (:func:`placement.core.confidence.band_rows`) on the same logarithmic
+The rows are the HTML report's (:func:`placement.core.plans.confidence.band_rows`) on the same logarithmic
 axis of the share of the limit (:func:`placement.report.bands.share_axis`): a strip per row with the
 p10–p90 band (``━``, green, or red when the limit lies inside it), the p50 (``┃``), the stated value
 (``●``), the limit (``│`` at 100 %) and, where the plan was made with an SLO headroom, the SLO it was
@@ -8,7 +8,7 @@ planned to (``┊``).
 
 Examples
 --------
->>> from placement.core.confidence import BandRow
+>>> from placement.core.plans.confidence import BandRow
 >>> from placement.report.bands import ShareAxis
 >>> row = BandRow(pool="pool-01", chip="h100", traffic_class="chat", figure="TPOT", stated=20, limit=25,
 ...               low=14, mid=19, high=31, planned=20)
@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from placement.core.confidence import BandRow
+from placement.core.plans.confidence import BandRow
 from placement.report.bands import ShareAxis, band_text, share_axis
 
 __all__ = ["axis_header", "print_bands", "strip"]

@@ -86,8 +86,8 @@ def bench_command(
     from placement.bench.report import report_markdown, summarise
     from placement.cli.consoles import out
     from placement.cli.studies import ProgressBar
-    from placement.core.errors import InputError
-    from placement.core.output import write_atomic
+    from placement.core.instance.errors import InputError
+    from placement.core.plans.output import write_atomic
 
     try:
         size_list = tuple(int(s) for s in comma_list(sizes))
@@ -136,8 +136,8 @@ def generate_command(
     """Write a seeded benchmark instance (fleet family, traffic mix, calibrated rates)."""
     from placement.bench.generate import DEFAULT_LOAD, build_instance, write_instance
     from placement.cli.consoles import err, out
-    from placement.core.errors import InputError
-    from placement.core.schema import MODES
+    from placement.core.instance.errors import InputError
+    from placement.core.instance.schema import MODES
 
     mode_list = comma_list(modes) or list(MODES)
     bad = [m for m in mode_list if m not in MODES]
@@ -165,8 +165,8 @@ def export_command(
     """Write the instance's MILP as LP and/or MPS (deterministic names) for external solvers."""
     from placement.bench.export import export_instance
     from placement.cli.consoles import out
-    from placement.core.loading import load_instance
-    from placement.core.output import refuse_inputs
+    from placement.core.instance.loading import load_instance
+    from placement.core.plans.output import refuse_inputs
 
     refuse_inputs({"--lp": lp, "--mps": mps}, [instance])
     inst = load_instance(instance)

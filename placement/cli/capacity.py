@@ -22,7 +22,7 @@ from placement.cli.options import (
     TimeLimit,
     check_run_options,
 )
-from placement.core.output import refuse_inputs
+from placement.core.plans.output import refuse_inputs
 
 __all__ = ["capacity_command"]
 
@@ -48,12 +48,12 @@ def capacity_command(
     """Largest servable rate per class (or the mix) under its SLOs, with the verified plan that serves it."""
     from placement.api import capacity
     from placement.cli.consoles import out
-    from placement.core.errors import EXIT_INFEASIBLE, EXIT_SOLVER
-    from placement.core.loading import load_instance, with_prices
+    from placement.core.instance.errors import EXIT_INFEASIBLE, EXIT_SOLVER
+    from placement.core.instance.loading import load_instance, with_prices
 
     check_run_options(time_limit_s=time_limit, gap=gap)
     if json_path is not None:
-        from placement.core.output import check_writable
+        from placement.core.plans.output import check_writable
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance])
@@ -63,7 +63,7 @@ def capacity_command(
     if json_path is not None:
         import json
 
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_path, json.dumps([r.model_dump(mode="json") for r in results], indent=2) + "\n")
     if not quiet:
@@ -79,7 +79,7 @@ def print_capacity(console, inst, results) -> None:
     """One row per target: its rate(s), output tokens/s (and per chip), the band, chips and $/h."""
     from rich.table import Table
 
-    from placement.core.numbers import num, usd
+    from placement.core.plans.numbers import num, usd
 
     t = Table(title=f"capacity of {inst.name} as given (under each class's SLOs)")
     for col in ("target", "status", "× rates", "req/s", "output tok/s", "p10 – p90 tok/s", "tok/s per chip", "chips",

@@ -16,8 +16,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from placement.core.numbers import value
-from placement.core.output import write_bytes_atomic
+from placement.core.plans.numbers import value
+from placement.core.plans.output import write_bytes_atomic
 from placement.studies.pareto import CONFIDENCE_AXIS
 from placement.studies.sweep import Point, SweepResult
 

@@ -27,8 +27,8 @@ def warn(sentence: str) -> None:
 
 
 def warn_unreachable(graph) -> None:
-    """A warning on stderr for each pair of domain-group islands of the fleet graph (:mod:`placement.core.reach`)."""
-    from placement.core.reach import islands_sentences
+    """A warning on stderr for each pair of domain-group islands of the fleet graph (:mod:`placement.core.instance.reach`)."""
+    from placement.core.instance.reach import islands_sentences
 
     for sentence in islands_sentences(graph):
         warn(sentence)

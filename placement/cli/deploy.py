@@ -5,7 +5,7 @@ per pool and domain group, vendor-neutral records for chips no engine runs, ``be
 README. ``--instance`` makes the deployment a verified one: the plan must answer that instance (its
 name and SHA-256) and pass ``placement check`` against it, and ``bench.sh`` gets the classes' prompt
 and output lengths. The folder is written whole or not at all, replacing an earlier deploy's
-(:func:`placement.core.output.write_folder_atomic`).
+(:func:`placement.core.plans.output.write_folder_atomic`).
 """
 
 from enum import StrEnum
@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from placement.cli.options import CalibrationOpt, PlanArg
-from placement.core.errors import InputError, VerificationError
+from placement.core.instance.errors import InputError, VerificationError
 
 __all__ = ["DeployFormat", "Engine", "deploy_command"]
 
@@ -56,8 +56,8 @@ def deploy_command(
     """Deployment manifests for a plan: engine arguments, Kubernetes/Dynamo/llm-d documents, bench.sh."""
     from placement.cli.consoles import err
     from placement.cli.consoles import out as console
-    from placement.core.output import write_folder_atomic
-    from placement.core.plan import read_plan
+    from placement.core.plans.output import write_folder_atomic
+    from placement.core.plans.plan import read_plan
     from placement.deploy import build, written_here
     from placement.deploy.names import check_image, parse_chips_per_node
 
@@ -68,8 +68,8 @@ def deploy_command(
     plan = read_plan(plan_path)
     inst = None
     if instance is not None:
-        from placement.core.api import check
-        from placement.core.provenance import read_plan_instance
+        from placement.core.plans.provenance import read_plan_instance
+        from placement.core.verify.api import check
 
         inst = read_plan_instance(plan, plan_path, instance, calibration)
         result = check(inst, plan, source=str(instance), plan_source=str(plan_path))

@@ -31,9 +31,9 @@ def examples_command(
     from rich.table import Table
 
     from placement.cli.consoles import out
-    from placement.core.errors import InputError
-    from placement.core.loading import read_document
-    from placement.core.output import write_bytes_atomic
+    from placement.core.instance.errors import InputError
+    from placement.core.instance.loading import read_document
+    from placement.core.plans.output import write_bytes_atomic
 
     files = shipped_files()
     if copy is None:

@@ -1,7 +1,7 @@
 """The one error wrapper of the command line: every failure becomes a message on stderr and an
-exit code (those of :mod:`placement.core.errors`), never a traceback.
+exit code (those of :mod:`placement.core.instance.errors`), never a traceback.
 
-Warnings the core gives as :class:`~placement.core.cache_store.CacheWarning` (a cache folder or
+Warnings the core gives as :class:`~placement.core.replicas.cache_store.CacheWarning` (a cache folder or
 entry not used) are printed as the other warnings of the command line are: ``warning: …`` on stderr.
 
 Messages are printed verbatim — no rich markup, no emoji codes — because they quote the user's
@@ -27,7 +27,7 @@ from typing import Any
 
 import typer
 
-from placement.core.errors import EXIT_SOLVER, PlacementError, redact
+from placement.core.instance.errors import EXIT_SOLVER, PlacementError, redact
 
 __all__ = ["Terminated", "guarded", "redact"]
 
@@ -84,7 +84,7 @@ def _silence_stdout() -> None:
 @contextmanager
 def _cache_warnings_on_stderr() -> Iterator[None]:
     """Within the block, a :class:`CacheWarning` is a ``warning:`` line on stderr; any other warning as before."""
-    from placement.core.cache_store import CacheWarning
+    from placement.core.replicas.cache_store import CacheWarning
 
     previous = warnings.showwarning
 
@@ -114,7 +114,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     Examples
     --------
-    >>> from placement.core.errors import InputError
+    >>> from placement.core.instance.errors import InputError
     >>> def bad():
     ...     raise InputError("expected seconds > 0, got -1", field="--time-limit")
     >>> try:

@@ -29,10 +29,10 @@ def report_command(
     from pydantic import ValidationError
 
     from placement.cli.consoles import err
-    from placement.core.errors import InputError
-    from placement.core.loading import read_document
-    from placement.core.output import check_writable, refuse_inputs, write_atomic
-    from placement.core.plan import read_plan
+    from placement.core.instance.errors import InputError
+    from placement.core.instance.loading import read_document
+    from placement.core.plans.output import check_writable, refuse_inputs, write_atomic
+    from placement.core.plans.plan import read_plan
     from placement.report import render_html
     from placement.studies.sweep import SweepResult
 
@@ -41,8 +41,8 @@ def report_command(
     plan = read_plan(plan_path)
     graph = None
     if instance is not None:
-        from placement.core.context import Context
-        from placement.core.provenance import read_plan_instance
+        from placement.core.instance.context import Context
+        from placement.core.plans.provenance import read_plan_instance
 
         graph = Context.of(read_plan_instance(plan, plan_path, instance, calibration), str(instance)).graph
     study = None

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 __all__ = ["init_command", "starter_instance"]
 
@@ -56,8 +56,8 @@ def starter_instance(model: str | None, chips: list[str], model_config: Path | N
     """The starter instance document for ``model`` (or the Hugging Face ``model_config``, named relative to
     ``out``'s folder) on ``chips`` (InputError naming the option if unknown)."""
     from costmodels.models import BYTES_PER_VALUE
-    from placement.core.loading import model_aliases, model_of
-    from placement.core.schema import Instance
+    from placement.core.instance.loading import model_aliases, model_of
+    from placement.core.instance.schema import Instance
     from topology.chips import load_chip_catalog
 
     catalog = load_chip_catalog()
@@ -124,8 +124,8 @@ def init_command(
     import yaml
 
     from placement.cli.options import comma_list
-    from placement.core.loading import parse_instance
-    from placement.core.output import check_writable, write_atomic
+    from placement.core.instance.loading import parse_instance
+    from placement.core.plans.output import check_writable, write_atomic
 
     if out is not None:
         check_writable(out)

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from placement.cli.options import InstanceArg, PricesOpt
-from placement.core.numbers import num, usd
+from placement.core.plans.numbers import num, usd
 
 __all__ = ["kv_prices_command", "print_kv"]
 
@@ -18,7 +18,7 @@ def kv_prices_command(instance: InstanceArg,
 
     from placement.api import kv_prices
     from placement.cli.consoles import out
-    from placement.core.loading import load_instance
+    from placement.core.instance.loading import load_instance
 
     for p in kv_prices(load_instance(instance), prices=prices,
                        source=str(instance)):

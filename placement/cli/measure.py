@@ -30,7 +30,7 @@ def _yaml(doc: dict, header: str) -> str:
 
 
 def _write(path: Path, text: str, inputs: list[Path]) -> None:
-    from placement.core.output import check_writable, refuse_inputs, write_atomic
+    from placement.core.plans.output import check_writable, refuse_inputs, write_atomic
 
     if str(path) == "-":
         typer.echo(text, nl=False)
@@ -65,7 +65,7 @@ def import_command(
     from placement.measure.importer import import_files
 
     if str(out) != "-":
-        from placement.core.output import check_writable
+        from placement.core.plans.output import check_writable
 
         check_writable(out)  # before reading, not after
     given = {"chip": chip, "chips": chips, "model": model, "framework": framework, "precision": precision,
@@ -92,8 +92,8 @@ def compare_command(
     from rich.table import Table
 
     from placement.cli.consoles import err, out
-    from placement.core.loading import load_instance
-    from placement.core.numbers import num
+    from placement.core.instance.loading import load_instance
+    from placement.core.plans.numbers import num
     from placement.measure.agreement import agreement, inside_share
 
     if str(json_path) == "-":  # the JSON owns standard output; the table goes to standard error
@@ -101,7 +101,7 @@ def compare_command(
     from placement.measure.points import read_measurements
 
     if json_path is not None:
-        from placement.core.output import check_writable, refuse_inputs
+        from placement.core.plans.output import check_writable, refuse_inputs
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [*measurements, instance])
@@ -134,7 +134,7 @@ def compare_command(
     for why, n in sorted(skipped.items()):
         out.print(f"skipped {n}: {why}", highlight=False)
     if json_path is not None:
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_path, json.dumps([{**asdict(r), "tpot_inside": r.inside("tpot"),
                                              "ttft_inside": r.inside("ttft")} for r in rows], indent=2) + "\n")
@@ -155,7 +155,7 @@ def calibrate_command(
 
     from placement.cli.consoles import err
     from placement.cli.consoles import out as console
-    from placement.core.output import check_writable
+    from placement.core.plans.output import check_writable
     from placement.measure.points import read_measurements
     from placement.measure.refit import refit
 

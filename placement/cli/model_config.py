@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 __all__ = ["config_rows", "print_config_rows"]
 

@@ -15,8 +15,14 @@ from placement.cli.options import (
     SolverOpt,
     check_run_options,
 )
-from placement.core.errors import EXIT_INFEASIBLE, EXIT_OK, EXIT_SOLVER, EXIT_VERIFY, InputError
-from placement.core.numbers import num, usd
+from placement.core.instance.errors import (
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    EXIT_SOLVER,
+    EXIT_VERIFY,
+    InputError,
+)
+from placement.core.plans.numbers import num, usd
 
 __all__ = ["print_migration", "print_schedule", "replan_command", "schedule_command"]
 
@@ -86,17 +92,17 @@ def replan_command(
     from placement.api import replan
     from placement.cli.consoles import err, out
     from placement.cli.report import print_plan
-    from placement.core.failures import parse_failures
-    from placement.core.loading import load_instance
-    from placement.core.migration import check_move_terms
-    from placement.core.plan import read_plan
-    from placement.core.replan import Events
+    from placement.core.instance.failures import parse_failures
+    from placement.core.instance.loading import load_instance
+    from placement.core.operations.replan import Events
+    from placement.core.plans.migration import check_move_terms
+    from placement.core.plans.plan import read_plan
     from placement.studies.whatif import apply_overrides
 
     check_run_options(time_limit_s=time_limit, gap=gap)
     check_move_terms(move_usd, amortise_h)
     if json_path is not None:
-        from placement.core.output import check_writable, refuse_inputs
+        from placement.core.plans.output import check_writable, refuse_inputs
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance, plan_path])
@@ -108,7 +114,7 @@ def replan_command(
                  kv_policy=None if kv_policy is None else str(kv_policy), cache_dir=cache_dir,
                  prices=prices, source=str(instance))
     if json_path is not None:
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_path, new.model_dump_json(indent=2))
     console = err if str(json_path) == "-" else out
@@ -154,16 +160,16 @@ def schedule_command(
 ) -> None:
     """One plan per period of a demand profile, beside independent and static-peak plans."""
     from placement.cli.consoles import out
-    from placement.core.loading import load_instance
-    from placement.core.migration import check_move_terms
-    from placement.core.schedule import read_profile, schedule
+    from placement.core.instance.loading import load_instance
+    from placement.core.operations.schedule import read_profile, schedule
+    from placement.core.plans.migration import check_move_terms
 
     check_run_options(time_limit_s=time_limit, gap=gap)
     check_move_terms(move_usd)
     if not 0.0 <= reserved_discount < 1.0:
         raise InputError(f"expected 0 <= discount < 1, got {reserved_discount}", field="--reserved-discount")
     if json_path is not None:
-        from placement.core.output import check_writable, refuse_inputs
+        from placement.core.plans.output import check_writable, refuse_inputs
 
         check_writable(json_path)
         refuse_inputs({"--json": json_path}, [instance, profile])
@@ -173,7 +179,7 @@ def schedule_command(
                       keep_plans=json_path is not None, references=references,
                       prices=prices, source=str(instance))
     if json_path is not None:
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_path, result.model_dump_json(indent=2))
     print_schedule(out, result)

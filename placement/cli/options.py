@@ -7,7 +7,7 @@ rather than importing them, because those live beside NumPy and the cost models 
 ``placement --help`` must not load them; ``tests/test_architecture.py`` checks they agree.
 
 Checks of values typer cannot express (a gap in [0, 1), seconds > 0, an output folder that
-exists) raise :class:`~placement.core.errors.InputError` naming the option.
+exists) raise :class:`~placement.core.instance.errors.InputError` naming the option.
 
 Examples
 --------
@@ -16,11 +16,11 @@ Examples
 >>> check_run_options(time_limit_s=-1)
 Traceback (most recent call last):
 ...
-placement.core.errors.InputError: --time-limit: expected a finite number of seconds > 0, got -1
+placement.core.instance.errors.InputError: --time-limit: expected a finite number of seconds > 0, got -1
 >>> check_run_options(time_limit_s=float("nan"))
 Traceback (most recent call last):
 ...
-placement.core.errors.InputError: --time-limit: expected a finite number of seconds > 0, got nan
+placement.core.instance.errors.InputError: --time-limit: expected a finite number of seconds > 0, got nan
 """
 
 import math
@@ -30,7 +30,7 @@ from typing import Annotated
 
 import typer
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 __all__ = [
     "DEFAULT_SOLVER",
@@ -74,11 +74,11 @@ class Executor(StrEnum):
 
 
 def objective_name(value: str | None) -> str | None:
-    """Callback of ``--objective``: a registered objective (:mod:`placement.core.objectives`, read when the
+    """Callback of ``--objective``: a registered objective (:mod:`placement.core.instance.objectives`, read when the
     option is given, so that ``--help`` loads none of the core), else a usage error naming them."""
     if value is None:
         return None
-    from placement.core.objectives import OBJECTIVES
+    from placement.core.instance.objectives import OBJECTIVES
 
     if value not in OBJECTIVES:
         raise typer.BadParameter(f"expected one of {', '.join(OBJECTIVES)}, got {value!r}")
@@ -86,7 +86,7 @@ def objective_name(value: str | None) -> str | None:
 
 
 class KvPolicy(StrEnum):
-    """Where session classes may keep KV between calls (:data:`placement.core.kvmodel.POLICY_MODES`)."""
+    """Where session classes may keep KV between calls (:data:`placement.core.kv.kvmodel.POLICY_MODES`)."""
 
     tiered = "tiered"
     hbm_only = "hbm-only"
@@ -191,7 +191,7 @@ def memory_limit_bytes(text: str | None) -> int | None:
     >>> memory_limit_bytes("8 apples")
     Traceback (most recent call last):
     ...
-    placement.core.errors.InputError: --memory-limit: expected a size such as 8G, 512M or 1048576 (bytes), got '8 apples'
+    placement.core.instance.errors.InputError: --memory-limit: expected a size such as 8G, 512M or 1048576 (bytes), got '8 apples'
     """
     if text is None:
         return None
@@ -211,7 +211,7 @@ def check_outputs(*paths: Path | None) -> None:
     >>> check_outputs(None, Path("no/such/folder/plan.json"))
     Traceback (most recent call last):
     ...
-    placement.core.errors.InputError: no/such/folder/plan.json: folder no/such/folder does not exist
+    placement.core.instance.errors.InputError: no/such/folder/plan.json: folder no/such/folder does not exist
     """
     for p in paths:
         if p is not None and not p.parent.exists():

@@ -25,8 +25,8 @@ import io
 import textwrap
 from pathlib import Path
 
-from placement.core.numbers import num, value
-from placement.core.output import write_bytes_atomic
+from placement.core.plans.numbers import num, value
+from placement.core.plans.output import write_bytes_atomic
 from placement.modes import colors
 from placement.report.labels import axis_label
 from placement.studies.pareto import envelope

@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from placement.core.numbers import num, usd
-from placement.core.objectives import objective
-from placement.core.plan import Plan
+from placement.core.instance.objectives import objective
+from placement.core.plans.numbers import num, usd
+from placement.core.plans.plan import Plan
 
 __all__ = ["print_comparison", "print_plan"]
 
@@ -61,7 +61,11 @@ def print_plan(console: Console, plan: Plan) -> None:
                                                          "from your measurements" if own else "") + "]",
                           highlight=False, markup=False)
             from placement.cli.bands import print_bands
-            from placement.core.confidence import band_rows, loads_inside_bands, slos_inside_bands
+            from placement.core.plans.confidence import (
+                band_rows,
+                loads_inside_bands,
+                slos_inside_bands,
+            )
 
             print_bands(console, band_rows(plan))
             for line in slos_inside_bands(plan):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from placement.cli.options import CatalogKind, Precision, Stage
-from placement.core.errors import EXIT_INFEASIBLE, InputError
+from placement.core.instance.errors import EXIT_INFEASIBLE, InputError
 
 if TYPE_CHECKING:
     from costmodels.models import ModelSpec
@@ -279,7 +279,7 @@ def _plot(path: Path, chip: "ChipSpec", model: "ModelSpec", summary: dict[str, A
     """Write :func:`roofline_figure` as a PNG."""
     import matplotlib.pyplot as plt
 
-    from placement.core.output import write_bytes_atomic
+    from placement.core.plans.output import write_bytes_atomic
 
     fig = roofline_figure(chip, model, summary)
     buf = io.BytesIO()
@@ -358,7 +358,7 @@ def roofline(
     if plot is not None:
         _plot(plot, _chips()[chip], _models()[model], s)
     if json_out is not None:
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_out, json.dumps(s, indent=2) + "\n")
     if json_out is None or str(json_out) != "-":
@@ -453,7 +453,7 @@ def catalog(
                              "config.json [--quant-config hf_quant_config.json]", field="--config")
         rows = config_rows(list(config), quant_config)
         if json_out is not None:
-            from placement.core.output import write_atomic
+            from placement.core.plans.output import write_atomic
 
             write_atomic(json_out, json.dumps(rows, indent=2) + "\n")
             if str(json_out) == "-":
@@ -466,7 +466,7 @@ def catalog(
                "(costmodels/catalog/error_bands.yaml); an uncalibrated chip takes the widest band")
     rows = catalog_rows(kind)
     if json_out is not None:
-        from placement.core.output import write_atomic
+        from placement.core.plans.output import write_atomic
 
         write_atomic(json_out, json.dumps(rows, indent=2) + "\n")
         if str(json_out) == "-":

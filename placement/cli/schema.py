@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 __all__ = ["SchemaKind", "schema_command"]
 
@@ -33,8 +33,8 @@ def schema_command(
     = False,
 ) -> None:
     """Print the JSON Schema of the instance or plan format (or the instance reference in Markdown)."""
-    from placement.core.json_schema import instance_markdown, schema_json
-    from placement.core.output import write_atomic
+    from placement.core.plans.json_schema import instance_markdown, schema_json
+    from placement.core.plans.output import write_atomic
 
     if markdown and kind != SchemaKind.instance:
         raise InputError("--markdown is the instance reference; expected `placement schema instance --markdown`",

@@ -34,7 +34,7 @@ from placement.cli.options import (
     check_outputs,
     check_run_options,
 )
-from placement.core.output import refuse_inputs
+from placement.core.plans.output import refuse_inputs
 
 if TYPE_CHECKING:
     from placement.studies.sweep import SweepResult
@@ -76,7 +76,7 @@ class ProgressBar:
 
 def _load(instance: Path, prices: str | None):
     """The instance at ``instance`` priced with the set ``--prices`` names (None: its own)."""
-    from placement.core.loading import load_instance, with_prices
+    from placement.core.instance.loading import load_instance, with_prices
 
     return with_prices(load_instance(instance), prices)
 
@@ -90,7 +90,7 @@ def _run_kwargs(instance: Path, solver: str, time_limit: float | None, gap: floa
 
 def _write_sweep_outputs(result: "SweepResult", json_path: Path | None, csv_path: Path | None,
                          plot_path: Path | None, plot: Callable[["SweepResult", Path], Path]) -> None:
-    from placement.core.output import write_atomic
+    from placement.core.plans.output import write_atomic
     from placement.studies.sweep import to_csv
 
     if json_path is not None:
@@ -102,7 +102,7 @@ def _write_sweep_outputs(result: "SweepResult", json_path: Path | None, csv_path
 
 
 def _exit_if_failed(statuses: list[str]) -> None:
-    from placement.core.errors import EXIT_SOLVER
+    from placement.core.instance.errors import EXIT_SOLVER
 
     if any(s in ("failed", "error") for s in statuses):
         raise typer.Exit(EXIT_SOLVER)
@@ -234,8 +234,8 @@ def marginal_command(
 ) -> None:
     """Value of one more / one fewer domain of each group and of more bandwidth on each link (re-solves)."""
     from placement.cli.consoles import out
-    from placement.core.output import write_atomic
-    from placement.core.plan import read_plan
+    from placement.core.plans.output import write_atomic
+    from placement.core.plans.plan import read_plan
     from placement.studies.marginal import marginal, to_csv, variants
 
     check_run_options(time_limit_s=time_limit, gap=gap, workers=workers)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from placement.core.numbers import num, usd, value
+from placement.core.plans.numbers import num, usd, value
 from placement.studies.marginal import MarginalResult
 from placement.studies.sweep import MODE_LABELS, SweepResult
 

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from placement.core.errors import InputError
-from placement.core.plan import Plan
-from placement.core.provenance import require_known_models
+from placement.core.instance.errors import InputError
+from placement.core.plans.plan import Plan
+from placement.core.plans.provenance import require_known_models
 from placement.deploy.bench import bench_script
 from placement.deploy.checkpoints import HF_ID, checkpoint_for
 from placement.deploy.engines import ENGINE_SPECS, ENGINES, engine_args, trtllm_options
@@ -46,7 +46,7 @@ from placement.deploy.routes import class_routes, inference_pools
 from placement.deploy.units import Unit, unit_rate_rps, units_of
 
 if TYPE_CHECKING:
-    from placement.core.schema import Instance
+    from placement.core.instance.schema import Instance
 
 __all__ = ["FORMATS", "build", "hf_id", "longest_request_tokens", "served_checkpoint", "written_here"]
 
@@ -106,7 +106,7 @@ def longest_request_tokens(cls) -> int:
 
     Examples
     --------
-    >>> from placement.core.schema import TrafficClass
+    >>> from placement.core.instance.schema import TrafficClass
     >>> longest_request_tokens(TrafficClass(name="c", rate_rps=1, prompt_tokens=200, output_tokens=100, ttft_ms=1000,
     ...     tpot_ms=50, prompt_lengths={"histogram": [[100, 1], [300, 1]]}))
     400
@@ -233,7 +233,7 @@ def build(plan: Plan, *, fmt: str, engine: str, instance: Instance | None = None
         raise InputError("the plan does not say its model and precision (written before provenance was "
                          "recorded); give --instance", field="provenance")
     if instance is not None:
-        from placement.core.loading import draft_model_of, model_of
+        from placement.core.instance.loading import draft_model_of, model_of
 
         model_name, kv = model_of(instance).name, instance.precision.kv
         draft = draft_model_of(instance)

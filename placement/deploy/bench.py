@@ -24,8 +24,8 @@ Gateway's HTTPRoute); the prompts are tokenized with the checkpoint's tokenizer.
 
 from __future__ import annotations
 
-from placement.core.numbers import num
-from placement.core.plan import Plan
+from placement.core.plans.numbers import num
+from placement.core.plans.plan import Plan
 from placement.deploy.names import ShellWord, shell_comment, shell_line
 
 __all__ = ["bench_script", "import_hint"]

@@ -21,7 +21,7 @@
 
 from __future__ import annotations
 
-from placement.core.plan import step_records
+from placement.core.plans.plan import step_records
 from placement.deploy.engines import EngineLayout, trtllm_options, vllm_args
 from placement.deploy.k8s import HF_TOKEN_SECRET, SHM_SIZE, node_affinity, pod_labels
 from placement.deploy.names import dns_name, label_value, require_unique

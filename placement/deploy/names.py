@@ -1,7 +1,7 @@
 """The names and words deployment files are made of: Kubernetes names, label values, shell lines.
 
 Every name a plan gives (instance, pool, class, chip, domain group, model)
-follows the instance-name rule (:data:`placement.core.schema.Name`, checked when
+follows the instance-name rule (:data:`placement.core.instance.schema.Name`, checked when
 the plan is read: no spaces, quotes, ``$`` or newlines). Here they become
 
 * Kubernetes object names (RFC 1123 labels: lower-case alphanumerics and ``-``,
@@ -38,7 +38,7 @@ import re
 import shlex
 from collections.abc import Iterable
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 
 __all__ = ["MAX_NAME", "ShellWord", "check_chips_per_node", "check_image", "dns_name", "label_value",
            "parse_chips_per_node", "require_unique", "shell_comment", "shell_line"]
@@ -99,7 +99,7 @@ def require_unique(named: Iterable[tuple[str, str]], what: str, field: str) -> N
     >>> require_unique([("a-b-c", "pool a-b in c"), ("a-b-c", "pool a in b-c")], "object name", "pools")
     Traceback (most recent call last):
     ...
-    placement.core.errors.InputError: pools: pool a-b in c and pool a in b-c would both be the object name 'a-b-c'; rename one
+    placement.core.instance.errors.InputError: pools: pool a-b in c and pool a in b-c would both be the object name 'a-b-c'; rename one
     """
     seen: dict[str, str] = {}
     for name, source in named:
@@ -148,9 +148,9 @@ def parse_chips_per_node(value: str | None) -> dict[str, int]:
     >>> parse_chips_per_node("h100")
     Traceback (most recent call last):
     ...
-    placement.core.errors.InputError: --chips-per-node: expected chip=N (N >= 1), got 'h100'
+    placement.core.instance.errors.InputError: --chips-per-node: expected chip=N (N >= 1), got 'h100'
     """
-    from placement.core.schema import NAME_PATTERN
+    from placement.core.instance.schema import NAME_PATTERN
 
     out: dict[str, int] = {}
     for item in (v.strip() for v in (value or "").split(",")):
@@ -165,7 +165,7 @@ def parse_chips_per_node(value: str | None) -> dict[str, int]:
 
 def check_chips_per_node(chips_per_node: dict[str, int] | None) -> None:
     """Refuse a chips-per-node map whose keys are not names or whose counts are not whole numbers ≥ 1."""
-    from placement.core.schema import NAME_PATTERN
+    from placement.core.instance.schema import NAME_PATTERN
 
     for chip, n in (chips_per_node or {}).items():
         if not (isinstance(chip, str) and re.fullmatch(NAME_PATTERN, chip)) or not isinstance(n, int) or n < 1:
@@ -181,7 +181,7 @@ def check_image(image: str | None) -> None:
     >>> check_image("vllm/vllm-openai:v0.9; rm -rf /")
     Traceback (most recent call last):
     ...
-    placement.core.errors.InputError: --image: expected a container image reference (registry/path:tag), got 'vllm/vllm-openai:v0.9; rm -rf /'
+    placement.core.instance.errors.InputError: --image: expected a container image reference (registry/path:tag), got 'vllm/vllm-openai:v0.9; rm -rf /'
     """
     if image is not None and not (len(image) <= 255 and _IMAGE.fullmatch(image)):
         raise InputError(f"expected a container image reference (registry/path:tag), got {image!r}",

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import yaml
 
-from placement.core.plan import Plan
+from placement.core.plans.plan import Plan
 from placement.deploy.engines import PORT
 from placement.deploy.k8s import SGLANG_BOOTSTRAP_PORT, cluster_service
 from placement.deploy.names import dns_name, label_value

@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from placement.core.errors import InputError
-from placement.core.plan import Plan, Pool, pool_kind
+from placement.core.instance.errors import InputError
+from placement.core.plans.plan import Plan, Pool, pool_kind
 from placement.deploy.engines import CHIPS_PER_NODE, EngineLayout, target_engines
 from placement.deploy.names import dns_name, label_value, require_unique
 

@@ -11,7 +11,7 @@ extent that about 80 % of the user's own points fall inside.
 Examples
 --------
 >>> from placement.measure.points import MeasuredPoint, Measurements, Stats
->>> from placement.core.loading import load_instance
+>>> from placement.core.instance.loading import load_instance
 >>> p = MeasuredPoint(source="r.json", format="vllm", sha256="0" * 64, chip="h100", chips=1,
 ...     model="llama-3.1-8b", framework="vllm", precision="bf16", prompt_tokens=1000, output_tokens=200,
 ...     concurrency=1, concurrency_basis="stated", ttft_ms=Stats(mean=60.0), tpot_ms=Stats(mean=7.0))
@@ -30,8 +30,8 @@ import numpy as np
 from costmodels.calibration import predict_rows
 from costmodels.measured_rows import map_row
 from costmodels.models import load_model_catalog
-from placement.core.context import Context
-from placement.core.schema import Instance
+from placement.core.instance.context import Context
+from placement.core.instance.schema import Instance
 from placement.measure.points import Measurements
 from placement.measure.refit import SPECULATIVE
 

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 from placement.measure.points import Stats
 
 __all__ = ["FORMATS", "detect_format", "read_sglang", "read_vllm"]

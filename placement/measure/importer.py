@@ -26,7 +26,7 @@ Examples
 >>> import_files([d / "r.json"], {})
 Traceback (most recent call last):
 ...
-placement.core.errors.InputError: ...r.json: chip: the file does not state the hardware; give --chip (a catalogue chip, e.g. h100)
+placement.core.instance.errors.InputError: ...r.json: chip: the file does not state the hardware; give --chip (a catalogue chip, e.g. h100)
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from costmodels.measured_rows import catalogue_model_name
-from placement.core.documents import input_error_of, read_text
-from placement.core.errors import InputError
-from placement.core.loading import model_aliases
+from placement.core.instance.documents import input_error_of, read_text
+from placement.core.instance.errors import InputError
+from placement.core.instance.loading import model_aliases
 from placement.measure.formats import FORMATS, detect_format
 from placement.measure.points import MeasuredPoint, Measurements, SourceFile
 

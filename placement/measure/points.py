@@ -144,7 +144,7 @@ def read_measurements(path: str | Path) -> Measurements:
     InputError
         Naming the file and the field.
     """
-    from placement.core.documents import read_record
+    from placement.core.instance.documents import read_record
 
     return read_record(path, Measurements, "a measurements file (placement_measurements: 1, points: [...]) as "
                        "`placement measure import --out` writes; a benchmark's own result file is read by "

@@ -54,7 +54,7 @@ from costmodels.framework_fit import fit_latency_s, one_prefill_s
 from costmodels.measured_rows import MappedRow, map_row
 from costmodels.models import ModelSpec, load_model_catalog
 from costmodels.row_costs import chip_with
-from placement.core.calibration_overlay import (
+from placement.core.instance.calibration_overlay import (
     BandRecord,
     CalibrationOverlay,
     ChipCalibration,
@@ -62,7 +62,7 @@ from placement.core.calibration_overlay import (
     FrameworkCalibration,
     MeasurementFile,
 )
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 from placement.measure.points import MeasuredPoint, Measurements
 from topology.chips import ChipSpec, load_chip_catalog
 

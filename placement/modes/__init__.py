@@ -5,9 +5,9 @@ the solver must cover at the class's rate), the kinds of replica that run
 them, the candidate configurations of those replicas on a fleet, what
 crosses the network between two steps, and the label and colour that tables
 and charts show (:class:`~placement.modes.base.ServingMode`). Generation
-(:mod:`placement.core.candidates`), the SLO floors of a diagnosis
-(:func:`placement.core.diagnose.slo_floor`), evaluation
-(:func:`placement.core.evaluate.evaluate`), the plan's stages and the
+(:mod:`placement.core.replicas.candidates`), the SLO floors of a diagnosis
+(:func:`placement.core.pipeline.diagnose.slo_floor`), evaluation
+(:func:`placement.core.replicas.evaluate.evaluate`), the plan's stages and the
 studies' labels all read them here.
 
 ==============  =========  =====================  ===================================
@@ -69,8 +69,8 @@ from placement.modes.registry import (
 )
 
 if TYPE_CHECKING:
-    from placement.core.context import Context
-    from placement.core.schema import TrafficClass
+    from placement.core.instance.context import Context
+    from placement.core.instance.schema import TrafficClass
 
 __all__ = [
     "MODES",

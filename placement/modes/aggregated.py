@@ -15,10 +15,10 @@ c̄ = min(C, (B − 1)·p/o) tokens (each of the other B − 1 slots is refilled
 per o steps): a share q = c̄/s of them carry s = max(min(C, p), c̄) prompt tokens
 (a waiting prompt fills the budget) and the rest none, so the mean step is
 t = (1 − q)·t_0 + q·t_s. Two queues, the TTFT budget shared as in
-:mod:`placement.core.evaluate`: the chunk channel is one server of service
+:mod:`placement.core.replicas.evaluate`: the chunk channel is one server of service
 p·t_C/C per prompt and latency ⌈p/C⌉·t_C (M/D/1,
-:func:`placement.core.queues.prefill_queue`); the B slots are each held
-o·t (:func:`placement.core.queues.slot_admission`); TPOT is t, the mean over
+:func:`placement.core.replicas.queues.prefill_queue`); the B slots are each held
+o·t (:func:`placement.core.replicas.queues.slot_admission`); TPOT is t, the mean over
 a request's steps; a percentile TPOT (``tpot_percentile``) counts the steps that carry
 prompt tokens among a request's o, binomially (:func:`tpot_percentile_s`). Capacity = the lower
 of the two; TTFT = the channel's wait + ⌈p/C⌉·t_C + the wait for a slot, each
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodels import aggregated_step, fits, memory_per_chip_bytes
-from placement.core.evaluate import (
+from placement.core.replicas.evaluate import (
     Layouts,
     PartLayout,
     Perf,
@@ -53,14 +53,14 @@ from placement.core.evaluate import (
     prefix_reload_s,
     step_precision_args,
 )
-from placement.core.floors import aggregated_floor, measured_floor
-from placement.core.queues import prefill_queue, slot_admission
+from placement.core.replicas.queues import prefill_queue, slot_admission
+from placement.core.verify.floors import aggregated_floor, measured_floor
 from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, main_sites
 from placement.modes.layouts import BATCHES, parts, weights
 
 if TYPE_CHECKING:
-    from placement.core.context import Context
-    from placement.core.schema import TrafficClass
+    from placement.core.instance.context import Context
+    from placement.core.instance.schema import TrafficClass
 
 __all__ = ["AGGREGATED", "CHUNKS", "MEASURED", "MODE"]
 

@@ -30,9 +30,9 @@ import numpy as np
 from placement.modes.ids import RouteId, StepId
 
 if TYPE_CHECKING:
-    from placement.core.context import Context
-    from placement.core.evaluate import Perf, PoolConfig
-    from placement.core.schema import TrafficClass
+    from placement.core.instance.context import Context
+    from placement.core.instance.schema import TrafficClass
+    from placement.core.replicas.evaluate import Perf, PoolConfig
 
 __all__ = ["Evaluator", "Grid", "GridSet", "PoolKind", "ServingMode", "SharedColumn", "TransferSpec", "main_sites"]
 
@@ -56,17 +56,17 @@ class PoolKind:
     many single-part configurations of the kind and one main chip at once, ``(ctx, configs, class,
     batches of each) -> Perf of each``: the kind's own formulas on the concatenated points
     (elementwise, so every point's floats are those of ``evaluate`` on its configuration alone;
-    :func:`placement.core.evaluate.evaluate_many`).
+    :func:`placement.core.replicas.evaluate.evaluate_many`).
 
     What the rest of the package says of a kind is said here, never in a table keyed by its name:
 
-    * ``floor``: its physical floors, one of :mod:`placement.core.floors`' ``*_floor`` functions
+    * ``floor``: its physical floors, one of :mod:`placement.core.verify.floors`' ``*_floor`` functions
       (``(ctx, config, crossing latency s) -> Floors``; code shared with no cost model); a kind
       without one is refused by the verifier;
     * ``words``: each part's stage as a planner says it (default: the stage names);
     * ``decodes``: it serves a class's decode on one chip type (what a diagnosis looks for before
       blaming attention–FFN pairing); ``step_table``: a measured step table may time its main part
-      (:mod:`placement.core.measured_steps`);
+      (:mod:`placement.core.replicas.measured_steps`);
     * ``weights``: what each part holds (``stored_weight_bytes`` parts, ``("attention", "ffn")``):
       its main part is then an attention half whose dp groups each run their own batch, and it may
       pipeline micro-batches; ``None``: each part holds the whole model (a draft part the draft);
@@ -122,7 +122,7 @@ class GridSet:
     one of several link latencies: the grids ``Grid(config, stage, batches, latency)``, configurations
     outer, latencies inner, evaluated together.
 
-    ``evaluate(ctx, cls, memo)`` gives one :class:`~placement.core.evaluate.Perf` of arrays of shape
+    ``evaluate(ctx, cls, memo)`` gives one :class:`~placement.core.replicas.evaluate.Perf` of arrays of shape
     (configurations, latencies, batches) (``fits`` and ``memory_per_chip_bytes`` may broadcast over the
     latencies), each entry what evaluating its grid alone gives. ``share(memo)`` runs before the grids
     are handed out one at a time (:meth:`grids`): it may leave the whole set in ``memo`` so that

@@ -12,7 +12,7 @@ whole stage (wide EP, :func:`layouts`); an FFN half may be a pipeline of
 expert-parallel stages inside one domain (:func:`ffn_layouts`).
 
 Results that every class asks for again are kept in ``memo``, a dict the
-caller keeps for one context (:attr:`placement.core.candidates.Candidates.memo`).
+caller keeps for one context (:attr:`placement.core.replicas.candidates.Candidates.memo`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodels.arithmetic import stored_weight_bytes
-from placement.core.evaluate import PartLayout
+from placement.core.replicas.evaluate import PartLayout
 from topology.routing import PS_PER_S, UNREACHABLE_PS
 
 if TYPE_CHECKING:
-    from placement.core.context import Context, SiteInfo
+    from placement.core.instance.context import Context, SiteInfo
     from topology.chips import ChipSpec
 
 __all__ = [
@@ -153,7 +153,7 @@ def missing_rates(ctx: Context, chip: ChipSpec, stage: str) -> list[str]:
     >>> from types import SimpleNamespace as NS
     >>> from costmodels.models import load_model_catalog
     >>> from topology.chips import load_chip_catalog
-    >>> from placement.core.schema import Precision
+    >>> from placement.core.instance.schema import Precision
     >>> ctx = NS(model=load_model_catalog()["gpt-oss-20b"], instance=NS(precision=Precision(weights="fp4")))
     >>> corsair = load_chip_catalog()["corsair"]
     >>> missing_rates(ctx, corsair, "decode"), missing_rates(ctx, corsair, "decode-ffn")

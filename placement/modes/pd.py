@@ -10,7 +10,7 @@ Capacity rules (requests/s per replica):
 * prefill: a replica starts a step on up to b waiting prompts (b from
   :data:`PREFILL_BATCHES`, b·prompt ≤ :data:`PREFILL_TOKEN_BUDGET` tokens), so
   a MoE reads the experts the batch touches once per step. Bulk-service queue
-  (:func:`placement.core.queues.prefill_queue`). The step model
+  (:func:`placement.core.replicas.queues.prefill_queue`). The step model
   (:func:`costmodels.prefill_step`) runs the b prompts as n = min(pp, b)
   micro-batches on n·tp chips at once in time t, so a micro-batch takes t/pp
   per stage: the first stage is free again after I = n·t/pp (the interval
@@ -20,12 +20,12 @@ Capacity rules (requests/s per replica):
   (mean or percentile).
 * decode: B slots, a sequence holds one for H = output_tokens·TPOT seconds;
   capacity = the highest rate whose wait for a slot (M/D/c,
-  :func:`placement.core.queues.slot_admission`) is ≤ s·SLO, at most
+  :func:`placement.core.replicas.queues.slot_admission`) is ≤ s·SLO, at most
   MAX_UTILISATION·B/H; TPOT ≤ SLO. The pool reports that wait as its TTFT part.
 
 A measured step table of the instance (``measured_step_time``) replaces the
 roofline step of the prefill or decode replicas it matches
-(:mod:`placement.core.measured_steps`); the rules above stay.
+(:mod:`placement.core.replicas.measured_steps`); the rules above stay.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodels import decode_step, fits, kv_transfer_bytes, memory_per_chip_bytes, prefill_step
-from placement.core.evaluate import (
+from placement.core.replicas.evaluate import (
     Layouts,
     PartLayout,
     Perf,
@@ -54,16 +54,16 @@ from placement.core.evaluate import (
     prefix_reload_s,
     step_precision_args,
 )
-from placement.core.floors import decode_floor, prefill_floor
-from placement.core.measured_steps import measured_step_s
-from placement.core.queues import prefill_queue, slot_admission
+from placement.core.replicas.measured_steps import measured_step_s
+from placement.core.replicas.queues import prefill_queue, slot_admission
+from placement.core.verify.floors import decode_floor, prefill_floor
 from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec, main_sites
 from placement.modes.ids import RouteId
 from placement.modes.layouts import BATCHES, parts, weights
 
 if TYPE_CHECKING:
-    from placement.core.context import Context
-    from placement.core.schema import TrafficClass
+    from placement.core.instance.context import Context
+    from placement.core.instance.schema import TrafficClass
 
 __all__ = ["DECODE", "MODE", "PREFILL", "PREFILL_BATCHES", "PREFILL_TOKEN_BUDGET", "kv_bytes", "kv_transfer",
            "prefill_batches", "prefill_grids"]

@@ -20,7 +20,7 @@ the attention side dispatches it to its experts itself (a stage with ep = tp,
 dp = 1); an expert-parallel stage (dp > 1) dispatches and combines over its own
 fabric instead. ``dp`` attention groups of batch B: dp·B slots each held
 output_tokens·TPOT, capacity and wait for a slot by
-:func:`placement.core.queues.slot_admission`.
+:func:`placement.core.replicas.queues.slot_admission`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from costmodels import (
 )
 from costmodels.comm import af_round_trip_s
 from costmodels.efficiency import overhead_time_s
-from placement.core.evaluate import (
+from placement.core.replicas.evaluate import (
     PartLayout,
     Perf,
     PoolConfig,
@@ -57,15 +57,15 @@ from placement.core.evaluate import (
     memory_args,
     step_precision_args,
 )
-from placement.core.floors import attention_ffn_floor
-from placement.core.queues import slot_admission
+from placement.core.replicas.queues import slot_admission
+from placement.core.verify.floors import attention_ffn_floor
 from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, attention_parts, ffn_parts, pair_latencies, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
 if TYPE_CHECKING:
-    from placement.core.context import Context
-    from placement.core.schema import TrafficClass
+    from placement.core.instance.context import Context
+    from placement.core.instance.schema import TrafficClass
 
 __all__ = ["DECODE_AF", "MODE"]
 
@@ -129,7 +129,7 @@ def _pairing_perf(ctx: Context, cls: TrafficClass, b: np.ndarray, memo: dict, cf
     What does not depend on the class comes from :func:`_pairing_layout`; each distinct attention half
     (part, micro-batches) is timed once; every (configuration, stream count) is a row of one array through
     :func:`costmodels.af.af_pipeline_tpot_s`, a configuration's TPOT the minimum of its rows
-    (``minimum.reduceat``), and one :func:`placement.core.queues.slot_admission` takes them all. Every
+    (``minimum.reduceat``), and one :func:`placement.core.replicas.queues.slot_admission` takes them all. Every
     formula is elementwise, so each entry is what evaluating its configuration alone gives.
     """
     a_chip, f_chip = ctx.chips[cfgs[0].main.chip], ctx.chips[cfgs[0].partner.chip]

@@ -12,7 +12,7 @@ Capacity rule (requests/s per replica): a cycle drafts γ tokens, verifies
 them in one target step and, remote, waits a round trip; it yields
 E = :func:`costmodels.expected_tokens_per_verify` tokens, so
 TPOT = (γ·t_draft + t_verify + RTT)/E; B slots each held output_tokens·TPOT,
-capacity and wait for a slot by :func:`placement.core.queues.slot_admission`.
+capacity and wait for a slot by :func:`placement.core.replicas.queues.slot_admission`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from costmodels import (
     memory_per_chip_bytes,
     verify_step,
 )
-from placement.core.evaluate import (
+from placement.core.replicas.evaluate import (
     Perf,
     PoolConfig,
     banded_step_s,
@@ -42,15 +42,15 @@ from placement.core.evaluate import (
     memory_args,
     step_precision_args,
 )
-from placement.core.floors import speculative_floor
-from placement.core.queues import slot_admission
+from placement.core.replicas.queues import slot_admission
+from placement.core.verify.floors import speculative_floor
 from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
 from placement.modes.layouts import BATCHES, pair_latencies, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
 if TYPE_CHECKING:
-    from placement.core.context import Context
-    from placement.core.schema import TrafficClass
+    from placement.core.instance.context import Context
+    from placement.core.instance.schema import TrafficClass
 
 __all__ = ["DECODE_SPEC", "MODE"]
 

@@ -1,6 +1,6 @@
 """The band chart of the HTML plan report: every pool's TTFT, TPOT and load against its limit, drawn.
 
-One row per figure (:func:`placement.core.confidence.band_rows`), grouped by class: first the class's
+One row per figure (:func:`placement.core.plans.confidence.band_rows`), grouped by class: first the class's
 route TTFT and TPOT (its stated figures), then each pool's. A row draws the figure's p10–p90 band as a
 bar (green when the limit lies beyond it, red when the limit lies inside it: about one deployment in
 ten like it would miss), its p50 as a tick and the stated value as a dot, on one logarithmic axis of
@@ -11,7 +11,7 @@ each latency row marks the SLO it was planned to. Row labels left, numbers right
 
 Examples
 --------
->>> from placement.core.confidence import BandRow
+>>> from placement.core.plans.confidence import BandRow
 >>> svg = bands_svg([BandRow(pool="", chip="", traffic_class="chat", figure="TPOT", stated=20, limit=25),
 ...                  BandRow(pool="pool-01", chip="h100", traffic_class="chat", figure="TPOT", stated=20,
 ...                          limit=25, low=14, mid=19, high=31, planned=20)])
@@ -27,8 +27,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from placement.core.confidence import BandRow
-from placement.core.numbers import num
+from placement.core.plans.confidence import BandRow
+from placement.core.plans.numbers import num
 from placement.report.svg import esc, fit
 
 __all__ = ["ShareAxis", "band_text", "bands_legend", "bands_svg", "row_label", "share_axis"]

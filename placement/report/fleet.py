@@ -10,7 +10,7 @@ only to switches).
 
 Examples
 --------
->>> from placement.core.plan import LinkPlan, Plan
+>>> from placement.core.plans.plan import LinkPlan, Plan
 >>> plan = Plan(instance="t", status="optimal", objective="cost", links=[
 ...     LinkPlan(source="g", target="tor", load_bytes_per_s=5e9, capacity_bytes_per_s=1e10, utilisation=0.5),
 ...     LinkPlan(source="tor", target="g", load_bytes_per_s=0, capacity_bytes_per_s=1e10, utilisation=0),
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from placement.core.numbers import num, usd
-from placement.core.plan import Plan
+from placement.core.plans.numbers import num, usd
+from placement.core.plans.plan import Plan
 from placement.report.svg import PALETTE, esc, fit, load_colour, text_width
 
 __all__ = ["STAGE_COLOURS", "Fleet", "fleet_svg", "stage_colour"]

@@ -8,7 +8,7 @@ chart of a ``pareto``/``sweep --json`` result.
 
 Examples
 --------
->>> from placement.core.plan import ClassPlan, Plan
+>>> from placement.core.plans.plan import ClassPlan, Plan
 >>> plan = Plan(instance="t", status="optimal", objective="cost", cost_usd_per_hour=1.0, classes=[
 ...     ClassPlan(name="c", rate_rps=1, modes={"pd": 1.0}, ttft_ms=80, tpot_ms=20, ttft_slo_ms=100,
 ...               tpot_slo_ms=25)])
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from placement.core.confidence import band_rows, loads_inside_bands, slos_inside_bands
-from placement.core.numbers import num, usd
-from placement.core.plan import Plan
+from placement.core.plans.confidence import band_rows, loads_inside_bands, slos_inside_bands
+from placement.core.plans.numbers import num, usd
+from placement.core.plans.plan import Plan
 from placement.report.bands import bands_legend, bands_svg
 from placement.report.fleet import STAGE_COLOURS, fleet_svg, stage_colour
 from placement.report.labels import axis_label

@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from placement.core.numbers import num
+from placement.core.plans.numbers import num
 
 __all__ = ["PALETTE", "Series", "esc", "fit", "hbars", "line_chart", "load_colour", "log_ticks", "nice_ticks",
            "text_width"]

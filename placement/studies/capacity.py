@@ -11,7 +11,7 @@ Feasibility is monotone in ``s`` (a plan for s serves any s' < s with the same r
 by search on the MILP: a bracket ``[lo, hi]`` (``lo`` servable, ``hi`` not) from the instance's rates,
 grown geometrically, then bisected in ratio until ``hi / lo ≤ 1 + rtol``. Each probe is a whole solve of
 the scaled instance: candidates are generated once (rates are not part of the candidate key,
-:mod:`placement.core.candidate_cache`), probes stop at a loose gap (only feasibility matters) and are not
+:mod:`placement.core.replicas.candidate_cache`), probes stop at a loose gap (only feasibility matters) and are not
 diagnosed; the plan at ``lo`` is then solved to the instance's own optimality gap and passes the
 independent verifier. ``hi``'s infeasibility is the solver's word (with ``lo``'s plan verified, the
 reported capacity is a proven lower bound within ``rtol`` of the solver's optimum).
@@ -22,7 +22,7 @@ ten. Pools priced from measurements carry no band: a fleet of them has the same 
 
 Examples
 --------
->>> from placement.core.loading import load_instance
+>>> from placement.core.instance.loading import load_instance
 >>> inst = load_instance("instances/melange-toy.yaml")
 >>> mix = capacity(inst, targets=["mix"], backend="highs", band=False)[0]
 >>> mix.status, mix.verified, mix.chips <= 32, round(mix.scale, 2) >= 1
@@ -37,10 +37,10 @@ from collections.abc import Callable, Sequence
 
 from pydantic import Field
 
-from placement.core.errors import InputError
-from placement.core.plan import Plan
-from placement.core.profile import with_rates
-from placement.core.schema import Instance
+from placement.core.instance.errors import InputError
+from placement.core.instance.schema import Instance
+from placement.core.operations.profile import with_rates
+from placement.core.plans.plan import Plan
 from solvers.backends import DEFAULT_BACKEND
 from topology.records import MutableRecord
 
@@ -195,7 +195,7 @@ def capacity(instance: Instance, *, targets: Sequence[str] | None = None, backen
     search it stops reports status ``time_limit`` with the bracket reached. ``gap``: the final plan's
     optimality gap (probes use :data:`PROBE_GAP`).
     """
-    from placement.core.solve import solve as solve_instance
+    from placement.core.pipeline.solve import solve as solve_instance
 
     if not (math.isfinite(rtol) and 1e-9 <= rtol <= 1.0):
         raise InputError(f"expected a relative tolerance between 1e-9 and 1, got {rtol:g}", field="--rtol")

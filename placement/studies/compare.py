@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from placement.core.objectives import objective
-from placement.core.plan import Comparison, Plan
-from placement.core.schema import Instance
-from placement.core.solve import solve
+from placement.core.instance.objectives import objective
+from placement.core.instance.schema import Instance
+from placement.core.pipeline.solve import solve
+from placement.core.plans.plan import Comparison, Plan
 from solvers.backends import DEFAULT_BACKEND
 
 __all__ = ["compare", "kv_variants", "objective_value", "reason_of", "variants", "with_comparisons"]
@@ -56,7 +56,7 @@ def kv_variants(inst: Instance) -> list[tuple[str, str]]:
 
 
 def objective_value(plan: Plan, name: str) -> float | None:
-    """What objective ``name`` (:mod:`placement.core.objectives`) measures of a verified plan: $/h, W, chips.
+    """What objective ``name`` (:mod:`placement.core.instance.objectives`) measures of a verified plan: $/h, W, chips.
 
     Raises
     ------

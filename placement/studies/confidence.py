@@ -9,7 +9,7 @@ Run: ``python benchmarks/confidence_cost.py instances/agentic-coding.yaml`` (pri
 
 Examples
 --------
->>> from placement.core.plan import Plan
+>>> from placement.core.plans.plan import Plan
 >>> rows = [ConfidenceRow(None, Plan(instance="x", status="optimal", objective="cost", cost_usd_per_hour=10.0))]
 >>> print(markdown(rows).splitlines()[2])
 | nominal | optimal | 10.00 | – | – |
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from placement.core.plan import Plan
-from placement.core.schema import Instance
+from placement.core.instance.schema import Instance
+from placement.core.plans.plan import Plan
 
 __all__ = ["DEFAULT_LEVELS", "ConfidenceRow", "cost_of_confidence", "markdown"]
 
@@ -39,7 +39,7 @@ class ConfidenceRow:
 def cost_of_confidence(instance: Instance, levels=DEFAULT_LEVELS, backend: str = "highs",
                        source: str = "<instance>") -> list[ConfidenceRow]:
     """The nominal plan of ``instance`` and one plan per level, in that order."""
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     return [ConfidenceRow(c, solve(instance.model_copy(update={"confidence": c}), backend=backend, source=source))
             for c in (None, *levels)]

@@ -9,7 +9,7 @@ Executors: ``"local"`` (a process pool, the default; ``workers=1`` runs in this
 process), ``"ray"`` (an existing Ray cluster at ``address``, or a local one;
 Ray is an optional extra). ``fn`` must be a picklable top-level function.
 :func:`generation_executor` sends candidate generation's (class, chip type)
-jobs (:mod:`placement.core.parallel_generation`) to the same executors.
+jobs (:mod:`placement.core.replicas.parallel_generation`) to the same executors.
 
 Examples
 --------
@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 from placement.studies.jobs import Outcome, call
 from placement.studies.ray_executor import generation_mapper as ray_mapper
 from placement.studies.ray_executor import run_map_ray
@@ -99,7 +99,7 @@ def set_generation_executor(executor: str = "local", address: str | None = None)
     """Generate this process's later candidates on ``executor``: ``"local"`` (forked process pool on large
     instances, the default) or ``"ray"`` (a task per (class, chip type) job on the cluster at ``address``; a
     private local Ray when None)."""
-    from placement.core.parallel_generation import set_job_mapper
+    from placement.core.replicas.parallel_generation import set_job_mapper
 
     set_job_mapper(_generation_mapper(executor, address))
 
@@ -107,7 +107,7 @@ def set_generation_executor(executor: str = "local", address: str | None = None)
 @contextmanager
 def generation_executor(executor: str, address: str | None = None) -> Iterator[None]:
     """:func:`set_generation_executor` for the block, as it was after it."""
-    from placement.core.parallel_generation import job_mapper
+    from placement.core.replicas.parallel_generation import job_mapper
 
     with job_mapper(_generation_mapper(executor, address)):
         yield

@@ -64,7 +64,7 @@ def kv_prices(ctx) -> list[KvPrices]:
     InputError
         No class describes sessions.
     """
-    from placement.core.errors import InputError
+    from placement.core.instance.errors import InputError
 
     classes = [c for c in ctx.instance.workload.classes if c.sessions is not None]
     if not classes:
@@ -86,8 +86,8 @@ def holding_usd_per_million_tokens(usd_per_byte_hour: float, bytes_per_token: fl
 
 def uncached_usd_per_million_tokens(ctx, cls) -> tuple[float, str] | None:
     """The cheapest recompute of ``cls``'s prefix by a prefill replica meeting its TTFT: ($/M tokens, what)."""
-    from placement.core.evaluate import evaluate
-    from placement.core.kvmodel import outcome_class
+    from placement.core.kv.kvmodel import outcome_class
+    from placement.core.replicas.evaluate import evaluate
     from placement.modes.pd import prefill_grids
 
     miss = outcome_class(ctx, cls, "miss", {}, cls.rate_rps)
@@ -106,8 +106,8 @@ def uncached_usd_per_million_tokens(ctx, cls) -> tuple[float, str] | None:
 def price_rows(ctx, cls) -> list[tuple[str, float, float, float, float, float]]:
     """(tier, window s, hit rate, residence s, holding $/M cached tokens, marginal $/M of the hits it adds over
     the tier's previous window) per tier and window of the grid."""
-    from placement.core.kvmodel import prefix_bytes, resolve_tiers
-    from placement.core.sessions import RETENTION_WINDOWS_S, session_hit_and_residence
+    from placement.core.instance.sessions import RETENTION_WINDOWS_S, session_hit_and_residence
+    from placement.core.kv.kvmodel import prefix_bytes, resolve_tiers
 
     per_token = prefix_bytes(ctx, cls) / cls.cached_prefix_tokens
     prices = {name: t.usd_per_byte_hour for name, t in resolve_tiers(ctx).items()}

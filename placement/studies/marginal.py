@@ -44,9 +44,9 @@ from typing import Any
 
 from pydantic import Field
 
-from placement.core.errors import InputError, VerificationError
-from placement.core.numbers import num
-from placement.core.paths import instance_document, set_path
+from placement.core.instance.errors import InputError, VerificationError
+from placement.core.instance.paths import instance_document, set_path
+from placement.core.plans.numbers import num
 from placement.studies.sweep import Job, run_jobs
 from solvers.backends import DEFAULT_BACKEND
 from topology.records import MutableRecord
@@ -106,7 +106,7 @@ def _link_utilisation(plan, a: str, b: str) -> float | None:
 
 def variants(inst, plan, factor: float, shortcut: bool = True) -> list[tuple[dict, dict | None]]:
     """(row fields, modified document — None when proven unchanged) for every variant, in instance order."""
-    from placement.core.context import Context
+    from placement.core.instance.context import Context
 
     if not factor > 1:
         raise InputError(f"expected a bandwidth factor > 1, got {factor}", field="--bandwidth-factor")
@@ -177,12 +177,12 @@ def marginal(
     instance, used for utilisations, chips used and the idle-domain shortcut
     (``shortcut=False`` solves those rows too).
     """
-    from placement.core.loading import parse_instance
+    from placement.core.instance.loading import parse_instance
 
     warnings: list[str] = []
     if plan is not None:
-        from placement.core.context import Context
-        from placement.core.verify import verify
+        from placement.core.instance.context import Context
+        from placement.core.verify.verifier import verify
 
         if plan.instance != inst.name:
             raise InputError(f"plan is for instance {plan.instance!r}, not {inst.name!r}", field="instance")

@@ -32,8 +32,8 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from placement.core.errors import InputError
-from placement.core.numbers import usd, value
+from placement.core.instance.errors import InputError
+from placement.core.plans.numbers import usd, value
 from placement.modes import MODES
 from placement.studies.sweep import (
     MODE_LABELS,

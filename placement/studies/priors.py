@@ -7,7 +7,7 @@ best single chip type") *holds* when it has the same sign at every level.
 
 Examples
 --------
->>> from placement.core.loading import load_instance
+>>> from placement.core.instance.loading import load_instance
 >>> inst = with_priors(load_instance("instances/rubin-lpx-deepseek.yaml"), "low")
 >>> rubin = next(c for c in inst.hardware.chips if c.name == "rubin")
 >>> rubin.step_overhead_s, rubin.layer_overhead_s, rubin.allreduce_efficiency  # slowest peer's fixed pair
@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from costmodels.priors import Level, at_prior, prior_range
-from placement.core.loading import chips_of, parse_instance
-from placement.core.plan import Comparison
-from placement.core.schema import Instance
+from placement.core.instance.loading import chips_of, parse_instance
+from placement.core.instance.schema import Instance
+from placement.core.plans.plan import Comparison
 from solvers.backends import DEFAULT_BACKEND
 
 __all__ = ["PriorVerdict", "prior_chips", "sensitivity", "with_priors"]

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from placement.core.errors import InputError, SolverError, redact
+from placement.core.instance.errors import InputError, SolverError, redact
 from placement.studies.jobs import Outcome, call
 
 __all__ = ["CONNECT_TIMEOUT_S", "generation_mapper", "probe_address", "ray_available", "run_map_ray"]
@@ -61,7 +61,7 @@ def probe_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     >>> probe_address("ray://user:secret@127.0.0.1:1", timeout_s=1)
     Traceback (most recent call last):
     ...
-    placement.core.errors.SolverError: Ray at ray://***@127.0.0.1:1 does not answer: no TCP connection to 127.0.0.1:1 within 1 s (Connection refused)
+    placement.core.instance.errors.SolverError: Ray at ray://***@127.0.0.1:1 does not answer: no TCP connection to 127.0.0.1:1 within 1 s (Connection refused)
     """
     import socket
 
@@ -229,7 +229,7 @@ def run_map_ray(
 
 
 def generation_mapper(address: str | None) -> Callable[[Callable[[Any], Any], list, int | None], list]:
-    """A job mapper for candidate generation (:data:`placement.core.parallel_generation.JobMapper`): the jobs
+    """A job mapper for candidate generation (:data:`placement.core.replicas.parallel_generation.JobMapper`): the jobs
     as Ray tasks on ``address``, their values in order; a failed job stops generation."""
     def run(fn: Callable[[Any], Any], items: list, workers: int | None) -> list:
         outcomes = run_map_ray(fn, items, address=address, workers=workers)

@@ -1,7 +1,7 @@
 """What-if sweeps over any instance field: the points, their solves, the result and its CSV.
 
 A sweep is many independent solves of modified copies of one instance. Every
-point's instance is built and validated (:func:`placement.core.loading.parse_instance`)
+point's instance is built and validated (:func:`placement.core.instance.loading.parse_instance`)
 **before any solve**, so a bad path, an empty range or a wrong type fails at
 once; the solves then run in parallel on :func:`placement.studies.executor.run_map`
 (a local process pool, or a Ray cluster) and come back in input order. A point
@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import Field
 
-from placement.core.errors import InputError
+from placement.core.instance.errors import InputError
 from placement.modes import labels
 from placement.studies.whatif import (
     Axis,
@@ -193,7 +193,7 @@ class Job:
 
 def solve_job(job: Job) -> dict:
     """Solve one point and summarise it (runs in a worker)."""
-    from placement.core.solve import solve
+    from placement.core.pipeline.solve import solve
 
     plan = solve(job.instance, backend=job.backend, time_limit_s=job.time_limit_s, gap=job.gap, source=job.source)
     tokens = {c.name: c.rate_rps * c.output_tokens for c in job.instance.workload.classes}
@@ -207,7 +207,7 @@ def solve_job(job: Job) -> dict:
 def run_jobs(jobs: list[Job], *, executor: str, workers: int | None, address: str | None, progress) -> list:
     """:func:`placement.studies.executor.run_map` of :func:`solve_job` over ``jobs``; before a local pool
     forks, the candidates several jobs share are generated once here and inherited by the workers
-    (:func:`placement.core.candidate_cache.share_generations`)."""
+    (:func:`placement.core.replicas.candidate_cache.share_generations`)."""
     import multiprocessing
     import os
 
@@ -215,7 +215,7 @@ def run_jobs(jobs: list[Job], *, executor: str, workers: int | None, address: st
 
     if (executor == "local" and len(jobs) > 1 and (workers or os.cpu_count() or 1) > 1
             and multiprocessing.get_start_method() == "fork"):
-        from placement.core.candidate_cache import share_generations
+        from placement.core.replicas.candidate_cache import share_generations
 
         share_generations([job.instance for job in jobs])
     return run_map(solve_job, jobs, executor=executor, workers=workers, address=address, progress=progress)

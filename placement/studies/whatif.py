@@ -6,7 +6,7 @@ a bad path, an empty range or a wrong type fails at once, before any solver runs
 
 Paths
 -----
-As :mod:`placement.core.paths` reads them (``workload.classes.chat.rate_rps``, ...).
+As :mod:`placement.core.instance.paths` reads them (``workload.classes.chat.rate_rps``, ...).
 
 Values
 ------
@@ -37,7 +37,7 @@ Examples
 >>> parse_values("5:1:0")
 Traceback (most recent call last):
 ...
-placement.core.errors.InputError: 5:1:0: empty range: expected N >= 1 points, got 0
+placement.core.instance.errors.InputError: 5:1:0: empty range: expected N >= 1 points, got 0
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from placement.core.errors import InputError
-from placement.core.paths import instance_document, set_path
+from placement.core.instance.errors import InputError
+from placement.core.instance.paths import instance_document, set_path
 
 __all__ = [
     "MAX_SOLVES",
@@ -213,8 +213,8 @@ def build_points(base: dict, axes: list[Axis], source: str) -> list[tuple[dict[s
     InputError
         Naming the path and value of the first point that is not a valid instance.
     """
-    from placement.core.context import Context
-    from placement.core.loading import parse_instance
+    from placement.core.instance.context import Context
+    from placement.core.instance.loading import parse_instance
 
     total = math.prod(len(a.values) for a in axes) if axes else 1
     if total > MAX_SOLVES:
@@ -242,8 +242,8 @@ def build_points(base: dict, axes: list[Axis], source: str) -> list[tuple[dict[s
 
 def apply_overrides(inst, overrides: list[str], source: str, option: str = "--set"):
     """The instance with ``PATH=VALUE`` overrides (one value each) applied and validated
-    (:func:`placement.core.paths.with_changes`), and the values by path."""
-    from placement.core.paths import with_changes
+    (:func:`placement.core.instance.paths.with_changes`), and the values by path."""
+    from placement.core.instance.paths import with_changes
 
     fixed: dict[str, Any] = {}
     for text in overrides:

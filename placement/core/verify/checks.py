@@ -1,4 +1,4 @@
-"""The verifier's checks by name, in the order :func:`placement.core.verify.verify` runs them.
+"""The verifier's checks by name, in the order :func:`placement.core.verify.verifier.verify` runs them.
 
 Every constraint family of the MILP names the check that mirrors it (``solvers.family.Family.check``);
 a solve refuses a family whose check is not here (:func:`require_checks`), so a family registered in
@@ -13,7 +13,7 @@ completion's rows — cuts off no plan: there is nothing to check).
 
 Examples
 --------
->>> from placement.core.verify import CHECKS
+>>> from placement.core.verify.verifier import CHECKS
 >>> list(CHECKS)[:3], CHECKS["check_totals"].stated
 (['check_pool_fields', 'check_class_fields', 'check_totals'], True)
 """
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from placement.core.context import Context
-    from placement.core.plan import Plan
+    from placement.core.instance.context import Context
+    from placement.core.plans.plan import Plan
     from placement.core.verify.facts import PoolFacts
 
 __all__ = ["APART", "CHECKS", "Check", "register_check", "require_checks", "unregister_check"]
@@ -80,9 +80,9 @@ def require_checks(families: Iterable) -> None:
     >>> require_checks([SimpleNamespace(name="toy", check="check_toy")])
     Traceback (most recent call last):
     ...
-    ValueError: family 'toy': its verifier check 'check_toy' is not registered (placement.core.verify.register_check)
+    ValueError: family 'toy': its verifier check 'check_toy' is not registered (placement.core.verify.verifier.register_check)
     """
     for family in families:
         if family.check not in CHECKS and family.check not in APART:
             raise ValueError(f"family {family.name!r}: its verifier check {family.check!r} is not registered "
-                             "(placement.core.verify.register_check)")
+                             "(placement.core.verify.verifier.register_check)")

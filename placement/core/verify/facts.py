@@ -2,7 +2,7 @@
 
 Every field a consumer reads from a pool is recomputed here from its
 ``config`` (kind, layouts, batch), the catalogue chip, the domain group's
-price and power, and the cost models (:func:`placement.core.evaluate.evaluate`):
+price and power, and the cost models (:func:`placement.core.replicas.evaluate.evaluate`):
 nothing is taken from the pool's flat fields. The checks compare the plan
 against these facts.
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig, evaluate
-from placement.core.plan import STAGE_OF_KIND, Plan, Pool, replica_load_rps
-from placement.core.queues import at_load
-from placement.core.schema import TrafficClass
+from placement.core.instance.context import Context
+from placement.core.instance.schema import TrafficClass
+from placement.core.plans.plan import STAGE_OF_KIND, Plan, Pool, replica_load_rps
+from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.replicas.queues import at_load
 from placement.modes import enabled_modes, pool_kind
 from placement.modes import transfers as mode_transfers
 from placement.modes.layouts import pair_latencies
@@ -133,7 +133,7 @@ class PoolFacts:
 
 def rated_latencies(plan: Plan) -> bool:
     """Whether the plan states its pools' waits at their rated capacity (layouts 1 and 2) rather than at its
-    load (layout 3, :func:`placement.core.queues.at_load`)."""
+    load (layout 3, :func:`placement.core.replicas.queues.at_load`)."""
     return plan.provenance is not None and plan.provenance.schema_version in ("1", "2")
 
 

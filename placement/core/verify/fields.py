@@ -19,11 +19,11 @@ from collections import defaultdict
 from itertools import pairwise
 from typing import Any
 
-from placement.core.calibration_overlay import overlay_band
-from placement.core.confidence import pool_bands
-from placement.core.context import Context
-from placement.core.measured_steps import table_field
-from placement.core.plan import Plan, class_latencies_ms
+from placement.core.instance.calibration_overlay import overlay_band
+from placement.core.instance.context import Context
+from placement.core.plans.confidence import pool_bands
+from placement.core.plans.plan import Plan, class_latencies_ms
+from placement.core.replicas.measured_steps import table_field
 from placement.core.verify.facts import RTOL, SERVED_RPS, PoolFacts, close
 
 __all__ = ["check_class_fields", "check_links", "check_pair_fields", "check_pool_fields", "check_totals",

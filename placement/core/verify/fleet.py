@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import pairwise
 
-from placement.core.context import Context
-from placement.core.plan import Plan
-from placement.core.uplinks import place_in_listed_domains
+from placement.core.instance.context import Context
+from placement.core.plans.plan import Plan
+from placement.core.plans.uplinks import place_in_listed_domains
 from placement.core.verify.facts import RTOL, PoolFacts, over, transfers
 from solvers.packing import pack_into_domains
 from solvers.problem import Site
@@ -126,7 +126,7 @@ def assign_in_listed_domains(site: Site, sizes: dict[str, tuple[int, int, list[i
 
     ``sizes``: pool -> (chips per replica, replicas, listed domain indices). A replica larger than a
     domain takes consecutive whole listed domains. None when it works, else what does not fit
-    (:func:`placement.core.uplinks.place_in_listed_domains`).
+    (:func:`placement.core.plans.uplinks.place_in_listed_domains`).
     """
     return place_in_listed_domains(site, sizes)[1]
 

@@ -2,7 +2,7 @@
 
 A plan for an instance with session classes lists, for each, its policies
 (``kv_retention``: tier, window, share) and serves its outcome classes
-(:mod:`placement.core.kvmodel`) as classes of their own. Only the shares are
+(:mod:`placement.core.kv.kvmodel`) as classes of their own. Only the shares are
 the plan's choice; everything else is re-derived here and compared:
 
 * each policy exists for the plan's ``kv_policy`` (tier and window on the grid);
@@ -35,10 +35,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from placement.core.context import Context
-from placement.core.kvmodel import POLICY_MODES, expand, outcome_name
-from placement.core.kvplan import kv_facts, session_summary
-from placement.core.plan import Plan
+from placement.core.instance.context import Context
+from placement.core.kv.kvmodel import POLICY_MODES, expand, outcome_name
+from placement.core.kv.kvplan import kv_facts, session_summary
+from placement.core.plans.plan import Plan
 from placement.core.verify.facts import close
 
 __all__ = ["check_kv", "has_sessions"]

@@ -1,9 +1,9 @@
 """The re-plan's ``migration`` record re-derived: the mirror of the migration family of the MILP.
 
-For a plan with a ``migration`` record (:func:`placement.core.replan.replan`): each move of a pool the
+For a plan with a ``migration`` record (:func:`placement.core.operations.replan.replan`): each move of a pool the
 plan has holds the plan's replicas of that pool part in that group after the move; its additions and
 removals take the replicas alive before to those after; its reload bytes, seconds and $ follow the
-reload rule (:func:`placement.core.migration.change_cost`) for the pool's configuration on that
+reload rule (:func:`placement.core.plans.migration.change_cost`) for the pool's configuration on that
 group; and the totals are the sums over the moves (the longest reload for ``reload_s``), the
 objective the plan's run $/h plus the one-off $ over the amortisation hours.
 
@@ -16,9 +16,9 @@ Examples
 
 from __future__ import annotations
 
-from placement.core.context import Context
-from placement.core.migration import AMORTISE_H_RANGE, MAX_MOVE_USD, change_cost
-from placement.core.plan import Plan
+from placement.core.instance.context import Context
+from placement.core.plans.migration import AMORTISE_H_RANGE, MAX_MOVE_USD, change_cost
+from placement.core.plans.plan import Plan
 from placement.core.verify.facts import PoolFacts, close
 
 __all__ = ["check_migration"]

@@ -1,6 +1,6 @@
 """The plan's objective re-derived: the mirror of its primary objective in the MILP.
 
-A plan names the objective it was solved for (:mod:`placement.core.objectives`); the figure that
+A plan names the objective it was solved for (:mod:`placement.core.instance.objectives`); the figure that
 objective measures of the plan (its $/h, W, chips, or an extension's) must be what its pools, as the
 verifier re-derives them, give.
 
@@ -13,9 +13,9 @@ Examples
 
 from __future__ import annotations
 
-from placement.core.context import Context
-from placement.core.objectives import OBJECTIVES
-from placement.core.plan import Plan
+from placement.core.instance.context import Context
+from placement.core.instance.objectives import OBJECTIVES
+from placement.core.plans.plan import Plan
 from placement.core.verify.facts import PoolFacts, close
 
 __all__ = ["check_objective"]

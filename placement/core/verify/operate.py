@@ -1,7 +1,7 @@
 """Checks of what operators read off a plan: which prefill pool feeds which decode pool, and the pool limit.
 
 * ``check_kv_feeds``: the plan's ``prefill_to_decode`` = the feeds re-derived from its
-  loads and KV-transfer flows (:func:`placement.core.kv_feeds.derive_kv_feeds`,
+  loads and KV-transfer flows (:func:`placement.core.kv.kv_feeds.derive_kv_feeds`,
   with the transfers of the instance's modes), record by record within
   :data:`~placement.core.verify.facts.RTOL` of the class's rate. Plans written
   before the feeds were recorded (plan schema 1) state none and are not asked to.
@@ -14,7 +14,7 @@
 Examples
 --------
 >>> from placement.core.verify.operate import pools_per_stage
->>> from placement.core.plan import Pool, PoolSite
+>>> from placement.core.plans.plan import Pool, PoolSite
 >>> pools = [Pool.model_construct(id=i, part=0, sites=[PoolSite(site="s", replicas=1, load_rps={
 ...     "a|pd|decode": 1.0, "a|pd-af|decode": 0.5})]) for i in ("p1", "p2")]
 >>> pools_per_stage(pools, {"a": 10.0})
@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from placement.core.context import Context
-from placement.core.kv_feeds import kv_feeds_of
-from placement.core.plan import Plan, Pool
+from placement.core.instance.context import Context
+from placement.core.kv.kv_feeds import kv_feeds_of
+from placement.core.plans.plan import Plan, Pool
 from placement.core.verify.facts import RTOL
 from placement.modes import StepId
 

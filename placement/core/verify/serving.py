@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from placement.core.context import Context
-from placement.core.evaluate import max_sequences_per_rank, rank_sequence_ceiling
-from placement.core.plan import Plan, class_latencies_ms
+from placement.core.instance.context import Context
+from placement.core.plans.plan import Plan, class_latencies_ms
+from placement.core.replicas.evaluate import max_sequences_per_rank, rank_sequence_ceiling
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
 from placement.modes.ids import RouteId, StepId
 from placement.modes.registry import pool_kind
@@ -126,7 +126,7 @@ def check_capacity(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
 def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
     """Each configuration fits its chips' memory and its engine's sequences per rank and meets its class's TTFT and
     TPOT; each route's TTFT (its
-    steps' parts added, :func:`placement.core.plan.class_latencies_ms`) meets the class's."""
+    steps' parts added, :func:`placement.core.plans.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
     serving = ctx.instance.serving
     engine_cap = max_sequences_per_rank(ctx)

@@ -8,7 +8,7 @@ The other checks assume they hold.
 Examples
 --------
 >>> from placement.core.verify.structure import check_numbers
->>> from placement.core.plan import Plan
+>>> from placement.core.plans.plan import Plan
 >>> check_numbers(Plan(instance="t", status="optimal", objective="cost", power_w=float("nan")))
 ['power_w is nan; every number in a plan must be finite']
 """
@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import Counter
 
 from costmodels.models import ModelSpec
-from placement.core.context import Context
-from placement.core.evaluate import PartLayout, PoolConfig
-from placement.core.plan import Plan, bad_numbers
+from placement.core.instance.context import Context
+from placement.core.plans.plan import Plan, bad_numbers
+from placement.core.replicas.evaluate import PartLayout, PoolConfig
 from placement.core.verify.facts import transfers
 from placement.modes import enabled_modes, pool_kind
 

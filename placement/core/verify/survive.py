@@ -23,8 +23,8 @@ from collections import defaultdict
 
 import pulp
 
-from placement.core.context import Context
-from placement.core.plan import Plan
+from placement.core.instance.context import Context
+from placement.core.plans.plan import Plan
 from placement.core.verify.facts import RTOL, PoolFacts
 from placement.modes import enabled_modes, pool_kind
 from solvers.backends.highs import quiet_highs_banner
@@ -126,7 +126,7 @@ def check_survival(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
 def _failover_batches(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
     """Give each pool of ``survive_batches`` the capacity of its configuration at that batch (the scenarios'
     SLOs must hold there); the reasons it cannot, if any."""
-    from placement.core.evaluate import evaluate
+    from placement.core.replicas.evaluate import evaluate
 
     v = []
     by_id = {f.pool.id: f for f in facts}

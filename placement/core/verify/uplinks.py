@@ -1,12 +1,12 @@
 """Checks on the domains' uplinks: the KV each domain of a group sends and receives, re-derived from the
-pools' loads and domains (:mod:`placement.core.uplinks`), within the domain's uplink; the plan's ``uplinks``
+pools' loads and domains (:mod:`placement.core.plans.uplinks`), within the domain's uplink; the plan's ``uplinks``
 say so."""
 
 from __future__ import annotations
 
-from placement.core.context import Context
-from placement.core.plan import Plan
-from placement.core.uplinks import UplinkPlan, domain_uplinks
+from placement.core.instance.context import Context
+from placement.core.plans.plan import Plan
+from placement.core.plans.uplinks import UplinkPlan, domain_uplinks
 from placement.core.verify.facts import PoolFacts, close, over, transfers
 
 __all__ = ["check_uplink_fields", "check_uplinks"]

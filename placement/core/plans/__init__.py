@@ -1,0 +1,10 @@
+"""The plan: the record a solve returns and everything that describes or writes one.
+
+:mod:`~placement.core.plans.plan` (pools, classes, links, totals; reading a plan file), the
+migration record a re-plan carries and its reload rule (:mod:`~placement.core.plans.migration`; the
+plan record holds it, so it sits here and not with the re-plans), provenance (what makes a plan
+self-describing), error bands (:mod:`~placement.core.plans.confidence`), numbers as people read
+them, atomic writes of outputs and the JSON Schemas of the instance and plan formats.
+
+Imports: the instance and replica rooms (a pool's configuration is the evaluator's record).
+"""
