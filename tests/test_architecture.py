@@ -13,6 +13,12 @@
   ``Console``, or imports ``rich``, ``typer`` or ``matplotlib``.
 * No import cycle among the modules of the four packages, inside a package too: the modules and the
   imports between them form a graph without a cycle (Tarjan's strongly connected components).
+* No import cycle between the parts of any package either: the modules and subpackages right under a
+  package, each taken as one node with the imports of everything in it, form no cycle. The one
+  exception is ``placement.core`` and ``placement.modes`` (:data:`PACKAGE_CYCLES_ALLOWED`).
+* ``placement.core`` is rooms: every module sits in one of :data:`ROOMS`, each room imports only the
+  rooms its row names (the rooms before it), and a room's ``__init__`` is a docstring. ``ROOMS`` is the
+  one table of rooms: ARCHITECTURE.md's "Rooms of placement.core" is checked against it.
 
 Imports inside functions count: a lazy import is still an arrow. Imports under ``if TYPE_CHECKING:``
 are annotations only (they never run) and are not arrows of the cycle check. ``from a.b import c``
@@ -58,6 +64,23 @@ ALLOWED_SUB = {
     "cli": {"core", "modes", "studies", "bench", "deploy", "report", "measure", "api"},
 }
 SUBPACKAGES = {"core", "modes", "studies", "bench", "deploy", "report", "measure", "api", "cli"}
+
+#: The rooms of placement.core, bottom up -> the rooms each may import (itself always). Why each module
+#: sits where it does is in its room's ``__init__`` docstring; ARCHITECTURE.md shows this table.
+ROOMS = {
+    "instance": set(),
+    "replicas": {"instance"},
+    "plans": {"instance", "replicas"},
+    "kv": {"instance", "replicas", "plans"},
+    "verify": {"instance", "replicas", "plans", "kv"},
+    "pipeline": {"instance", "replicas", "plans", "kv", "verify"},
+    "operations": {"instance", "replicas", "plans", "kv", "verify", "pipeline"},
+}
+
+#: Package -> groups of its parts allowed to import each other. The serving modes are core's extension
+#: point: core reads their registry (``placement.modes.registry``, which imports no mode) and the modes
+#: import the evaluator and the floors; no module cycle runs through the pair.
+PACKAGE_CYCLES_ALLOWED = {"placement": [{"placement.core", "placement.modes"}]}
 
 
 def _modules() -> list[Path]:
@@ -109,26 +132,29 @@ def _annotation_only(tree: ast.Module) -> set[int]:
     return out
 
 
+def arrows(tree: ast.Module, modules: set[str] | dict[str, Path]) -> set[str]:
+    """The ``modules`` a module's source imports, anywhere but under ``if TYPE_CHECKING:``."""
+    skip = _annotation_only(tree)
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                       for a in node.names]
+        else:
+            continue
+        out.update(t for t in targets if t in modules)
+    return out
+
+
 @cache
-def _module_graph() -> dict[str, set[str]]:
+def module_graph() -> dict[str, set[str]]:
     """Module -> the modules of the four packages it imports (anywhere but under TYPE_CHECKING)."""
     modules = {_module_name(p): p for p in _modules()}
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for name, path in modules.items():
-        tree = _tree(path)
-        skip = _annotation_only(tree)
-        for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
-                           for a in node.names]
-            else:
-                continue
-            graph[name].update(t for t in targets if t in modules and t != name)
-    return graph
+    return {name: arrows(_tree(path), modules) - {name} for name, path in modules.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -176,14 +202,124 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_cycle_check_finds_a_cycle_through_a_lazy_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
-    graph = _module_graph()
+    graph = module_graph()
     assert "placement.studies.sweep" in graph["placement.studies.pareto"]
     assert "placement.modes.registry" in graph["placement.core.replicas.evaluate"]  # imported inside a function
 
 
 def test_no_import_cycles():
-    cycles = _cycles(_module_graph())
+    cycles = _cycles(module_graph())
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def _packages(graph: dict[str, set[str]]) -> list[str]:
+    """The packages among the modules of ``graph`` (a module with modules under it)."""
+    return sorted({m for m in graph if any(o.startswith(m + ".") for o in graph)})
+
+
+def _parts_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The modules and subpackages right under ``package``, each with the imports of all it holds.
+
+    >>> _parts_graph({"p": set(), "p.a.x": {"p.b"}, "p.a.y": set(), "p.b": {"p.a.y", "q"}}, "p")
+    {'p.a': {'p.b'}, 'p.b': {'p.a'}}
+    """
+    def part(module: str) -> str | None:
+        if not module.startswith(package + "."):
+            return None
+        return f"{package}.{module[len(package) + 1:].split('.')[0]}"
+
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        here = part(module)
+        if here is None:
+            continue
+        out.setdefault(here, set()).update(t for t in map(part, targets) if t is not None and t != here)
+    return out
+
+
+def package_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """Every cycle between the parts of a package, as ``package: a <-> b``, but the allowed ones."""
+    out = []
+    for package in _packages(graph):
+        for cycle in _cycles(_parts_graph(graph, package)):
+            if set(cycle) not in PACKAGE_CYCLES_ALLOWED.get(package, []):
+                out.append(f"{package}: " + " <-> ".join(cycle))
+    return out
+
+
+def test_the_package_checks_find_a_room_importing_upwards():
+    """A module of the instance room importing the plan closes instance -> plans -> replicas -> instance."""
+    graph = {**module_graph(), "placement.core.instance.toy": {"placement.core.plans.plan"}}
+    assert package_cycles(graph) == [
+        "placement.core: placement.core.instance <-> placement.core.plans <-> placement.core.replicas"]
+    assert room_violations(graph) == [
+        "placement.core.instance.toy (instance) imports placement.core.plans.plan (plans)"]
+    assert "placement.core.replicas" in _parts_graph(module_graph(), "placement.core")["placement.core.plans"]
+
+
+def test_no_import_cycles_between_the_parts_of_a_package():
+    cycles = package_cycles(module_graph())
+    assert not cycles, "import cycles between parts of a package: " + "; ".join(cycles)
+
+
+def room_violations(graph: dict[str, set[str]], rooms: dict[str, set[str]] = ROOMS) -> list[str]:
+    """Each import of a module of placement.core that leaves its room for one its row does not name, and
+    each module of placement.core outside every room.
+
+    >>> room_violations({"placement.core.kv.a": {"placement.core.plans.p"},
+    ...                  "placement.core.plans.p": {"placement.core.kv.a"}, "placement.core.b": set()})
+    ['placement.core.b is in no room', 'placement.core.plans.p (plans) imports placement.core.kv.a (kv)']
+    """
+    out = []
+    for module, targets in sorted(graph.items()):
+        parts = module.split(".")
+        if parts[:2] != ["placement", "core"] or len(parts) < 3:
+            continue
+        room = parts[2]
+        if room not in rooms:
+            out.append(f"{module} is in no room")
+            continue
+        for target in sorted(targets):
+            tparts = target.split(".")
+            if tparts[:2] == ["placement", "core"] and len(tparts) > 2 and tparts[2] not in rooms[room] | {room}:
+                out.append(f"{module} ({room}) imports {target} ({tparts[2]})")
+    return out
+
+
+def test_core_is_rooms_and_each_room_imports_only_the_rooms_before_it():
+    core = ROOT / "placement" / "core"
+    assert sorted(p.name for p in core.glob("*.py")) == ["__init__.py"], "a module of placement.core in no room"
+    on_disk = {p.name for p in core.iterdir() if (p / "__init__.py").exists()}
+    assert on_disk == set(ROOMS), f"rooms on disk {sorted(on_disk)} != ROOMS {sorted(ROOMS)}"
+    bad = room_violations(module_graph())
+    assert not bad, "room arrows: " + "; ".join(bad)
+
+
+def test_room_rows_point_only_down():
+    order = list(ROOMS)
+    for room, allowed in ROOMS.items():
+        assert allowed <= set(order[: order.index(room)]), f"{room} may import a room after it"
+
+
+@pytest.mark.parametrize("room", ["", *ROOMS])
+def test_a_room_init_is_a_docstring(room):
+    init = ROOT / "placement" / "core" / room / "__init__.py"
+    body = _tree(init).body
+    assert body and ast.get_docstring(_tree(init)), f"{_name(init)}: say what the room holds"
+    assert all(isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in body), \
+        f"{_name(init)} holds code: a room's __init__ imports nothing (put the code in a module of the room)"
+
+
+def test_architecture_md_shows_the_room_table():
+    """ARCHITECTURE.md's table "| room | may import |" row by row = :data:`ROOMS`."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text.split("## Rooms of placement.core", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].startswith("`") and cells[0].endswith("`"):
+            rows[cells[0].strip("`")] = {c.strip("` ") for c in cells[1].split(",") if c.strip("` —-")}
+    assert rows == ROOMS
 
 
 def test_the_checks_see_the_code():

@@ -9,6 +9,8 @@ diagnosis and the verifier.
 * The toy objective, "$/h plus energy at $0.12 per kWh", is two files: its solver measure and its
   placement record (what it measures of a plan and of the verifier's pools). Three at most: the
   instance's ``objective`` takes any registered name, so the schema is not edited.
+* A module of ``placement.core`` is one file in its room (its folder): no table names modules, and the
+  architecture checks refuse it in a room below what it imports.
 """
 
 from __future__ import annotations
@@ -264,3 +266,43 @@ def test_an_objective_from_two_files_reaches_the_model_bound_diagnosis_and_verif
     doc["objective"] = "latency"
     with pytest.raises(placement.InputError, match="objective"):
         parse_plan(doc)
+
+
+
+TOY_MODULE = {
+    "toy_crossing_feeds.py": '''
+        """Toy KV-room module: how many of a plan's prefill-to-decode feeds cross sites."""
+        from placement.core.kv.kv_feeds import kv_feeds_of
+        from placement.core.plans.plan import Plan
+
+
+        def crossing_feeds(ctx, plan: Plan) -> int:
+            return sum(f.prefill_site != f.decode_site for f in kv_feeds_of(ctx, plan))
+    ''',
+}
+
+
+UPWARDS = "placement.core.plans.toy_crossing_feeds (plans) imports placement.core.kv.kv_feeds (kv)"
+
+
+@pytest.mark.parametrize("room, refused", [("kv", []), ("operations", []), ("plans", [UPWARDS])])
+def test_a_module_of_placement_core_is_one_file_in_its_room(room, refused, tmp_path, monkeypatch):
+    """A module added to a room is one file and no table: the architecture checks read its room from its
+    folder. Put in a room below what it imports, it is refused by the arrow it breaks, and it closes a
+    cycle between rooms."""
+    import ast
+
+    from tests.test_architecture import arrows, module_graph, package_cycles, room_violations
+
+    try:
+        (toy,) = _add(tmp_path, monkeypatch, TOY_MODULE)
+        ctx = Context.of(parse_instance(copy.deepcopy(TOY)))
+        assert toy.crossing_feeds(ctx, placement.solve(ctx.instance, backend=BACKEND)) == 0  # one site
+    finally:
+        sys.modules.pop("toy_crossing_feeds", None)
+    graph = module_graph()
+    name = f"placement.core.{room}.toy_crossing_feeds"
+    with_toy = {**graph, name: arrows(ast.parse(textwrap.dedent(TOY_MODULE["toy_crossing_feeds.py"])), graph)}
+    assert with_toy[name] == {"placement.core.kv.kv_feeds", "placement.core.plans.plan"}
+    assert room_violations(with_toy) == refused
+    assert bool(package_cycles(with_toy)) == bool(refused)
