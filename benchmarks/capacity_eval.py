@@ -392,6 +392,13 @@ def _layout_stats(rows: list[dict]) -> dict:
             "layout_beyond_1_5x": sum(1 for v in r if v > 1.5 or v < 1 / 1.5)}
 
 
+def _plan_pp(layout: str | None) -> int | None:
+    """The pipeline stages of a plan's layout string ("tp2 ep1 pp4 dp1 b512 x2" -> 4); None without a plan."""
+    if not layout:
+        return None
+    return next((int(w[2:]) for w in layout.split() if w.startswith("pp") and w[2:].isdigit()), None)
+
+
 def summarise(rows: list[dict]) -> dict[str, dict]:
     groups: dict[str, list[dict]] = defaultdict(list)
     for x in rows:
@@ -402,6 +409,9 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
         groups[f"regime {x['regime']}"].append(x)
         if x["overlaps_fit"]:
             groups["rows that repeat fit data"].append(x)
+        pp = _plan_pp(x.get("plan_layout"))
+        if pp is not None:  # no measured run of a calibrated chip used pipeline stages: pp > 1 is modelled only
+            groups["plan pipeline-parallel (pp > 1)" if pp > 1 else "plan without pipeline stages (pp 1)"].append(x)
         if "beyond_fit_batch" in x:
             groups["plan batch per rank " + ("beyond" if x["beyond_fit_batch"] else "within")
                    + " the held-out fit's"].append(x)

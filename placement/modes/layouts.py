@@ -102,7 +102,8 @@ def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:
 
 def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str,
             data_parallel: bool = False) -> list[tuple[int, int, int, int]]:
-    """(tp, ep, pp, dp) with dp·tp·pp = chips, tp inside one domain and dividing the heads.
+    """(tp, ep, pp, dp) with dp·tp·pp = chips, tp inside one domain and dividing the heads, pp at most the
+    model's layers and the instance's ``serving.max_pipeline_stages``.
 
     Always the dp = 1 layouts: tp·pp = chips, ep ∈ {1, tp} on a mixture-of-experts
     model (tp dividing the experts). With ``data_parallel`` (decode and
@@ -118,6 +119,7 @@ def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str,
     """
     m = ctx.model
     out = []
+    most_pp = ctx.instance.serving.max_pipeline_stages or m.layers
     tp = 1
     while tp <= min(chips, site.chips_per_domain):
         if chips % tp == 0 and m.attention.heads % tp == 0:
@@ -125,10 +127,10 @@ def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str,
             eps = [1]
             if m.moe is not None and tp > 1 and m.moe.experts % tp == 0 and stage != "decode-attention":
                 eps.append(tp)
-            out.extend((tp, ep, pp, 1) for ep in eps if pp <= m.layers)
+            out.extend((tp, ep, pp, 1) for ep in eps if pp <= min(m.layers, most_pp))
             if data_parallel and m.moe is not None:
                 for width in sorted({min(chips, site.chips_per_domain), chips}):
-                    if width % tp == 0 and width > tp and chips // width <= m.layers:
+                    if width % tp == 0 and width > tp and chips // width <= min(m.layers, most_pp):
                         out.append((tp, width, chips // width, width // tp))
         tp *= 2
     return out

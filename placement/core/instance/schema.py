@@ -454,7 +454,8 @@ class Serving(Record):
     ``framework`` names an entry of ``costmodels/catalog/frameworks.yaml`` (:mod:`costmodels.frameworks`);
     ``pooled`` (the default) adds nothing and takes the widest TTFT band. ``max_sequences_per_rank`` lowers
     the framework's ceiling on a rank's batch; ``max_sequences_per_chip`` bounds the sequences in flight per
-    chip whatever the layout (a rank of ``c`` chips holds at most ``floor(c · max_sequences_per_chip)``).
+    chip whatever the layout (a rank of ``c`` chips holds at most ``floor(c · max_sequences_per_chip)``);
+    ``max_pipeline_stages`` bounds every pool's pipeline stages (an attention–FFN pool's FFN half aside).
     """
 
     framework: Framework = Field(default="pooled", description="a costmodels/catalog/frameworks.yaml entry: "
@@ -471,6 +472,12 @@ class Serving(Record):
         description="sequences in flight per chip, whatever the layout: a (data-parallel) rank of c chips "
         "runs at most floor(c x this) at once (at least one). The load a deployment was tested or measured at "
         "(a benchmark's concurrency / its GPUs), so that a plan does not rest on batches nobody ran")
+    max_pipeline_stages: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="the most pipeline stages (pp) a pool may run, e.g. 1 for none: what the deployment's engine "
+        "runs. No measured run in the calibration used pipeline stages, so a pipeline-parallel plan rests on the "
+        "model alone (benchmarks/CAPACITY.md: such plans were 1.23x optimistic on held-out campaigns). The "
+        "FFN half of an attention-FFN pool is its own pipeline and is not limited")
 
 
 class Instance(Record):

@@ -43,7 +43,7 @@ from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
 
 __all__ = ["assemble_plan", "fit_range_notes", "framework_notes", "headroom_notes", "overlay_range_notes",
-           "price_notes", "uncalibrated_model_notes"]
+           "pipeline_notes", "price_notes", "uncalibrated_model_notes"]
 
 
 def _solver_stats(sol: Solution) -> SolverStats:
@@ -209,7 +209,7 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
     plan.prefill_to_decode = kv_feeds_of(ctx, plan)
     plan.uplinks = domain_uplinks(ctx, plan.pools, transfers(ctx))
     plan.notes = [*plan.notes, *overlay_range_notes(inst, pools), *fit_range_notes(ctx, pools),
-                  *uncalibrated_model_notes(ctx.model)]
+                  *pipeline_notes(ctx, pools), *uncalibrated_model_notes(ctx.model)]
     return plan
 
 
@@ -240,6 +240,21 @@ def fit_range_notes(ctx: Context, pools: list[Pool]) -> list[str]:
             out.append(f"{p.id} runs {num(per_rank)} sequences per rank on {p.chip}, beyond the {num(hi)} its "
                        "calibration measured: the step model extrapolates there (hold plans to measured loads with "
                        "serving.max_sequences_per_rank, or price them at --confidence)")
+    return out
+
+
+def pipeline_notes(ctx: Context, pools: list[Pool]) -> list[str]:
+    """Plan notes for pools on a calibrated chip that run pipeline stages: no measured run the calibration
+    was fitted on used any (its stage hand-offs and bubbles are modelled, not measured), and on held-out
+    campaigns the planner's pipeline-parallel plans were its most optimistic (benchmarks/CAPACITY.md)."""
+    out = []
+    for p in pools:
+        chip = ctx.chips.get(p.chip)
+        if chip is None or chip.calibration != "calibrated" or p.part or p.pp <= 1:
+            continue
+        out.append(f"{p.id} runs {p.pp} pipeline stages on {p.chip}: no run its calibration measured used pipeline "
+                   "stages, so this rests on the step model alone (held out, such plans were 1.23x optimistic: "
+                   "benchmarks/CAPACITY.md); serving.max_pipeline_stages: 1 plans without them")
     return out
 
 

@@ -124,9 +124,9 @@ def check_capacity(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
 
 
 def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
-    """Each configuration fits its chips' memory and its engine's sequences per rank and meets its class's TTFT and
-    TPOT; each route's TTFT (its
-    steps' parts added, :func:`placement.core.plans.plan.class_latencies_ms`) meets the class's."""
+    """Each configuration fits its chips' memory, its engine's sequences per rank and the instance's pipeline
+    stages (``serving.max_pipeline_stages``, the main part's) and meets its class's TTFT and TPOT; each route's
+    TTFT (its steps' parts added, :func:`placement.core.plans.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
     serving = ctx.instance.serving
     engine_cap = max_sequences_per_rank(ctx)
@@ -145,6 +145,9 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
         elif per_rank > chip_cap:
             v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank of {rank_chips:g} chips exceed "
                      f"serving.max_sequences_per_chip {serving.max_sequences_per_chip:g} ({chip_cap:g} a rank)")
+        elif serving.max_pipeline_stages is not None and cfg.main.pp > serving.max_pipeline_stages:
+            v.append(f"pool {f.pool.id}: {cfg.main.pp} pipeline stages exceed serving.max_pipeline_stages "
+                     f"{serving.max_pipeline_stages}")
         elif not f.fits:
             parts = f"{cfg.main.chip} x{cfg.main.chips}" + (f" + {cfg.partner.chip} x{cfg.partner.chips}"
                                                             if cfg.partner else "")
