@@ -141,3 +141,42 @@ def test_an_infeasible_schedule_is_diagnosed_period_by_period():
     assert s.status == "infeasible" and not s.periods
     assert s.diagnosis and all(d.startswith("period flood: ") for d in s.diagnosis), s.diagnosis
     assert any("domain group" in d and "needs" in d for d in s.diagnosis), s.diagnosis
+
+
+def test_certify_asks_the_other_backend_and_says_so(tmp_path):
+    """``--certify``: the schedule MILP solved again by CBC agrees with HiGHS on the toy's schedule."""
+    prof = read_profile(io.StringIO(_profile()))
+    s = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4, certify=True)
+    assert s.certified is True and s.notes and s.notes[0].startswith("certified: cbc agrees (optimal")
+    plain = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4)
+    assert plain.certified is None and not plain.notes and s.total_usd == pytest.approx(plain.total_usd)
+    path = tmp_path / "profile.csv"
+    path.write_text(_profile())
+    inst = tmp_path / "toy.json"
+    inst.write_text(json.dumps(TOY))
+    r = CliRunner().invoke(app, ["schedule", str(inst), "--profile", str(path), "--certify"])
+    assert r.exit_code == 0, r.output
+    assert "note: certified: cbc agrees" in r.output
+
+
+def test_a_refuted_schedule_is_not_certified_and_the_cheaper_one_is_kept(monkeypatch):
+    """A second backend whose verified schedule lies below the first's proven bound refutes it: the
+    schedule is not certified, the note says why, and the cheaper verified schedule is returned."""
+    from placement.core.operations import schedule as mod
+
+    real = mod._periods
+
+    def doctored(strategy, **options):
+        out = real(strategy, **options)
+        if options.get("backend") == "cbc" and out.ok:  # the same plans, claimed at half the price
+            out.objective /= 2
+        return out
+
+    monkeypatch.setattr(mod, "_periods", doctored)
+    prof = read_profile(io.StringIO(_profile()))
+    s = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4, certify=True)
+    assert s.certified is False
+    assert "NOT certified: the cbc backend found a verified plan at" in s.notes[0]
+    assert "the schedule of cbc is returned" in s.notes[0]
+    honest = schedule(toy_instance(), prof, backend="highs", move_usd=1.0, reserved_discount=0.4)
+    assert s.total_usd == pytest.approx(honest.total_usd / 2)

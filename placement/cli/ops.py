@@ -156,6 +156,9 @@ def schedule_command(
     references: Annotated[str, typer.Option("--references", help="exact (each period solved alone as a MILP) "
                                             "| bound (only their LP relaxations: a lower bound, much faster)")]
     = "exact",
+    certify: Annotated[bool, typer.Option("--certify", help="solve the schedule MILP again with the other backend "
+                                          "(cbc <-> highs) and compare; exit 4 if they disagree (the cheaper "
+                                          "verified schedule is still written)")] = False,
     prices: PricesOpt = None,
 ) -> None:
     """One plan per period of a demand profile, beside independent and static-peak plans."""
@@ -176,13 +179,15 @@ def schedule_command(
     inst = load_instance(instance)
     result = schedule(inst, read_profile(profile), method=method, reserved_discount=reserved_discount,
                       move_usd=move_usd, backend=solver, time_limit_s=time_limit, gap=gap,
-                      keep_plans=json_path is not None, references=references,
+                      keep_plans=json_path is not None, references=references, certify=certify,
                       prices=prices, source=str(instance))
     if json_path is not None:
         from placement.core.plans.output import write_atomic
 
         write_atomic(json_path, result.model_dump_json(indent=2))
     print_schedule(out, result)
+    if result.certified is False:  # --certify: the second backend refuted the first's claim
+        raise typer.Exit(EXIT_SOLVER)
     if result.total_usd is None or result.status == "error":
         code = EXIT_INFEASIBLE if result.status == "infeasible" or any(
             p.status == "infeasible" for p in result.periods) else EXIT_SOLVER
@@ -229,6 +234,8 @@ def print_schedule(console, result) -> None:
     console.print(f"independent periods {independent} ≤ schedule: "
                   f"{_yes(result.independent_le_schedule)}; schedule ≤ static peak plan "
                   f"${usd(result.static_peak_usd)}: {_yes(result.schedule_le_static)}", highlight=False)
+    for note in result.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
 
 
 def _yes(x: bool | None) -> str:

@@ -40,7 +40,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 from placement.core.instance.context import Context
@@ -57,6 +57,7 @@ from placement.core.plans.migration import change_cost, check_move_terms
 from placement.core.plans.plan import Plan
 from placement.core.replicas.generation import Candidates
 from placement.core.replicas.parallel_generation import forked_map, pool_workers
+from placement.core.verify.certify import OTHER_BACKEND, disagreement
 from solvers.periods import PeriodSolution, reservation
 from solvers.problem import Problem
 from solvers.strategy import Periods
@@ -201,7 +202,7 @@ def _reference(problems: list[Problem], hours: list[float], reserved: dict[str, 
 def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "milp", reserved_discount: float = 0.0,
              move_usd: float = 0.0, backend: str = "highs", time_limit_s: float | None = None,
              gap: float | None = None, keep_plans: bool = False, references: str = "exact",
-             prices: str | None = None, source: str = "<instance>") -> Schedule:
+             certify: bool = False, prices: str | None = None, source: str = "<instance>") -> Schedule:
     """The cheapest schedule of ``periods`` (module docstring), with its references and checks.
 
     Parameters
@@ -228,6 +229,9 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     prices : str, optional
         The chip price set (``tco``, ``on-demand``; :func:`~placement.core.instance.loading.with_prices`) every
         period's prices start from; None: the instance's.
+    certify : bool
+        Solve the schedule MILP again with the other bundled backend and compare (:func:`_second_opinion`):
+        ``certified`` and a note say whether it agrees; the cheaper verified schedule is returned.
 
     Raises
     ------
@@ -264,10 +268,17 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     start = _start(problems, hours, reserved, alone, backend, time_limit_s, gap, workers) if usable else None
     out = _periods(Periods(problems, hours, reserved, usd_per_change=usd, start=start), backend=backend,
                    time_limit_s=time_limit_s, gap=gap)
+    opinion = None
+    if certify and out.ok:
+        out, opinion = _second_opinion(out, Periods(problems, hours, reserved, usd_per_change=usd), backend,
+                                       time_limit_s, gap, lambda sol, t: _period_plan(
+                                           instance, source, problems[t], cands, sol, periods[t])[0].verified)
     result = Schedule(status=out.status, message=out.message, reserved_discount=reserved_discount, references=references,
                       build_seconds=round(out.build_seconds, 3), solver_seconds=round(out.solve_seconds, 3),
                       variables=out.stats.get("variables", 0), constraints=out.stats.get("constraints", 0),
                       integer_variables=out.stats.get("integer_variables", 0))
+    if opinion is not None:
+        result.certified, result.notes = opinion
     if not out.ok:
         result.reference_seconds = round(sum(a.solve_seconds + a.build_seconds for a in alone), 3)
         if out.status == "infeasible":
@@ -297,6 +308,28 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
         result.message = "the verifier rejected a period's plan: " + next(
             f"{p.period}: {p.violations[0]}" for p in result.periods if not p.verified)
     return result
+
+
+def _second_opinion(out: PeriodSolution, strategy: Periods, backend: str, time_limit_s: float | None,
+                    gap: float | None, verified: Callable[[object, int], bool]
+                    ) -> tuple[PeriodSolution, tuple[bool, list[str]]]:
+    """The schedule MILP solved again by the other bundled backend, the two claims compared as a plan's
+    (:func:`placement.core.verify.certify.disagreement`: a verified schedule below the other's proven bound
+    refutes it). Returns the solution to keep — the cheaper of the two whose every period's plan verifies —
+    and (certified, notes)."""
+    other_name = OTHER_BACKEND.get(backend, "highs")
+    other = _periods(strategy, backend=other_name, time_limit_s=time_limit_s, gap=gap)
+    other_ok = other.ok and all(verified(sol, t) for t, sol in enumerate(other.solutions))
+    first = (out.status, out.objective, out.best_bound)
+    second = (other.status, other.objective if other_ok else None, other.best_bound)
+    why = disagreement(first, second, gap or 0.0)
+    keep = other if other_ok and other.objective < out.objective else out
+    if why is None:
+        said = f", total ${other.objective:.10g}" if other_ok else ""
+        return keep, (True, [f"certified: {other_name} agrees ({other.status}{said})"])
+    said = why.replace("first", backend).replace("second", other_name)
+    kept = other_name if keep is other else backend
+    return keep, (False, [f"NOT certified: {said}; the schedule of {kept} is returned"])
 
 
 def _references(result: Schedule, ctx: Context, cands: Candidates, base: Problem, alone: list[PeriodSolution],

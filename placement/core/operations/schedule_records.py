@@ -91,3 +91,6 @@ class Schedule(MutableRecord):
     constraints: int = 0
     diagnosis: list[str] = Field(default_factory=list, description="an infeasible schedule: why each period that "
                                  "has no plan alone has none")
+    certified: bool | None = Field(default=None, description="with certify: whether the other backend's solve of "
+                                   "the same schedule MILP agrees (None: not asked)")
+    notes: list[str] = Field(default_factory=list, description="what the second backend found, with certify")
