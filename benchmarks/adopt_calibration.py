@@ -115,6 +115,14 @@ def adopt(text: str, results: dict) -> str:
             else:
                 at = re.search(r"^  heldout_tpot_error: .*\n", block, re.MULTILINE).end()
                 block = block[:at] + line + block[at:]
+        if "pipeline_stages" in fit:  # the most pipeline stages the fit saw: plans with more say so
+            line = f"  calibrated_pipeline_stages: {fit['pipeline_stages']}\n"
+            pattern = re.compile(r"^  calibrated_pipeline_stages: .*\n", re.MULTILINE)
+            if pattern.search(block):
+                block = pattern.sub(line, block, count=1)
+            else:
+                at = re.search(r"^  calibrated_batch_per_rank: .*\n", block, re.MULTILINE).end()
+                block = block[:at] + line + block[at:]
         split = _errors(results, chip)
         held = [split[k] for k in (("TPOT", "leave-one-source-out"), ("TPOT", "leave-one-model-out"))
                 if split.get(k) is not None]

@@ -18,7 +18,7 @@ catalogue's calibrated fields are copied from the JSON by hand (with sources).
 Also writes ``costmodels/catalog/error_bands.yaml`` (:mod:`costmodels.bands`): quantiles of
 measured ÷ predicted over the leave-one-source-out predictions per family and metric.
 
-Run: ``python benchmarks/calibrate.py [--no-holdout]`` (~1 min; the bands need the held-out refits).
+Run: ``python benchmarks/calibrate.py [--no-holdout]`` (~7 min on two cores; the bands need the held-out refits).
 """
 
 from __future__ import annotations
@@ -296,7 +296,8 @@ def chip_table(evals: dict[str, dict]) -> list[dict]:
                "objective_default": fit.objective_default, "objective_fitted": fit.objective_fitted,
                "tpot_default": _stats(ev["predicted"]["default"]["TPOT"], meas),
                "batch_per_rank": [min(m.batch / m.attn_dp for m in ev["rows"]),
-                                  max(m.batch / m.attn_dp for m in ev["rows"])]}
+                                  max(m.batch / m.attn_dp for m in ev["rows"])],
+               "pipeline_stages": max(m.pp for m in ev["rows"])}
         for split in SPLITS:
             if split in ev["predicted"]:
                 row[f"tpot_{split}"] = _stats(ev["predicted"][split]["TPOT"], meas)

@@ -68,3 +68,23 @@ def test_a_bad_cap_is_refused_naming_the_field(bad):
     doc["serving"] = {"max_pipeline_stages": bad}
     with pytest.raises(placement.InputError, match="max_pipeline_stages"):
         parse_instance(doc)
+
+
+def test_the_note_follows_each_chips_measured_stages():
+    """WSE-3 and Groq were calibrated on pipelined runs (Llama-3.1-405B over 20 wafers, Llama-2-70B over 72
+    LPU stages): a plan within those stages needs no note, one beyond says how many were measured."""
+    from types import SimpleNamespace as NS
+
+    from placement.core.pipeline.assemble import pipeline_notes
+    from topology.chips import load_chip_catalog
+
+    cat = load_chip_catalog()
+    assert cat["h100"].calibrated_pipeline_stages == 1 and cat["wse3"].calibrated_pipeline_stages == 20
+    assert cat["rubin"].calibrated_pipeline_stages is None  # uncalibrated: its band says more than a note
+    ctx = NS(instance=NS(calibration=None), chips=cat)
+    pools = [NS(id=f"pool-{i}", chip=chip, part=0, pp=pp)
+             for i, (chip, pp) in enumerate([("wse3", 4), ("wse3", 24), ("h100", 1), ("h100", 2), ("rubin", 8)])]
+    notes = pipeline_notes(ctx, pools)
+    assert [n.split(":")[0] for n in notes] == ["pool-1 runs 24 pipeline stages on wse3",
+                                                "pool-3 runs 2 pipeline stages on h100"]
+    assert "its calibration measured at most 20" in notes[0] and "no run its calibration measured" in notes[1]

@@ -120,7 +120,7 @@ class ChipSpec(Record):
         Achieved fraction of the modelled tensor-parallel all-reduce speed in
         serving (:func:`costmodels.comm.tp_allreduce_s` divides by it); 1 = the
         microbenchmark model. A value below 1 needs a source.
-    calibration, heldout_tpot_error, calibrated_batch_per_rank
+    calibration, heldout_tpot_error, calibrated_batch_per_rank, calibrated_pipeline_stages
         ``calibrated`` when the efficiency fields were fitted to public
         measurements (``benchmarks/CALIBRATION.md``), else ``uncalibrated``;
         the median absolute held-out TPOT error of that fit (fraction); the
@@ -165,6 +165,9 @@ class ChipSpec(Record):
     calibrated_batch_per_rank: tuple[float, float] | None = Field(
         default=None, description="the least and most sequences per rank (attention data-parallel group) among the "
         "measurements the factors were fitted on: a plan beyond them extrapolates")
+    calibrated_pipeline_stages: int | None = Field(
+        default=None, ge=1, description="the most pipeline stages among the measurements the factors were fitted on "
+        "(1: none used any): a plan with more rests on the step model's stage hand-offs and bubbles alone")
     all_reduce_algorithms: list[AllReduceAlgorithm] = Field(
         default_factory=list, description="all-reduce algorithms the fabrics offer beyond the ring")
     sources: dict[str, str] = Field(description="field name -> public source of its value")

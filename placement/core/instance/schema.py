@@ -475,9 +475,9 @@ class Serving(Record):
     max_pipeline_stages: int | None = Field(
         default=None, ge=1, le=1024,
         description="the most pipeline stages (pp) a pool may run, e.g. 1 for none: what the deployment's engine "
-        "runs. No measured run in the calibration used pipeline stages, so a pipeline-parallel plan rests on the "
-        "model alone (benchmarks/CAPACITY.md: such plans were 1.23x optimistic on held-out campaigns). The "
-        "FFN half of an attention-FFN pool is its own pipeline and is not limited")
+        "runs. No measured GPU run in the calibration used pipeline stages, so a pipeline-parallel GPU plan rests "
+        "on the model alone (benchmarks/CAPACITY.md: such plans were 1.23x optimistic on held-out campaigns). "
+        "The FFN half of an attention-FFN pool is its own pipeline and is not limited")
 
 
 class Instance(Record):

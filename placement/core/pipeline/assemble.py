@@ -244,17 +244,22 @@ def fit_range_notes(ctx: Context, pools: list[Pool]) -> list[str]:
 
 
 def pipeline_notes(ctx: Context, pools: list[Pool]) -> list[str]:
-    """Plan notes for pools on a calibrated chip that run pipeline stages: no measured run the calibration
-    was fitted on used any (its stage hand-offs and bubbles are modelled, not measured), and on held-out
-    campaigns the planner's pipeline-parallel plans were its most optimistic (benchmarks/CAPACITY.md)."""
+    """Plan notes for pools on a calibrated chip that run more pipeline stages than any measurement its factors
+    were fitted on (``calibrated_pipeline_stages``; 1 for every GPU: no measured GPU run used any): their stage
+    hand-offs and bubbles are modelled, not measured, and on held-out campaigns the planner's pipeline-parallel
+    GPU plans were its most optimistic (benchmarks/CAPACITY.md). The overlay's chips are the user's own."""
+    listed = set() if ctx.instance.calibration is None else set(ctx.instance.calibration.chips)
     out = []
     for p in pools:
         chip = ctx.chips.get(p.chip)
-        if chip is None or chip.calibration != "calibrated" or p.part or p.pp <= 1:
+        seen = None if chip is None else chip.calibrated_pipeline_stages
+        if seen is None or p.chip in listed or p.part or p.pp <= seen:
             continue
-        out.append(f"{p.id} runs {p.pp} pipeline stages on {p.chip}: no run its calibration measured used pipeline "
-                   "stages, so this rests on the step model alone (held out, such plans were 1.23x optimistic: "
-                   "benchmarks/CAPACITY.md); serving.max_pipeline_stages: 1 plans without them")
+        measured = "no run its calibration measured used pipeline stages" if seen == 1 else \
+            f"its calibration measured at most {seen}"
+        out.append(f"{p.id} runs {p.pp} pipeline stages on {p.chip}: {measured}, so this rests on the step model "
+                   "alone (held out, such GPU plans were 1.23x optimistic: benchmarks/CAPACITY.md); "
+                   "serving.max_pipeline_stages caps them")
     return out
 
 
