@@ -108,21 +108,11 @@ def adopt(text: str, results: dict) -> str:
             block = block.replace(old, _source_numbers(old, fit, _errors(results, chip)))
         if "batch_per_rank" in fit:  # the batches the fit saw: plans beyond them say they extrapolate
             lo, hi = fit["batch_per_rank"]
-            line = f"  calibrated_batch_per_rank: [{_fmt(lo, 4)}, {_fmt(hi, 4)}]\n"
-            pattern = re.compile(r"^  calibrated_batch_per_rank: .*\n", re.MULTILINE)
-            if pattern.search(block):
-                block = pattern.sub(line, block, count=1)
-            else:
-                at = re.search(r"^  heldout_tpot_error: .*\n", block, re.MULTILINE).end()
-                block = block[:at] + line + block[at:]
+            block = _set_field(block, "calibrated_batch_per_rank", f"[{_fmt(lo, 4)}, {_fmt(hi, 4)}]",
+                               after="heldout_tpot_error")
         if "pipeline_stages" in fit:  # the most pipeline stages the fit saw: plans with more say so
-            line = f"  calibrated_pipeline_stages: {fit['pipeline_stages']}\n"
-            pattern = re.compile(r"^  calibrated_pipeline_stages: .*\n", re.MULTILINE)
-            if pattern.search(block):
-                block = pattern.sub(line, block, count=1)
-            else:
-                at = re.search(r"^  calibrated_batch_per_rank: .*\n", block, re.MULTILINE).end()
-                block = block[:at] + line + block[at:]
+            block = _set_field(block, "calibrated_pipeline_stages", str(fit["pipeline_stages"]),
+                               after="calibrated_batch_per_rank")
         split = _errors(results, chip)
         held = [split[k] for k in (("TPOT", "leave-one-source-out"), ("TPOT", "leave-one-model-out"))
                 if split.get(k) is not None]
@@ -132,6 +122,16 @@ def adopt(text: str, results: dict) -> str:
                            count=1, flags=re.MULTILINE)
         text = text[:start] + block + text[end:]
     return text
+
+
+def _set_field(block: str, name: str, value: str, after: str) -> str:
+    """``block`` (one chip's YAML) with ``name: value`` replacing its line, or inserted after ``after``'s."""
+    line = f"  {name}: {value}\n"
+    pattern = re.compile(rf"^  {name}: .*\n", re.MULTILINE)
+    if pattern.search(block):
+        return pattern.sub(line, block, count=1)
+    at = re.search(rf"^  {after}: .*\n", block, re.MULTILINE).end()
+    return block[:at] + line + block[at:]
 
 
 #: Uncalibrated chips that take a calibrated sibling's fitted factors as their prior: the same tensor cores,

@@ -30,6 +30,7 @@ from placement.cli.options import (
     DEFAULT_SOLVER,
     Addr,
     CalibrationOpt,
+    CertifyOpt,
     Executor,
     ExecutorOpt,
     InstanceArg,
@@ -130,9 +131,7 @@ def solve(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
     with_compare: Annotated[bool, typer.Option("--compare", help="also solve each homogeneous fleet and "
                                                 "each single mode; report the savings")] = False,
-    certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
-                                          "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
-                                          "they disagree (the better verified plan is still written)")] = False,
+    certify: CertifyOpt = False,
     kv_policy: Annotated[KvPolicy | None, typer.Option("--kv-policy", help="session classes: keep KV in every "
                                                        "tier (default when tiers exist), in HBM only, or "
                                                        "recompute every prefix")] = None,

@@ -8,6 +8,7 @@ import typer
 from placement.cli.options import (
     DEFAULT_SOLVER,
     CalibrationOpt,
+    CertifyOpt,
     InstanceArg,
     KvPolicy,
     PlanArg,
@@ -77,9 +78,7 @@ def replan_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no table")] = False,
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help="read (and keep) candidate generations "
                                                    "here, e.g. the solve's (also PLACEMENT_CACHE_DIR)")] = None,
-    certify: Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
-                                          "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
-                                          "they disagree (the better verified plan is still written)")] = False,
+    certify: CertifyOpt = False,
     kv_policy: Annotated[KvPolicy | None, typer.Option("--kv-policy", help="session classes: keep KV in every "
                                                        "tier, in HBM only, or recompute every prefix "
                                                        "(default: the running plan's)")] = None,

@@ -38,6 +38,7 @@ __all__ = [
     "Addr",
     "CalibrationOpt",
     "CatalogKind",
+    "CertifyOpt",
     "CsvPath",
     "DryRun",
     "Executor",
@@ -152,6 +153,10 @@ PricesOpt = Annotated[Prices | None, typer.Option(
     "--prices", help="chip prices: tco (owner's total cost of ownership, the default) | on-demand (public cloud "
     "rental, 2026); sourced per chip in topology/catalog/prices.yaml (sets the instance's prices)")]
 PlanArg = Annotated[Path, typer.Argument(metavar="PLAN", help="plan JSON written by solve --json")]
+#: A second backend's opinion on a plan's claims (solve, replan).
+CertifyOpt = Annotated[bool, typer.Option("--certify", help="solve the model again with the other backend "
+                                          "(cbc <-> highs) and compare objectives and bounds; exit 4 if "
+                                          "they disagree (the better verified plan is still written)")]
 #: The CLI's default backend: solvers.backends.DEFAULT_BACKEND, named here so that ``--help`` needs no solver
 #: import (tests/test_limits.py checks that the two agree).
 DEFAULT_SOLVER = "highs"
