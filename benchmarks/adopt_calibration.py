@@ -152,8 +152,10 @@ def _sibling_source(parent: str) -> str:
 
 
 def adopt_siblings(text: str, results: dict) -> str:
-    """Each :data:`SIBLINGS` chip with its parent's fitted factors, sourced as a prior and listed as estimates."""
+    """Each :data:`SIBLINGS` chip with its parent's fitted factors, sourced as a prior and listed as estimates, and
+    the pipeline stages its parent's fit measured (``calibrated_pipeline_stages``: plans are held to them)."""
     fits = {f["chip"]: f["fitted"] for f in results["fits"]}
+    stages = {f["chip"]: f.get("pipeline_stages") for f in results["fits"]}
     for chip, parent in SIBLINGS.items():
         if f"\n- name: {chip}\n" not in text or parent not in fits:
             continue
@@ -178,6 +180,8 @@ def adopt_siblings(text: str, results: dict) -> str:
             else:
                 at = block.index("  sources:\n") + len("  sources:\n")
                 block = block[:at] + source + block[at:]
+        if stages.get(parent) is not None:  # the stages the parent's factors were measured at bound the plans too
+            block = _set_field(block, "calibrated_pipeline_stages", str(stages[parent]), after="step_overhead_s")
         listed = re.search(r"^  estimates: \[(.*)\]\n", block, re.MULTILINE)
         names = [n.strip() for n in listed.group(1).split(",") if n.strip()]
         present = [n for n in SIBLING_FACTORS if re.search(rf"^  {n}: ", block, re.MULTILINE)]

@@ -119,7 +119,8 @@ def test_a_passed_deadline_stops_the_model_build(spec_problem):
 def test_the_deadline_is_looked_at_while_a_build_runs(spec_problem, monkeypatch):
     checks = []
     monkeypatch.setattr(limits, "check_time", lambda what: checks.append(what))
-    build_model(spec_problem)  # 4,328 variables and rows and 620 columns' keys: looked at every 4,096
+    monkeypatch.setattr(limits, "_TICK", 512)  # the model has a few thousand variables, rows and keys
+    build_model(spec_problem)
     assert "while building the model" in checks
 
 
@@ -127,6 +128,7 @@ def test_a_build_past_the_memory_ceiling_stops(spec_problem, monkeypatch):
     import solvers.model
 
     monkeypatch.setattr(solvers.model, "check_model_fits", lambda *a: None)  # the estimate alone would refuse it
+    monkeypatch.setattr(limits, "_TICK", 512)  # the model has a few thousand variables, rows and keys
     with limits.bounded(memory_bytes=1), pytest.raises(limits.OverMemory, match="past the memory limit"):
         build_model(spec_problem, backend="highs")
 

@@ -234,7 +234,8 @@ def _refit_chip(chip: ChipSpec, pts: list[MeasuredPoint], chips: dict[str, ChipS
         points=len(rows),
         heldout=report.heldout, frameworks=sorted({m.row.backend for m in rows}),
         models=sorted({m.model for m in rows}),
-        batch_per_replica=(min(m.batch for m in rows), max(m.batch for m in rows)), request_latency=latency)
+        batch_per_replica=(min(m.batch for m in rows), max(m.batch for m in rows)),
+        pipeline_stages=max(m.row.pp for m in rows), request_latency=latency)
     return cal, report
 
 

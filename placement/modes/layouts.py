@@ -103,7 +103,8 @@ def replica_sizes(domain_chips: int, max_chips: int) -> list[int]:
 def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str,
             data_parallel: bool = False) -> list[tuple[int, int, int, int]]:
     """(tp, ep, pp, dp) with dp·tp·pp = chips, tp inside one domain and dividing the heads, pp at most the
-    model's layers and the instance's ``serving.max_pipeline_stages``.
+    model's layers and :meth:`~placement.core.instance.context.Context.most_pipeline_stages` (the instance's
+    ``serving.max_pipeline_stages``, else the stages the chip's calibration measured).
 
     Always the dp = 1 layouts: tp·pp = chips, ep ∈ {1, tp} on a mixture-of-experts
     model (tp dividing the experts). With ``data_parallel`` (decode and
@@ -119,7 +120,7 @@ def layouts(ctx: Context, site: SiteInfo, chips: int, stage: str,
     """
     m = ctx.model
     out = []
-    most_pp = ctx.instance.serving.max_pipeline_stages or m.layers
+    most_pp = ctx.most_pipeline_stages(site.chip.name, chips, site.chips_per_domain) or m.layers
     tp = 1
     while tp <= min(chips, site.chips_per_domain):
         if chips % tp == 0 and m.attention.heads % tp == 0:

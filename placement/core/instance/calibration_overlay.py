@@ -98,6 +98,9 @@ class ChipCalibration(Record):
     models: list[str] = Field(default_factory=list, description="catalogue models of the measurements")
     batch_per_replica: tuple[float, float] | None = Field(default=None, description="the least and most sequences "
                                                           "per replica measured (beyond them a plan extrapolates)")
+    pipeline_stages: int | None = Field(default=None, ge=1, description="the most pipeline stages among the "
+                                        "measurements: plans hold this chip's pools to them unless "
+                                        "serving.max_pipeline_stages says otherwise (unset: the catalogue's)")
 
     @model_validator(mode="after")
     def _every_metric(self) -> ChipCalibration:

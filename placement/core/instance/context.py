@@ -116,6 +116,33 @@ class Context:
         """The error band ``chip`` is priced with: the calibration overlay's, else its catalogue family's."""
         return overlay_band(self.instance.calibration, chip) or chip_band(chip)
 
+    def most_pipeline_stages(self, chip: str, chips: int, chips_per_domain: int) -> int | None:
+        """The most pipeline stages a replica part of ``chips`` chips of ``chip`` (domains of
+        ``chips_per_domain``) may run; ``None``: no limit beyond the model's layers.
+
+        ``serving.max_pipeline_stages`` when the instance sets it. Otherwise what the chip's factors rest on —
+        the calibration overlay's ``pipeline_stages`` for a chip it lists and states them for, else the
+        catalogue's ``calibrated_pipeline_stages`` — raised to ⌈chips / chips_per_domain⌉, the fewest stages
+        with each stage inside one scale-up domain, so a replica too large for one domain can still be built
+        (its plan says it rests on the step model there). A chip with no calibrated stages has no limit.
+
+        Examples
+        --------
+        >>> from placement.core.instance.loading import load_instance
+        >>> ctx = Context.of(load_instance("instances/melange-toy.yaml"))
+        >>> [ctx.most_pipeline_stages("h100", n, 8) for n in (1, 8, 16)]
+        [1, 1, 2]
+        """
+        explicit = self.instance.serving.max_pipeline_stages
+        if explicit is not None:
+            return explicit
+        overlay = self.instance.calibration
+        listed = None if overlay is None else overlay.chips.get(chip)
+        spec = self.chips.get(chip)
+        seen = listed.pipeline_stages if listed is not None and listed.pipeline_stages is not None else \
+            None if spec is None else spec.calibrated_pipeline_stages
+        return None if seen is None else max(seen, -(-chips // chips_per_domain))
+
     @cached_property
     def routing(self) -> Routing:
         """Lowest-latency paths of the fleet graph, computed once per context (as the MILP routes)."""

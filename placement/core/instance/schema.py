@@ -455,7 +455,8 @@ class Serving(Record):
     ``pooled`` (the default) adds nothing and takes the widest TTFT band. ``max_sequences_per_rank`` lowers
     the framework's ceiling on a rank's batch; ``max_sequences_per_chip`` bounds the sequences in flight per
     chip whatever the layout (a rank of ``c`` chips holds at most ``floor(c · max_sequences_per_chip)``);
-    ``max_pipeline_stages`` bounds every pool's pipeline stages (an attention–FFN pool's FFN half aside).
+    ``max_pipeline_stages`` bounds every pool's pipeline stages (an attention–FFN pool's FFN half aside); unset,
+    each chip's calibrated stages do (:meth:`~placement.core.instance.context.Context.most_pipeline_stages`).
     """
 
     framework: Framework = Field(default="pooled", description="a costmodels/catalog/frameworks.yaml entry: "
@@ -475,8 +476,11 @@ class Serving(Record):
     max_pipeline_stages: int | None = Field(
         default=None, ge=1, le=1024,
         description="the most pipeline stages (pp) a pool may run, e.g. 1 for none: what the deployment's engine "
-        "runs. No measured GPU run in the calibration used pipeline stages, so a pipeline-parallel GPU plan rests "
-        "on the model alone (benchmarks/CAPACITY.md: such plans were 1.23x optimistic on held-out campaigns). "
+        "runs. Unset: the stages its chip's calibration measured (calibrated_pipeline_stages: 1 for every GPU, no "
+        "measured GPU run used any; 20 for WSE-3, 72 for Groq), raised where a replica spans more scale-up "
+        "domains than one; a chip with none calibrated is not limited. Set it higher to let plans use stages that "
+        "rest on the step model alone (benchmarks/CAPACITY.md: held out, the planner's pipeline-parallel GPU plans "
+        "were 1.23x optimistic, the same points held to one stage 1.01x). "
         "The FFN half of an attention-FFN pool is its own pipeline and is not limited")
 
 

@@ -245,9 +245,11 @@ def fit_range_notes(ctx: Context, pools: list[Pool]) -> list[str]:
 
 def pipeline_notes(ctx: Context, pools: list[Pool]) -> list[str]:
     """Plan notes for pools on a calibrated chip that run more pipeline stages than any measurement its factors
-    were fitted on (``calibrated_pipeline_stages``; 1 for every GPU: no measured GPU run used any): their stage
-    hand-offs and bubbles are modelled, not measured, and on held-out campaigns the planner's pipeline-parallel
-    GPU plans were its most optimistic (benchmarks/CAPACITY.md). The overlay's chips are the user's own."""
+    were fitted on (``calibrated_pipeline_stages``; 1 for every GPU: no measured GPU run used any). Plans hold
+    to them unless ``serving.max_pipeline_stages`` allows more or a replica spans more domains than one
+    (:meth:`~placement.core.instance.context.Context.most_pipeline_stages`); such stages' hand-offs and bubbles
+    are modelled, not measured, and on held-out campaigns pipeline-parallel GPU plans were the planner's most
+    optimistic (benchmarks/CAPACITY.md). The overlay's chips are the user's own."""
     listed = set() if ctx.instance.calibration is None else set(ctx.instance.calibration.chips)
     out = []
     for p in pools:
@@ -257,9 +259,10 @@ def pipeline_notes(ctx: Context, pools: list[Pool]) -> list[str]:
             continue
         measured = "no run its calibration measured used pipeline stages" if seen == 1 else \
             f"its calibration measured at most {seen}"
-        out.append(f"{p.id} runs {p.pp} pipeline stages on {p.chip}: {measured}, so this rests on the step model "
-                   "alone (held out, such GPU plans were 1.23x optimistic: benchmarks/CAPACITY.md); "
-                   "serving.max_pipeline_stages caps them")
+        why = "serving.max_pipeline_stages allows them" if ctx.instance.serving.max_pipeline_stages is not None \
+            else "its replicas span more than one scale-up domain"
+        out.append(f"{p.id} runs {p.pp} pipeline stages on {p.chip} ({why}): {measured}, so this rests on the "
+                   "step model alone (held out, such GPU plans were 1.23x optimistic: benchmarks/CAPACITY.md)")
     return out
 
 

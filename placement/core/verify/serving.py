@@ -123,10 +123,18 @@ def check_capacity(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
     return v
 
 
+def _most_stages(ctx: Context, part) -> int | None:
+    """The stages ``part`` may run (:meth:`~placement.core.instance.context.Context.most_pipeline_stages`), its
+    domain size read from the site its resource names."""
+    size = next((s.chips_per_domain for s in ctx.sites.values() if s.resource == part.site_resource), None)
+    return None if size is None else ctx.most_pipeline_stages(part.chip, part.chips, size)
+
+
 def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
-    """Each configuration fits its chips' memory, its engine's sequences per rank and the instance's pipeline
-    stages (``serving.max_pipeline_stages``, the main part's) and meets its class's TTFT and TPOT; each route's
-    TTFT (its steps' parts added, :func:`placement.core.plans.plan.class_latencies_ms`) meets the class's."""
+    """Each configuration fits its chips' memory, its engine's sequences per rank and its pipeline stages
+    (the main part's: ``serving.max_pipeline_stages``, else its chip's calibrated stages) and meets its
+    class's TTFT and TPOT; each route's TTFT (its steps' parts added,
+    :func:`placement.core.plans.plan.class_latencies_ms`) meets the class's."""
     v: list[str] = []
     serving = ctx.instance.serving
     engine_cap = max_sequences_per_rank(ctx)
@@ -145,9 +153,10 @@ def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> l
         elif per_rank > chip_cap:
             v.append(f"pool {f.pool.id}: {per_rank:g} sequences per rank of {rank_chips:g} chips exceed "
                      f"serving.max_sequences_per_chip {serving.max_sequences_per_chip:g} ({chip_cap:g} a rank)")
-        elif serving.max_pipeline_stages is not None and cfg.main.pp > serving.max_pipeline_stages:
-            v.append(f"pool {f.pool.id}: {cfg.main.pp} pipeline stages exceed serving.max_pipeline_stages "
-                     f"{serving.max_pipeline_stages}")
+        elif (most_pp := _most_stages(ctx, cfg.main)) is not None and cfg.main.pp > most_pp:
+            why = "serving.max_pipeline_stages" if serving.max_pipeline_stages is not None else \
+                f"the stages {cfg.main.chip}'s calibration measured (raised to fill its domains)"
+            v.append(f"pool {f.pool.id}: {cfg.main.pp} pipeline stages exceed {why}: {most_pp}")
         elif not f.fits:
             parts = f"{cfg.main.chip} x{cfg.main.chips}" + (f" + {cfg.partner.chip} x{cfg.partner.chips}"
                                                             if cfg.partner else "")
