@@ -107,8 +107,9 @@ def candidate_key(ctx: Context) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-#: The code generation runs: by the architecture's arrows (tests/test_architecture.py), core and modes
-#: import only each other and these packages; with their catalogues (topology/catalog, costmodels/catalog).
+#: The code generation runs: by the architecture's arrows (tests/test_architecture.py), core imports only
+#: these packages and the built-in modes only core and these; with their catalogues (topology/catalog,
+#: costmodels/catalog).
 _GENERATION_CODE = ("placement/core", "placement/modes", "costmodels", "solvers", "topology")
 
 
