@@ -1,6 +1,6 @@
 """The serving modes' registry finds the modes without core importing them: the built-in modules by name,
 then the entry points of the group ``placement.modes`` (a package adds a mode without editing this one),
-then run-time registrations.
+then run-time registrations — and the disk cache's key names the packages that add modes.
 
 Each registry test runs in a fresh interpreter: the registry fills once per process.
 """
@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 from placement.core.modes.registry import BUILTIN_MODES, ENTRY_POINT_GROUP
+from placement.core.replicas import candidate_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILTIN_NAMES = ["aggregated", "pd", "pd+draft", "pd-af"]
@@ -144,3 +145,15 @@ def test_the_builtin_list_names_every_mode_module():
     assert defining == set(BUILTIN_MODES)
     assert len(BUILTIN_MODES) == len(set(BUILTIN_MODES))
 
+
+def test_the_disk_cache_key_names_the_packages_that_add_modes(tmp_path, monkeypatch):
+    """The code of an entry-point mode is outside the hashed tree: its package's version and its module's
+    bytes are in the code fingerprint, so editing it does not reuse columns from disk."""
+    assert candidate_cache.mode_packages() == ""
+    monkeypatch.syspath_prepend(str(_package(tmp_path, TOY_PACKAGE)))
+    first = candidate_cache.mode_packages()
+    assert first.splitlines()[0].startswith("alpha = toy_modes:ALPHA (toy-modes 1.0) ")
+    before = candidate_cache.code_fingerprint.__wrapped__()
+    (tmp_path / "toy_modes.py").write_text((tmp_path / "toy_modes.py").read_text() + "\n# edited\n")
+    assert candidate_cache.mode_packages() != first
+    assert candidate_cache.code_fingerprint.__wrapped__() != before
