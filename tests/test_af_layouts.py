@@ -32,8 +32,9 @@ from placement.core.instance.loading import load_instance
 from placement.core.instance.schema import TrafficClass
 from placement.core.plans.plan import parse_plan
 from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.replicas.pair_latencies import pair_latencies
 from placement.core.verify.verifier import verify
-from placement.modes.layouts import BATCHES, ffn_parts, pair_latencies, parts, weights
+from placement.modes.layouts import BATCHES, ffn_parts, parts, weights
 from placement.modes.pd_af import _pairings
 from placement.studies.whatif import apply_overrides
 from solvers.packing import check_packable, pack_into_domains

@@ -30,9 +30,9 @@ from placement.core.instance.context import Context
 from placement.core.instance.loading import load_instance
 from placement.core.instance.schema import TrafficClass
 from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.replicas.pair_latencies import pair_latencies
 from placement.core.replicas.queues import MAX_UTILISATION
 from placement.modes import GridSet, configurations
-from placement.modes.layouts import pair_latencies
 from placement.modes.pd_af import _evaluate_pairings, _pairings
 from placement.modes.pd_af import _half as _af_half
 

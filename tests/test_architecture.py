@@ -4,7 +4,7 @@
 * The arrows between the top-level packages: ``costmodels`` imports neither ``placement`` nor
   ``solvers``; ``solvers`` imports neither ``placement`` nor ``costmodels``; ``topology`` imports
   neither ``placement`` nor ``solvers``.
-* The arrows inside ``placement``: ``core`` imports none of ``studies``, ``cli``, ``bench``;
+* The arrows inside ``placement``: ``core`` imports no other part of ``placement`` (``modes`` included);
   ``studies`` imports ``core`` only; ``deploy`` imports ``core`` only; ``bench`` imports ``core`` and
   ``studies``; ``report`` imports ``core`` and ``studies``; ``measure`` imports ``core``; ``api`` (the library facade, one function per command) imports
   ``core``, ``modes``, ``studies``, ``deploy`` and ``report``; ``cli`` imports anything. So nothing outside
@@ -14,8 +14,9 @@
 * No import cycle among the modules of the four packages, inside a package too: the modules and the
   imports between them form a graph without a cycle (Tarjan's strongly connected components).
 * No import cycle between the parts of any package either: the modules and subpackages right under a
-  package, each taken as one node with the imports of everything in it, form no cycle. The one
-  exception is ``placement.core`` and ``placement.modes`` (:data:`PACKAGE_CYCLES_ALLOWED`).
+  package, each taken as one node with the imports of everything in it, form no cycle, and none is
+  allowed (:data:`PACKAGE_CYCLES_ALLOWED` is empty): ``placement.modes`` imports ``placement.core``,
+  never the other way (core's registry finds the modes by name, :mod:`placement.core.modes.registry`).
 * ``placement.core`` is rooms: every module sits in one of :data:`ROOMS`, each room imports only the
   rooms its row names (the rooms before it), and a room's ``__init__`` is a docstring. ``ROOMS`` is the
   one table of rooms: ARCHITECTURE.md's "Rooms of placement.core" is checked against it.
@@ -54,8 +55,8 @@ FORBIDDEN_TOP = {
 ALLOWED_SUB = {
     "": {"core", "api"},  # placement/__init__.py: the public names, from core and the API facade
     "api": {"core", "modes", "studies", "deploy", "report"},  # one function per command, for library callers
-    "core": {"modes"},  # the serving modes are core's extension point: generation and the verifier read them
-    "modes": {"core"},
+    "core": set(),  # the serving modes' vocabulary and registry are core's (placement.core.modes)
+    "modes": {"core"},  # the modes themselves: each imports the vocabulary, the evaluator and the floors
     "studies": {"core", "modes"},
     "bench": {"core", "modes", "studies"},
     "deploy": {"core"},  # plans to deployment documents
@@ -68,19 +69,18 @@ SUBPACKAGES = {"core", "modes", "studies", "bench", "deploy", "report", "measure
 #: The rooms of placement.core, bottom up -> the rooms each may import (itself always). Why each module
 #: sits where it does is in its room's ``__init__`` docstring; ARCHITECTURE.md shows this table.
 ROOMS = {
-    "instance": set(),
-    "replicas": {"instance"},
-    "plans": {"instance", "replicas"},
-    "kv": {"instance", "replicas", "plans"},
-    "verify": {"instance", "replicas", "plans", "kv"},
-    "pipeline": {"instance", "replicas", "plans", "kv", "verify"},
-    "operations": {"instance", "replicas", "plans", "kv", "verify", "pipeline"},
+    "modes": set(),
+    "instance": {"modes"},
+    "replicas": {"modes", "instance"},
+    "plans": {"modes", "instance", "replicas"},
+    "kv": {"modes", "instance", "replicas", "plans"},
+    "verify": {"modes", "instance", "replicas", "plans", "kv"},
+    "pipeline": {"modes", "instance", "replicas", "plans", "kv", "verify"},
+    "operations": {"modes", "instance", "replicas", "plans", "kv", "verify", "pipeline"},
 }
 
-#: Package -> groups of its parts allowed to import each other. The serving modes are core's extension
-#: point: core reads their registry (``placement.modes.registry``, which imports no mode) and the modes
-#: import the evaluator and the floors; no module cycle runs through the pair.
-PACKAGE_CYCLES_ALLOWED = {"placement": [{"placement.core", "placement.modes"}]}
+#: Package -> groups of its parts allowed to import each other: none.
+PACKAGE_CYCLES_ALLOWED: dict[str, list[set[str]]] = {}
 
 
 def _modules() -> list[Path]:
@@ -204,7 +204,7 @@ def test_the_cycle_check_finds_a_cycle_through_a_lazy_import():
     assert _cycles({"a": {"b"}, "b": set()}) == []
     graph = module_graph()
     assert "placement.studies.sweep" in graph["placement.studies.pareto"]
-    assert "placement.modes.registry" in graph["placement.core.replicas.evaluate"]  # imported inside a function
+    assert "costmodels.frameworks" in graph["placement.core.instance.field_types"]  # imported inside a function
 
 
 def test_no_import_cycles():

@@ -4,7 +4,7 @@ import math
 
 from placement.core.instance.context import Context
 from placement.core.instance.loading import load_instance
-from placement.modes.layouts import pair_latencies
+from placement.core.replicas.pair_latencies import pair_latencies
 
 
 def test_pair_latencies_are_those_of_every_pair_of_sites():

@@ -1,14 +1,17 @@
-"""Serving modes, one module each, in one registry.
+"""Serving modes, one module each.
 
 A serving mode is a way to serve a traffic class: a route of stages (steps
 the solver must cover at the class's rate), the kinds of replica that run
 them, the candidate configurations of those replicas on a fleet, what
 crosses the network between two steps, and the label and colour that tables
-and charts show (:class:`~placement.modes.base.ServingMode`). Generation
+and charts show (:class:`~placement.core.modes.base.ServingMode`). Each module
+here defines one as ``MODE``; the registry (:mod:`placement.core.modes.registry`)
+imports them by name on its first lookup, so generation
 (:mod:`placement.core.replicas.candidates`), the SLO floors of a diagnosis
 (:func:`placement.core.pipeline.diagnose.slo_floor`), evaluation
 (:func:`placement.core.replicas.evaluate.evaluate`), the plan's stages and the
-studies' labels all read them here.
+studies' labels read them without importing this package. The modes import
+core (the evaluator, the queues, the physical floors); core imports none of them.
 
 ==============  =========  =====================  ===================================
 mode            option     route stages           replica kinds (stages of their parts)
@@ -25,16 +28,24 @@ order registered: routes, and the steps a shared configuration serves (one
 prefill column serves the prefill step of every mode that prefills apart),
 follow it.
 
-A new mode is one module defining a :class:`~placement.modes.base.ServingMode`
-and its registration; the instance schema then accepts its option::
+A new built-in mode is one module here defining its
+:class:`~placement.core.modes.base.ServingMode` as ``MODE``, and its module's name in
+:data:`~placement.core.modes.registry.BUILTIN_MODES` (after the modes it should follow); the
+instance schema then accepts its option::
 
     # placement/modes/kv_tier.py
     MODE = ServingMode(name="kv-tier", label="KV tier", option="kv-tier",
                        stages=("prefill", "decode"), kinds=(PREFILL, TIERED_DECODE),
                        grids=_grids, transfers=kv_transfer)
 
-    # here, below the built-in modes
-    register(kv_tier.MODE)
+Another package declares its mode as an entry point instead, and no file of this one changes::
+
+    # its pyproject.toml
+    [project.entry-points."placement.modes"]
+    kv-tier = "my_package.kv_tier:MODE"
+
+The names below are re-exported from :mod:`placement.core.modes` (records, ids, registry, and what the
+enabled modes offer): import them from here or from there.
 
 Examples
 --------
@@ -49,11 +60,17 @@ Examples
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, SharedColumn, TransferSpec
-from placement.modes.ids import RouteId, StepId
-from placement.modes.registry import (
+from placement.core.modes.base import (
+    Grid,
+    GridSet,
+    PoolKind,
+    ServingMode,
+    SharedColumn,
+    TransferSpec,
+)
+from placement.core.modes.enabled import configurations, enabled_modes, transfers
+from placement.core.modes.ids import RouteId, StepId
+from placement.core.modes.registry import (
     MODES,
     STAGE_OF_KIND,
     check_kind,
@@ -66,11 +83,8 @@ from placement.modes.registry import (
     pool_kind,
     register,
     stages,
+    unregister,
 )
-
-if TYPE_CHECKING:
-    from placement.core.instance.context import Context
-    from placement.core.instance.schema import TrafficClass
 
 __all__ = [
     "MODES",
@@ -96,61 +110,5 @@ __all__ = [
     "register",
     "stages",
     "transfers",
+    "unregister",
 ]
-
-
-def enabled_modes(ctx: Context) -> list[ServingMode]:
-    """The modes the instance allows (:meth:`ServingMode.enabled`), in registration order."""
-    return [m for m in MODES.values() if m.enabled(ctx)]
-
-
-def configurations(ctx: Context, cls: TrafficClass, memo: dict, resource: str | None = None,
-                   sets: bool = False) -> list[tuple[Grid | GridSet, list[str]]]:
-    """Every candidate grid of ``cls`` on the fleet (only those whose main part runs on ``resource``, if
-    given: one generation job's share), once each, with the steps it serves.
-
-    The grids of the enabled modes in order; a configuration two modes both
-    offer (the prefill replicas) is one grid serving a step of each. None with
-    ``only_measured``: measured capacities replace the cost models. Candidate
-    generation keeps the columns that meet the class's SLOs; the SLO floors
-    of a diagnosis are the best latencies over the same grids.
-
-    A mode's :class:`~placement.modes.base.GridSet` is handed out whole with ``sets`` (generation
-    evaluates it as one array), else as its grids; a set's configurations are its mode's own (the
-    paired kinds of one mode), so sets are not merged.
-    """
-    if ctx.instance.only_measured:
-        return []
-    merged: dict[tuple, tuple[Grid | GridSet, list[str]]] = {}
-    for mode in enabled_modes(ctx):
-        route = mode.route(cls.name)
-        for item in mode.grids(ctx, cls, memo) if resource is None else mode.grids(ctx, cls, memo, resource):
-            if isinstance(item, GridSet) and sets:
-                merged[id(item), None] = (item, [str(route.step(item.stage))])
-                continue
-            for grid in item.grids(memo) if isinstance(item, GridSet) else (item,):
-                key = (grid.config, grid.pair_latency_s)
-                step = str(route.step(grid.stage))
-                if key not in merged:
-                    merged[key] = (grid, [step])
-                elif (merged[key][0].batches == grid.batches).all():
-                    merged[key][1].append(step)
-                else:
-                    raise ValueError(f"modes offer {grid.config.kind} configurations on different batch grids")
-    return list(merged.values())
-
-
-def transfers(ctx: Context) -> list[TransferSpec]:
-    """What crosses the network between the steps of every class's routes in the enabled modes."""
-    return [t for cls in ctx.instance.workload.classes for mode in enabled_modes(ctx)
-            for t in mode.transfers(ctx, cls, mode.route(cls.name))]
-
-
-def _register_builtin() -> None:
-    from placement.modes import aggregated, pd, pd_af, pd_draft
-
-    for module in (aggregated, pd, pd_draft, pd_af):
-        register(module.MODE)
-
-
-_register_builtin()

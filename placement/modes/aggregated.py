@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodels import aggregated_step, fits, memory_per_chip_bytes
+from placement.core.modes.base import Grid, PoolKind, ServingMode, SharedColumn, main_sites
 from placement.core.replicas.evaluate import (
     Layouts,
     PartLayout,
@@ -55,7 +56,6 @@ from placement.core.replicas.evaluate import (
 )
 from placement.core.replicas.queues import prefill_queue, slot_admission
 from placement.core.verify.floors import aggregated_floor, measured_floor
-from placement.modes.base import Grid, PoolKind, ServingMode, SharedColumn, main_sites
 from placement.modes.layouts import BATCHES, parts, weights
 
 if TYPE_CHECKING:

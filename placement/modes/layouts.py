@@ -1,4 +1,4 @@
-"""Replica layouts the serving modes enumerate: sizes, TP/EP/PP splits, batches, pair latencies.
+"""Replica layouts the serving modes enumerate: sizes, TP/EP/PP splits, batches.
 
 Replica sizes per chip type are powers of two dividing the domain, the
 domain, and whole numbers of domains (doubling, and every whole number near
@@ -25,11 +25,10 @@ import numpy as np
 
 from costmodels.arithmetic import stored_weight_bytes
 from placement.core.replicas.evaluate import PartLayout
-from topology.routing import PS_PER_S, UNREACHABLE_PS
+from placement.core.replicas.precisions import runs_precisions
 
 if TYPE_CHECKING:
     from placement.core.instance.context import Context, SiteInfo
-    from topology.chips import ChipSpec
 
 __all__ = [
     "BATCHES",
@@ -41,11 +40,8 @@ __all__ = [
     "ffn_parts",
     "ffn_sizes",
     "layouts",
-    "missing_rates",
-    "pair_latencies",
     "parts",
     "replica_sizes",
-    "runs_precisions",
     "weights",
 ]
 
@@ -145,45 +141,11 @@ def _fleet_chips(ctx: Context, resource: str) -> int:
     return sum(s.chips for s in ctx.sites.values() if s.resource == resource)
 
 
-def missing_rates(ctx: Context, chip: ChipSpec, stage: str) -> list[str]:
-    """The instance's matmul precisions ``stage`` runs on ``chip`` that it has no tensor rate for: the FFN's
-    weights (all stages but ``decode-attention``) and the attention projections (all but ``decode-ffn``),
-    e.g. gpt-oss's BF16 attention on an FP8/FP4-only card. The attention core needs none: it falls back to
-    the weights' rate.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> from costmodels.models import load_model_catalog
-    >>> from topology.chips import load_chip_catalog
-    >>> from placement.core.instance.schema import Precision
-    >>> ctx = NS(model=load_model_catalog()["gpt-oss-20b"], instance=NS(precision=Precision(weights="fp4")))
-    >>> corsair = load_chip_catalog()["corsair"]
-    >>> missing_rates(ctx, corsair, "decode"), missing_rates(ctx, corsair, "decode-ffn")
-    (['bf16'], [])
-    """
-    p = ctx.instance.precision
-    needed = ([] if stage == "decode-attention" else [p.weights]) + \
-        ([] if stage == "decode-ffn" else [p.attention_for(ctx.model)])
-    out = []
-    for precision in dict.fromkeys(needed):
-        try:
-            chip.flops(precision)
-        except ValueError:
-            out.append(precision)
-    return out
-
-
-def runs_precisions(ctx: Context, chip: ChipSpec, stage: str) -> bool:
-    """Whether ``chip`` has every tensor rate ``stage``'s matmuls need (:func:`missing_rates`); a chip without
-    them gets no replica of the stage."""
-    return not missing_rates(ctx, chip, stage)
-
-
 def parts(ctx: Context, site: SiteInfo, stage: str, weight_bytes: float, memo: dict | None = None,
           data_parallel: bool = False) -> list[PartLayout]:
     """Replica layouts of ``stage`` on ``site``'s resource holding ``weight_bytes`` (kept in ``memo``); none
-    where the chip lacks a rate the stage's matmuls need (:func:`runs_precisions`).
+    where the chip lacks a rate the stage's matmuls need
+    (:func:`~placement.core.replicas.precisions.runs_precisions`).
 
     ``data_parallel`` adds the data-parallel attention / wide-EP layouts of
     :func:`layouts` (for kinds whose replica shares one batch over its dp groups).
@@ -292,7 +254,7 @@ def ffn_parts(ctx: Context, site: SiteInfo, weight_bytes: float, memo: dict | No
 
 def attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[PartLayout]:
     """Attention halves: dp groups of tp chips filling a chain size (no pipeline); none where the chip lacks
-    the attention projections' rate (:func:`runs_precisions`)."""
+    the attention projections' rate (:func:`~placement.core.replicas.precisions.runs_precisions`)."""
     if not runs_precisions(ctx, site.chip, "decode-attention"):
         return []
     need = _min_chips_for_weights(site, weight_bytes)
@@ -307,30 +269,3 @@ def attention_parts(ctx: Context, site: SiteInfo, weight_bytes: float) -> list[P
                                       pp=1, dp=g // tp))
             tp *= 2
     return out
-
-
-def pair_latencies(ctx: Context, res_a: str, res_b: str, memo: dict | None = None) -> list[float]:
-    """Distinct one-way path latencies (s) between sites of two resources, finite only, ascending.
-
-    The latencies of :meth:`topology.routing.Routing.latency_s`, from the lowest latencies of the sites of
-    ``res_a`` alone (:meth:`~topology.routing.Routing.latencies_ps`; the paths are not needed here): the
-    same integer picoseconds, each divided by :data:`~topology.routing.PS_PER_S` as ``latency_s`` does.
-    ``memo`` keeps them per resource pair: every class asks again.
-    """
-    key = ("pair latencies", res_a, res_b)
-    if memo is not None and key in memo:
-        return memo[key]
-    # Sites of each side first: on a fleet of hundreds of sites the pairs of the two resources are a
-    # small share of all pairs of sites.
-    ends = {res_a: [], res_b: []}
-    for name, site in ctx.sites.items():
-        if site.resource in ends:
-            ends[site.resource].append(name)
-    lats = set()
-    if ends[res_a] and ends[res_b]:
-        nodes, table = ctx.routing.latencies_ps(ends[res_a])
-        found = table[:, [nodes[b] for b in ends[res_b]]]
-        lats = {round(ps / PS_PER_S, 12) for ps in np.unique(found[found < UNREACHABLE_PS]).tolist()}
-    if memo is not None:
-        memo[key] = sorted(lats)
-    return sorted(lats)

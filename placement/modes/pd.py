@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from costmodels import decode_step, fits, kv_transfer_bytes, memory_per_chip_bytes, prefill_step
+from placement.core.modes.base import Grid, PoolKind, ServingMode, TransferSpec, main_sites
+from placement.core.modes.ids import RouteId
 from placement.core.replicas.evaluate import (
     Layouts,
     PartLayout,
@@ -57,8 +59,6 @@ from placement.core.replicas.evaluate import (
 from placement.core.replicas.measured_steps import measured_step_s
 from placement.core.replicas.queues import prefill_queue, slot_admission
 from placement.core.verify.floors import decode_floor, prefill_floor
-from placement.modes.base import Grid, PoolKind, ServingMode, TransferSpec, main_sites
-from placement.modes.ids import RouteId
 from placement.modes.layouts import BATCHES, parts, weights
 
 if TYPE_CHECKING:

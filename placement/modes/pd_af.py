@@ -45,6 +45,7 @@ from costmodels import (
 )
 from costmodels.comm import af_round_trip_s
 from costmodels.efficiency import overhead_time_s
+from placement.core.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
 from placement.core.replicas.evaluate import (
     PartLayout,
     Perf,
@@ -57,10 +58,10 @@ from placement.core.replicas.evaluate import (
     memory_args,
     step_precision_args,
 )
+from placement.core.replicas.pair_latencies import pair_latencies
 from placement.core.replicas.queues import slot_admission
 from placement.core.verify.floors import attention_ffn_floor
-from placement.modes.base import Grid, GridSet, PoolKind, ServingMode, main_sites
-from placement.modes.layouts import BATCHES, attention_parts, ffn_parts, pair_latencies, weights
+from placement.modes.layouts import BATCHES, attention_parts, ffn_parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
 if TYPE_CHECKING:

@@ -31,6 +31,7 @@ from costmodels import (
     memory_per_chip_bytes,
     verify_step,
 )
+from placement.core.modes.base import Grid, PoolKind, ServingMode, main_sites
 from placement.core.replicas.evaluate import (
     Perf,
     PoolConfig,
@@ -42,10 +43,10 @@ from placement.core.replicas.evaluate import (
     memory_args,
     step_precision_args,
 )
+from placement.core.replicas.pair_latencies import pair_latencies
 from placement.core.replicas.queues import slot_admission
 from placement.core.verify.floors import speculative_floor
-from placement.modes.base import Grid, PoolKind, ServingMode, main_sites
-from placement.modes.layouts import BATCHES, pair_latencies, parts, weights
+from placement.modes.layouts import BATCHES, parts, weights
 from placement.modes.pd import PREFILL, kv_transfer, prefill_grids
 
 if TYPE_CHECKING:

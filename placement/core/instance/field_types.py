@@ -19,16 +19,24 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from placement.modes.registry import check_option, options
+from placement.core.modes.registry import check_option, options
 from topology.prices import load_price_sets
 
-__all__ = ["MODES", "NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName", "Framework", "Mode", "Name",
+__all__ = ["NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName", "Framework", "Mode", "Name",
            "NonNegFinite", "PositiveFinite", "PriceSetName", "StoragePrecision", "WeightPrecision", "Whole"]
 
-#: The serving modes an instance may allow (the options of :mod:`placement.modes`, built-in ones).
-MODES = options()
 #: An entry of ``modes``: the option of a registered serving mode.
 Mode = Annotated[str, AfterValidator(check_option)]
+
+
+def __getattr__(name: str) -> Any:
+    """``MODES``: the serving modes an instance may allow (:func:`~placement.core.modes.registry.options`),
+    read when asked, not when this module is imported: the registry fills itself by importing the modes,
+    which import the rooms above this one."""
+    if name == "MODES":
+        return options()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 #: The rule every name follows (classes, domain groups, switches, the instance; a plan's names too): it may
 #: become a file name, a Kubernetes name or label, a YAML scalar or a word of a shell line.
 NAME_RULE = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"

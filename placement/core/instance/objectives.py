@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, WithJsonSchema
 
-from placement.modes.registry import one_of
+from placement.core.modes.registry import one_of
 from solvers.problem import OBJECTIVES as MEASURES
 
 if TYPE_CHECKING:

@@ -53,7 +53,6 @@ from costmodels.measured import MeasuredCapacity
 from costmodels.models import ModelSpec, default_attention_precision
 from placement.core.instance.calibration_overlay import CalibrationOverlay
 from placement.core.instance.field_types import (
-    MODES,
     NAME_PATTERN,
     NAME_RULE,
     ActivationPrecision,
@@ -71,15 +70,23 @@ from placement.core.instance.field_types import (
 from placement.core.instance.objectives import ObjectiveName
 from placement.core.instance.sessions import KvTierSpec, Sessions
 from placement.core.instance.user_chips import UserChip, user_chip
-from placement.modes.registry import options
+from placement.core.modes.registry import options
 from topology.chips import ChipSpec
 from topology.prices import DEFAULT_PRICES
 from topology.records import Record
 
-__all__ = ["MAX_DOMAINS_PER_GROUP", "MODES", "NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName",
+__all__ = ["MAX_DOMAINS_PER_GROUP", "NAME_PATTERN", "NAME_RULE", "ActivationPrecision", "DerivedName",
            "DomainGroup", "Draft", "Framework", "Hardware", "Instance", "LengthDistribution", "Limits", "Link",
            "MeasuredCapacity", "MeasuredStepTime", "Name", "Precision", "Serving", "StoragePrecision",
            "TrafficClass", "WeightPrecision", "Workload"]
+
+
+def __getattr__(name: str) -> Any:
+    """``MODES``: the serving modes an instance may allow, read when asked (as
+    :mod:`~placement.core.instance.field_types` does)."""
+    if name == "MODES":
+        return options()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 class LengthDistribution(Record):
     """How a class's prompt or output lengths vary around the class's mean length.

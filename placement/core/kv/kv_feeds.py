@@ -45,9 +45,9 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from placement.core.modes.enabled import transfers as mode_transfers
+from placement.core.modes.ids import StepId
 from placement.core.plans.plan import FlowPlan, KvFeed, Plan
-from placement.modes import StepId
-from placement.modes import transfers as mode_transfers
 from solvers.solution import clean
 
 if TYPE_CHECKING:

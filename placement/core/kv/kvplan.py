@@ -31,6 +31,8 @@ from placement.core.kv.kvmodel import (
     reload_s,
     written_bytes,
 )
+from placement.core.modes.enabled import enabled_modes
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.plan import (
     ClassPlan,
     FlowPlan,
@@ -41,7 +43,6 @@ from placement.core.plans.plan import (
     class_latencies_ms,
 )
 from placement.core.replicas.evaluate import PoolConfig, evaluate
-from placement.modes import enabled_modes, pool_kind
 from solvers.problem import Policy, PolicyFlow, PolicyLimit, PolicyLoad, Problem
 from solvers.solution import Solution
 

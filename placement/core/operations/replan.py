@@ -43,6 +43,7 @@ from placement.core.instance.context import Context
 from placement.core.instance.errors import InputError
 from placement.core.instance.failures import degrade, healthy_indices, merge_failures
 from placement.core.instance.schema import Instance
+from placement.core.modes.registry import STAGE_OF_KIND
 from placement.core.operations.domain_slots import Slot, place_around, replica_slots
 from placement.core.pipeline.solve import Scenario, solve_context
 from placement.core.plans.migration import Migration, Move, change_cost, check_move_terms
@@ -217,8 +218,6 @@ def _migration(ctx: Context, plan: Plan, running: dict[Key, Running], placed: di
 
 
 def _stage(config: PoolConfig, part: int) -> str:
-    from placement.modes import STAGE_OF_KIND
-
     return STAGE_OF_KIND[config.kind][part] or "?"
 
 

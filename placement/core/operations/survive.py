@@ -44,13 +44,13 @@ from placement.core.instance.context import Context
 from placement.core.instance.errors import InputError
 from placement.core.instance.failures import healthy_indices
 from placement.core.instance.schema import Instance
+from placement.core.modes.registry import pool_kind
 from placement.core.pipeline.solve import Scenario, solve
 from placement.core.plans.plan import Plan
 from placement.core.replicas.evaluate import evaluate
 from placement.core.replicas.generation import Candidates
 from placement.core.verify.survive import SURVIVABLE, relaxed_context
 from placement.core.verify.verifier import CHECKED_STATUSES
-from placement.modes import pool_kind
 from solvers import survive_rows
 from solvers.backends import DEFAULT_BACKEND
 from solvers.problem import Problem

@@ -14,6 +14,8 @@ from collections import defaultdict
 from placement.core.instance.calibration_overlay import overlay_band, overlay_framework_latency_s
 from placement.core.instance.context import Context
 from placement.core.kv.kv_feeds import kv_feeds_of
+from placement.core.modes.ids import RouteId
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.confidence import pool_bands
 from placement.core.plans.numbers import num
 from placement.core.plans.plan import (
@@ -37,7 +39,6 @@ from placement.core.replicas.generation import Candidates
 from placement.core.replicas.measured_steps import table_field
 from placement.core.replicas.queues import at_load
 from placement.core.verify.facts import SERVED_RPS, transfers
-from placement.modes import RouteId, pool_kind
 from solvers.packing import pack_into_domains
 from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean

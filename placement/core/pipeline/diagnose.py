@@ -41,11 +41,13 @@ import numpy as np
 from placement.core.instance.context import Context
 from placement.core.instance.reach import islands_sentences
 from placement.core.instance.schema import TrafficClass
+from placement.core.modes.enabled import configurations, enabled_modes
+from placement.core.modes.ids import StepId
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.numbers import num
 from placement.core.replicas.evaluate import evaluate, framework_latency_s
 from placement.core.replicas.generation import Candidates
-from placement.modes import StepId, configurations, enabled_modes, pool_kind
-from placement.modes.layouts import missing_rates
+from placement.core.replicas.precisions import missing_rates
 from solvers.backends import DEFAULT_BACKEND
 from solvers.problem import Problem
 
@@ -125,7 +127,7 @@ def slo_floor(ctx: Context, cls: TrafficClass) -> Floor:
     """Lowest TTFT / TPOT over every configuration candidate generation tries for ``cls``.
 
     The same grids as :func:`placement.core.replicas.candidates.generate`
-    (:func:`placement.modes.configurations`) and the same test, with the
+    (:func:`placement.core.modes.enabled.configurations`) and the same test, with the
     class's SLOs lifted: configurations must still fit in memory. A configuration too slow to serve
     anything even then (a step of hours on a chip of 1 kB/s) still counts: its latency is the floor.
     """

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from placement.core.instance.context import Context
 from placement.core.instance.objectives import objective
+from placement.core.modes.enabled import enabled_modes, transfers
+from placement.core.modes.ids import StepId
 from placement.core.replicas.candidate_cache import cached_generate
 from placement.core.replicas.generation import Candidates
-from placement.modes import StepId, enabled_modes, transfers
 from solvers.problem import Demand, Edge, PoolLimit, Problem, Route, Site, Transfer
 
 __all__ = ["build_problem", "pool_limit"]

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Literal
 
 from costmodels.bands import PLAN_LEVELS, ChipBand, chip_band, framework_band, stage_metric
 from costmodels.frameworks import DEFAULT_FRAMEWORK
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.numbers import num
 from placement.core.plans.plan import Plan, Pool, PoolBands
-from placement.modes.registry import pool_kind
 from topology.records import Record
 
 if TYPE_CHECKING:

@@ -32,8 +32,8 @@ from pydantic import Field
 from costmodels.arithmetic import stored_weight_bytes
 from placement.core.instance.context import Context
 from placement.core.instance.errors import InputError
+from placement.core.modes.registry import pool_kind
 from placement.core.replicas.evaluate import PoolConfig, precision_args
-from placement.modes.registry import pool_kind
 from topology.records import MutableRecord
 
 __all__ = ["AMORTISE_H_RANGE", "MAX_MOVE_USD", "Migration", "Move", "change_cost", "check_move_terms",

@@ -38,11 +38,11 @@ from placement.core.instance.field_types import (
 )
 from placement.core.instance.loading import describe_error, read_document
 from placement.core.instance.objectives import ObjectiveName
+from placement.core.modes.ids import StepId
+from placement.core.modes.registry import STAGE_OF_KIND, check_stage, pool_kind
 from placement.core.plans.migration import Migration
 from placement.core.plans.uplinks import UplinkPlan
 from placement.core.replicas.evaluate import PoolConfig
-from placement.modes.ids import StepId
-from placement.modes.registry import STAGE_OF_KIND, check_stage, pool_kind
 from topology.records import MutableRecord
 
 __all__ = [
@@ -90,7 +90,7 @@ VERSION_PATTERN = (r"^(unknown|[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?
                    r"(\+[a-z0-9]+(\.[a-z0-9]+)*)?)$")
 
 PlanStatus = Literal["optimal", "feasible", "infeasible", "time_limit", "error"]
-#: A stage a part of a replica runs (:func:`placement.modes.stages`; STAGE_OF_KIND maps pool kinds to them).
+#: A stage a part of a replica runs (:func:`placement.core.modes.registry.stages`; STAGE_OF_KIND maps pool kinds to them).
 Stage = Annotated[str, AfterValidator(check_stage)]
 
 #: A pool's class: a class name, or ``*`` (a measured pool serves every class measured on it).

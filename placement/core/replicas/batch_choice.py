@@ -125,7 +125,7 @@ def best_batch(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batches: np.nda
     >>> from placement.core.instance.context import Context
     >>> from placement.core.replicas.evaluate import evaluate
     >>> from placement.core.instance.loading import load_instance
-    >>> from placement.modes import configurations
+    >>> from placement.core.modes.enabled import configurations
     >>> ctx = Context.of(load_instance(Path(placement.__file__).parent / "instances/mixed-fleet.yaml"))
     >>> cls = ctx.instance.workload.classes[0]
     >>> grid = next(g for g, _ in configurations(ctx, cls, {}) if g.config.kind == "decode")

@@ -59,9 +59,11 @@ import os
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from placement.core.modes.registry import ENTRY_POINT_GROUP
 from placement.core.replicas.cache_store import CacheWarning, Folder, open_folder
 from placement.core.replicas.candidate_codec import decode, encode
 from placement.core.replicas.candidates import generate
@@ -71,8 +73,8 @@ if TYPE_CHECKING:
     from placement.core.instance.context import Context
 
 __all__ = ["CACHE_DIR_ENV", "CACHE_SIZE", "CacheWarning", "cache_dir", "cache_info", "cached_generate",
-           "candidate_key", "clear", "code_fingerprint", "disk_key", "set_cache_dir", "share_generations",
-           "tree_fingerprint"]
+           "candidate_key", "clear", "code_fingerprint", "disk_key", "mode_packages", "set_cache_dir",
+           "share_generations", "tree_fingerprint"]
 
 #: Generations kept (a sweep has one per series; the largest instances' take a few hundred MB).
 CACHE_SIZE = 2
@@ -107,20 +109,40 @@ def candidate_key(ctx: Context) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-#: The code generation runs: by the architecture's arrows (tests/test_architecture.py), core and modes
-#: import only each other and these packages; with their catalogues (topology/catalog, costmodels/catalog).
+#: The code generation runs: by the architecture's arrows (tests/test_architecture.py), core imports only
+#: these packages and the built-in modes only core and these; with their catalogues (topology/catalog,
+#: costmodels/catalog). Modes other packages declare are outside the tree: :func:`mode_packages`.
 _GENERATION_CODE = ("placement/core", "placement/modes", "costmodels", "solvers", "topology")
 
 
 @functools.cache
 def code_fingerprint() -> str:
-    """:func:`tree_fingerprint` of the installed packages, with the Python, numpy and pydantic versions.
-    Computed once per process, when a disk cache is used (~30 ms)."""
+    """:func:`tree_fingerprint` of the installed packages, with the Python, numpy and pydantic versions and the
+    packages that declare serving modes (:func:`mode_packages`, if any). Computed once per process, when a
+    disk cache is used (~30 ms)."""
     import numpy
     import pydantic
 
     versions = f"python {sys.version}\nnumpy {numpy.__version__}\npydantic {pydantic.VERSION}"
+    if plugins := mode_packages():
+        versions += f"\n{plugins}"
     return hashlib.sha256(f"{versions}\n{tree_fingerprint(Path(__file__).resolve().parents[3])}".encode()).hexdigest()
+
+
+def mode_packages() -> str:
+    """The serving modes installed packages declare (:data:`~placement.core.modes.registry.ENTRY_POINT_GROUP`),
+    one line each: entry point, distribution and version, and a hash of the module it names (their code
+    is outside :data:`_GENERATION_CODE`, and its columns may be on disk). Empty without any."""
+    import importlib.util
+
+    lines = []
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: (p.name, p.value)):
+        dist = f"{point.dist.name} {point.dist.version}" if point.dist is not None else "?"
+        spec = importlib.util.find_spec(point.module)
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        code = hashlib.sha256(origin.read_bytes()).hexdigest() if origin and origin.is_file() else "?"
+        lines.append(f"{point.name} = {point.value} ({dist}) {code}")
+    return "\n".join(lines)
 
 
 def tree_fingerprint(root: Path) -> str:

@@ -16,11 +16,11 @@ Examples
 from __future__ import annotations
 
 from placement.core.instance.context import Context
+from placement.core.modes.enabled import enabled_modes
 from placement.core.replicas import parallel_generation
 from placement.core.replicas.candidate_records import records
 from placement.core.replicas.evaluate import PartLayout
 from placement.core.replicas.generation import Candidates, class_candidates, no_cycle_collection
-from placement.modes import enabled_modes
 from solvers.problem import Column, Part
 
 __all__ = ["Candidates", "generate"]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Annotated
 import numpy as np
 from pydantic import AfterValidator, Field, model_validator
 
+from placement.core.modes.registry import check_kind, pool_kind
 from topology.records import Record
 
 if TYPE_CHECKING:
@@ -69,15 +70,8 @@ __all__ = [
     "step_factor",
 ]
 
-def _registered_kind(kind: str) -> str:
-    # The modes import this module, so the registry is looked up when used.
-    from placement.modes.registry import check_kind
-
-    return check_kind(kind)
-
-
-#: A kind of replica registered by a serving mode (:func:`placement.modes.pool_kind`).
-Kind = Annotated[str, AfterValidator(_registered_kind)]
+#: A kind of replica registered by a serving mode (:func:`placement.core.modes.registry.pool_kind`).
+Kind = Annotated[str, AfterValidator(check_kind)]
 
 
 
@@ -459,11 +453,9 @@ def evaluate_many(ctx: Context, cfgs: list[PoolConfig], cls: TrafficClass, batch
     """:func:`evaluate` of every configuration of ``cfgs`` over its 1-D ``batches``, bit for bit.
 
     The single-part configurations of a kind with an ``evaluate_many`` (its
-    :class:`~placement.modes.base.PoolKind`) are evaluated one broadcast per (kind, main chip); the others
+    :class:`~placement.core.modes.base.PoolKind`) are evaluated one broadcast per (kind, main chip); the others
     one by one.
     """
-    from placement.modes.registry import pool_kind  # imported here: the modes import this module
-
     out: list[Perf | None] = [None] * len(cfgs)
     groups: dict[tuple[str, str], list[int]] = {}
     for i, cfg in enumerate(cfgs):
@@ -489,7 +481,5 @@ def evaluate(ctx: Context, cfg: PoolConfig, cls: TrafficClass, batch=None, pair_
     the caller for one context, caches results that several configurations
     share (the halves of attention–FFN replicas).
     """
-    from placement.modes.registry import pool_kind  # imported here: the modes import this module
-
     b = np.asarray(cfg.batch if batch is None else batch, dtype=float)
     return pool_kind(cfg.kind).evaluate(ctx, cfg, cls, b, pair_latency_s, _Scratch() if memo is None else memo)

@@ -27,7 +27,7 @@ columns on large fleets. With ``network_free_from`` (:func:`generate`) the group
 of two-part columns are pruned with pair traffic and latency limits left out:
 copies that fit and serve at least as much suffice, and of tied columns the one
 of lowest pair traffic, then highest latency limit, then first name stays. A
-mode's :class:`~placement.modes.base.GridSet` (attention–FFN pairings of two
+mode's :class:`~placement.core.modes.base.GridSet` (attention–FFN pairings of two
 resources) is evaluated as one array, and only its entries near the fastest of
 their size become candidates (:meth:`_SetBlock.near_fastest`).
 Call the result K0. Every column the full pruning keeps is dominated
@@ -64,9 +64,11 @@ import numpy as np
 
 from placement.core.instance.context import Context
 from placement.core.instance.schema import TrafficClass
+from placement.core.modes.base import Grid, GridSet
+from placement.core.modes.enabled import configurations
+from placement.core.modes.registry import pool_kind
 from placement.core.replicas.batch_choice import best_batches, best_index, capacity_bound
 from placement.core.replicas.evaluate import PartLayout, Perf, PoolConfig, evaluate
-from placement.modes import Grid, GridSet, configurations, pool_kind
 from solvers.dominance import LOAD_ATOL, RTOL, Columns, Row, copies, dominates, undominated
 from solvers.problem import Column
 
@@ -209,7 +211,7 @@ def _evaluate_grid(out: Candidates, pend: list[Pending], ctx: Context, grid: Gri
 
 @dataclass
 class _SetBlock:
-    """A :class:`~placement.modes.base.GridSet` of ``cls`` evaluated: capacity and pair traffic of shape
+    """A :class:`~placement.core.modes.base.GridSet` of ``cls`` evaluated: capacity and pair traffic of shape
     (configurations, latencies, batches), and which entries meet the SLOs and fit (``ok``).
 
     Its candidates are made only when asked for (:meth:`pending`): pruning network-free needs only those

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from placement.core.instance.errors import InputError
-from placement.modes.registry import pool_kind
+from placement.core.modes.registry import pool_kind
 
 if TYPE_CHECKING:
     from placement.core.instance.context import Context

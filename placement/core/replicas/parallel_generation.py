@@ -2,7 +2,7 @@
 
 Pruning and the integer batch search compare columns of one class, kind and
 resources only, so the configurations of each class whose main part runs on
-one chip type (:func:`placement.modes.configurations` with ``resource``) can
+one chip type (:func:`placement.core.modes.enabled.configurations` with ``resource``) can
 be generated apart and their kept candidates merged by name:
 :func:`placement.core.replicas.candidates.generate` gives the same columns, in the
 same order, with one process or several. A pool pays only when the work is

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 
 from placement.core.instance.context import Context
 from placement.core.instance.schema import TrafficClass
+from placement.core.modes.enabled import enabled_modes
+from placement.core.modes.enabled import transfers as mode_transfers
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.plan import STAGE_OF_KIND, Plan, Pool, replica_load_rps
 from placement.core.replicas.evaluate import PartLayout, PoolConfig, evaluate
+from placement.core.replicas.pair_latencies import pair_latencies
 from placement.core.replicas.queues import at_load
-from placement.modes import enabled_modes, pool_kind
-from placement.modes import transfers as mode_transfers
-from placement.modes.layouts import pair_latencies
 
 __all__ = ["RTOL", "PoolFacts", "class_routes", "close", "derive", "over", "pair_latency_of", "transfers"]
 
@@ -59,7 +60,7 @@ def close(a: float | None, b: float | None, abs_tol: float = 1e-9) -> bool:
 
 
 def class_routes(ctx: Context, cls: TrafficClass) -> dict[str, tuple[str, ...]]:
-    """Mode -> the steps of its route, for the modes the instance allows (:func:`placement.modes.enabled_modes`)."""
+    """Mode -> the steps of its route, for the modes the instance allows (:func:`placement.core.modes.enabled.enabled_modes`)."""
     return {m.name: tuple(str(s) for s in m.steps(cls.name)) for m in enabled_modes(ctx)}
 
 

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
+from placement.core.modes.registry import pool_kind
 from placement.core.verify.floor_shape import BYTES_PER_VALUE, FLOPS_PER_MAC, Shape, model_shape
 
 if TYPE_CHECKING:
@@ -438,10 +439,6 @@ def config_floors(cfg: PoolConfig, ctx: Context, *, crossing_latency_s: float | 
     KeyError
         When the configuration names a chip or class the context lacks, or a kind with no floor.
     """
-    from placement.modes.registry import (
-        pool_kind,  # the kinds' records name the floors defined here
-    )
-
     kind = pool_kind(cfg.kind)
     if kind.floor is None:
         raise KeyError(f"replica kind {cfg.kind!r} names no physical floor (PoolKind.floor)")
@@ -519,10 +516,6 @@ def _path_latency_s(ctx: Context, source: str, target: str) -> float | None:
 
 
 def _checkable(ctx: Context, pool: Pool) -> bool:
-    from placement.modes.registry import (
-        pool_kind,  # the kinds' records name the floors defined here
-    )
-
     cfg, kind = pool.config, pool_kind(pool.config.kind)
     return (kind.measured or cfg.traffic_class in ctx.classes) and not (kind.drafts and ctx.draft_model is None) \
         and all(p.chip in ctx.chips for p in (cfg.main, cfg.partner) if p is not None)

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping
 
 from placement.core.instance.context import Context
 from placement.core.kv.kv_feeds import kv_feeds_of
+from placement.core.modes.ids import StepId
 from placement.core.plans.plan import Plan, Pool
 from placement.core.verify.facts import RTOL
-from placement.modes import StepId
 
 __all__ = ["check_kv_feeds", "check_pool_limit", "pools_per_stage"]
 

@@ -13,11 +13,11 @@ import math
 from collections import defaultdict
 
 from placement.core.instance.context import Context
+from placement.core.modes.ids import RouteId, StepId
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.plan import Plan, class_latencies_ms
 from placement.core.replicas.evaluate import max_sequences_per_rank, rank_sequence_ceiling
 from placement.core.verify.facts import SERVED_RPS, PoolFacts, class_routes, over
-from placement.modes.ids import RouteId, StepId
-from placement.modes.registry import pool_kind
 
 __all__ = ["check_capacity", "check_demand", "check_pairing", "check_routes", "check_slos_and_memory",
            "demand_tolerance_rps"]

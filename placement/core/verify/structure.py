@@ -19,10 +19,11 @@ from collections import Counter
 
 from costmodels.models import ModelSpec
 from placement.core.instance.context import Context
+from placement.core.modes.enabled import enabled_modes
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.plan import Plan, bad_numbers
 from placement.core.replicas.evaluate import PartLayout, PoolConfig
 from placement.core.verify.facts import transfers
-from placement.modes import enabled_modes, pool_kind
 
 __all__ = ["check_configurations", "check_numbers", "check_references"]
 

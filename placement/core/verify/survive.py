@@ -24,9 +24,10 @@ from collections import defaultdict
 import pulp
 
 from placement.core.instance.context import Context
+from placement.core.modes.enabled import enabled_modes
+from placement.core.modes.registry import pool_kind
 from placement.core.plans.plan import Plan
 from placement.core.verify.facts import RTOL, PoolFacts
-from placement.modes import enabled_modes, pool_kind
 from solvers.backends.highs import quiet_highs_banner
 
 __all__ = ["SURVIVABLE", "check_survival", "covers", "relaxed_context"]

@@ -6,11 +6,11 @@ appear in plans as keys of ``load_rps`` and ``capacity_rps_per_replica``.
 Every string is made by ``str()`` of a :class:`RouteId` or :class:`StepId`
 and read back by their ``parse``; class and mode names never contain ``|``
 (class names are checked by the schema, mode names by
-:func:`placement.modes.register`).
+:func:`placement.core.modes.registry.register`).
 
 Examples
 --------
->>> from placement.modes.ids import RouteId, StepId
+>>> from placement.core.modes.ids import RouteId, StepId
 >>> step = StepId("chat", "pd", "decode")
 >>> str(step), str(step.route)
 ('chat|pd|decode', 'chat|pd')

@@ -1,12 +1,12 @@
 """What a serving mode is: its route, the replica kinds it uses, its candidate grids, its transfers.
 
 A :class:`ServingMode` is a small frozen record of data and functions; the
-registry (:mod:`placement.modes`) holds one per mode. Everything the rest of
+registry (:mod:`placement.core.modes.registry`) holds one per mode. Everything the rest of
 the package needs to know about a mode is here:
 
 * ``name`` (in route and step ids), ``label`` and ``color`` (tables, charts),
   ``option`` (the entry of the instance's ``modes`` list that allows it);
-* ``stages``: the steps of its route in order, each a :class:`~placement.modes.ids.StepId`;
+* ``stages``: the steps of its route in order, each a :class:`~placement.core.modes.ids.StepId`;
 * ``kinds``: the :class:`PoolKind` of every replica it uses — the stage each
   part of such a replica runs and the function that evaluates it;
 * ``grids``: the candidate configurations of one class on the fleet, as
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from placement.modes.ids import RouteId, StepId
+from placement.core.modes.ids import RouteId, StepId
 
 if TYPE_CHECKING:
     from placement.core.instance.context import Context
@@ -171,7 +171,7 @@ class SharedColumn:
 
 def main_sites(ctx: Context, resource: str | None = None) -> dict:
     """``ctx.resources()``, or only ``resource``'s entry: where a grid's main part may run when generation
-    asks for one chip type's grids (:func:`placement.modes.configurations`)."""
+    asks for one chip type's grids (:func:`placement.core.modes.enabled.configurations`)."""
     sites = ctx.resources()
     return sites if resource is None else {r: s for r, s in sites.items() if r == resource}
 
