@@ -9,6 +9,7 @@ instantiated over the periods, on that period's copy of the variables
 periods are linked by the replicas::
 
     min   Σ_s ρ_s·H·r_s  +  Σ_t h_t·Σ_s w_{t,s}·o_{t,s}  +  Σ_{t≥2} Σ_{c,p,s} m_{c,p,s}·(d⁺_{t,c,p,s} + d⁻_{t,c,p,s})
+          +  Σ_t h_t·Σ_q c_{t,q}·π^t_q
           (+ per period, h_t times the tie-breaks of solvers.objective.set_objective)
     s.t.  route split, step coverage, replica capacity, …, budget                   for every period t
           reserved cover    Σ_{c,p} u_p·n^t_{c,p,s} ≤ r_s + o_{t,s}                 ∀ t, s
@@ -17,10 +18,14 @@ periods are linked by the replicas::
 
 r_s are units of site s *reserved* for the whole horizon at ρ_s $/h per unit
 (the discounted price), o_{t,s} units bought *on demand* in period t, and
-m_{c,p,s} the $ of adding or removing one replica (its weight reload). At an
+m_{c,p,s} the $ of adding or removing one replica (its weight reload), and
+c_{t,q} the $/h of policy q's share π^t_q in period t (:mod:`solvers.kv_rows`:
+a KV tier's holding cost; each period has its own policies and shares). At an
 optimum o_{t,s} = max(0, U_{t,s} − r_s) with U the units in use, and
 d⁺ − d⁻ = Δn with at most one of them positive (d⁺ replicas added, d⁻
-removed), so the objective is the schedule's total $. The model with a single
+removed), so the objective is the schedule's total $. Policies are not linked
+across periods: a period's shares are its own (what they hold is the steady
+state of that period's rates). The model with a single
 period of H hours prices each unit at min(ρ_s·H, Σ_t h_t·w_{t,s}): that is
 how the independent and static references are solved
 (:mod:`placement.core.operations.schedule`).
@@ -115,8 +120,9 @@ class PeriodModel:
 class PeriodSolution:
     """What :func:`solve_periods` found; $ totals recomputed from the integer replicas and reserved units.
 
-    ``objective`` = ``reserved_usd + on_demand_usd + reconfiguration_usd`` over
-    the horizon; ``solutions[t]`` is period t's :class:`~solvers.solution.Solution`
+    ``objective`` = ``reserved_usd + on_demand_usd + reconfiguration_usd + policy_usd``
+    over the horizon (``policy_usd``: Σ_t h_t·Σ_q c_{t,q}·π^t_q, the policies' $);
+    ``solutions[t]`` is period t's :class:`~solvers.solution.Solution`
     (its ``objective`` in $/h at period t's on-demand prices); ``used_units[t][s]``
     and ``on_demand_units[t][s]`` units in use and bought on demand; ``added``
     and ``removed`` replicas changed at the start of period t, keyed (t, key).
@@ -136,6 +142,7 @@ class PeriodSolution:
     reserved_usd: float = 0.0
     on_demand_usd: float = 0.0
     reconfiguration_usd: float = 0.0
+    policy_usd: float = 0.0
     build_seconds: float = 0.0
     solve_seconds: float = 0.0
     stats: dict[str, int] = field(default_factory=dict)
@@ -212,7 +219,11 @@ def add_reconfiguration(m: pulp.LpProblem, pm: PeriodModel) -> None:
 
 
 def set_period_objective(m: pulp.LpProblem, pm: PeriodModel) -> None:
-    """Minimise Σ_s ρ_s·H·r_s + Σ_t h_t·Σ_s w_{t,s}·o_{t,s} + Σ m·(d⁺ + d⁻) + Σ_t h_t·(tie-breaks of period t).
+    """Minimise Σ_s ρ_s·H·r_s + Σ_t h_t·Σ_s w_{t,s}·o_{t,s} + Σ m·(d⁺ + d⁻) + Σ_t h_t·Σ_q c_{t,q}·π^t_q
+    + Σ_t h_t·(tie-breaks of period t).
+
+    c_{t,q} is policy q's ``cost`` in period t's problem ($/h per unit of its share; the KV
+    tiers' family writes it as :func:`solvers.kv_rows.add_policy_objective` does in one period).
 
     The tie-breaks are those of :func:`solvers.objective.set_objective` (ε per
     unit placed, per unit of flow and per pool of a pool limit), ε = 1e-7 × the
@@ -234,6 +245,7 @@ def set_period_objective(m: pulp.LpProblem, pm: PeriodModel) -> None:
         h = pm.hours[t]
         coefs.update({var: h * eps * v.index.units[key] for key, var in v.n.items()})
         coefs.update(dict.fromkeys([*v.f.values(), *v.u.values()], h * eps))
+        coefs.update({v.pi[q.name]: h * q.cost for q in v.index.problem.policies if q.cost})
     m.setObjective(pulp.LpAffineExpression(coefs))
 
 
@@ -249,7 +261,8 @@ def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
     ----------
     problems : sequence of Problem
         One per period: the same columns, sites and network; each period's rates and on-demand
-        $/h per unit (``Site.usd_per_hour_per_unit``). Objective ``cost``, no KV policies.
+        $/h per unit (``Site.usd_per_hour_per_unit``); its own policies, if any (their shares and
+        costs per period). Objective ``cost``.
     hours : sequence of float
         h_t, each > 0.
     reserved_usd_per_hour_per_unit : mapping
@@ -260,20 +273,21 @@ def build_periods(problems: Sequence[Problem], hours: Sequence[float], *,
         site -> units reserved, held fixed (r_s's bounds); the periods are then linked only by changes.
     families : tuple of Family, optional
         Each period's model's families (default the base families): every period is built from them, and
-        the period objective replaces their objective terms (the KV tiers' is refused with the policies).
+        the period objective replaces their objective terms (:func:`set_period_objective` writes the
+        primary objective, the tie-breaks and the policies' $ per period).
 
     Raises
     ------
     ValueError
         Periods and hours differ in number, an hour is not > 0, a problem's objective is not cost,
-        has KV policies, or its sites are not those of the others or of the reserved prices.
+        or its sites are not those of the others or of the reserved prices.
     """
     if not problems or len(problems) != len(hours) or not all(h > 0 for h in hours):
         raise ValueError("expected one problem per period and hours > 0")
     sites = sorted(reserved_usd_per_hour_per_unit)
     for p in problems:
-        if p.objective != "cost" or p.policies or sorted(s.name for s in p.sites) != sites:
-            raise ValueError(f"problem {p.name!r}: expected objective cost, no policies and sites {sites}")
+        if p.objective != "cost" or sorted(s.name for s in p.sites) != sites:
+            raise ValueError(f"problem {p.name!r}: expected objective cost and sites {sites}")
     m = pulp.LpProblem(name="schedule", sense=pulp.LpMinimize)
     pm = PeriodModel(periods=[], hours=list(hours), reserved_usd_per_hour_per_unit=dict(reserved_usd_per_hour_per_unit),
                      usd_per_change=dict(usd_per_change or {}))
@@ -296,7 +310,8 @@ def _value(var: pulp.LpVariable | None) -> int:
 
 
 def _read(pm: PeriodModel, out: PeriodSolution) -> None:
-    """Integer replicas and reserved units; on-demand units, changes and $ recomputed from them."""
+    """Integer replicas and reserved units; on-demand units, changes and $ recomputed from them (and the
+    policies' $ from their shares)."""
     counts = [{key: _value(var) for key, var in v.n.items()} for v in pm.periods]
     out.reserved_units = {s: _value(var) for s, var in sorted(pm.r.items())}
     for t, v in enumerate(pm.periods):
@@ -320,9 +335,11 @@ def _read(pm: PeriodModel, out: PeriodSolution) -> None:
                            for s, r in out.reserved_units.items())
     out.reconfiguration_usd = sum(pm.usd_per_change.get(key, 0.0) * n
                                   for (_, key), n in [*out.added.items(), *out.removed.items()])
+    out.policy_usd = sum(pm.hours[t] * q.cost * (v.pi[q.name].varValue or 0.0)
+                         for t, v in enumerate(pm.periods) for q in v.index.problem.policies if q.cost)
     out.reserved_usd, out.on_demand_usd = clean(out.reserved_usd), clean(out.on_demand_usd)
-    out.reconfiguration_usd = clean(out.reconfiguration_usd)
-    out.objective = clean(out.reserved_usd + out.on_demand_usd + out.reconfiguration_usd)
+    out.reconfiguration_usd, out.policy_usd = clean(out.reconfiguration_usd), clean(out.policy_usd)
+    out.objective = clean(out.reserved_usd + out.on_demand_usd + out.reconfiguration_usd + out.policy_usd)
 
 
 def solve_periods(problems: Sequence[Problem], hours: Sequence[float], *,
