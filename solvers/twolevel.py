@@ -84,6 +84,7 @@ from solvers.milp import DEFAULT_GAP, Start, Variables, relax, solve_model, time
 from solvers.model import families_of
 from solvers.problem import Column, Problem, Site
 from solvers.solution import Solution, clean
+from solvers.support import lp_support
 from solvers.tolerances import INTEGRALITY, REL_GAP_MARGIN, ROW_FEASIBILITY, ZERO
 
 __all__ = ["COLLAPSED_SHARE", "MERGED_MIN_SIZE", "MIN_SIZE", "SHARE", "collapsed", "restricted", "solve", "spread",
@@ -296,7 +297,7 @@ def _attempts(problem: Problem, lower: Solution, gap: float | None, full: Callab
         problem = full()
         if problem is None:  # the time ran out generating it
             return
-    near = _near(problem, used)
+    near = lp_support(problem, used)
     if len(near) > len(used) and len(near) * len(problem.sites) <= _size(problem) * NEAR_SHARE:
         yield "restricted to their siblings", problem, near, lambda m, v: Start(target=target)
 
@@ -306,8 +307,17 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
 
     The relaxation names the steps and resources worth using; the problem
     restricted to the columns that serve those steps on those resources (all
-    their replica sizes, which the integer plan needs to round well) is the
-    *support*, small and fast to solve. A problem that falls apart into
+    their replica sizes, which the integer plan needs to round well;
+    :func:`solvers.support.lp_support`) is the *support*, small and fast to
+    solve. The schedule's start restricts each period to the same support
+    (:func:`solvers.periods.restrict_to_lp_support`) and keeps beside it the
+    replica counts its LP nearly prices in (reduced cost): that model is
+    already built and solved once, so the reduced costs cost nothing there,
+    and on the 100-domain benchmark day the support alone gave a start 0.28 %
+    dearer, and a schedule 0.29 % dearer at a 0.99 % gap instead of 0.82 %
+    (the numbers are in its docstring);
+    here the support is a new problem built from columns, which reduced costs
+    of the whole model do not name. A problem that falls apart into
     demands tied only by its site rows (the collapsed fleet) is solved by
     :func:`solvers.lagrange.solve_by_parts`, whose support comes from the
     parts' own LPs (the relaxation without the site rows that tie them, which
@@ -326,7 +336,7 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     began = time.perf_counter()
     try:
         by_parts = solve_by_parts(problem, time_limit_s=time_limit_s,
-                                  near=lambda used: restricted(problem, _near(problem, used)), **options)
+                                  near=lambda used: restricted(problem, lp_support(problem, used)), **options)
     except LimitExceeded:  # a part's model stopped building at a limit: what follows stops at once too
         by_parts = None
     if by_parts is not None:
@@ -334,7 +344,7 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
     left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
     lp = relax(problem, backend=options["backend"], time_limit_s=left, threads=options.get("threads"),
                pair_split=options.get("pair_split", "auto"), families=options.get("families"))
-    support = restricted(problem, _near(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
+    support = restricted(problem, lp_support(problem, {load.column for load in lp.loads})) if lp.status == "optimal" else None
     found = None
     if support is not None:
         left = None if time_limit_s is None else time_left(time_limit_s, time.perf_counter() - began)
@@ -349,14 +359,6 @@ def solve_from_lp_support(problem: Problem, time_limit_s: float | None = None, *
         return Start(values=values, seconds=time.perf_counter() - began)
 
     return solve_model(problem, time_limit_s=time_limit_s, start=known, **options)[0]
-
-
-def _near(problem: Problem, used: set[str]) -> set[str]:
-    """Columns serving a step of a ``used`` column with parts only on resources ``used`` columns occupy."""
-    steps = {q for c in problem.columns if c.name in used for q in c.capacity}
-    resources = {p.resource for c in problem.columns if c.name in used for p in c.parts}
-    return {c.name for c in problem.columns
-            if steps.intersection(c.capacity) and {p.resource for p in c.parts} <= resources}
 
 
 def _size(problem: Problem) -> int:

@@ -159,6 +159,9 @@ def schedule_command(
                                           "(cbc <-> highs) and compare; exit 4 if they disagree (the cheaper "
                                           "verified schedule is still written)")] = False,
     prices: PricesOpt = None,
+    kv_policy: Annotated[KvPolicy | None, typer.Option("--kv-policy", help="session classes: keep KV in every "
+                                                       "tier, in HBM only, or recompute every prefix, in every "
+                                                       "period (default: tiered if a group has a KV tier)")] = None,
 ) -> None:
     """One plan per period of a demand profile, beside independent and static-peak plans."""
     from placement.cli.consoles import out
@@ -179,7 +182,7 @@ def schedule_command(
     result = schedule(inst, read_profile(profile), method=method, reserved_discount=reserved_discount,
                       move_usd=move_usd, backend=solver, time_limit_s=time_limit, gap=gap,
                       keep_plans=json_path is not None, references=references, certify=certify,
-                      prices=prices, source=str(instance))
+                      prices=prices, kv_policy=None if kv_policy is None else str(kv_policy), source=str(instance))
     if json_path is not None:
         from placement.core.plans.output import write_atomic
 
@@ -225,8 +228,9 @@ def print_schedule(console, result) -> None:
     if result.total_usd is None:
         console.print(f"{result.status}: {result.message}", highlight=False, markup=False)
         return
+    kv = f" + KV tiers ${usd(result.kv_usd)}" if result.kv_usd else ""
     console.print(f"schedule ${usd(result.total_usd)} (reserved ${usd(result.reserved_usd)} + on demand "
-                  f"${usd(result.on_demand_usd)} + reconfiguration ${usd(result.migration_usd)}); "
+                  f"${usd(result.on_demand_usd)} + reconfiguration ${usd(result.migration_usd)}{kv}); "
                   f"bound ${usd(result.best_bound_usd)}, gap {_pct(result.gap)}", highlight=False)
     independent = (f"${usd(result.independent_usd)}" if result.independent_usd is not None
                    else f"≥ ${usd(result.independent_bound_usd)} (LP bound)")

@@ -25,6 +25,25 @@ Every period's plan is checked by the verifier against the instance at that
 period's rates. ``method="rolling"`` is the rolling-horizon approximation of
 :mod:`placement.core.operations.schedule_rolling` (no reserved capacity, no period prices).
 
+**Session classes** (multi-turn KV retention) are expanded as a single solve expands
+them (:func:`placement.core.kv.kvmodel.expand`), once per period at that period's rates:
+each becomes its outcome classes (the rate of a session class is the rate of each of
+its outcome demands), with the policies and KV-tier rows of that period
+(:func:`placement.core.kv.kvplan.extend_problem`; what a policy holds, reloads and costs
+scales with its class's rate), and each period's plan is finished and verified against
+the expanded instance at that period's rates, as a single solve's plan is. The KV
+tiers' holding $ joins the total::
+
+    schedule $ = reserved $ + on-demand $ + reconfiguration $ + Σ_t h_t · KV $/h_t
+
+Assumption: **sessions do not straddle periods.** Each period's retention is the steady
+state of its own rates (Little's law over that period's calls): KV held at a period's
+end is not carried into the next, and a period's tiers hold nothing of the last's. Each
+period's KV is therefore what a single solve at that period's rates would choose for the
+same pools (tests/test_schedule_sessions.py checks a one-period schedule against that
+solve); with periods of hours and retention windows of at most an hour the overlap is
+at most a window per boundary.
+
 Examples
 --------
 >>> import io
@@ -41,12 +60,15 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from placement.core.instance.context import Context
 from placement.core.instance.errors import InputError
 from placement.core.instance.loading import with_prices
 from placement.core.instance.schema import Instance
+from placement.core.kv.kvmodel import Expansion, expand
+from placement.core.kv.kvplan import extend_problem
 from placement.core.operations.profile import Period, read_profile, with_rates
 from placement.core.operations.schedule_records import Change, PeriodPlan, PoolCount, Schedule
 from placement.core.operations.schedule_rolling import rolling_schedule
@@ -82,6 +104,53 @@ def period_problem(ctx: Context, problem: Problem, rates: dict[str, float], pric
     return problem.model_copy(update={"demands": demands, "sites": sites})
 
 
+def _has_sessions(instance: Instance) -> bool:
+    return any(c.sessions is not None for c in instance.workload.classes)
+
+
+@dataclass(frozen=True)
+class _At:
+    """One period's model: the instance at its rates (what its plan is verified against), the session classes
+    expanded at those rates (``None`` without session classes), and its problem."""
+
+    ctx: Context
+    kv: Expansion | None
+    problem: Problem
+
+    @property
+    def work(self) -> Context:
+        """The context the problem was built on (the session classes expanded)."""
+        return self.ctx if self.kv is None else self.kv.context
+
+
+def _at(instance: Instance, source: str, kv_policy: str | None, base: Problem, cands: Candidates,
+        rates: dict[str, float], prices: dict[str, float]) -> _At:
+    """The period at ``rates`` (class -> req/s; absent: the instance's) and ``prices`` (group -> $/h per chip).
+
+    Session classes are expanded at these rates: each outcome demand at its class's rate (0 where the
+    expansion leaves it out, its class idle this period), and the policies and tier rows of these rates.
+    """
+    ctx = Context.of(with_rates(instance, rates), source)
+    if not _has_sessions(instance):
+        return _At(ctx, None, period_problem(ctx, base, rates, prices))
+    kv = expand(ctx, kv_policy)
+    outcome = {d.name: kv.context.classes[d.name].rate_rps if d.name in kv.context.classes else 0.0
+               for d in base.demands}
+    return _At(ctx, kv, extend_problem(ctx, kv, period_problem(ctx, base, outcome, prices), cands))
+
+
+def _base(instance: Instance, periods: Sequence[Period], source: str,
+          kv_policy: str | None) -> tuple[Context, Problem, Candidates]:
+    """The context the columns are generated on, once for every period: the instance, or with session classes
+    its expansion at every class's peak rate (every outcome class some period serves, with its columns)."""
+    ctx = Context.of(instance, source)
+    if _has_sessions(instance):
+        peak = {c.name: max(p.rates.get(c.name, c.rate_rps) for p in periods) for c in instance.workload.classes}
+        ctx = expand(Context.of(with_rates(instance, peak), source), kv_policy).context
+    base, cands = build_problem(ctx)
+    return ctx, base, cands
+
+
 def _usd_per_change(ctx: Context, cands: Candidates, problem: Problem, move_usd: float) -> dict:
     """(column, part, group) -> $ of adding or removing one replica there (the reload rule)."""
     out = {}
@@ -100,9 +169,6 @@ def _check(instance: Instance, periods: Sequence[Period], reserved_discount: flo
     if instance.objective != "cost":
         raise InputError(f"a schedule minimises $: it needs objective 'cost', got {instance.objective!r}",
                          field="objective")
-    if any(c.sessions is not None for c in instance.workload.classes):
-        raise InputError("the period-indexed schedule does not model session classes (KV retention); "
-                         "use method rolling", field="workload.classes.sessions")
     if not 0.0 <= reserved_discount < 1.0:
         raise InputError(f"expected 0 <= reserved discount < 1, got {reserved_discount}", field="reserved_discount")
     check_move_terms(move_usd, prefix="")
@@ -115,16 +181,16 @@ def _check(instance: Instance, periods: Sequence[Period], reserved_discount: flo
                              f"{', '.join(sorted(chips))}", field="profile")
 
 
-def _period_plan(instance: Instance, source: str, problem: Problem, cands: Candidates, sol,
-                 period: Period) -> tuple[PeriodPlan, Plan]:
-    ctx = Context.of(with_rates(instance, period.rates), source)
-    plan = checked(ctx, problem, cands, sol)  # verified, and repaired as any solve's plan is when rejected
+def _period_plan(at: _At, cands: Candidates, sol, period: Period) -> tuple[PeriodPlan, Plan]:
+    # verified (against the instance at the period's rates), and repaired as any solve's plan is when rejected
+    plan = checked(at.ctx, at.problem, cands, sol, kv=at.kv)
     violations = plan.violations or ([] if plan.verified else ["no plan"])
     pools = [PoolCount(column=p.column, part=p.part, stage=p.stage, traffic_class=p.traffic_class, chip=p.chip,
                        group=s.site, replicas=s.replicas) for p in plan.pools for s in p.sites]
     return PeriodPlan(period=period.name, hours=period.hours, status=plan.status, verified=not violations,
                       violations=violations, cost_usd_per_hour=plan.cost_usd_per_hour,
-                      period_usd_per_hour=sol.cost_usd_per_hour, chips=plan.chips,
+                      period_usd_per_hour=sol.cost_usd_per_hour, kv_usd_per_hour=plan.kv_usd_per_hour,
+                      chips=plan.chips,
                       chips_by_type=plan.chips_by_type, pools=pools), plan
 
 
@@ -145,7 +211,7 @@ def _changes(ctx: Context, cands: Candidates, out: PeriodSolution, periods: Sequ
 #: Columns × periods from which the periods' references and start re-solves run in a process pool.
 MIN_PARALLEL_PERIOD_WORK = 2_000
 
-#: The start's re-solves keep the integer columns whose LP reduced cost is at most this × the LP objective.
+#: The start's re-solves also keep the replica counts whose LP reduced cost is at most this × the LP objective.
 START_RESTRICT = 0.0005
 
 
@@ -157,11 +223,13 @@ def _start(problems: list[Problem], hours: list[float], reserved: dict[str, floa
     The reservation that suits the references' units in use best (:func:`solvers.periods.reservation`;
     the periods' optima, or their LP relaxations rounded up) is held fixed and each period re-solved
     alone: the chips it reserves cost nothing more to use, so each period leans on them. Each re-solve
-    is restricted to the columns its LP relaxation uses or nearly would (reduced cost at most
-    :data:`START_RESTRICT` × its LP objective; :func:`solvers.periods.restrict_to_lp_support`): a
-    heuristic, for the start only — the schedule MILP has every column (on the 100-domain benchmark
-    a re-solve takes ~0.3 CPU s instead of ~1.7 s, its plan ~0.1 % dearer). One thread each: these
-    small MILPs gain nothing from a second. When there is nothing to
+    is restricted to its LP relaxation's support — the columns it loads and their siblings, the
+    support :mod:`solvers.twolevel` restricts to as well — and the columns within
+    :data:`START_RESTRICT` × its LP objective of entering it (reduced cost;
+    :func:`solvers.periods.restrict_to_lp_support` says why both, with the numbers): a heuristic,
+    for the start only — the schedule MILP has every column (on the 24-period 100-domain benchmark
+    day the 24 re-solves take 31.9 CPU s instead of 832.9 s unrestricted, their plans 0.15 % dearer).
+    One thread each: these small MILPs gain nothing from a second. When there is nothing to
     reserve the periods are re-solved the same way (the LP references carry no plan).
     """
     prices = [{s.name: s.usd_per_hour_per_unit for s in q.sites} for q in problems]
@@ -175,15 +243,14 @@ def _start(problems: list[Problem], hours: list[float], reserved: dict[str, floa
     return [p.values for p in picks] if all(p.ok for p in picks) else None
 
 
-def _diagnosis(instance: Instance, source: str, problems: list[Problem], cands: Candidates,
-               periods: Sequence[Period], alone: list[PeriodSolution], backend: str) -> list[str]:
+def _diagnosis(ats: list[_At], cands: Candidates, periods: Sequence[Period], alone: list[PeriodSolution],
+               backend: str) -> list[str]:
     """Why an infeasible schedule has no plan: each period that has none alone, diagnosed as any solve's
-    infeasible model is (:func:`placement.core.pipeline.diagnose.diagnose`)."""
+    infeasible model is (:func:`placement.core.pipeline.diagnose.diagnose`, on the expanded context)."""
     out = []
-    for q, p, a in zip(problems, periods, alone):
+    for at, p, a in zip(ats, periods, alone):
         if a.status == "infeasible":
-            ctx = Context.of(with_rates(instance, p.rates), source)
-            out += [f"period {p.name}: {why}" for why in diagnose(ctx, q, cands, backend=backend)]
+            out += [f"period {p.name}: {why}" for why in diagnose(at.work, at.problem, cands, backend=backend)]
     return out
 
 
@@ -202,13 +269,14 @@ def _reference(problems: list[Problem], hours: list[float], reserved: dict[str, 
 def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "milp", reserved_discount: float = 0.0,
              move_usd: float = 0.0, backend: str = "highs", time_limit_s: float | None = None,
              gap: float | None = None, keep_plans: bool = False, references: str = "exact",
-             certify: bool = False, prices: str | None = None, source: str = "<instance>") -> Schedule:
+             certify: bool = False, prices: str | None = None, kv_policy: str | None = None,
+             source: str = "<instance>") -> Schedule:
     """The cheapest schedule of ``periods`` (module docstring), with its references and checks.
 
     Parameters
     ----------
     instance : Instance
-        Objective ``cost``; no session classes (``method="rolling"`` takes them).
+        Objective ``cost``. Session classes are expanded per period (module docstring).
     periods : sequence of Period
         From :func:`~placement.core.operations.profile.read_profile`.
     method : {"milp", "rolling"}
@@ -229,6 +297,9 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     prices : str, optional
         The chip price set (``tco``, ``on-demand``; :func:`~placement.core.instance.loading.with_prices`) every
         period's prices start from; None: the instance's.
+    kv_policy : {"tiered", "hbm-only", "none"}, optional
+        Where the session classes' KV may wait between calls (:func:`placement.core.kv.kvmodel.expand`;
+        default tiered when a domain group has a KV tier, else hbm-only), as for a single solve.
     certify : bool
         Solve the schedule MILP again with the other bundled backend and compare (:func:`_second_opinion`):
         ``certified`` and a note say whether it agrees; the cheaper verified schedule is returned.
@@ -237,8 +308,8 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     ------
     InputError
         No periods, an unknown class or chip, objective not cost, a discount outside [0, 1),
-        session classes with the MILP, prices or a discount with the rolling horizon, or
-        ``references`` not exact or bound.
+        prices or a discount with the rolling horizon, ``references`` not exact or bound, or a
+        ``kv_policy`` not one of the three.
     """
     if references not in ("exact", "bound"):
         raise InputError(f"expected references exact or bound, got {references!r}", field="references")
@@ -247,14 +318,17 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
         if reserved_discount or any(p.price_factor != 1.0 or p.chip_usd_per_hour for p in periods):
             raise InputError("the rolling horizon models neither reserved capacity nor period prices; "
                              "use method milp", field="method")
-        return rolling_schedule(instance, list(periods), backend=backend, move_usd=move_usd, keep_plans=keep_plans)
+        return rolling_schedule(instance, list(periods), backend=backend, move_usd=move_usd, keep_plans=keep_plans,
+                                kv_policy=kv_policy)
     if method != "milp":
         raise InputError(f"expected method milp or rolling, got {method!r}", field="method")
     _check(instance, periods, reserved_discount, move_usd)
-    ctx = Context.of(instance, source)
-    base, cands = build_problem(ctx)  # generated once: the periods change only demand rows and prices
+    # generated once: the periods change only demand rows, prices and (session classes) policy rows
+    ctx, base, cands = _base(instance, periods, source, kv_policy)
     reserved = {g: info.usd_per_hour_per_chip * (1.0 - reserved_discount) for g, info in ctx.sites.items()}
-    problems = [period_problem(ctx, base, p.rates, {g: _price(ctx, g, p) for g in ctx.sites}) for p in periods]
+    ats = [_at(instance, source, kv_policy, base, cands, p.rates, {g: _price(ctx, g, p) for g in ctx.sites})
+           for p in periods]
+    problems = [at.problem for at in ats]
     hours = [p.hours for p in periods]
     usd = _usd_per_change(ctx, cands, base, move_usd)
     relax = references == "bound"
@@ -272,7 +346,7 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     if certify and out.ok:
         out, opinion = _second_opinion(out, Periods(problems, hours, reserved, usd_per_change=usd), backend,
                                        time_limit_s, gap, lambda sol, t: _period_plan(
-                                           instance, source, problems[t], cands, sol, periods[t])[0].verified)
+                                           ats[t], cands, sol, periods[t])[0].verified)
     result = Schedule(status=out.status, message=out.message, reserved_discount=reserved_discount, references=references,
                       build_seconds=round(out.build_seconds, 3), solver_seconds=round(out.solve_seconds, 3),
                       variables=out.stats.get("variables", 0), constraints=out.stats.get("constraints", 0),
@@ -282,10 +356,10 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     if not out.ok:
         result.reference_seconds = round(sum(a.solve_seconds + a.build_seconds for a in alone), 3)
         if out.status == "infeasible":
-            result.diagnosis = _diagnosis(instance, source, problems, cands, periods, alone, backend)
+            result.diagnosis = _diagnosis(ats, cands, periods, alone, backend)
         return result
     for t, p in enumerate(periods):
-        row, plan = _period_plan(instance, source, problems[t], cands, out.solutions[t], p)
+        row, plan = _period_plan(ats[t], cands, out.solutions[t], p)
         reserved_used = sum(min(u, out.reserved_units.get(g, 0)) for g, u in out.used_units[t].items())
         row.reserved_chips, row.on_demand_chips = reserved_used, sum(out.on_demand_units[t].values())
         row.replicas_added = sum(n for (tt, _), n in out.added.items() if tt == t)
@@ -298,7 +372,9 @@ def schedule(instance: Instance, periods: Sequence[Period], *, method: str = "mi
     result.reserved_chips = {g: n for g, n in out.reserved_units.items() if n}
     result.total_usd, result.reserved_usd, result.on_demand_usd = out.objective, out.reserved_usd, out.on_demand_usd
     result.run_usd, result.migration_usd = round(out.reserved_usd + out.on_demand_usd, 6), out.reconfiguration_usd
-    _references(result, ctx, cands, base, alone, periods, reserved, backend, time_limit_s, gap, instance, source)
+    result.kv_usd = out.policy_usd
+    _references(result, ctx, cands, base, alone, periods, reserved, backend, time_limit_s, gap, instance, source,
+                kv_policy)
     bounds = [b for b in (out.best_bound, result.independent_bound_usd) if b is not None]
     if bounds:
         result.best_bound_usd = round(min(max(bounds), out.objective), 6)
@@ -334,7 +410,7 @@ def _second_opinion(out: PeriodSolution, strategy: Periods, backend: str, time_l
 
 def _references(result: Schedule, ctx: Context, cands: Candidates, base: Problem, alone: list[PeriodSolution],
                 periods: Sequence[Period], reserved: dict[str, float], backend: str, time_limit_s: float | None,
-                gap: float | None, instance: Instance, source: str) -> None:
+                gap: float | None, instance: Instance, source: str, kv_policy: str | None) -> None:
     """Fill the independent (``alone``: each period solved alone) and static-peak references and the checks."""
     for row, a in zip(result.periods, alone):
         row.independent_usd_per_hour = round(a.objective / row.hours, 6) if a.ok else None
@@ -346,13 +422,12 @@ def _references(result: Schedule, ctx: Context, cands: Candidates, base: Problem
     total_h = sum(p.hours for p in periods)
     peak = {c.name: max(p.rates.get(c.name, c.rate_rps) for p in periods) for c in instance.workload.classes}
     mean = {g: sum(q.hours * _price(ctx, g, q) for q in periods) / total_h for g in ctx.sites}
-    peak_problem = period_problem(ctx, base, peak, mean)
-    static = _reference([peak_problem], [total_h], reserved, backend, time_limit_s, gap)
+    at = _at(instance, source, kv_policy, base, cands, peak, mean)
+    static = _reference([at.problem], [total_h], reserved, backend, time_limit_s, gap)
     if static.ok:
         result.static_peak_usd = static.objective
         result.static_peak_usd_per_hour = round(static.objective / total_h, 6)
-        _, plan = _period_plan(instance, source, peak_problem, cands, static.solutions[0],
-                               Period("peak", total_h, peak))
+        _, plan = _period_plan(at, cands, static.solutions[0], Period("peak", total_h, peak))
         result.static_peak_verified = plan.verified
     total = result.total_usd
     low = result.independent_bound_usd if result.independent_bound_usd is not None else result.independent_usd

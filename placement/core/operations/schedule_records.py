@@ -44,6 +44,8 @@ class PeriodPlan(MutableRecord):
     violations: list[str] = Field(default_factory=list)
     cost_usd_per_hour: float | None = Field(default=None, description="run cost at the instance's prices")
     period_usd_per_hour: float | None = Field(default=None, description="run cost at the period's on-demand prices")
+    kv_usd_per_hour: float | None = Field(default=None, description="session classes: the KV tiers' holding cost "
+                                          "at the period's rates (in cost_usd_per_hour)")
     chips: int | None = None
     chips_by_type: dict[str, int] = Field(default_factory=dict)
     reserved_chips: int = Field(default=0, description="chips in use that are reserved")
@@ -73,6 +75,8 @@ class Schedule(MutableRecord):
     on_demand_usd: float = 0.0
     run_usd: float | None = Field(default=None, description="reserved + on-demand $")
     migration_usd: float = Field(default=0.0, description="reconfiguration $: reloads of every change")
+    kv_usd: float = Field(default=0.0, description="session classes: the KV tiers' holding $ over the horizon "
+                          "(Σ hours × each period's KV $/h; in total_usd)")
     best_bound_usd: float | None = Field(default=None, description="proven lower bound on the best schedule")
     gap: float | None = Field(default=None, description="(total - best bound) / total")
     independent_usd: float | None = None

@@ -1,8 +1,7 @@
 """A multi-period schedule by rolling horizon: one plan per period, each re-planned from the last.
 
 The approximation of the period-indexed MILP of :mod:`placement.core.operations.schedule`
-(``placement schedule --method rolling``), kept for instances that MILP does
-not model (session classes): period 1 is solved from scratch; every later
+(``placement schedule --method rolling``): period 1 is solved from scratch; every later
 period is :func:`placement.core.operations.replan.replan` of the previous plan at the
 period's rates, its migration $ spread over the period's hours. Total = Σ run
 $/h × hours + Σ migration $. The references are those of the MILP without
@@ -31,8 +30,10 @@ def _usd(plan: Plan) -> float | None:
 
 
 def rolling_schedule(instance: Instance, periods: list[Period], *, backend: str = DEFAULT_BACKEND, move_usd: float = 0.0,
-                     keep_plans: bool = False) -> Schedule:
+                     keep_plans: bool = False, kv_policy: str | None = None) -> Schedule:
     """Plan every period (rolling horizon), and the independent and static-peak references.
+
+    ``kv_policy``: where the session classes' KV may wait (:func:`placement.core.pipeline.solve.solve`'s).
 
     Raises
     ------
@@ -45,9 +46,9 @@ def rolling_schedule(instance: Instance, periods: list[Period], *, backend: str 
     previous: Plan | None = None
     for p in periods:
         inst = with_rates(instance, p.rates)
-        alone = solve(inst, backend=backend)
+        alone = solve(inst, backend=backend, kv_policy=kv_policy)
         plan = alone if previous is None else replan(inst, previous, Events(move_usd=move_usd, amortise_h=p.hours),
-                                                     backend=backend)
+                                                     backend=backend, kv_policy=kv_policy)
         mig = plan.migration
         rows.append(PeriodPlan(period=p.name, hours=p.hours, status=plan.status, verified=plan.verified,
                                cost_usd_per_hour=_usd(plan),
@@ -59,7 +60,7 @@ def rolling_schedule(instance: Instance, periods: list[Period], *, backend: str 
             return Schedule(method=METHOD, status=plan.status, message=plan.message or "", periods=rows)
         previous = plan
     peak = {c.name: max(p.rates.get(c.name, c.rate_rps) for p in periods) for c in instance.workload.classes}
-    static = solve(with_rates(instance, peak), backend=backend)
+    static = solve(with_rates(instance, peak), backend=backend, kv_policy=kv_policy)
     hours = sum(p.hours for p in periods)
     run = sum(r.cost_usd_per_hour * r.hours for r in rows)
     migration = sum(r.migration_usd for r in rows)
