@@ -55,7 +55,10 @@ sys.path.insert(0, str(ROOT))
 DATA = ROOT / "benchmarks" / "data" / "throughput_at_scale.csv"
 
 #: Published framework names -> the catalogue's (costmodels/catalog/frameworks.yaml); others are pooled.
-FRAMEWORKS = {"sglang": "sglang", "trt": "trtllm", "vllm": "vllm"}
+FRAMEWORKS = {"sglang": "sglang", "trt": "trtllm", "tensorrt-llm": "trtllm", "vllm": "vllm"}
+#: The sequences one engine of an offline TensorRT-LLM run held at most (``trtllm-bench``'s tuning caps them at
+#: 4,096 ÷ pp, :data:`costmodels.offline_rows.ENGINE_MAX_REQUESTS`): its plans may run as many per rank.
+OFFLINE_ENGINE_SEQUENCES = 4096
 #: TTFT bound when only the TPOT should bind (ms) and the TPOT bound of offline runs (ms).
 LOOSE_TTFT_MS = 60_000.0
 OFFLINE_TPOT_MS = 1_000.0
@@ -275,6 +278,8 @@ def heldout_overlays(cases: list[Case]) -> dict[tuple[str, str], dict]:
 def instance_doc(c: Case, ttft: str, max_per_rank: int | None = None, per_chip: float | None = None,
                  lengths: str = "as-run", overlay: dict | None = None) -> dict:
     per_domain = min(c.gpus, DOMAIN_CHIPS.get(c.chip, 8))
+    if max_per_rank is None and c.regime == "offline" and c.framework == "trtllm":
+        max_per_rank = OFFLINE_ENGINE_SEQUENCES  # the engine the measurement ran, not the server's default
     ttft_ms = LOOSE_TTFT_MS if ttft == "loose" or c.ttft_ms is None else max(c.ttft_ms, 1.0)
     weights, kv = checkpoint_precision(c)
     return {"name": f"point-{c.key}", "model": c.model, "precision": {"weights": weights, "kv": kv},

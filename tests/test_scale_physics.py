@@ -90,6 +90,23 @@ def test_the_verifier_refuses_a_batch_beyond_the_engine_ceiling():
     assert any("sequences per rank exceed the vllm engine's 1024" in m for m in v), v
 
 
+def test_the_engine_setting_may_raise_the_ceiling_above_the_default():
+    """``serving.max_sequences_per_rank`` is the deployment's engine setting, above the default too (an
+    offline ``trtllm-bench`` engine holds up to 4,096): a rank at 2,000 sequences passes the check of an
+    instance that sets 4,096 and fails the default vLLM's 1,024."""
+    doc = _doc("vllm", tpot_ms=500.0, model="llama-3.1-8b")
+    inst = parse_instance(doc)
+    plan = solve(inst, backend="highs")
+    pdoc = json.loads(plan.model_dump_json())
+    pool = pdoc["pools"][0]
+    pool["config"]["batch"] = pool["batch"] = 2000 * pool["config"]["main"]["dp"]
+    raised = json.loads(json.dumps(doc))
+    raised.setdefault("serving", {})["max_sequences_per_rank"] = 4096
+    assert any("exceed the vllm engine's 1024" in m for m in verify(Context.of(inst), parse_plan(pdoc)))
+    assert not any("exceed the vllm engine" in m
+                   for m in verify(Context.of(parse_instance(raised)), parse_plan(pdoc)))
+
+
 def _solved_with_serving(**serving) -> tuple[dict, object, object]:
     """A Llama-3.1-8B fleet of 8 domains at 10 req/s under TensorRT-LLM, without and with ``serving`` set:
     (the held instance document, the loose plan, the held plan), both plans optimal and verified."""

@@ -459,8 +459,8 @@ class Serving(Record):
     """The serving framework the plan is for: its request latency is added to every pool's TTFT.
 
     ``framework`` names an entry of ``costmodels/catalog/frameworks.yaml`` (:mod:`costmodels.frameworks`);
-    ``pooled`` (the default) adds nothing and takes the widest TTFT band. ``max_sequences_per_rank`` lowers
-    the framework's ceiling on a rank's batch; ``max_sequences_per_chip`` bounds the sequences in flight per
+    ``pooled`` (the default) adds nothing and takes the widest TTFT band. ``max_sequences_per_rank`` replaces
+    the framework's default ceiling on a rank's batch (the engine setting the deployment runs); ``max_sequences_per_chip`` bounds the sequences in flight per
     chip whatever the layout (a rank of ``c`` chips holds at most ``floor(c · max_sequences_per_chip)``);
     ``max_pipeline_stages`` bounds every pool's pipeline stages (an attention–FFN pool's FFN half aside); unset,
     each chip's calibrated stages do (:meth:`~placement.core.instance.context.Context.most_pipeline_stages`).
@@ -470,11 +470,11 @@ class Serving(Record):
                                  "vllm, trtllm, sglang or pooled (unknown framework)")
     max_sequences_per_rank: int | None = Field(
         default=None, ge=1, le=1_000_000,
-        description="sequences one (data-parallel) rank may run at once, when below the framework's default "
+        description="sequences one (data-parallel) rank may run at once, in place of the framework's default "
         "ceiling: the engine setting the deployment will use (vLLM --max-num-seqs, SGLang "
-        "--max-running-requests, TensorRT-LLM max_batch_size), or the largest batch a capacity plan should "
-        "rest on (benchmarks/CAPACITY.md: the cost models are checked on measured batches up to 64-128 per "
-        "rank)")
+        "--max-running-requests, TensorRT-LLM max_batch_size; trtllm-bench sizes offline engines up to 4096), "
+        "or the largest batch a capacity plan should rest on (a pool beyond the batches its chip's calibration "
+        "measured gets a note)")
     max_sequences_per_chip: float | None = Field(
         default=None, gt=0, le=1_000_000, allow_inf_nan=False,
         description="sequences in flight per chip, whatever the layout: a (data-parallel) rank of c chips "

@@ -264,23 +264,25 @@ def max_context_tokens(cls: TrafficClass) -> float:
 
 
 def max_sequences_per_rank(ctx: Context) -> int:
-    """The serving engine's ceiling on the sequences one (data-parallel) rank runs at once: its default
-    ``max_num_seqs`` / ``max_batch_size`` / ``max_running_requests`` (``costmodels/catalog/frameworks.yaml``,
-    with sources; ``pooled``: vLLM's), or the instance's ``serving.max_sequences_per_rank`` if lower.
+    """The serving engine's ceiling on the sequences one (data-parallel) rank runs at once: the instance's
+    ``serving.max_sequences_per_rank`` (the deployment's ``max_num_seqs`` / ``max_batch_size`` /
+    ``max_running_requests``, lower or higher than the default), else the engine's default
+    (``costmodels/catalog/frameworks.yaml``, with sources; ``pooled``: vLLM's).
 
     Examples
     --------
     >>> from types import SimpleNamespace as NS
     >>> max_sequences_per_rank(NS(instance=NS(serving=NS(framework="trtllm", max_sequences_per_rank=None))))
     2048
-    >>> max_sequences_per_rank(NS(instance=NS(serving=NS(framework="trtllm", max_sequences_per_rank=64))))
-    64
+    >>> [max_sequences_per_rank(NS(instance=NS(serving=NS(framework="trtllm", max_sequences_per_rank=n))))
+    ...  for n in (64, 4096)]
+    [64, 4096]
     """
     from costmodels.frameworks import framework_entry
 
     serving = ctx.instance.serving
     cap = framework_entry(serving.framework).max_sequences_per_rank
-    return cap if serving.max_sequences_per_rank is None else min(cap, serving.max_sequences_per_rank)
+    return cap if serving.max_sequences_per_rank is None else serving.max_sequences_per_rank
 
 
 def rank_sequence_ceiling(ctx: Context, chips_per_rank) -> np.ndarray:
