@@ -105,3 +105,23 @@ def test_the_rate_each_format_runs_at_per_chip():
     assert b200.flops("mxfp4") == b200.flops_per_s["fp8"] and gb300.flops("mxfp4") == gb300.flops_per_s["fp8"]
     assert h200.flops("mxfp4") == h200.flops_per_s["bf16"]
     assert all(c.runs("mxfp4") for c in (b200, h200, gb300))
+
+
+@pytest.mark.parametrize(("chip", "noted"), [("h200", True), ("b200", False)])
+def test_a_plan_says_when_its_fp4_weights_run_simulated(chip, noted):
+    """gpt-oss's MXFP4 experts on H200 (no FP4 units) run a simulated kernel the fit never measured: the plan
+    says so and at which rate it priced them; on B200 (FP4 units) it does not."""
+    import placement
+    from placement.core.instance.loading import parse_instance
+
+    doc = {"name": "gpt-oss", "model": "gpt-oss-120b", "precision": {"weights": "mxfp4", "kv": "bf16"},
+           "modes": ["aggregated"],
+           "workload": {"classes": [{"name": "c", "rate_rps": 5, "prompt_tokens": 1000, "output_tokens": 1000,
+                                     "ttft_ms": 60000, "tpot_ms": 100}]},
+           "hardware": {"domains": [{"name": "g", "chip": chip, "chips_per_domain": 8, "count": 2}]}}
+    plan = placement.solve(parse_instance(doc), backend="highs")
+    assert plan.status == "optimal" and plan.verified
+    notes = [n for n in plan.notes if n.startswith(f"mxfp4 weights on {chip} (no FP4 units)")]
+    assert len(notes) == int(noted), plan.notes
+    if noted:
+        assert "the chip's bf16 rate" in notes[0]

@@ -44,7 +44,7 @@ from solvers.problem import Problem, Site
 from solvers.solution import Solution, clean
 
 __all__ = ["assemble_plan", "fit_range_notes", "framework_notes", "headroom_notes", "overlay_range_notes",
-           "pipeline_notes", "price_notes", "uncalibrated_model_notes"]
+           "pipeline_notes", "price_notes", "simulated_precision_notes", "uncalibrated_model_notes"]
 
 
 def _solver_stats(sol: Solution) -> SolverStats:
@@ -210,7 +210,8 @@ def assemble_plan(ctx: Context, problem: Problem, cands: Candidates, sol: Soluti
     plan.prefill_to_decode = kv_feeds_of(ctx, plan)
     plan.uplinks = domain_uplinks(ctx, plan.pools, transfers(ctx))
     plan.notes = [*plan.notes, *overlay_range_notes(inst, pools), *fit_range_notes(ctx, pools),
-                  *pipeline_notes(ctx, pools), *uncalibrated_model_notes(ctx.model)]
+                  *pipeline_notes(ctx, pools), *simulated_precision_notes(ctx, pools),
+                  *uncalibrated_model_notes(ctx.model)]
     return plan
 
 
@@ -223,6 +224,36 @@ def uncalibrated_model_notes(model) -> list[str]:
     extra = f"; its {' and '.join(kinds)} are priced by the roofline alone" if kinds else ""
     return [(f"model {model.name} is uncalibrated: the chip factors were fitted on other models' measurements"
             f"{extra} (placement measure import / placement calibrate fit yours)")]
+
+
+def simulated_precision_notes(ctx: Context, pools: list[Pool]) -> list[str]:
+    """One plan note per chip that runs FP4-family weights without FP4 units (MXFP4 on Hopper): the engines
+    simulate the format there, the step model prices it at a rate the chip has (BF16 for MXFP4 on Hopper), and
+    no such measurement is in its fit; held out, TensorRT-LLM's gpt-oss tables on H100 and H200 were 1.25–2.3× optimistic at their
+    measured layouts (benchmarks/CAPACITY.md).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> from topology.chips import load_chip_catalog
+    >>> cat = load_chip_catalog()
+    >>> ctx = NS(instance=NS(precision=NS(weights="mxfp4")), chips=cat)
+    >>> [n.split(":")[0] for n in simulated_precision_notes(ctx, [NS(chip="h200"), NS(chip="b200"), NS(chip="h200")])]
+    ['mxfp4 weights on h200 (no FP4 units)']
+    """
+    weights = ctx.instance.precision.weights
+    if weights not in ("fp4", "mxfp4"):
+        return []
+    out = []
+    for name in dict.fromkeys(p.chip for p in pools):
+        chip = ctx.chips.get(name)
+        if chip is not None and "fp4" not in chip.flops_per_s:
+            rate = next((r for r, f in chip.flops_per_s.items() if f == chip.flops(weights)), "a lower")
+            out.append(f"{weights} weights on {name} (no FP4 units): the engine simulates the format and the plan "
+                       f"prices it at the chip's {rate} rate, unmeasured; held out, such plans (gpt-oss on H100 and "
+                       "H200) were 1.25-2.3x optimistic (benchmarks/CAPACITY.md): price at --confidence or "
+                       "measure it (placement measure import / placement calibrate)")
+    return out
 
 
 def fit_range_notes(ctx: Context, pools: list[Pool]) -> list[str]:
