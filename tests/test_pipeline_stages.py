@@ -143,3 +143,20 @@ def test_the_note_follows_each_chips_measured_stages():
     assert [n.split(" (")[0] for n in notes] == ["pool-1 runs 24 pipeline stages on wse3",
                                                  "pool-3 runs 2 pipeline stages on h100"]
     assert "its calibration measured at most 20" in notes[0] and "no run its calibration measured" in notes[1]
+
+
+def test_the_diagnosis_says_when_only_unmeasured_stages_would_serve_a_class():
+    """agentic-coding on its H200 group alone: its 119K-token cache misses meet TTFT and TPOT together only with
+    H200 pipeline stages, which no H200 measurement used. The infeasible plan says so; an instance that set the
+    limit itself is not told."""
+    from placement.core.instance.loading import load_instance
+
+    inst = load_instance("instances/agentic-coding.yaml")
+    h200 = [d for d in inst.hardware.domains if d.chip == "h200"]
+    inst = inst.model_copy(update={"hardware": inst.hardware.model_copy(update={"domains": h200})})
+    plan = placement.solve(inst, backend="highs")
+    assert plan.status == "infeasible"
+    said = [s for s in plan.diagnosis if "more pipeline stages than its chips' calibration measured (h200 1)" in s]
+    assert [s.split(":")[0] for s in said] == ["class coding-agent.kv-miss"], plan.diagnosis
+    held = inst.model_copy(update={"serving": inst.serving.model_copy(update={"max_pipeline_stages": 1})})
+    assert not any("pipeline stages" in s for s in placement.solve(held, backend="highs").diagnosis)

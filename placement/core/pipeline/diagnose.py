@@ -74,6 +74,10 @@ def diagnose(ctx: Context, problem: Problem, cands: Candidates, backend: str = D
             out.extend(_floor_sentences(ctx, problem, name))
         except Exception as e:  # noqa: BLE001
             out.append(f"class {name}: no configuration meets its SLOs (floor search failed: {type(e).__name__}: {e})")
+    try:
+        out.extend(_stage_limit_sentences(ctx, unservable))
+    except Exception as e:  # noqa: BLE001
+        out.append(f"pipeline-stage check failed: {type(e).__name__}: {e}")
     rest = [d.name for d in problem.demands if d.rate > 0 and d.name not in unservable]
     if rest:
         try:
@@ -97,6 +101,29 @@ def _unservable_classes(problem: Problem) -> list[str]:
     served = {s for c in problem.columns for s in c.capacity}
     ok = {r.demand for r in problem.routes if all(s in served for s in r.steps)}
     return [d.name for d in problem.demands if d.rate > 0 and d.name not in ok]
+
+
+def _stage_limit_sentences(ctx: Context, unservable: list[str]) -> list[str]:
+    """For each class no configuration serves that one would serve with pipeline stages beyond those its chips'
+    calibration measured (the default when ``serving.max_pipeline_stages`` is unset,
+    :meth:`~placement.core.instance.context.Context.most_pipeline_stages`): a sentence saying so and how to allow
+    them. Candidates are generated again with the stages free — only for an instance that has such a class."""
+    if not unservable or ctx.instance.serving.max_pipeline_stages is not None:
+        return []
+    held = sorted({s.chip.name for s in ctx.sites.values() if s.chip.calibrated_pipeline_stages is not None})
+    if not held:
+        return []
+    from placement.core.pipeline.problem import build_problem
+    from placement.core.replicas.candidates import generate
+
+    serving = ctx.instance.serving.model_copy(update={"max_pipeline_stages": min(ctx.model.layers, 1024)})
+    free = Context.of(ctx.instance.model_copy(update={"serving": serving}), ctx.source)
+    still = set(_unservable_classes(build_problem(free, generate(free))[0]))
+    stages = ", ".join(f"{c} {ctx.chips[c].calibrated_pipeline_stages}" for c in held)
+    return [f"class {name}: served only with more pipeline stages than its chips' calibration measured "
+            f"({stages}); serving.max_pipeline_stages allows them, priced by the step model alone (held out, "
+            "such GPU plans were 1.23x optimistic: benchmarks/CAPACITY.md)"
+            for name in unservable if name not in still]
 
 
 @dataclass(frozen=True)
