@@ -230,6 +230,18 @@ class ChipSpec(Record):
         """
         return any(p in self.flops_per_s for p in self._rates_for(precision))
 
+    def rate_for(self, precision: str) -> str | None:
+        """The rate (a ``flops_per_s`` key) a matmul on ``precision`` weights runs at (:meth:`_rates_for`);
+        ``None`` when the chip has no units for it.
+
+        Examples
+        --------
+        >>> cat = load_chip_catalog()
+        >>> cat["h200"].rate_for("mxfp4"), cat["h200"].rate_for("fp4"), cat["b200"].rate_for("mxfp4")
+        ('bf16', 'fp8', 'fp8')
+        """
+        return next((p for p in self._rates_for(precision) if p in self.flops_per_s), None)
+
     def flops(self, precision: str) -> float:
         """Dense peak FLOP/s at ``precision``, falling back to the next wider one.
 
@@ -243,9 +255,9 @@ class ChipSpec(Record):
         >>> [cat["b200"].flops(p) / 1e12 for p in ("fp4", "mxfp4")], [cat["h200"].flops(p) / 1e12 for p in ("fp4", "mxfp4")]
         ([9000.0, 4500.0], [1978.9, 989.4])
         """
-        for p in self._rates_for(precision):
-            if p in self.flops_per_s:
-                return self.flops_per_s[p]
+        rate = self.rate_for(precision)
+        if rate is not None:
+            return self.flops_per_s[rate]
         raise ValueError(f"chip {self.name!r} has no {precision} rate (flops_per_s lists only "
                          f"{', '.join(sorted(self.flops_per_s))}); use a precision it lists or add its "
                          f"{precision} rate to flops_per_s")

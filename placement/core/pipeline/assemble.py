@@ -228,9 +228,10 @@ def uncalibrated_model_notes(model) -> list[str]:
 
 def simulated_precision_notes(ctx: Context, pools: list[Pool]) -> list[str]:
     """One plan note per chip that runs FP4-family weights without FP4 units (MXFP4 on Hopper): the engines
-    simulate the format there, the step model prices it at a rate the chip has (BF16 for MXFP4 on Hopper), and
-    no such measurement is in its fit; held out, TensorRT-LLM's gpt-oss tables on H100 and H200 were 1.25–2.3× optimistic at their
-    measured layouts (benchmarks/CAPACITY.md).
+    simulate the format there, the step model prices it at a rate the chip has (:meth:`ChipSpec.rate_for
+    <topology.chips.ChipSpec.rate_for>`: BF16 for MXFP4 on Hopper), and no such measurement is in its fit; held
+    out, TensorRT-LLM's gpt-oss tables on H100 and H200 were 1.25–2.3× optimistic at their measured layouts
+    (benchmarks/CAPACITY.md).
 
     Examples
     --------
@@ -248,9 +249,8 @@ def simulated_precision_notes(ctx: Context, pools: list[Pool]) -> list[str]:
     for name in dict.fromkeys(p.chip for p in pools):
         chip = ctx.chips.get(name)
         if chip is not None and "fp4" not in chip.flops_per_s:
-            rate = next((r for r, f in chip.flops_per_s.items() if f == chip.flops(weights)), "a lower")
             out.append(f"{weights} weights on {name} (no FP4 units): the engine simulates the format and the plan "
-                       f"prices it at the chip's {rate} rate, unmeasured; held out, such plans (gpt-oss on H100 and "
+                       f"prices it at the chip's {chip.rate_for(weights)} rate, unmeasured; held out, such plans (gpt-oss on H100 and "
                        "H200) were 1.25-2.3x optimistic (benchmarks/CAPACITY.md): price at --confidence or "
                        "measure it (placement measure import / placement calibrate)")
     return out

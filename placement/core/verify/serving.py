@@ -125,9 +125,9 @@ def check_capacity(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str
 
 def _most_stages(ctx: Context, part) -> int | None:
     """The stages ``part`` may run (:meth:`~placement.core.instance.context.Context.most_pipeline_stages`), its
-    domain size read from the site its resource names."""
-    size = next((s.chips_per_domain for s in ctx.sites.values() if s.resource == part.site_resource), None)
-    return None if size is None else ctx.most_pipeline_stages(part.chip, part.chips, size)
+    domain size that of the resource it names."""
+    site = ctx.resources().get(part.site_resource)
+    return None if site is None else ctx.most_pipeline_stages(part.chip, part.chips, site.chips_per_domain)
 
 
 def check_slos_and_memory(ctx: Context, plan: Plan, facts: list[PoolFacts]) -> list[str]:
