@@ -147,14 +147,24 @@ def to_markdown(rows: list[dict], points: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--md", type=Path, default=None)
+    ap.add_argument("--md", type=Path, default=None, help="the report (markdown); - for standard output")
     a = ap.parse_args(argv)
+    from placement.core.instance.errors import InputError
+    from placement.core.plans.output import check_writable, write_atomic
+
+    try:
+        if a.md is not None:
+            check_writable(a.md)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     cases = read_cases()
     rows = pairs(cases)
+    summary = sys.stderr if str(a.md) == "-" else sys.stdout  # the report alone on standard output
     for g, pair, point, missing in summarise(rows):
-        print(g, pair, point, f"no answer {missing}")
+        print(g, pair, point, f"no answer {missing}", file=summary)
     if a.md is not None:
-        a.md.write_text(to_markdown(rows, len(saturated(cases))))
+        write_atomic(a.md, to_markdown(rows, len(saturated(cases))))
     return 0
 
 
