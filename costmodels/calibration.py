@@ -165,10 +165,14 @@ _ROUNDS, _POINTS = 10, 41
 class _Terms:
     """Unit-chip decomposition of one metric (η = 1, flat operating point, no overhead)::
 
-        pred = scale·(Σ_k [max(c_k·(1 + t_half/t_k)/η_c, (m_k + x_half/BW)/η_m) + max(a_k/η_c, v_k/η_kv)]·part_k
-                      + comm + ar·(1/η_ar − 1) + τ + layers·τ_layer + sequences·h)
+        part_k   = [max(c_k·(1 + t_half/t_k)/η_c, (m_k + x_half/BW)/η_m) + max(a_k/η_c, v_k/η_kv)]·exists_k
+        device_j = Σ_(k of kind j) part_k + comm_j + ar_j·(1/η_ar − 1) + τ + layers·τ_layer
+        pred     = scale·Σ_j w_j·max(device_j, sequences_j·h) + request·r
 
-    (η_kv = η_m where the factor is 0: not fitted, the chip's field unset).
+    over the metric's step kinds j (``kind_of[k]``: the kind part k belongs to; TPOT: the step without and
+    with prompt tokens; TTFT: the prefill, then those two in flight), each at its weight w_j — every step
+    is its device time or its sequences' host work, whichever is longer (overlapping engines:
+    :mod:`costmodels.roofline` notes). η_kv = η_m where the factor is 0 (not fitted, the chip's field unset).
 
     ``ar`` is the all-reduce share of ``comm`` (:func:`costmodels.comm.tp_allreduce_s`, which divides by
     the chip's ``allreduce_efficiency`` η_ar); the rest of ``comm`` (all-to-alls, hand-offs) is fixed.
@@ -179,16 +183,17 @@ class _Terms:
     memory: np.ndarray  # (K, N) seconds at η_m = 1, the weights
     kv: np.ndarray  # (K, N) seconds at η_kv = 1, the KV cache
     tokens: np.ndarray  # (K, N) GEMM rows
-    parts: np.ndarray  # (K, N) 1 where the step exists
-    comm: np.ndarray  # (N,)
+    parts: np.ndarray  # (K, N) 1 where the part exists
+    kind_weights: np.ndarray  # (J, N) how many of each step kind the metric pays
+    comm: np.ndarray  # (J, N)
     layers: np.ndarray  # (N,)
-    sequences: np.ndarray  # (N,) sequences whose host cost the step pays
+    sequences: np.ndarray  # (J, N) sequences whose host work each step kind does
     scale: np.ndarray  # (N,)
     measured: np.ndarray  # (N,) seconds
     weight: np.ndarray  # (N,) sums to 1
     bandwidth_bytes_per_s: float
-    overhead_count: np.ndarray | float = 1.0  # (N,) steps whose τ + L·τ_layer the metric pays
-    allreduce: np.ndarray | float = 0.0  # (N,) the all-reduce share of ``comm`` at η_ar = 1 (scaled by 1/η_ar)
+    kind_of: tuple[int, ...] = (0, 0, 1, 1)  # (K,) the step kind of each part
+    allreduce: np.ndarray | float = 0.0  # (J, N) the all-reduce share of ``comm`` at η_ar = 1 (scaled by 1/η_ar)
     request: float = 0.0  # 1: the metric pays the request overhead (TTFT)
 
     def predict_many(self, f: dict[str, np.ndarray]) -> np.ndarray:
@@ -199,12 +204,14 @@ class _Terms:
         mem = (self.memory[None] + g["memory_half_bytes"] / self.bandwidth_bytes_per_s) / g["memory_efficiency"]
         eta_kv = np.where(g["kv_memory_efficiency"] > 0, g["kv_memory_efficiency"], g["memory_efficiency"])
         attn = np.maximum(self.core[None] / g["compute_efficiency"], self.kv[None] / eta_kv)
-        base = ((np.maximum(comp, mem) + attn) * self.parts[None]).sum(axis=1)
-        over = self.overhead_count * (g["step_overhead_s"][:, :, 0]
-                                      + self.layers[None] * g["layer_overhead_s"][:, :, 0]
-                                      + self.sequences[None] * g["sequence_overhead_s"][:, :, 0])
-        comm = self.comm[None] + np.asarray(self.allreduce)[None] * (1.0 / g["allreduce_efficiency"][:, :, 0] - 1.0)
-        return self.scale[None] * (base + comm + over) + self.request * g["request_overhead_s"][:, :, 0]
+        part = (np.maximum(comp, mem) + attn) * self.parts[None]
+        kinds = np.asarray(self.kind_of)
+        device = np.stack([part[:, kinds == j].sum(axis=1) for j in range(len(self.kind_weights))], axis=1)
+        device = (device + self.comm[None] + np.asarray(self.allreduce)[None] * (1.0 / g["allreduce_efficiency"] - 1.0)
+                  + g["step_overhead_s"] + self.layers[None, None] * g["layer_overhead_s"])
+        host = self.sequences[None] * g["sequence_overhead_s"]
+        steps = (self.kind_weights[None] * np.maximum(device, host)).sum(axis=1)
+        return self.scale[None] * steps + self.request * g["request_overhead_s"][:, :, 0]
 
     def predict(self, f: FitFactors) -> np.ndarray:
         return self.predict_many({k: np.array([v]) for k, v in asdict(f).items()})[0]
@@ -233,30 +240,28 @@ def _build_terms(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[Mapped
     # all-reduce time is linear in 1/η_ar: pricing again at η_ar = ½ adds exactly one more all-reduce share
     rc_half = row_costs(chip_with(chip, 1.0, 1.0, 0.0, allreduce_efficiency=0.5), models, rows, TTFT_MODEL)
     ar_tpot = rc_half.tpot_comm - rc.tpot_comm
-    ar_ttft = (rc_half.ttft_comm - rc.ttft_comm) + rc.ttft_in_flight * ar_tpot
     names = np.array([m.model for m in rows])
     bw = chip.memory_bandwidth_bytes_per_s
     tpot = _Terms(rc.tpot_compute, rc.tpot_core, rc.tpot_memory, rc.tpot_kv, rc.tpot_tokens, rc.tpot_parts,
-                  rc.tpot_comm,
-                  rc.tpot_layers, rc.tpot_sequences,
+                  rc.tpot_kind_weights, rc.tpot_comm, rc.tpot_layers, rc.tpot_sequences,
                   np.ones(len(rows)), np.array([m.row.tpot_ms for m in rows]) / 1e3, _weights(names, per_model), bw,
                   allreduce=ar_tpot)
     e = ~np.isnan(rc.ttft_scale)
-    # the prefill step, then the mean aggregated step in flight (TTFT-eligible rows are single-part TP rows:
-    # parts 0 and 2, the steps without and with prompt tokens, at their weights)
+    # the prefill step, then the aggregated steps in flight (TTFT-eligible rows are single-part TP rows:
+    # parts 0 and 2, the steps without and with prompt tokens, each at its share of the steps in flight)
+    wait = rc.ttft_in_flight[e]
     ttft = _Terms(np.stack([rc.ttft_compute[e], rc.tpot_compute[0, e], rc.tpot_compute[2, e]]),
                   np.stack([rc.ttft_core[e], rc.tpot_core[0, e], rc.tpot_core[2, e]]),
                   np.stack([rc.ttft_memory[e], rc.tpot_memory[0, e], rc.tpot_memory[2, e]]),
                   np.stack([rc.ttft_kv[e], rc.tpot_kv[0, e], rc.tpot_kv[2, e]]),
                   np.stack([rc.ttft_tokens[e], rc.tpot_tokens[0, e], rc.tpot_tokens[2, e]]),
-                  np.stack([np.ones(int(e.sum())), rc.ttft_in_flight[e] * rc.tpot_parts[0, e],
-                            rc.ttft_in_flight[e] * rc.tpot_parts[2, e]]),
-                  rc.ttft_comm[e] + rc.ttft_in_flight[e] * rc.tpot_comm[e], rc.ttft_layers[e],
-                  # one prompt, then the share in flight of the aggregated step's sequences (per overhead count)
-                  (1.0 + rc.ttft_in_flight[e] * rc.tpot_sequences[e]) / (1.0 + rc.ttft_in_flight[e]), rc.ttft_scale[e],
+                  np.stack([np.ones(int(e.sum())), rc.tpot_parts[0, e], rc.tpot_parts[2, e]]),
+                  np.stack([np.ones(int(e.sum())), wait * rc.tpot_kind_weights[0, e], wait * rc.tpot_kind_weights[1, e]]),
+                  np.stack([rc.ttft_comm[e], rc.tpot_comm[0, e], rc.tpot_comm[1, e]]), rc.ttft_layers[e],
+                  np.stack([np.ones(int(e.sum())), rc.tpot_sequences[0, e], rc.tpot_sequences[1, e]]), rc.ttft_scale[e],
                   np.array([m.row.ttft_ms for m in rows])[e] / 1e3, _weights(names[e], per_model), bw,
-                  overhead_count=1.0 + rc.ttft_in_flight[e], request=float(TTFT_MODEL != "wave"),
-                  allreduce=ar_ttft[e])
+                  kind_of=(0, 1, 2), request=float(TTFT_MODEL != "wave"),
+                  allreduce=np.stack([(rc_half.ttft_comm - rc.ttft_comm)[e], ar_tpot[0, e], ar_tpot[1, e]]))
     return tpot, ttft
 
 
@@ -381,8 +386,8 @@ def _concat_terms(terms: list[_Terms]) -> _Terms:
         return terms[0]
     out = {}
     for f in fields(_Terms):
-        if f.name == "request":
-            out[f.name] = terms[0].request
+        if f.name in ("request", "kind_of"):
+            out[f.name] = getattr(terms[0], f.name)
             continue
         parts = []
         for t in terms:

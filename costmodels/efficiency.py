@@ -22,7 +22,17 @@ Compute
 
         η_c(t) = η_c · t / (t + t_half),   t_comp = FLOPs / (F · η_c(t))
 
-    (``t_half`` = ``chip.compute_half_tokens``).
+    (``t_half`` = ``chip.compute_half_tokens``). ``t_half`` is a ridge in rows:
+    below it a GEMM streams its weights faster than it multiplies them, and that
+    ridge scales as the rate × the bytes each weight streams. The fitted
+    ``t_half`` holds for weights that run at their own precision's rate; weights
+    that run at a wider precision's rate (MXFP4 on Hopper at the BF16 rate: 0.53 B
+    streamed per 2 B the units assume) cross over ``b_w / b_rate`` times sooner::
+
+        t_half(p) = t_half · b_w(p) / b_w(rate_for(p))       (1 wherever p runs natively)
+
+    (:func:`half_rows_scale`). Without it a routed expert's few rows on simulated
+    MXFP4 are priced 4× slower than its weights can stream.
 KV reads
     The attention kernels read each sequence's cache from its own paged blocks: they reach their own
     fraction of the bandwidth, ``η_kv`` (``chip.kv_memory_efficiency``, default ``η_m``)::
@@ -38,10 +48,14 @@ Overhead
     sequences — TensorRT-LLM's wide-EP notes: host overhead grows with the
     total batch across attention data-parallel ranks)::
 
-        t_over = τ + L · τ_layer + B · h
+        t_over = τ + L · τ_layer        (on the device's path)
+        t_host = B · h                  (beside it: step = max(device step, t_host))
 
-    ``h`` defaults to :data:`DEFAULT_SEQUENCE_OVERHEAD_S` where a chip has no
-    fitted value.
+    Engines overlap the host's work with the device's next step (TensorRT-LLM's
+    overlap scheduler, SGLang's zero-overhead scheduler, vLLM's async scheduling:
+    :mod:`costmodels.roofline` notes), so ``B · h`` bounds the step from below
+    rather than adding to it. ``h`` defaults to
+    :data:`DEFAULT_SEQUENCE_OVERHEAD_S` where a chip has no fitted value.
 
 All functions broadcast over numpy arrays and, with the flat defaults
 (``x_half = t_half = τ_layer = 0``), reproduce the flat roofline bit for bit.
@@ -60,13 +74,14 @@ from __future__ import annotations
 import numpy as np
 
 from costmodels.arithmetic import ArrayLike
-from topology.chips import ChipSpec
+from topology.chips import BYTES_PER_VALUE, ChipSpec
 
 __all__ = [
     "DEFAULT_SEQUENCE_OVERHEAD_S",
     "achieved_compute_flops_per_s",
     "achieved_memory_bandwidth_bytes_per_s",
     "compute_time_s",
+    "half_rows_scale",
     "kv_memory_efficiency",
     "kv_memory_time_s",
     "memory_time_s",
@@ -116,7 +131,27 @@ def achieved_compute_flops_per_s(chip: ChipSpec, precision: str, tokens: ArrayLi
     peak = chip.flops(precision) * chip.compute_efficiency
     if chip.compute_half_tokens == 0:
         return np.full(np.shape(t), peak)
-    return peak * t / (t + chip.compute_half_tokens)
+    half = chip.compute_half_tokens * half_rows_scale(chip, precision)
+    return peak * t / (t + half)
+
+
+def half_rows_scale(chip: ChipSpec, precision: str) -> float:
+    """The share of ``t_half`` a GEMM on ``precision`` weights pays: ``b_w(p) / b_w(rate_for(p))``.
+
+    1 where the weights run at their own precision's rate; below 1 where they run at a wider
+    precision's (module notes): the weights stream fewer bytes than the units' ridge assumes.
+
+    Examples
+    --------
+    >>> from topology.chips import load_chip_catalog
+    >>> cat = load_chip_catalog()
+    >>> [round(half_rows_scale(cat[c], p), 3) for c, p in (("h100", "fp8"), ("h100", "mxfp4"), ("b200", "fp4"))]
+    [1.0, 0.266, 1.0]
+    """
+    rate = chip.rate_for(precision)
+    if rate is None or rate == precision:
+        return 1.0
+    return BYTES_PER_VALUE[precision] / BYTES_PER_VALUE[rate]
 
 
 def memory_time_s(chip: ChipSpec, total_bytes: ArrayLike, busy_chips: ArrayLike) -> np.ndarray:
@@ -175,27 +210,28 @@ def compute_time_s(chip: ChipSpec, precision: str, flops: ArrayLike, busy_chips:
     g = np.asarray(busy_chips, dtype=float)
     t = f / (g * chip.flops(precision) * chip.compute_efficiency)
     if chip.compute_half_tokens:
-        t = t * (1.0 + chip.compute_half_tokens / np.maximum(np.asarray(tokens, dtype=float), 1e-9))
+        half = chip.compute_half_tokens * half_rows_scale(chip, precision)
+        t = t * (1.0 + half / np.maximum(np.asarray(tokens, dtype=float), 1e-9))
     return t
 
 
-def overhead_time_s(chip: ChipSpec, layers: ArrayLike, sequences: ArrayLike = 0.0) -> np.ndarray:
-    """Fixed time of one step that passes ``layers`` layers with ``sequences`` sequences: ``τ + L·τ_layer + B·h``.
+def overhead_time_s(chip: ChipSpec, layers: ArrayLike) -> np.ndarray:
+    """Fixed device-path time of one step that passes ``layers`` layers: ``τ + L·τ_layer``.
+
+    The sequences' host work, ``B·h`` (:func:`sequence_overhead_s`), is not in it: it runs beside the
+    device (module notes).
 
     Examples
     --------
     >>> from costmodels.examples import h100
-    >>> chip = h100().model_copy(update={"step_overhead_s": 1e-3, "layer_overhead_s": 10e-6,
-    ...                                  "sequence_overhead_s": 0.0})
+    >>> chip = h100().model_copy(update={"step_overhead_s": 1e-3, "layer_overhead_s": 10e-6})
     >>> round(float(overhead_time_s(chip, 80)) * 1e3, 3)
     1.8
-    >>> round(float(overhead_time_s(chip.model_copy(update={"sequence_overhead_s": 20e-6}), 80, 256)) * 1e3, 2)
-    6.92
     """
     n = np.asarray(layers, dtype=float)
-    fixed = chip.step_overhead_s + n * chip.layer_overhead_s if chip.layer_overhead_s else np.full(np.shape(n),
-                                                                                                 chip.step_overhead_s)
-    return fixed + np.asarray(sequences, dtype=float) * sequence_overhead_s(chip)
+    if not chip.layer_overhead_s:
+        return np.full(np.shape(n), chip.step_overhead_s)
+    return chip.step_overhead_s + n * chip.layer_overhead_s
 
 
 def sequence_overhead_s(chip: ChipSpec) -> float:

@@ -11,6 +11,23 @@ per-step overhead τ::
 
     t = max(GEMM FLOPs / (g·F·η_c), W / (g·BW·η_m))
         + max(core FLOPs / (g·F_a·η_c), KV / (g·BW·η_kv)) + t_comm + τ
+    step = max(t, B·h)                                   (the host's work on B sequences, overlapped)
+
+The sequences' host work — scheduling, sampling, detokenising, ``h`` seconds
+each per step (``chip.sequence_overhead_s``) — runs beside the device, not
+after it: every major engine overlaps the CPU work of step n with the GPU's
+step n + 1 (TensorRT-LLM's overlap scheduler, on by default: "CPU work (step n)
+and GPU computation (step n+1) run concurrently", nvidia.github.io/TensorRT-LLM
+features/overlap-scheduler; SGLang's zero-overhead batch scheduler, lmsys.org
+blog 2024-12-04; vLLM's async scheduling). A step therefore takes the longer of
+the two, ``max(t, B·h)``: the host sets the pace only where many sequences share
+a short device step (small models at large batch).
+
+A routed expert's grouped GEMM has only the tokens routed to it as rows,
+``T·k/E_t`` of T tokens (E_t the experts they touch), not T: the GEMM
+efficiency curve ``1 + t½/M`` (:mod:`costmodels.efficiency`) is applied to each
+GEMM family at its own row count — a MoE step at 4,096 tokens runs its experts'
+GEMMs at 128 rows each (DeepSeek: 256 experts, k = 8), its projections at 4,096.
 
 Summing the two kernels' rooflines, not taking one roofline of their sums, is
 what a step that mixes a compute-bound GEMM (large batch, prompt chunks) with a
@@ -23,69 +40,10 @@ What the model touches (parameters, weight and KV bytes, attention FLOPs) is
 :mod:`costmodels.arithmetic`, re-exported here; collectives are
 :mod:`costmodels.comm`.
 
-Layout convention
------------------
-A replica has ``g = dp·tp·pp`` chips: ``pp`` pipeline stages of ``dp·tp`` chips.
-
-``tp``
-    Tensor parallelism inside a scale-up domain: attention (and dense FFN)
-    matrices are sliced over ``tp`` ranks, which all-reduce the activations
-    twice per layer (after attention and after the FFN).
-``dp``
-    Data-parallel attention (default 1): each stage runs ``dp`` attention
-    groups of ``tp`` chips; each group holds its own copy of the attention
-    weights, dense FFN layers, shared experts and routers (sliced ``tp`` ways),
-    and B/dp of the replica's B sequences with their KV cache. The routed
-    experts of MoE layers are spread over all dp·tp chips of the stage. ``dp``
-    groups of a replica serve one batch B together (``batch`` is the replica's).
-``ep``
-    Expert parallelism, a divisor of ``dp·tp``: the routed experts are
-    distributed *whole* over ``ep`` ranks, each rank's share sliced over
-    ``dp·tp/ep`` chips (ep = 1: every expert sliced over the stage, SGLang's
-    ``moe_tp_size``). MoE layers then exchange tokens by an all-to-all
-    dispatch + combine over the ``ep`` ranks — on the scale-up fabric when the
-    stage's dp·tp chips fit in one domain, on the scale-out NICs (per-chip
-    bandwidth, scale-out latency) when they span domains. With ``dp = 1``,
-    ``ep ∈ {1, tp}`` are the classic TP-sliced and EP = TP layouts. Per-chip
-    expert memory is ⌈E/ep⌉ experts' share (the fullest rank; EPLB uses the
-    spare slots for redundant experts) and the expected expert traffic is
-    spread evenly over the ranks: load imbalance between expert ranks is not
-    modelled (EPLB balances it). On dense models ``ep`` has no effect.
-``pp``
-    Pipeline stages; each stage holds ``L/pp`` layers and ``1/pp`` of the weights.
-
-Per micro-batch of T tokens, a stage's chips read (balanced over the dp·tp chips)::
-
-    bytes = dp·W_rep + W_routed(T) + KV(T/dp sequences per group)·dp·dup(tp)
-
-with W_rep the per-DP-rank weights (:func:`costmodels.arithmetic.replicated_weight_bytes`)
-and W_routed(T) the routed experts all T tokens touch: each DP rank re-reads
-its attention weights, the experts are read once for the whole stage, and
-MLA's latent KV is duplicated over the ``tp`` ranks of a group only
-(:func:`kv_duplication`) — DeepSeek decode on Rubin at dp8·tp1 reads 1/8 of
-the KV bytes of tp8. With dp = 1 this is ``W_touched(T) + KV·dup(tp)``.
-
-How ``pp`` enters the step time (our choice, documented here once):
-``batch`` is always the number of sequences *per replica*. The replica splits
-them into ``n_mb = min(pp, batch)`` micro-batches of ``b = batch / n_mb``
-sequences (fractional sizes are a continuous relaxation). A token passes all
-``pp`` stages in turn, so one decode round (TPOT) is ``pp`` stage steps, each
-stage re-reading its weights once per micro-batch::
-
-    TPOT = pp · t_stage(b) = max(FLOPs_round / (n_mb·tp·F·η_c),
-                                 bytes_round / (n_mb·tp·BW·η_m)) + t_comm + τ
-
-with ``FLOPs_round`` the FLOPs of all ``batch`` tokens through all L layers
-and ``bytes_round = n_mb·W_touched(b) + KV``. With a full pipeline
-(``batch ≥ pp``) the denominators are ``g·F`` and ``g·BW``: the whole replica's peaks.
-Consequences: compute and KV time shrink with the pp× more chips, but the
-weight-read time does not (each stage re-reads its weights for every
-micro-batch) — a weight-bound decode gets no faster from PP, it only spreads
-the memory (seed 003: "PP does not improve latency"). With ``batch < pp`` the
-micro-batches hold one sequence and ``pp − batch`` stages idle. τ is paid once per round
-(scheduling, sampling, launch: the stages run concurrently), and ``t_comm`` is
-the collectives of one micro-batch through all L layers plus ``pp − 1`` stage
-hand-offs. ``tokens/s = batch / time_s`` holds for every layout.
+The replica layout (``tp``, ``dp``, ``ep``, ``pp``), the bytes a stage reads per
+micro-batch and how pipeline stages enter TPOT are set out in docs/layouts.md.
+``batch`` is always the number of sequences per replica; ``tokens/s =
+batch / time_s`` holds for every layout.
 
 Examples
 --------
@@ -121,7 +79,14 @@ from costmodels.arithmetic import (
 )
 from costmodels.arrays import as_result
 from costmodels.comm import DEFAULT_ACTIVATION_PRECISION, ep_imbalance, step_comm_s
-from costmodels.efficiency import compute_time_s, kv_memory_time_s, memory_time_s, overhead_time_s
+from costmodels.efficiency import (
+    compute_time_s,
+    half_rows_scale,
+    kv_memory_time_s,
+    memory_time_s,
+    overhead_time_s,
+    sequence_overhead_s,
+)
 from costmodels.models import ModelSpec
 from topology.chips import ChipSpec
 
@@ -202,6 +167,14 @@ class StepCost:
     kv_bytes: ArrayLike
     intensity_flop_per_byte: ArrayLike
     memory_bound: ArrayLike
+    host_s: ArrayLike = 0.0
+    gemm_rows: ArrayLike = 1.0
+
+    @property
+    def device_s(self):
+        """The step on the chips, the host's share aside: both rooflines + comm + overhead."""
+        return as_result(np.maximum(np.asarray(self.compute_s) - self.core_s, np.asarray(self.memory_s) - self.kv_memory_s)
+                         + np.maximum(self.core_s, self.kv_memory_s) + self.comm_s + self.overhead_s)
 
 
 # ---- the step ----------------------------------------------------------------
@@ -269,9 +242,11 @@ def forward_cost(
         gemm    = 2·tokens·(N_part + (ρ − 1)·N_routed)     (ρ: the hottest EP rank's load, ep_imbalance)
         core    = attention_flops
         bytes   = n_mb·(W_touched(T) + (dp − 1)·W_rep) + kv_bytes·dup(tp)
-        gemm_s  = gemm/F_w·(1 + t½/t) / (n_mb·dp·tp·η_c);   weights_s = n_mb·W / (n_mb·dp·tp·BW·η_m)
+        gemm_s  = Σ_f gemm_f/F_w·(1 + t½/t_f) / (n_mb·dp·tp·η_c);   weights_s = n_mb·W / (n_mb·dp·tp·BW·η_m)
+        t_f     = T/dp (projections, dense FFN, shared experts);  ρ·T·k/E_t (a routed expert's rows, E_t the
+                  experts T tokens touch, experts_touched_per_layer)
         core_s  = core/F_a / (n_mb·dp·tp·η_c);             kv_s      = kv_bytes·dup(tp) / (n_mb·dp·tp·BW·η_kv)
-        time    = max(gemm_s, weights_s) + max(core_s, kv_s) + comm + τ
+        time    = max(max(gemm_s, weights_s) + max(core_s, kv_s) + comm + τ + L·τ_layer,  B·h)
 
     F_w is the peak at the weights' precision, F_a at the activations' (the attention core multiplies
     activations and KV: an FP4 model's attention still runs at the BF16 or FP8 rate).
@@ -293,10 +268,18 @@ def forward_cost(
     proj = FLOPS_PER_MAC * tok * (matmul_params_per_token(model, part)
                                   - (matmul_params_per_token(model, "ffn") if ffn_part else 0.0))
     gemm = FLOPS_PER_MAC * tok * (matmul_params_per_token(model, "ffn") if ffn_part else 0.0)
+    # Dense GEMMs (projections, dense FFN, shared experts) have one DP group's tokens as rows; a routed
+    # expert's grouped GEMM only the tokens routed to it, ρ·T·k/E_t on the hottest rank (T the micro-batch's
+    # tokens over every DP group: the experts serve them all; E_t the experts they touch).
+    dense_rows = tokens_mb / dp_a
+    routed, expert_rows = 0.0 * tok, dense_rows
     if model.moe is not None and part != "attention":
         # The hottest expert-parallel rank multiplies ρ times the mean routed tokens (costmodels.comm.ep_imbalance).
         rho = np.asarray(ep_imbalance(tok, model.moe.active_experts, ep_a))
+        routed = FLOPS_PER_MAC * tok * rho * routed_active_params(model)
         gemm = gemm + FLOPS_PER_MAC * tok * (rho - 1.0) * routed_active_params(model)
+        touched = np.maximum(np.asarray(experts_touched_per_layer(model, tokens_mb, include_shared=False)), 1e-9)
+        expert_rows = rho * tokens_mb * model.moe.active_experts / touched
     core = 0.0 * tok
     kv_traffic = 0.0 * tok
     if part != "ffn":
@@ -315,16 +298,27 @@ def forward_cost(
     # The GEMM efficiency curve (t½) is one of weight GEMMs' rows; the attention core's rows are heads × queries.
     core_precision = _core_precision(chip, activation_precision, precision)
     core_s = core / (busy * chip.flops(core_precision) * chip.compute_efficiency)
-    gemm_s = (compute_time_s(chip, precision, gemm, busy, tokens_mb / dp_a)
-              + compute_time_s(chip, attn_precision, proj, busy, tokens_mb / dp_a))
+    gemm_s = (compute_time_s(chip, precision, gemm - routed, busy, dense_rows)
+              + compute_time_s(chip, precision, routed, busy, expert_rows)
+              + compute_time_s(chip, attn_precision, proj, busy, dense_rows))
+    # The one row count M whose curve 1 + t½/M prices all three GEMM families alike (exact for every t½).
+    unit = (np.asarray(gemm - routed) / chip.flops(precision), np.asarray(routed) / chip.flops(precision),
+            np.asarray(proj) / chip.flops(attn_precision))
+    # (each family's rows in units of the chip's fitted t½: half_rows_scale)
+    rows_each = (dense_rows / half_rows_scale(chip, precision), expert_rows / half_rows_scale(chip, precision),
+                 dense_rows / half_rows_scale(chip, attn_precision))
+    weighted = sum(u / np.maximum(r, 1e-9) for u, r in zip(unit, rows_each, strict=True))
+    gemm_rows = np.where(weighted > 0, sum(unit) / np.where(weighted > 0, weighted, 1.0), dense_rows)
     weights_s = memory_time_s(chip, weights, busy)
     kv_s = kv_memory_time_s(chip, kv_traffic, busy)
     comm_s = np.asarray(step_comm_s(chip, model, part=part, tokens_per_micro_batch=tokens_mb, tp=tp_a, ep=ep_a, pp=pp_a,
                                     dp=dp_a, activation_precision=activation_precision))
-    # The sequences' host work (scheduling, sampling, detokenising) is the side's that holds them, not the FFN pool's.
+    # The sequences' host work (scheduling, sampling, detokenising) is the side's that holds them, not the FFN
+    # pool's; overlapping engines do it while the device runs the step (module notes), so the step is the longer.
     host_sequences = 0.0 if part == "ffn" else seqs
-    overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers, host_sequences), np.shape(gemm_s + core_s))
-    time_s = np.maximum(gemm_s, weights_s) + np.maximum(core_s, kv_s) + comm_s + overhead_s
+    overhead_s = np.broadcast_to(overhead_time_s(chip, model.layers), np.shape(gemm_s + core_s))
+    host_s = np.broadcast_to(host_sequences * sequence_overhead_s(chip), np.shape(gemm_s + core_s))
+    time_s = np.maximum(np.maximum(gemm_s, weights_s) + np.maximum(core_s, kv_s) + comm_s + overhead_s, host_s)
     compute_s, memory_s = gemm_s + core_s, weights_s + kv_s
     peak_compute_s = (gemm / chip.flops(precision) + proj / chip.flops(attn_precision)
                       + core / chip.flops(core_precision)) / busy
@@ -343,6 +337,8 @@ def forward_cost(
         kv_memory_s=b(kv_s),
         comm_s=b(comm_s),
         overhead_s=b(overhead_s),
+        host_s=b(host_s),
+        gemm_rows=b(gemm_rows),
         floor_s=b(floor_s),
         flops=b(flops),
         bytes=b(total_bytes),
@@ -393,7 +389,7 @@ def decode_step(
     >>> from costmodels.examples import h100, llama_70b
     >>> st = decode_step(h100(), llama_70b(), batch=[1, 64], context=1024, tp=8)
     >>> (st.time_s * 1e3).round(2).tolist()
-    [12.56, 15.45]
+    [12.54, 14.17]
     """
     return _decode(chip, model, "full", batch, context, tp, ep, pp, precision, kv_precision, activation_precision,
                    dp, attention_precision)
@@ -550,7 +546,7 @@ def aggregated_step(
     >>> from costmodels.examples import h100, llama_70b
     >>> st = aggregated_step(h100(), llama_70b(), batch=32, context=2048, chunk_tokens=512, tp=8)
     >>> round(st.time_s * 1e3, 1)
-    26.9
+    26.2
     """
     kv_prec = precision if kv_precision is None else kv_precision
     bt = np.asarray(batch, dtype=float)

@@ -77,14 +77,19 @@ def _group_indices(rows: list[MappedRow]) -> dict[tuple, np.ndarray]:
 class RowCosts:
     """Per-row step costs on one chip, split so that the factors can be re-applied.
 
-    TPOT = Σ_k w_k·[max(compute[k], memory[k]) + max(core[k], kv[k])] + comm + overhead, over K = 4 parts
-    (each part's weight GEMMs and its attention core, :mod:`costmodels.roofline`): k = 0, 1 the step
-    without prompt tokens, k = 2, 3 the step that carries them (:attr:`MappedRow.carrying_tokens`); in each
-    pair the first is the whole aggregated step, or the attention step of a DP-attention row, the second
-    its FFN step. ``parts[k]`` is the weight w_k: the step's share of a request's decode steps
-    (:attr:`MappedRow.carrying_share` q for the carrying pair, 1 − q for the other) where the part exists,
-    else 0; ``comm`` and the sequence count are the same mixture. ``tokens[k]`` is the GEMM row count
-    (tokens per micro-batch) the compute efficiency depends on, ``layers`` the layer passes paid a launch
+    TPOT = Σ_j w_j·max(device_j, host_j) over the two step kinds j (the step without prompt tokens, the
+    step that carries them, :attr:`MappedRow.carrying_tokens`), each weighted by its share w_j of a
+    request's decode steps (``kind_weights``: 1 − q and q, q = :attr:`MappedRow.carrying_share`)::
+
+        device_j = Σ_(k of j) parts[k]·[max(compute[k], memory[k]) + max(core[k], kv[k])] + comm[j] + τ + L·τ_layer
+        host_j   = sequences[j]·h                  (overlapping engines: :mod:`costmodels.roofline` notes)
+
+    over K = 4 parts (each part's weight GEMMs and its attention core, :mod:`costmodels.roofline`): k = 0, 1
+    the step without prompt tokens, k = 2, 3 the one that carries them; in each pair the first is the whole
+    aggregated step, or the attention step of a DP-attention row, the second its FFN step. ``parts[k]`` is 1
+    where the part exists, else 0. ``tokens[k]`` is the GEMM row count the compute efficiency depends on
+    (:attr:`costmodels.roofline.StepCost.gemm_rows`: a routed expert's GEMM has only the tokens routed to
+    it), ``layers`` the layer passes paid a launch
     cost. TTFT (``ttft_model``) = ttft_scale · (one prefill step) + ttft_in_flight · (the aggregated step)
     + the request overhead, ``nan`` on rows that are not TTFT-eligible.
     """
@@ -94,10 +99,11 @@ class RowCosts:
     tpot_memory: np.ndarray  # (4, N) s, the weights (the GEMMs' bytes)
     tpot_kv: np.ndarray  # (4, N) s, the KV-cache reads (the attention core's bytes)
     tpot_tokens: np.ndarray  # (4, N)
-    tpot_parts: np.ndarray  # (4, N) the part's weight in the mean step, 0 where it does not exist
-    tpot_comm: np.ndarray  # (N,) s
+    tpot_parts: np.ndarray  # (4, N) 1 where the part exists
+    tpot_kind_weights: np.ndarray  # (2, N) each step kind's share of the decode steps (1 − q, q)
+    tpot_comm: np.ndarray  # (2, N) s, each step kind's
     tpot_layers: np.ndarray  # (N,)
-    tpot_sequences: np.ndarray  # (N,) sequences in the mean step (the per-sequence host cost's count)
+    tpot_sequences: np.ndarray  # (2, N) sequences each step kind holds (the per-sequence host cost's count)
     tpot_s: np.ndarray  # (N,) s, as the roofline returns it on this chip
     ttft_compute: np.ndarray  # (N,) s
     ttft_core: np.ndarray  # (N,) s
@@ -159,8 +165,7 @@ def _step(chip: ChipSpec, model: ModelSpec, layout: str, rs: list[MappedRow], ch
                              precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
         c[0], core[0] = np.asarray(st.compute_s) - st.core_s, st.core_s
         mem[0], kv[0] = np.asarray(st.memory_s) - st.kv_memory_s, st.kv_memory_s
-        n_mb = np.minimum(pp, np.maximum(seqs, 1.0))
-        tok[0], exists[0] = (batch + chunk) / n_mb, 1.0
+        tok[0], exists[0] = st.gemm_rows, 1.0
         return _Step(c, core, mem, kv, tok, exists, np.asarray(st.comm_s) + 0.0 * batch, seqs,
                      np.asarray(st.time_s) + 0.0 * batch)
     # ``chunk`` is one attention group's; the experts see every group's
@@ -174,17 +179,15 @@ def _step(chip: ChipSpec, model: ModelSpec, layout: str, rs: list[MappedRow], ch
     if model.moe is not None:
         a2a = model.n_moe_layers * np.asarray(ep_alltoall_s(
             chip, batch + dp * chunk, model.moe.active_experts, model.hidden_size, ACTIVATION_BYTES_PER_VALUE, ep))
-    c[0], core[0], tok[0] = np.asarray(att.compute_s) - att.core_s, att.core_s, batch / dp + chunk
+    c[0], core[0], tok[0] = np.asarray(att.compute_s) - att.core_s, att.core_s, att.gemm_rows
     mem[0], kv[0] = np.asarray(att.memory_s) - att.kv_memory_s, att.kv_memory_s
-    c[1], mem[1], tok[1] = ffn.compute_s, ffn.memory_s, batch + dp * chunk
+    c[1], mem[1], tok[1] = ffn.compute_s, ffn.memory_s, ffn.gemm_rows
     exists[:] = 1.0
     comm = np.asarray(att.comm_s) + np.asarray(ffn.comm_s) + a2a
     # attention and FFN run back to back on the same chips: one framework overhead, each part's layer
     # launches, and the host work of all the step's sequences (the attention part priced a DP group's)
-    h = sequence_overhead_s(chip)
-    host = chip.step_overhead_s + h * (batch / dp + (chunk > 0)) - h * seqs
-    return _Step(c, core, mem, kv, tok, exists, comm, seqs,
-                 np.asarray(att.time_s) + np.asarray(ffn.time_s) - host + a2a)
+    device = np.asarray(att.device_s) + np.asarray(ffn.device_s) - chip.step_overhead_s + a2a
+    return _Step(c, core, mem, kv, tok, exists, comm, seqs, np.maximum(device, sequence_overhead_s(chip) * seqs))
 
 
 def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow], ttft_model: str = "wave"
@@ -194,7 +197,8 @@ def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow
     n = len(rows)
     c, core, mem, kv, parts = (np.zeros((4, n)) for _ in range(5))
     tok = np.ones((4, n))
-    comm, layers, tpot, seqs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    kinds, comm, seqs = np.zeros((2, n)), np.zeros((2, n)), np.zeros((2, n))
+    layers, tpot = np.zeros(n), np.zeros(n)
     pc, pcore, pm, pkv, ptok, pcomm, player, pscale, ttft, wait = (np.full(n, np.nan) for _ in range(10))
     for (model_name, precision, kv_prec, layout), idx in _group_indices(rows).items():
         model = models[model_name]
@@ -204,12 +208,12 @@ def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow
         plain = _step(chip, model, layout, rs, np.zeros(len(rs)), precision, kv_prec, attn_prec)
         carry = _step(chip, model, layout, rs, np.array([m.carrying_tokens for m in rs]), precision, kv_prec,
                       attn_prec)
-        for k0, st, w in ((0, plain, 1.0 - q), (2, carry, q)):
+        for j, st, w in ((0, plain, 1.0 - q), (1, carry, q)):
+            k0 = 2 * j
             c[k0:k0 + 2, idx], core[k0:k0 + 2, idx], mem[k0:k0 + 2, idx] = st.compute, st.core, st.memory
             kv[k0:k0 + 2, idx] = st.kv
-            tok[k0:k0 + 2, idx], parts[k0:k0 + 2, idx] = st.tokens, st.exists * w
-            comm[idx] += w * st.comm
-            seqs[idx] += w * st.sequences
+            tok[k0:k0 + 2, idx], parts[k0:k0 + 2, idx] = st.tokens, st.exists
+            kinds[j, idx], comm[j, idx], seqs[j, idx] = w, st.comm, st.sequences
             tpot[idx] += w * st.time_s
         layers[idx] = model.layers if layout == "tp" else 2 * model.layers
         isl = np.array([m.row.isl for m in rs], dtype=float)
@@ -222,15 +226,15 @@ def row_costs(chip: ChipSpec, models: dict[str, ModelSpec], rows: list[MappedRow
                               precision=precision, kv_precision=kv_prec, attention_precision=attn_prec)
             pc[e], pcore[e] = np.asarray(pf.compute_s) - pf.core_s, pf.core_s
             pm[e], pkv[e], pcomm[e] = np.asarray(pf.memory_s) - pf.kv_memory_s, pf.kv_memory_s, pf.comm_s
-            ptok[e], player[e] = isl[elig], model.layers
+            ptok[e], player[e] = pf.gemm_rows, model.layers
             if ttft_model == "wave":
                 pscale[e], wait[e] = (batch[elig] + 1.0) / 2.0, 0.0
                 ttft[e] = pscale[e] * np.asarray(pf.time_s)
             else:  # closed loop: a prompt arrives alone, while the others' step runs (none when b = 1)
                 pscale[e], wait[e] = 1.0, np.where(batch[elig] > 1, IN_FLIGHT, 0.0)
                 ttft[e] = np.asarray(pf.time_s) + wait[e] * tpot[e] + request_overhead_s(chip)
-    return RowCosts(c, core, mem, kv, tok, parts, comm, layers, seqs, tpot, pc, pcore, pm, pkv, ptok, pcomm, player,
-                    pscale, ttft, wait)
+    return RowCosts(c, core, mem, kv, tok, parts, kinds, comm, layers, seqs, tpot, pc, pcore, pm, pkv, ptok, pcomm,
+                    player, pscale, ttft, wait)
 
 
 def abs_pct_error(pred, meas) -> np.ndarray:

@@ -196,7 +196,7 @@ def aggregated_serving(
     >>> s = aggregated_serving(h100(), llama_70b(), prompt=2000, output=200, batch=64,
     ...                        token_budget=2048, tp=8)
     >>> round(s.requests_per_s, 1), round(s.ttft_service_s, 3)
-    (3.9, 0.163)
+    (4.0, 0.161)
     """
     b = np.asarray(batch, dtype=float)
     p = np.asarray(prompt, dtype=float)

@@ -157,15 +157,15 @@ def draft_step(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, cont
     >>> remote = draft_step(h100(), llama_8b(), colocated=False, batch=8, context=2048)
     >>> local = draft_step(h100(), llama_8b(), colocated=True, batch=8, context=2048)
     >>> round((remote.time_s - local.time_s) * 1e3, 3), local.overhead_s
-    (2.16, 0.0)
+    (2.0, 0.0)
     """
     st = decode_step(chip, model, batch=batch, context=context, tp=tp, ep=ep, pp=pp, precision=precision,
                      kv_precision=kv_precision, activation_precision=activation_precision,
                      attention_precision=attention_precision)
     if not colocated:
         return st
-    return replace(st, time_s=as_result(np.asarray(st.time_s) - np.asarray(st.overhead_s)),
-                   overhead_s=as_result(0.0 * np.asarray(st.overhead_s)))
+    return replace(st, time_s=as_result(np.asarray(st.device_s) - np.asarray(st.overhead_s)),
+                   overhead_s=as_result(0.0 * np.asarray(st.overhead_s)), host_s=as_result(0.0 * np.asarray(st.host_s)))
 
 
 def draft_memory_per_chip_bytes(chip: ChipSpec, model: ModelSpec, *, colocated: bool, batch, context, tp=1, ep=1,

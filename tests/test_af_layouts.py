@@ -180,9 +180,11 @@ def test_four_micro_batches_serve_more_where_the_link_paces(ctx):
 
 
 def test_an_expert_parallel_ffn_plan_is_verified_and_a_bad_one_refused():
-    """With reasoning at 50 ms the plan's reasoning FFN half is EP stages (dp > 1, ep = dp·tp); the verifier
-    re-derives it and passes it, and refuses it once its experts no longer span the stage."""
-    inst, _ = apply_overrides(load_instance(INSTANCE), ["workload.classes.reasoning.tpot_ms=50"], INSTANCE)
+    """With reasoning at 50 ms and decode by attention–FFN disaggregation only (at 50 ms Rubin alone is cheaper)
+    the plan's FFN halves are EP stages (dp > 1, ep = dp·tp); the verifier re-derives them and passes them, and
+    refuses one once its experts no longer span the stage."""
+    af_only = load_instance(INSTANCE).model_copy(update={"modes": ["pd-af"]})
+    inst, _ = apply_overrides(af_only, ["workload.classes.reasoning.tpot_ms=50"], INSTANCE)
     plan = solve(inst, source=INSTANCE)
     assert plan.verified
     ep_stage = [p for p in plan.pools if p.part == 1 and p.config.partner.dp > 1]

@@ -77,8 +77,9 @@ def test_bertha_memory_bound_step_is_bytes_over_546_gbs_times_0_9_plus_overhead(
     st = decode_step(chip, m, batch=4, context=2048)
     assert st.memory_bound
     assert st.comm_s == 0.0
-    assert st.time_s == pytest.approx(st.bytes / (546e9 * 0.9) + chip.step_overhead_s
-                                      + 4 * sequence_overhead_s(chip), rel=1e-12)
+    # the four sequences' host work runs beside the device step (overlapped) and is shorter than it
+    assert 4 * sequence_overhead_s(chip) < st.time_s
+    assert st.time_s == pytest.approx(st.bytes / (546e9 * 0.9) + chip.step_overhead_s, rel=1e-12)
 
 
 def test_attention_and_ffn_halves_add_up_to_the_fused_step():

@@ -97,3 +97,48 @@ def test_nonzero_operating_point_fields_need_a_source():
         ChipSpec.model_validate({**rec, "sources": {k: v for k, v in rec["sources"].items()
                                                       if k != "calibration"},
                                  **{f: 0.0 for f in OPERATING_POINT_FIELDS}, "calibration": "calibrated"})
+
+
+def test_the_host_work_of_a_step_runs_beside_the_device():
+    """step = max(device step, B·h): h below the device step per sequence changes nothing, above it sets the pace."""
+    model = llama_70b()
+    base = _with(step_overhead_s=1e-3, sequence_overhead_s=0.0)
+    st0 = decode_step(base, model, batch=256, context=1024, tp=8)
+    device = float(st0.time_s)
+    assert float(st0.device_s) == pytest.approx(device) and float(st0.host_s) == 0.0
+    hidden = decode_step(base.model_copy(update={"sequence_overhead_s": 0.5 * device / 256}), model, batch=256,
+                         context=1024, tp=8)
+    assert float(hidden.time_s) == pytest.approx(device)  # 128 sequences' worth of host work: hidden
+    pacing = decode_step(base.model_copy(update={"sequence_overhead_s": 2.0 * device / 256}), model, batch=256,
+                         context=1024, tp=8)
+    assert float(pacing.time_s) == pytest.approx(2.0 * device) and float(pacing.device_s) == pytest.approx(device)
+
+
+def test_a_routed_experts_gemm_has_only_its_routed_tokens_as_rows():
+    """DeepSeek-V3 at 4,096 tokens (ep 1): projections and shared experts at 4,096 rows, each routed expert at
+    4,096·8/E_t ≈ 128 (E_t ≈ 256 touched); the compute time is each family's at its own rows, by hand."""
+    from costmodels.arithmetic import (
+        FLOPS_PER_MAC,
+        experts_touched_per_layer,
+        matmul_params_per_token,
+        routed_active_params,
+    )
+    from costmodels.examples import deepseek_v3
+    from costmodels.roofline import forward_cost
+
+    ds, t_half, tokens = deepseek_v3(), 200.0, 4096.0
+    chip = _with(compute_half_tokens=t_half)
+    st = forward_cost(chip, ds, part="ffn", sequences=tokens, tokens=tokens, attention_flops=0.0, kv_bytes=0.0,
+                      precision="fp8")
+    rows = tokens * 8 / float(experts_touched_per_layer(ds, tokens, include_shared=False))
+    assert rows == pytest.approx(128.0, rel=1e-3)
+    routed = FLOPS_PER_MAC * tokens * routed_active_params(ds)
+    dense = FLOPS_PER_MAC * tokens * matmul_params_per_token(ds, "ffn") - routed
+    peak = chip.flops("fp8") * chip.compute_efficiency
+    by_hand = dense / peak * (1 + t_half / tokens) + routed / peak * (1 + t_half / rows)
+    assert float(st.compute_s) == pytest.approx(by_hand, rel=1e-9)
+    # the one row count the calibration uses prices the same time
+    assert float(st.compute_s) == pytest.approx((dense + routed) / peak * (1 + t_half / float(st.gemm_rows)), rel=1e-9)
+    # a dense model's GEMMs all have the step's tokens as rows
+    assert float(forward_cost(chip, llama_70b(), part="full", sequences=64, tokens=64, attention_flops=0.0,
+                              kv_bytes=0.0).gemm_rows) == 64.0

@@ -147,9 +147,8 @@ def test_lazy_solve_gives_the_full_sets_verified_optimum(monkeypatch):
     full, k0 = _generations()
     assert generations == 1 and lazy.candidates.kept == k0.kept
     assert lazy.status == "optimal" and lazy.verified and "pruned network-free" in lazy.notes[-1]
-    # 1032.568 $/h: the one-level solve of the full set (checked below against the two-level solve of it); one
-    # of its pairs runs 4 micro-batches (1156.16 when every pair ran 2).
-    assert lazy.cost_usd_per_hour == pytest.approx(1032.568, rel=1e-9)
+    # 826.784 $/h: the one-level solve of the full set (checked below against the two-level solve of it).
+    assert lazy.cost_usd_per_hour == pytest.approx(826.784, rel=1e-9)
     problem, _ = build_problem(Context.of(_pairs_instance()), full)
     two_level_full = solve(problem, backend="highs")
     assert lazy.cost_usd_per_hour == pytest.approx(two_level_full.objective, rel=1e-9)
@@ -173,7 +172,7 @@ def test_a_solve_that_asks_for_the_full_set_plans_on_it(monkeypatch):
     assert asked == [k0.kept] and generations == 2
     assert plan.status == "optimal" and plan.verified and plan.candidates.kept == full.kept
     assert not any("network-free" in note for note in plan.notes)
-    assert plan.cost_usd_per_hour == pytest.approx(1032.568, rel=1e-9)
+    assert plan.cost_usd_per_hour == pytest.approx(826.784, rel=1e-9)
 
 
 def _thin_link_problem(capacity_bytes_per_s: float) -> tuple[Problem, Problem]:

@@ -45,8 +45,9 @@ def _lp30_to_256(doc: dict, config_too: bool) -> int:
     doc["power_w"] -= saved_w
     doc["chips"] -= g - 256
     doc["chips_by_type"]["lp30"] = 256
-    if config_too:  # the configuration edited as well: tp × pp = 256 chips, in both halves' copies
-        pp = 256 // ffn["tp"]
+    if config_too:  # the configuration edited as well: dp × tp × pp = 256 chips, in both halves' copies
+        part = next(p["config"]["partner"] for p in doc["pools"] if p["column"] == ffn["column"])
+        pp = 256 // (part["tp"] * part.get("dp", 1))
         for p in doc["pools"]:
             if p["column"] == ffn["column"]:
                 p["config"]["partner"].update(chips=256, pp=pp)
@@ -131,8 +132,9 @@ def test_class_modes_edited_are_rejected():
     doc["classes"][0]["modes"] = {"aggregated": 0.5, "pd": 0.5}
     assert any("carries" in v and "expected" in v for v in verify(ctx, parse_plan(doc)))
     doc = solved(RUBIN)[2]
-    cls = doc["classes"][1]
-    unused = next(m for m in ("aggregated", "pd", "pd-af") if not cls["modes"].get(m))
+    modes = ("aggregated", "pd", "pd-af")
+    cls = next(c for c in doc["classes"] if not all(c["modes"].get(m) for m in modes))
+    unused = next(m for m in modes if not cls["modes"].get(m))
     cls["modes"] = {unused: 1.0}  # its pools still carry the modes it is served by
     violations = verify(ctx, parse_plan(doc))
     assert any("a mode its class does not use" in v for v in violations), violations
