@@ -26,6 +26,7 @@ FUNCTIONS = {"solve": api.solve, "check": api.check, "capacity": api.capacity, "
 #: CLI parameter → library keyword, where the names differ (library names carry units, no CLI abbreviations).
 RENAMES = {"solver": "backend", "time_limit": "time_limit_s", "memory_limit": "memory_limit_bytes",
            "with_compare": "compare", "max_pools": "max_pools_per_stage", "class_": "classes",
+           "probe_time_limit": "probe_time_limit_s",
            "dry_run": "dry_run"}
 #: Per command, renames that hold for it alone.
 COMMAND_RENAMES = {"sweep": {"set_": "assignments"}, "pareto": {"sweep": "sweeps", "set_": "changes"},

@@ -91,3 +91,38 @@ def test_a_fleet_that_cannot_hold_the_model_is_exit_3_with_its_diagnosis(tmp_pat
     r = runner.invoke(app, ["capacity", str(path.with_suffix(".yaml")), "--no-band", "--solver", "highs"])
     assert r.exit_code == 3, r.output
     assert "not servable at any rate" in r.output and "memory" in r.output
+
+
+def test_an_undecided_probe_counts_unservable_and_the_result_says_so():
+    """A probe that ends its time budget with neither plan nor proof (status time_limit, no pools) is counted
+    unservable: s* stays a servable scale, the status says the top is unproven, the scales are named."""
+    from types import SimpleNamespace
+
+    from placement.studies.capacity import _search
+
+    inst = parse_instance(one_chip_type(), "fleet")
+    seen = []
+
+    def fake_solve(scaled, gap, diagnose, probe=False):
+        s = scaled.workload.classes[0].rate_rps
+        seen.append(s)
+        if s <= 3.0:
+            return SimpleNamespace(status="optimal", pools=["pool"], verified=True)
+        return SimpleNamespace(status="time_limit" if s <= 3.5 else "infeasible", pools=[], verified=False)
+
+    lo, hi, plan, probes, status, undecided, proven = _search(inst, {"chat": 1.0}, fake_solve, 1e-3, None, None)
+    assert lo <= 3.0 < hi and hi / lo <= 1.001 + 1e-12 and plan.pools
+    assert status == "lower_bound" and hi in undecided and all(3.0 < s <= 3.5 for s in undecided)
+    assert proven is not None and proven > 3.5 and proven == min(s for s in seen if s > 3.5)
+    # every probe is decided: the bracket's top is a proof
+    lo, hi, _, _, status, undecided, proven = _search(
+        inst, {"chat": 1.0}, lambda scaled, gap, diagnose, probe=False: SimpleNamespace(
+            status="optimal" if scaled.workload.classes[0].rate_rps <= 3.0 else "infeasible",
+            pools=["pool"] if scaled.workload.classes[0].rate_rps <= 3.0 else [], verified=True),
+        1e-3, None, None)
+    assert status == "optimal" and undecided == [] and proven == hi
+
+
+def test_probe_time_limit_must_be_seconds(tmp_path):
+    r = runner.invoke(app, ["capacity", "instances/melange-toy.yaml", "--no-band", "--probe-time-limit", "-1"])
+    assert r.exit_code == 2 and "--probe-time-limit" in r.output and "Traceback" not in r.output

@@ -174,16 +174,17 @@ def solve(instance: Instance, *, backend: str = DEFAULT_BACKEND, objective: str 
 
 def capacity(instance: Instance, *, classes: Sequence[str] | None = None, mix: bool = False, band: bool = True,
              rtol: float = 1e-3, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,
-             gap: float | None = None, prices: str | None = None, source: str = "<instance>") -> list[Capacity]:
+             gap: float | None = None, prices: str | None = None, source: str = "<instance>",
+             probe_time_limit_s: float | None = 30.0) -> list[Capacity]:
     """The largest rate each class in ``classes`` (default every class, then the mix) — and with ``mix`` the
     instance's mix — is served at on the fleet as given (``placement capacity``,
-    :func:`placement.studies.capacity.capacity`)."""
+    :func:`placement.studies.capacity.capacity`; ``probe_time_limit_s``: one probe's budget, ``None`` none)."""
     from placement.studies.capacity import MIX
     from placement.studies.capacity import capacity as search
 
     targets = [*(classes or []), *([MIX] if mix else [])] or None
-    return search(with_prices(instance, prices), targets=targets, backend=backend, rtol=rtol, band=band, time_limit_s=time_limit_s,
-                  gap=gap, source=source)
+    return search(with_prices(instance, prices), targets=targets, backend=backend, rtol=rtol, band=band,
+                  time_limit_s=time_limit_s, gap=gap, source=source, probe_time_limit_s=probe_time_limit_s)
 
 
 def compare(instance: Instance, *, backend: str = DEFAULT_BACKEND, time_limit_s: float | None = None,

@@ -39,6 +39,9 @@ def capacity_command(
     rtol: Annotated[float, typer.Option("--rtol", help="relative width of the final bracket")] = 1e-3,
     solver: SolverOpt = DEFAULT_SOLVER,
     time_limit: TimeLimit = None,
+    probe_time_limit: Annotated[float, typer.Option(
+        "--probe-time-limit", help="seconds one probe may take; a probe that ends it with neither a plan nor a "
+                                   "proof counts unservable and is named (0: no limit)")] = 30.0,
     gap: Gap = None,
     json_path: JsonPath = None,
     quiet: Quiet = False,
@@ -52,6 +55,10 @@ def capacity_command(
     from placement.core.instance.loading import load_instance, with_prices
 
     check_run_options(time_limit_s=time_limit, gap=gap)
+    if not (probe_time_limit >= 0 and probe_time_limit != float("inf")):
+        from placement.core.instance.errors import InputError
+
+        raise InputError(f"expected seconds >= 0, got {probe_time_limit:g}", field="--probe-time-limit")
     if json_path is not None:
         from placement.core.plans.output import check_writable
 
@@ -59,7 +66,7 @@ def capacity_command(
         refuse_inputs({"--json": json_path}, [instance])
     inst = with_prices(load_instance(instance, calibration), prices)
     results = capacity(inst, classes=class_, mix=mix, backend=solver, rtol=rtol, band=band, time_limit_s=time_limit,
-                       gap=gap, source=str(instance))
+                       gap=gap, source=str(instance), probe_time_limit_s=probe_time_limit or None)
     if json_path is not None:
         import json
 
@@ -93,6 +100,13 @@ def print_capacity(console, inst, results) -> None:
                   "yes" if r.verified else "NO", str(r.solves))
     console.print(t)
     for r in results:
+        if r.undecided_scales:
+            above = ("no multiple was proven unservable" if r.scale_proven_unservable is None
+                     else f"× {num(r.scale_proven_unservable, 4)} was proven unservable")
+            top = "" if r.status != "lower_bound" else f"; the limit lies above × {num(r.scale, 4)} ({above})"
+            console.print(f"{r.target}: probes at × {', '.join(num(x, 4) for x in r.undecided_scales)} ended their "
+                          f"time budget (--probe-time-limit) undecided and count as unservable{top}",
+                          highlight=False, soft_wrap=True)
         if r.status == "none":
             console.print(f"{r.target}: not servable at any rate on this fleet", highlight=False)
             for line in r.diagnosis:

@@ -16,6 +16,15 @@ diagnosed; the plan at ``lo`` is then solved to the instance's own optimality ga
 independent verifier. ``hi``'s infeasibility is the solver's word (with ``lo``'s plan verified, the
 reported capacity is a proven lower bound within ``rtol`` of the solver's optimum).
 
+Near the limit a probe can be hard: a fleet that almost serves the load leaves the MILP a long proof
+that no plan exists (minutes on the Rubin + LPX fleet). Each probe therefore has a budget
+(``probe_time_limit_s``, :data:`PROBE_TIME_LIMIT_S`); a probe that ends it with neither a plan nor a proof
+is *undecided*: the search counts it unservable, so ``s*`` stays a verified lower bound, and the record
+names the undecided scales (status ``lower_bound`` when the bracket's top is one of them: the capacity
+lies between ``s*`` and the smallest scale proven unservable, or is unbounded above). With the budget
+the answer can depend on the machine's speed, only where a probe is undecided; ``None`` waits for
+every proof.
+
 The band: the same search with every roofline step time at the error band's 90 % and 10 % quantiles
 (:mod:`costmodels.bands`, ``Instance.confidence``): the capacity nine fleets in ten reach or beat, and one in
 ten. Pools priced from measurements carry no band: a fleet of them has the same capacity at every level.
@@ -55,6 +64,9 @@ RTOL = 1e-3
 #: Optimality gap of the probes: only whether a plan exists matters there.
 PROBE_GAP = 0.5
 
+#: Seconds one probe may take before it is undecided (counted unservable; module notes).
+PROBE_TIME_LIMIT_S = 30.0
+
 #: The geometric search gives up beyond this scale of the starting rates (a fleet "without" a limit: a
 #: target whose demand the fleet never exhausts, e.g. one whose classes are all at rate 0).
 MAX_SCALE = 2.0**40
@@ -68,10 +80,17 @@ class Capacity(MutableRecord):
     """The largest servable rate of one target on the fleet as given, and the plan that serves it."""
 
     target: str = Field(description="a class name, or 'mix' for every class in the instance's proportions")
-    status: str = Field(description="optimal (bracket within rtol), unbounded (no limit found below "
-                                    "MAX_SCALE), none (not even a tiny rate is servable) or time_limit")
+    status: str = Field(description="optimal (bracket within rtol), lower_bound (the bracket's top an "
+                                    "undecided probe: s* verified, the limit above it unproven), unbounded (no "
+                                    "limit found below MAX_SCALE), none (not even a tiny rate is servable) or "
+                                    "time_limit")
     scale: float = Field(description="s*: the largest servable multiple of the target's instance rates")
     scale_infeasible: float | None = Field(description="the smallest multiple found unservable (the bracket's top)")
+    undecided_scales: list[float] = Field(default_factory=list, description="multiples whose probe ended its "
+                                          "time budget with neither a plan nor a proof (counted unservable)")
+    scale_proven_unservable: float | None = Field(default=None, description="the smallest multiple the solver "
+                                                  "proved unservable (with status lower_bound, the limit lies "
+                                                  "between scale and it)")
     rate_rps: dict[str, float] = Field(description="class -> requests/s at s*")
     output_tokens_per_s: float
     chips: int = Field(description="chips the plan at s* uses")
@@ -171,23 +190,34 @@ def _output_tokens_per_s(instance: Instance, rates: dict[str, float]) -> float:
 
 
 def _search(instance: Instance, base: dict[str, float], solve: Callable[..., Plan], rtol: float,
-            deadline: float | None, gap: float | None) -> tuple[float, float | None, Plan | None, int, str]:
+            deadline: float | None, gap: float | None
+            ) -> tuple[float, float | None, Plan | None, int, str, list[float], float | None]:
+    """:func:`largest_scale` over whole solves; also the scales whose probe was undecided (module notes) and
+    the smallest one proven unservable."""
+    undecided: list[float] = []
+    proven: list[float] = []
+
     def servable(s: float) -> Plan | None:
-        plan = solve(_scaled(instance, base, s), gap=PROBE_GAP, diagnose=False)
-        return plan if plan.status in ("optimal", "feasible", "time_limit") and plan.pools else None
+        plan = solve(_scaled(instance, base, s), gap=PROBE_GAP, diagnose=False, probe=True)
+        if plan.status in ("optimal", "feasible", "time_limit") and plan.pools:
+            return plan
+        (undecided if plan.status == "time_limit" else proven).append(s)
+        return None
 
     lo, hi, plan, probes, status = largest_scale(servable, 1.0, rtol, deadline=deadline)
+    if status == "optimal" and hi in undecided:
+        status = "lower_bound"
     if plan is not None and (gap is None or gap < PROBE_GAP):
-        final = solve(_scaled(instance, base, lo), gap=gap, diagnose=False)  # the cheapest plan at s*
+        final = solve(_scaled(instance, base, lo), gap=gap, diagnose=False, probe=True)  # the cheapest plan at s*
         probes += 1
         if final.pools and final.verified:
             plan = final
-    return lo, hi, plan, probes, status
+    return lo, hi, plan, probes, status, sorted(undecided), min(proven, default=None)
 
 
 def capacity(instance: Instance, *, targets: Sequence[str] | None = None, backend: str = DEFAULT_BACKEND,
              rtol: float = RTOL, band: bool = True, time_limit_s: float | None = None, gap: float | None = None,
-             source: str = "<instance>") -> list[Capacity]:
+             source: str = "<instance>", probe_time_limit_s: float | None = PROBE_TIME_LIMIT_S) -> list[Capacity]:
     """The capacity of every target (default: each class alone, then the mix) on the instance's fleet.
 
     ``rtol``: relative width of the final bracket. ``band``: also search at the error band's p10 and p90
@@ -204,14 +234,16 @@ def capacity(instance: Instance, *, targets: Sequence[str] | None = None, backen
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
     fleet = sum(g.count * (g.chips_per_domain or 1) for g in instance.hardware.domains)
 
-    def solve(inst: Instance, gap: float | None, diagnose: bool) -> Plan:
+    def solve(inst: Instance, gap: float | None, diagnose: bool, probe: bool = False) -> Plan:
         left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+        if probe and probe_time_limit_s is not None:
+            left = probe_time_limit_s if left is None else min(left, probe_time_limit_s)
         return solve_instance(inst, backend=backend, gap=gap, time_limit_s=left, source=source, diagnose=diagnose)
 
     out = []
     for target in targets:
         base = _base_rates(instance, target)
-        lo, hi, plan, probes, status = _search(instance, base, solve, rtol, deadline, gap)
+        lo, hi, plan, probes, status, undecided, proven = _search(instance, base, solve, rtol, deadline, gap)
         rates = {k: lo * v for k, v in base.items() if v > 0}
         tokens = _output_tokens_per_s(instance, {k: lo * v for k, v in base.items()})
         chips = (plan.chips or 0) if plan is not None else 0
@@ -219,14 +251,15 @@ def capacity(instance: Instance, *, targets: Sequence[str] | None = None, backen
                           output_tokens_per_s=tokens, chips=chips, fleet_chips=fleet,
                           output_tokens_per_s_per_chip=tokens / chips if chips else 0.0,
                           cost_usd_per_hour=None if plan is None else plan.cost_usd_per_hour,
-                          verified=bool(plan is not None and plan.verified), solves=probes, plan=plan)
+                          verified=bool(plan is not None and plan.verified), solves=probes, plan=plan,
+                          undecided_scales=undecided, scale_proven_unservable=proven)
         if status == "none":
             record.diagnosis = solve(_scaled(instance, base, 1.0), gap=gap, diagnose=True).diagnosis
             record.solves += 1
         if band and plan is not None:
             for level, confidence in BAND_CONFIDENCE.items():
                 banded = instance.model_copy(update={"confidence": confidence})
-                b_lo, _, _, n, _ = _search(banded, base, solve, rtol, deadline, PROBE_GAP)
+                b_lo, _, _, n, _, _, _ = _search(banded, base, solve, rtol, deadline, PROBE_GAP)
                 record.band_output_tokens_per_s[level] = _output_tokens_per_s(
                     instance, {k: b_lo * v for k, v in base.items()})
                 record.solves += n
