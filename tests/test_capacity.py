@@ -111,7 +111,7 @@ def test_an_undecided_probe_counts_unservable_and_the_result_says_so():
         return SimpleNamespace(status="time_limit" if s <= 3.5 else "infeasible", pools=[], verified=False)
 
     lo, hi, plan, probes, status, undecided, proven = _search(inst, {"chat": 1.0}, fake_solve, 1e-3, None, None)
-    assert lo <= 3.0 < hi and hi / lo <= 1.001 + 1e-12 and plan.pools
+    assert lo <= 3.0 < hi and hi / lo <= 1.001 + 1e-12 and plan.pools and probes == len(seen)
     assert status == "lower_bound" and hi in undecided and all(3.0 < s <= 3.5 for s in undecided)
     assert proven is not None and proven > 3.5 and proven == min(s for s in seen if s > 3.5)
     # every probe is decided: the bracket's top is a proof
