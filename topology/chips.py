@@ -154,7 +154,8 @@ class ChipSpec(Record):
     compute_half_tokens: float = Field(default=0.0, ge=0, le=1e9)
     layer_overhead_s: float = Field(default=0.0, ge=0, le=1.0)
     sequence_overhead_s: float | None = Field(default=None, ge=0, le=1e-2, description="host time per sequence per "
-                                              "step (default: costmodels.efficiency.DEFAULT_SEQUENCE_OVERHEAD_S)")
+                                              "step, run beside the device step: a step takes max(device, B·h) "
+                                              "(default: costmodels.efficiency.DEFAULT_SEQUENCE_OVERHEAD_S)")
     allreduce_efficiency: float = Field(default=1.0, gt=0, le=1)
     alltoall_floor_s: float | None = Field(default=None, ge=0, le=1e-2, description="scale-up expert all-to-all "
                                            "kernel time per phase no message goes below (default: costmodels.comm)")
