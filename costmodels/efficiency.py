@@ -31,8 +31,8 @@ Compute
 
         t_half(p) = t_half · b_w(p) / b_w(rate_for(p))       (1 wherever p runs natively)
 
-    (:func:`half_rows_scale`). Without it a routed expert's few rows on simulated
-    MXFP4 are priced 4× slower than its weights can stream.
+    (:func:`half_rows_scale`). Without it a GEMM of a few rows on simulated MXFP4
+    is priced as if each weight streamed 4× the bytes it does.
 KV reads
     The attention kernels read each sequence's cache from its own paged blocks: they reach their own
     fraction of the bandwidth, ``η_kv`` (``chip.kv_memory_efficiency``, default ``η_m``)::

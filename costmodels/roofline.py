@@ -28,6 +28,12 @@ A routed expert's grouped GEMM has only the tokens routed to it as rows,
 efficiency curve ``1 + t½/M`` (:mod:`costmodels.efficiency`) is applied to each
 GEMM family at its own row count — a MoE step at 4,096 tokens runs its experts'
 GEMMs at 128 rows each (DeepSeek: 256 experts, k = 8), its projections at 4,096.
+Below one tile of rows (:data:`EXPERT_TILE_ROWS`, 64: Hopper's wgmma and
+Blackwell's smallest MMA tile height) the curve holds at its one-tile value: an
+expert with a handful of tokens is a weight stream, which the memory term
+charges, not a tile's fixed GEMM cost per expert (priced per expert, a decode
+step at 1–2 tokens an expert cost twice its weights' streaming time; held out,
+H200 DeepSeek decode at concurrency 64 read 0.68× the measured capacity).
 
 Summing the two kernels' rooflines, not taking one roofline of their sums, is
 what a step that mixes a compute-bound GEMM (large batch, prompt chunks) with a
@@ -177,6 +183,10 @@ class StepCost:
                          + np.maximum(self.core_s, self.kv_memory_s) + self.comm_s + self.overhead_s)
 
 
+#: Rows of one MMA tile: a routed expert's GEMM efficiency curve is held at its value here (module notes).
+EXPERT_TILE_ROWS = 64.0
+
+
 # ---- the step ----------------------------------------------------------------
 
 
@@ -243,8 +253,8 @@ def forward_cost(
         core    = attention_flops
         bytes   = n_mb·(W_touched(T) + (dp − 1)·W_rep) + kv_bytes·dup(tp)
         gemm_s  = Σ_f gemm_f/F_w·(1 + t½/t_f) / (n_mb·dp·tp·η_c);   weights_s = n_mb·W / (n_mb·dp·tp·BW·η_m)
-        t_f     = T/dp (projections, dense FFN, shared experts);  ρ·T·k/E_t (a routed expert's rows, E_t the
-                  experts T tokens touch, experts_touched_per_layer)
+        t_f     = T/dp (projections, dense FFN, shared experts);  max(ρ·T·k/E_t, 64) (a routed expert's rows,
+                  E_t the experts T tokens touch, experts_touched_per_layer; 64: EXPERT_TILE_ROWS)
         core_s  = core/F_a / (n_mb·dp·tp·η_c);             kv_s      = kv_bytes·dup(tp) / (n_mb·dp·tp·BW·η_kv)
         time    = max(max(gemm_s, weights_s) + max(core_s, kv_s) + comm + τ + L·τ_layer,  B·h)
 
@@ -279,7 +289,7 @@ def forward_cost(
         routed = FLOPS_PER_MAC * tok * rho * routed_active_params(model)
         gemm = gemm + FLOPS_PER_MAC * tok * (rho - 1.0) * routed_active_params(model)
         touched = np.maximum(np.asarray(experts_touched_per_layer(model, tokens_mb, include_shared=False)), 1e-9)
-        expert_rows = rho * tokens_mb * model.moe.active_experts / touched
+        expert_rows = np.maximum(rho * tokens_mb * model.moe.active_experts / touched, EXPERT_TILE_ROWS)
     core = 0.0 * tok
     kv_traffic = 0.0 * tok
     if part != "ffn":

@@ -64,8 +64,8 @@ def _brute_force(ctx: Context) -> tuple[dict[int, float], dict[int, float]]:
 
 @pytest.mark.parametrize("tok_per_s_per_user", [108, 90])
 def test_b200_decode_takes_the_largest_batch_meeting_the_tpot(tok_per_s_per_user):
-    """At 108 and 90 tokens/s per user the best integer batch sits above the power of two below it (1,132 vs 843
-    tokens/s per GPU at 108: TP 8 at b = 93 against b = 64); the kept columns reach the fine grid's optimum."""
+    """At 108 and 90 tokens/s per user the best integer batch sits above the power of two below it (1,301 vs 862
+    tokens/s per GPU at 108: TP 8 at b = 107 against b = 64); the kept columns reach the fine grid's optimum."""
     ctx = _b200(tok_per_s_per_user)
     kept = _decode_tokens_per_s_per_chip(ctx, generate(ctx))
     fine, pow2 = _brute_force(ctx)
@@ -79,28 +79,28 @@ def test_b200_decode_takes_the_largest_batch_meeting_the_tpot(tok_per_s_per_user
 def test_b200_numbers():
     """Calibrated B200, Llama-3.1-70B FP8, 1,150-token mean decode context: tokens/s per GPU, powers of two → fine.
 
-    By hand at 108 tokens/s per user (TPOT ≤ 9.259 ms), TP 8, b = 93 sequences, per GPU — the weight GEMMs' roofline
+    By hand at 108 tokens/s per user (TPOT ≤ 9.259 ms), TP 8, b = 107 sequences, per GPU — the weight GEMMs' roofline
     plus the attention core's (:mod:`costmodels.roofline`):
 
-    - weights 69.5e9 B (FP8; the embedding table is looked up, not streamed) / 8 = 8.69 GB at 8 TB/s × η_m 0.86
-      = 1.263 ms; weight GEMMs 2 × 69.5e9 × 93 / 8 = 1.616 TFLOP at 4.5 PFLOP/s × η_c 0.551 × 93/(93 + t½ 268.8)
-      = 2.535 ms: the GEMMs' roofline is 2.535 ms (compute-bound);
+    - weights 69.5e9 B (FP8; the embedding table is looked up, not streamed) / 8 = 8.69 GB at 8 TB/s × η_m 0.637
+      = 1.705 ms; weight GEMMs 2 × 69.5e9 × 107 / 8 = 1.859 TFLOP at 4.5 PFLOP/s × η_c 0.582 × 107/(107 + t½ 169)
+      = 1.831 ms: the GEMMs' roofline is 1.831 ms (compute-bound);
     - KV 1,150 tokens × 163,840 B (80 layers × 2 × 8 KV heads × 128, FP8) / 8 ranks = 23.6 MB per sequence,
-      × 93 = 2.19 GB at 8 TB/s × η_kv 0.40 = 0.685 ms, above the attention core's 0.028 ms;
-    - 160 all-reduces (2 per layer) of 93 × 8,192 × 2 B = 1.52 MB at microbenchmark speed / η_ar 0.337: 2.661 ms;
-    - τ 1.29 ms + 80 × τ_layer 25.9 µs = 3.362 ms; the 93 sequences' host work, 93 × h 18.7 µs = 1.739 ms,
+      × 107 = 2.52 GB at 8 TB/s × η_kv 0.392 = 0.804 ms, above the attention core's 0.031 ms;
+    - 160 all-reduces (2 per layer) of 107 × 8,192 × 2 B = 1.75 MB at microbenchmark speed / η_ar 0.314: 3.002 ms;
+    - τ 1.11 ms + 80 × τ_layer 31.3 µs = 3.614 ms; the 107 sequences' host work, 107 × h 18.7 µs = 2.001 ms,
       runs beside the device step and is shorter.
 
-    Step 2.535 + 0.685 + 2.661 + 3.362 = 9.243 ms ≤ 9.259 ms (b = 94 misses it): 93 / 9.243 ms / 8 = 1,258 tokens/s
-    per GPU, × the 0.9 slot-utilisation cap = 1,132; at b = 64 (power of two) 936 × 0.9 = 843.
-    At 76 tokens/s per user (13.16 ms) TP 8 reaches b = 255 (2,425 × 0.9 = 2,182, the best), TP 4 b = 108 (2,052)
-    and TP 2 b = 20 (764); the best power of two is TP 8 at b = 128 (1,586 × 0.9 = 1,428).
+    Step 1.831 + 0.804 + 3.002 + 3.614 = 9.251 ms ≤ 9.259 ms (b = 108 misses it): 107 / 9.251 ms / 8 = 1,446
+    tokens/s per GPU, × the 0.9 slot-utilisation cap = 1,301; at b = 64 (power of two) 958 × 0.9 = 862.
+    At 76 tokens/s per user (13.16 ms) TP 4 reaches b = 135 (2,571 × 0.9 = 2,314, the best), TP 8 b = 265 (2,522)
+    and TP 2 b = 45 (1,712); the best power of two is TP 4 at b = 128 (2,491 × 0.9 = 2,242).
     """
     got = {}
     for u in (108, 76):
         fine, pow2 = _brute_force(_b200(u))
         got[u] = (round(max(pow2.values())), round(max(fine.values())))
-    assert got == {108: (843, 1132), 76: (1428, 2182)}  # the roofline's below × the 0.9 slot utilisation cap
+    assert got == {108: (862, 1301), 76: (2242, 2314)}  # the roofline's below × the 0.9 slot utilisation cap
 
 
 def _check_grids(ctx: Context) -> int:
@@ -190,10 +190,10 @@ def test_skipping_searches_by_their_bound_keeps_the_same_columns(name, monkeypat
 
 
 @pytest.mark.parametrize(("tok_per_s_per_user", "batch", "per_chip", "pow2", "pow2_per_chip"),
-                         [(108, 93, 1258, 64, 936), (76, 255, 2425, 128, 1586)])
+                         [(108, 107, 1446, 64, 958), (76, 265, 2522, 256, 2478)])
 def test_roofline_reports_the_largest_batch_at_a_tpot(tok_per_s_per_user, batch, per_chip, pow2, pow2_per_chip):
     """``placement roofline --tpot-ms``: the B200 TP8 step of the candidates above, from the CLI (calibrated
-    B200; the candidates' tokens/s are these × the 0.9 cap on decode-slot utilisation: 1,258 × 0.9 = 1,132; the
+    B200; the candidates' tokens/s are these × the 0.9 cap on decode-slot utilisation: 1,446 × 0.9 = 1,301; the
     step at 108 tokens/s per user is worked out by hand in :func:`test_b200_numbers`)."""
     import json
 

@@ -142,3 +142,15 @@ def test_a_routed_experts_gemm_has_only_its_routed_tokens_as_rows():
     # a dense model's GEMMs all have the step's tokens as rows
     assert float(forward_cost(chip, llama_70b(), part="full", sequences=64, tokens=64, attention_flops=0.0,
                               kv_bytes=0.0).gemm_rows) == 64.0
+    # 32 decode tokens touch ~163 experts at ~1.6 rows each: the curve holds at one tile's rows (64), so the
+    # routed GEMMs cost their FLOPs × (1 + t½/64), not × (1 + t½/1.6)
+    from costmodels.roofline import EXPERT_TILE_ROWS
+
+    small = 32.0
+    st = forward_cost(chip, ds, part="ffn", sequences=small, tokens=small, attention_flops=0.0, kv_bytes=0.0,
+                      precision="fp8")
+    assert small * 8 / float(experts_touched_per_layer(ds, small, include_shared=False)) < 2.0
+    routed = FLOPS_PER_MAC * small * routed_active_params(ds)
+    dense = FLOPS_PER_MAC * small * matmul_params_per_token(ds, "ffn") - routed
+    by_hand = dense / peak * (1 + t_half / small) + routed / peak * (1 + t_half / EXPERT_TILE_ROWS)
+    assert EXPERT_TILE_ROWS == 64.0 and float(st.compute_s) == pytest.approx(by_hand, rel=1e-9)

@@ -137,22 +137,22 @@ def test_a_tpot_below_its_floor_is_rejected_naming_the_floor(bertha):
     pool = _decode_pool(bad)
     pool.tpot_ms = 1.0
     v = check_floors(bad, ctx)
-    # B = 45 on TP2 (the cheapest H100 decode meeting the 25 ms TPOT with the calibrated H100): at the mean
-    # context, 1,500 + 300/2 tokens × 163,840 B of FP8 KV = 270 MB a sequence, 12.2 GB for 45;
-    # (69.5 GB + 12.2 GB) / (2 × 3.35 TB/s) = 12.19 ms.
-    assert pool.batch == 45 and pool.chips_per_replica == 2, pool
-    assert (69.5e9 + 45 * 1650 * 163_840) / (2 * 3.35e12) == pytest.approx(12.19e-3, abs=0.005e-3)
-    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 12.19") and "memory: weights 69.5 GB" in m
-               and "2 × h100 × 3.35 TB/s" in m for m in v), v
+    # B = 204 on TP4 (the cheapest H100 decode meeting the 25 ms TPOT with the calibrated H100): at the mean
+    # context, 1,500 + 300/2 tokens × 163,840 B of FP8 KV = 270 MB a sequence, 55.1 GB for 204;
+    # (69.5 GB + 55.1 GB) / (4 × 3.35 TB/s) = 9.30 ms.
+    assert pool.batch == 204 and pool.chips_per_replica == 4, pool
+    assert (69.5e9 + 204 * 1650 * 163_840) / (4 * 3.35e12) == pytest.approx(9.30e-3, abs=0.005e-3)
+    assert any(m.startswith(f"pool {pool.id} tpot_ms 1 < floor 9.3 ") and "memory: weights 69.5 GB" in m
+               and "4 × h100 × 3.35 TB/s" in m for m in v), v
     assert any(m in verify(ctx, bad) for m in v)
 
 
 def test_a_config_that_cannot_deliver_its_capacity_is_rejected(bertha):
-    """Sixteen times the batch on the same two H100s: the claimed TPOT and capacity, kept, beat the floors."""
+    """Eight times the batch on the same four H100s: the claimed TPOT and capacity, kept, beat the floors."""
     ctx, plan = bertha
     bad = plan.model_copy(deep=True)
     pool = _decode_pool(bad)
-    pool.config = pool.config.model_copy(update={"batch": 16 * pool.config.batch})
+    pool.config = pool.config.model_copy(update={"batch": 8 * pool.config.batch})
     pool.batch = pool.config.batch
     v = check_floors(bad, ctx)
     assert any(f"pool {pool.id} tpot_ms" in m and "< floor" in m for m in v), v

@@ -1,7 +1,7 @@
 """N+1 at a relaxed SLO (issue 17, item 3): ``solve --survive domain:1 --survive-slo-factor F``.
 
 One class of Llama-3.1-70B on H100 boxes (one 8-chip replica per box) whose TPOT SLO (27 ms) holds
-the batch at 65; at 1.5 × the SLOs (40.5 ms TPOT, 2.25 s TTFT) its replicas run larger batches after a
+the batch at 64; at 1.5 × the SLOs (40.5 ms TPOT, 2.25 s TTFT) its replicas run larger batches after a
 loss and serve more, so fewer replicas need to survive it.
 """
 
@@ -45,10 +45,10 @@ def test_factor_one_is_plain_survive_and_a_larger_factor_costs_no_more(plans):
     assert "survive_slo_factor" not in json.loads(plain.model_dump_json())
     [pool] = plain.pools
     cap = pool.capacity_rps_per_replica[next(iter(pool.capacity_rps_per_replica))]
-    # By hand, from the replicas' capacity: 20 req/s needs 4 replicas at batch 65 (3 serve < 20), so 5, one a
+    # By hand, from the replicas' capacity: 20 req/s needs 4 replicas at batch 64 (3 serve < 20), so 5, one a
     # box, survive the loss of a box at the instance's SLOs: $26.00/h. At 1.5 x the SLOs every replica runs a
     # larger batch after a loss, so the surviving fleet is cheaper: 4 replicas, $20.80/h.
-    assert pool.batch == 65 and 3 * cap < 20 <= 4 * cap
+    assert pool.batch == 64 and 3 * cap < 20 <= 4 * cap
     assert pool.replicas == 5 and plain.cost_usd_per_hour == pytest.approx(26.0)
     assert relaxed.cost_usd_per_hour == pytest.approx(20.8)
     assert relaxed.survive_slo_factor == 1.5
@@ -80,4 +80,4 @@ def test_cli_survive_slo_factor(tmp_path, plans):
                                  "--solver", BACKEND, "--json", str(out)])
     assert r.exit_code == 0, r.output
     doc = json.loads(out.read_text())
-    assert doc["survive_slo_factor"] == 1.5 and sorted(doc["survive_batches"].values()) == [119]
+    assert doc["survive_slo_factor"] == 1.5 and sorted(doc["survive_batches"].values()) == [117]
