@@ -229,6 +229,9 @@ def capacity(instance: Instance, *, targets: Sequence[str] | None = None, backen
 
     if not (math.isfinite(rtol) and 1e-9 <= rtol <= 1.0):
         raise InputError(f"expected a relative tolerance between 1e-9 and 1, got {rtol:g}", field="--rtol")
+    if probe_time_limit_s is not None and not (math.isfinite(probe_time_limit_s) and probe_time_limit_s > 0):
+        raise InputError(f"expected a finite number of seconds > 0 (0 on the command line: no limit), got "
+                         f"{probe_time_limit_s:g}", field="--probe-time-limit")
     names = [c.name for c in instance.workload.classes]
     targets = list(targets) if targets else [*names, *([MIX] if len(names) > 1 else [])]
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
